@@ -1,0 +1,25 @@
+# Build-wide settings: compiler cache, sanitizers, warnings, and the helper that gives a
+# target the project's compile options and a precompiled LibTorch header.
+
+find_program(TDRL_CCACHE ccache)
+if(TDRL_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${TDRL_CCACHE}")
+endif()
+
+if(TDRL_SANITIZE)
+  message(STATUS "tdrl: building with -fsanitize=${TDRL_SANITIZE}")
+  add_compile_options(-fsanitize=${TDRL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${TDRL_SANITIZE})
+endif()
+
+# Gives `target` the project's warnings and a private precompiled header for the LibTorch
+# headers it uses (each PCH is built once per target, then every source reuses it).
+function(tdrl_target_defaults target)
+  cmake_parse_arguments(ARG "" "" "PCH" ${ARGN})
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(ARG_PCH)
+    target_precompile_headers(${target} PRIVATE ${ARG_PCH})
+  else()
+    target_precompile_headers(${target} PRIVATE <torch/types.h>)
+  endif()
+endfunction()

@@ -1,0 +1,154 @@
+// Python tensordict's repr: fields sorted, nested blocks indented by four spaces a level.
+
+#include <tensordict/lazy_stacked_tensordict.h>
+#include <tensordict/tensor_dict.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "detail/impl.h"
+
+namespace tensordict {
+
+namespace {
+
+std::string dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat: return "torch.float32";
+    case torch::kDouble: return "torch.float64";
+    case torch::kHalf: return "torch.float16";
+    case torch::kBFloat16: return "torch.bfloat16";
+    case torch::kLong: return "torch.int64";
+    case torch::kInt: return "torch.int32";
+    case torch::kShort: return "torch.int16";
+    case torch::kChar: return "torch.int8";
+    case torch::kByte: return "torch.uint8";
+    case torch::kBool: return "torch.bool";
+    case torch::kComplexFloat: return "torch.complex64";
+    case torch::kComplexDouble: return "torch.complex128";
+    default: return std::string("torch.") + c10::toString(t);
+  }
+}
+
+std::string size_str(c10::IntArrayRef shape) { return "torch.Size(" + shape_str(shape) + ")"; }
+
+std::string device_str(const std::optional<torch::Device>& d) { return d ? d->str() : "None"; }
+
+// Prefixes every non-blank line with `n` spaces, as Python's textwrap.indent does.
+std::string indent(const std::string& text, int n) {
+  std::string pad(static_cast<size_t>(n), ' ');
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.find_first_not_of(" \t") != std::string::npos) out += pad;
+    out += line;
+    if (end == std::string::npos) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+// CUDA tensors count as shared (as in Python); CPU tensors are not put in shared memory here.
+std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
+  return "Tensor(shape=" + size_str(shape) + ", device=" + t.device().str() +
+         ", dtype=" + dtype_name(t.scalar_type()) + ", is_shared=" + (t.is_cuda() ? "True" : "False") +
+         ")";
+}
+
+std::string nested_list(const std::vector<AnyValue>& values, c10::IntArrayRef shape, size_t dim,
+                        size_t& pos) {
+  if (dim == shape.size()) return values[pos++].to_string();
+  std::string out = "[";
+  for (int64_t i = 0; i < shape[dim]; ++i)
+    out += (i ? ", " : "") + nested_list(values, shape, dim + 1, pos);
+  return out + "]";
+}
+
+std::string non_tensor_repr(const NonTensorData& nt) {
+  if (nt.is_uniform())
+    return "NonTensorData(data=" + nt.pool().front().to_string() +
+           ", batch_size=" + size_str(nt.batch_size()) + ", device=None)";
+  size_t pos = 0;
+  return "NonTensorStack(\n    " + nested_list(nt.tolist(), nt.batch_size(), 0, pos) +
+         ",\n    batch_size=" + size_str(nt.batch_size()) + ",\n    device=None)";
+}
+
+std::string repr(const TensorDict& td);
+
+std::string value_repr(const Value& v) {
+  if (auto* t = std::get_if<torch::Tensor>(&v)) return tensor_repr(t->sizes(), *t);
+  if (auto* nested = std::get_if<TensorDict>(&v)) return repr(*nested);
+  return non_tensor_repr(std::get<NonTensorData>(v));
+}
+
+std::string fields_block(std::vector<std::string> fields) {
+  std::sort(fields.begin(), fields.end());
+  std::string joined;
+  for (size_t i = 0; i < fields.size(); ++i) joined += (i ? ",\n" : "") + fields[i];
+  return indent("\n" + joined, 4);
+}
+
+// A member key of a lazy stack: its stacked form, with -1 where members' shapes differ.
+std::string lazy_field(const LazyStackedTensorDict& lazy, const std::string& key) {
+  std::vector<Value> values;
+  for (const auto& m : lazy.tensordicts()) values.push_back(*m.impl()->find(key));
+  if (auto* t0 = std::get_if<torch::Tensor>(&values.front())) {
+    std::vector<int64_t> shape = t0->sizes().vec();
+    for (const auto& v : values) {
+      auto* t = std::get_if<torch::Tensor>(&v);
+      if (!t || t->dim() != t0->dim()) return key + ": <mixed entries>";
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (t->size(static_cast<int64_t>(d)) != shape[d]) shape[d] = -1;
+    }
+    shape.insert(shape.begin() + lazy.stack_dim(), static_cast<int64_t>(values.size()));
+    return key + ": " + tensor_repr(shape, *t0);
+  }
+  return key + ": " + value_repr(*lazy.impl()->find(key));
+}
+
+std::string repr(const TensorDict& td) {
+  std::vector<std::string> fields;
+  std::string name = "TensorDict";
+  std::string extra;
+  if (td.is_lazy_stack()) {
+    LazyStackedTensorDict lazy(td);
+    name = "LazyStackedTensorDict";
+    for (const auto& k : td.impl()->keys()) fields.push_back(lazy_field(lazy, k));
+    std::vector<std::string> exclusive;
+    const auto common = td.impl()->keys();
+    for (size_t i = 0; i < lazy.tensordicts().size(); ++i) {
+      std::vector<std::string> own;
+      detail::for_each_entry(lazy.tensordicts()[i], [&](const std::string& k, const Value& v) {
+        if (std::find(common.begin(), common.end(), k) == common.end())
+          own.push_back(k + ": " + value_repr(v));
+      });
+      if (!own.empty()) exclusive.push_back(std::to_string(i) + " ->" + fields_block(own));
+    }
+    std::string ex;
+    for (size_t i = 0; i < exclusive.size(); ++i) ex += (i ? ",\n" : "") + exclusive[i];
+    extra = ",\n" + indent("exclusive_fields={" + indent("\n" + ex, 4) + "}", 4);
+  } else {
+    if (td.is_sub_tensordict()) name = "SubTensorDict";
+    detail::for_each_entry(td, [&](const std::string& k, const Value& v) {
+      fields.push_back(k + ": " + value_repr(v));
+    });
+  }
+  std::string out = name + "(\n" + indent("fields={" + fields_block(fields) + "}", 4) + extra +
+                    ",\n" + indent("batch_size=" + size_str(td.batch_size()), 4) + ",\n" +
+                    indent("device=" + device_str(td.device()), 4) + ",\n" +
+                    indent("is_shared=False", 4);
+  if (td.is_lazy_stack())
+    out += ",\n" + indent("stack_dim=" + std::to_string(LazyStackedTensorDict(td).stack_dim()), 4);
+  return out + ")";
+}
+
+}  // namespace
+
+std::string TensorDict::to_string() const { return repr(*this); }
+
+std::ostream& operator<<(std::ostream& os, const TensorDict& td) { return os << td.to_string(); }
+
+}  // namespace tensordict

@@ -1,0 +1,502 @@
+// TensorDict construction, keys, reading and writing single entries.
+
+#include <tensordict/lazy_stacked_tensordict.h>
+#include <tensordict/tensor_dict.h>
+
+#include <numeric>
+
+#include "detail/impl.h"
+
+namespace tensordict {
+
+using detail::DenseImpl;
+using detail::Kind;
+
+namespace detail {
+
+std::vector<int64_t> value_shape(const Value& value) {
+  if (auto* t = std::get_if<torch::Tensor>(&value)) return t->sizes().vec();
+  if (auto* td = std::get_if<TensorDict>(&value)) return td->batch_size();
+  return std::get<NonTensorData>(value).batch_size();
+}
+
+bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
+  if (shape.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (shape[i] != prefix[i]) return false;
+  return true;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool allow_end) {
+  const int64_t n = allow_end ? ndim + 1 : ndim;
+  if (dim < -n || dim >= n)
+    throw ValueError(std::string(op) + ": dim " + std::to_string(dim) + " is out of range for " +
+                     std::to_string(ndim) + " batch dims (expected a dim in [" +
+                     std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
+  return dim < 0 ? dim + n : dim;
+}
+
+std::string kind_name(const Value& value) {
+  if (std::holds_alternative<torch::Tensor>(value)) return "a tensor";
+  if (std::holds_alternative<TensorDict>(value)) return "a TensorDict";
+  return "non-tensor data";
+}
+
+}  // namespace detail
+
+namespace {
+
+const DenseImpl* as_dense(const std::shared_ptr<detail::TensorDictImpl>& impl) {
+  return impl->kind() == Kind::kDense ? static_cast<const DenseImpl*>(impl.get()) : nullptr;
+}
+
+// Walks `key` up to its last part. Returns the container holding the last part, or nothing
+// when an intermediate is missing. Throws KeyError when an intermediate is not a TensorDict.
+std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& key,
+                                       const char* op, size_t* missing_depth = nullptr) {
+  TensorDict td = root;
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    auto v = td.impl()->find(key[i]);
+    if (!v) {
+      if (missing_depth) *missing_depth = i;
+      return std::nullopt;
+    }
+    auto* nested = std::get_if<TensorDict>(&*v);
+    if (!nested)
+      throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
+                     "', which holds " + detail::kind_name(*v) + ", not a TensorDict");
+    td = *nested;
+  }
+  return td;
+}
+
+}  // namespace
+
+// ---- Item and construction ------------------------------------------------------------------
+
+TensorDict::Item::Item(NestedKey k, torch::Tensor v) : key(std::move(k)), value(std::move(v)) {}
+TensorDict::Item::Item(NestedKey k, TensorDict v) : key(std::move(k)), value(std::move(v)) {}
+TensorDict::Item::Item(NestedKey k, NonTensorData v) : key(std::move(k)), value(std::move(v)) {}
+TensorDict::Item::Item(NestedKey k, const char* v)
+    : key(std::move(k)), value(NonTensorData(AnyValue(v))) {}
+TensorDict::Item::Item(NestedKey k, std::string v)
+    : key(std::move(k)), value(NonTensorData(AnyValue(std::move(v)))) {}
+TensorDict::Item::Item(NestedKey k, std::initializer_list<Item> nested)
+    : key(std::move(k)), value(std::vector<Item>(nested)) {}
+
+namespace {
+void fill_from_items(const TensorDict& td, const std::vector<TensorDict::Item>& items) {
+  for (const auto& item : items) {
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same<V, std::vector<TensorDict::Item>>::value) {
+            auto nested = TensorDict::empty(td.batch_size(), td.device());
+            fill_from_items(nested, v);
+            td.set(item.key, nested);
+          } else {
+            td.set(item.key, v);
+          }
+        },
+        item.value);
+  }
+}
+}  // namespace
+
+TensorDict::TensorDict() : impl_(std::make_shared<DenseImpl>(BatchSize{}, std::nullopt)) {}
+
+TensorDict::TensorDict(std::shared_ptr<detail::TensorDictImpl> impl) : impl_(std::move(impl)) {
+  TORCH_INTERNAL_ASSERT(impl_, "TensorDict handle built from a null state");
+}
+
+TensorDict::TensorDict(std::initializer_list<Item> items, BatchSize batch_size,
+                       std::optional<torch::Device> device)
+    : impl_(std::make_shared<DenseImpl>(std::move(batch_size), device)) {
+  fill_from_items(*this, std::vector<Item>(items));
+}
+
+TensorDict::TensorDict(const std::vector<std::pair<NestedKey, Value>>& items, BatchSize batch_size,
+                       std::optional<torch::Device> device)
+    : impl_(std::make_shared<DenseImpl>(std::move(batch_size), device)) {
+  for (const auto& [key, value] : items) set(key, value);
+}
+
+TensorDict TensorDict::empty(BatchSize batch_size, std::optional<torch::Device> device) {
+  for (int64_t d : batch_size)
+    if (d < 0)
+      throw ShapeError("TensorDict::empty: batch_size " + shape_str(batch_size) +
+                       " has a negative dim");
+  return TensorDict(std::make_shared<DenseImpl>(std::move(batch_size), device));
+}
+
+// ---- Shape and device -----------------------------------------------------------------------
+
+const BatchSize& TensorDict::batch_size() const { return impl_->batch_size(); }
+
+int64_t TensorDict::numel() const {
+  const auto& b = batch_size();
+  return std::accumulate(b.begin(), b.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+std::optional<torch::Device> TensorDict::device() const { return impl_->device(); }
+
+const TensorDict& TensorDict::clear_device_() const {
+  impl_->set_device(std::nullopt);
+  for (const auto& key : impl_->keys()) {
+    auto v = impl_->find(key);
+    if (auto* td = std::get_if<TensorDict>(&*v)) td->clear_device_();
+  }
+  return *this;
+}
+
+const TensorDict& TensorDict::set_batch_size(BatchSize new_batch) const {
+  for (const auto& key : impl_->keys()) {
+    auto v = impl_->find(key);
+    auto shape = detail::value_shape(*v);
+    if (!detail::starts_with(shape, new_batch))
+      throw ShapeError("TensorDict::set_batch_size: entry '" + key + "' (" + detail::kind_name(*v) +
+                       ") has shape " + shape_str(shape) + ", which does not start with the new " +
+                       "batch_size " + shape_str(new_batch) + "; the batch size stays " +
+                       shape_str(batch_size()));
+  }
+  impl_->set_batch_size(std::move(new_batch));
+  // Uniform non-tensor entries span the whole batch: restamp them.
+  for (const auto& key : impl_->keys()) {
+    auto v = impl_->find(key);
+    if (auto* nt = std::get_if<NonTensorData>(&*v); nt && nt->is_uniform())
+      impl_->store(key, nt->with_batch(batch_size()));
+  }
+  return *this;
+}
+
+const TensorDict& TensorDict::auto_batch_size_() const {
+  std::optional<std::vector<int64_t>> common;
+  for (const auto& key : impl_->keys()) {
+    auto shape = detail::value_shape(*impl_->find(key));
+    if (!common) {
+      common = shape;
+      continue;
+    }
+    size_t n = 0;
+    while (n < common->size() && n < shape.size() && (*common)[n] == shape[n]) ++n;
+    common->resize(n);
+  }
+  return set_batch_size(common.value_or(batch_size()));
+}
+
+// ---- Keys -----------------------------------------------------------------------------------
+
+bool TensorDict::contains(const NestedKey& key) const { return find_value(key).has_value(); }
+
+std::vector<std::pair<NestedKey, Value>> TensorDict::items(bool include_nested,
+                                                           bool leaves_only) const {
+  std::vector<std::pair<NestedKey, Value>> out;
+  std::function<void(const TensorDict&, const NestedKey*)> walk = [&](const TensorDict& td,
+                                                                      const NestedKey* prefix) {
+    for (const auto& k : td.impl()->keys()) {
+      auto v = td.impl()->find(k);
+      NestedKey path = prefix ? prefix->join(k) : NestedKey(k);
+      auto* nested = std::get_if<TensorDict>(&*v);
+      if (!nested || !leaves_only || !include_nested) {
+        if (!(nested && leaves_only)) out.emplace_back(path, *v);
+      }
+      if (nested && include_nested) walk(*nested, &path);
+    }
+  };
+  walk(*this, nullptr);
+  return out;
+}
+
+std::vector<NestedKey> TensorDict::keys(bool include_nested, bool leaves_only) const {
+  if (!include_nested && !leaves_only) {
+    auto ks = impl_->keys();
+    return std::vector<NestedKey>(ks.begin(), ks.end());
+  }
+  std::vector<NestedKey> out;
+  for (auto& item : items(include_nested, leaves_only)) out.push_back(std::move(item.first));
+  return out;
+}
+
+std::vector<Value> TensorDict::values(bool include_nested, bool leaves_only) const {
+  std::vector<Value> out;
+  for (auto& item : items(include_nested, leaves_only)) out.push_back(std::move(item.second));
+  return out;
+}
+
+// ---- Reading --------------------------------------------------------------------------------
+
+std::optional<Value> TensorDict::find_value(const NestedKey& key) const {
+  if (key.size() == 1) return impl_->find(key.front());
+  auto container = container_of(*this, key, "TensorDict::find_value");
+  if (!container) return std::nullopt;
+  return container->impl()->find(key.back());
+}
+
+Value TensorDict::get_value(const NestedKey& key) const {
+  if (const auto* dense = as_dense(impl_); dense && key.size() == 1) {
+    if (const Value* v = dense->lookup(key.front())) return *v;
+  }
+  size_t missing_depth = 0;
+  auto container = container_of(*this, key, "TensorDict::get", &missing_depth);
+  if (!container) {
+    TensorDict at = *this;
+    for (size_t i = 0; i < missing_depth; ++i) at = std::get<TensorDict>(*at.impl()->find(key[i]));
+    throw KeyError("TensorDict::get: key " + key.repr() + " not found: no '" + key[missing_depth] +
+                   "' at depth " + std::to_string(missing_depth) + "; available keys there: " +
+                   closest_names(key[missing_depth], at.impl()->keys()));
+  }
+  auto v = container->impl()->find(key.back());
+  if (!v)
+    throw KeyError("TensorDict::get: key " + key.repr() + " not found; available keys" +
+                   (key.size() > 1 ? std::string(" there") : std::string()) + ": " +
+                   closest_names(key.back(), container->impl()->keys()));
+  return std::move(*v);
+}
+
+torch::Tensor TensorDict::get(const NestedKey& key) const {
+  if (const auto* dense = as_dense(impl_); dense && key.size() == 1) {
+    if (const Value* v = dense->lookup(key.front())) {
+      if (auto* t = std::get_if<torch::Tensor>(v)) return *t;
+    }
+  }
+  Value v = get_value(key);
+  if (auto* t = std::get_if<torch::Tensor>(&v)) return *t;
+  throw TypeError("TensorDict::get: key " + key.repr() + " holds " + detail::kind_name(v) +
+                  ", not a tensor; use " +
+                  (std::holds_alternative<TensorDict>(v) ? "get_tensordict" : "get_non_tensor"));
+}
+
+std::optional<torch::Tensor> TensorDict::find(const NestedKey& key) const {
+  auto v = find_value(key);
+  if (!v) return std::nullopt;
+  if (auto* t = std::get_if<torch::Tensor>(&*v)) return *t;
+  throw TypeError("TensorDict::find: key " + key.repr() + " holds " + detail::kind_name(*v) +
+                  ", not a tensor");
+}
+
+torch::Tensor TensorDict::get_or(const NestedKey& key, torch::Tensor default_value) const {
+  auto t = find(key);
+  return t ? *t : std::move(default_value);
+}
+
+TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
+  Value v = get_value(key);
+  if (auto* td = std::get_if<TensorDict>(&v)) return *td;
+  throw TypeError("TensorDict::get_tensordict: key " + key.repr() + " holds " +
+                  detail::kind_name(v) + ", not a TensorDict");
+}
+
+NonTensorData TensorDict::get_non_tensor(const NestedKey& key) const {
+  Value v = get_value(key);
+  if (auto* nt = std::get_if<NonTensorData>(&v)) return *nt;
+  throw TypeError("TensorDict::get_non_tensor: key " + key.repr() + " holds " +
+                  detail::kind_name(v) + ", not non-tensor data");
+}
+
+// ---- Writing --------------------------------------------------------------------------------
+
+namespace {
+
+// The value as it will be stored in a TensorDict of `batch` and `device`, or a ShapeError.
+Value prepare_value(const char* op, const NestedKey& key, const Value& value,
+                    const BatchSize& batch, const std::optional<torch::Device>& device) {
+  if (auto* t = std::get_if<torch::Tensor>(&value)) {
+    if (!t->defined())
+      throw ValueError(std::string(op) + ": value for key " + key.repr() + " is an undefined tensor");
+    if (!detail::starts_with(t->sizes(), batch))
+      throw ShapeError(std::string(op) + ": key " + key.repr() + ": tensor shape " +
+                       shape_str(t->sizes()) + " does not start with batch_size " +
+                       shape_str(batch) + "; give the value leading dims " + shape_str(batch) +
+                       " or change the TensorDict's batch_size");
+    if (device && t->device() != *device) return t->to(*device);
+    return value;
+  }
+  if (auto* td = std::get_if<TensorDict>(&value)) {
+    if (!detail::starts_with(td->batch_size(), batch))
+      throw ShapeError(std::string(op) + ": key " + key.repr() + ": nested TensorDict batch_size " +
+                       shape_str(td->batch_size()) + " does not start with batch_size " +
+                       shape_str(batch) + "; nested TensorDicts need the parent's leading dims");
+    if (device && td->device() != device) {
+      bool all_there = true;
+      detail::for_each_leaf(*td, [&](const NestedKey&, const torch::Tensor& t) {
+        all_there = all_there && t.device() == *device;
+      });
+      if (!all_there || td->device().has_value()) return td->to(*device);
+    }
+    return value;
+  }
+  const auto& nt = std::get<NonTensorData>(value);
+  if (nt.is_uniform()) return nt.with_batch(batch);
+  if (!detail::starts_with(nt.batch_size(), batch))
+    throw ShapeError(std::string(op) + ": key " + key.repr() + ": non-tensor data of shape " +
+                     shape_str(nt.batch_size()) + " does not start with batch_size " +
+                     shape_str(batch));
+  return value;
+}
+
+// Resolves where `set(key, ...)` lands without writing anything: the existing container, or
+// the deepest existing TensorDict on the path (whose batch size and device the created
+// intermediates will take).
+struct SetTarget {
+  TensorDict deepest;
+  size_t depth;  // number of key parts resolved to `deepest`
+};
+
+SetTarget resolve_for_set(const TensorDict& root, const NestedKey& key, const char* op) {
+  TensorDict td = root;
+  size_t i = 0;
+  for (; i + 1 < key.size(); ++i) {
+    auto v = td.impl()->find(key[i]);
+    if (!v) break;
+    auto* nested = std::get_if<TensorDict>(&*v);
+    if (!nested)
+      throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
+                     "', which holds " + detail::kind_name(*v) + ", not a TensorDict");
+    td = *nested;
+  }
+  return {td, i};
+}
+
+void commit_set(SetTarget target, const NestedKey& key, const Value& prepared) {
+  TensorDict td = target.deepest;
+  for (size_t i = target.depth; i + 1 < key.size(); ++i) {
+    td.impl()->store(key[i], TensorDict::empty(td.batch_size(), td.device()));
+    // Re-read: a lazy stack stores a split copy, so the stored handle is the one to follow.
+    td = std::get<TensorDict>(*td.impl()->find(key[i]));
+  }
+  td.impl()->store(key.back(), prepared);
+}
+
+}  // namespace
+
+void detail::check_set(const TensorDict& root, const NestedKey& key, const Value& value,
+                       const char* op) {
+  auto target = resolve_for_set(root, key, op);
+  prepare_value(op, key, value, target.deepest.batch_size(), target.deepest.device());
+}
+
+const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) const {
+  static constexpr const char* kOp = "TensorDict::set";
+  if (key.size() == 1) {
+    impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
+    return *this;
+  }
+  auto target = resolve_for_set(*this, key, kOp);
+  auto prepared = prepare_value(kOp, key, value, target.deepest.batch_size(), target.deepest.device());
+  commit_set(std::move(target), key, prepared);
+  return *this;
+}
+
+const TensorDict& TensorDict::set(const NestedKey& key, const torch::Tensor& value) const {
+  return set(key, Value(value));
+}
+const TensorDict& TensorDict::set(const NestedKey& key, const TensorDict& value) const {
+  if (value.is_same(*this))
+    throw ValueError("TensorDict::set: key " + key.repr() +
+                     ": a TensorDict cannot contain itself; set a clone()");
+  return set(key, Value(value));
+}
+const TensorDict& TensorDict::set(const NestedKey& key, const NonTensorData& value) const {
+  return set(key, Value(value));
+}
+const TensorDict& TensorDict::set(const NestedKey& key, const char* value) const {
+  return set(key, NonTensorData(AnyValue(value)));
+}
+const TensorDict& TensorDict::set(const NestedKey& key, const std::string& value) const {
+  return set(key, NonTensorData(AnyValue(value)));
+}
+
+namespace detail {
+// The existing tensor at `key` and its container, for in-place writes (KeyError/TypeError).
+std::pair<TensorDict, torch::Tensor> existing_tensor(const TensorDict& root, const NestedKey& key,
+                                                     const char* op) {
+  auto container = container_of(root, key, op);
+  std::optional<Value> v = container ? container->impl()->find(key.back()) : std::nullopt;
+  if (!v)
+    throw KeyError(std::string(op) + ": key " + key.repr() +
+                   " not found; in-place writes need an existing tensor (use set to add one)");
+  auto* t = std::get_if<torch::Tensor>(&*v);
+  if (!t)
+    throw TypeError(std::string(op) + ": key " + key.repr() + " holds " + kind_name(*v) +
+                    ", not a tensor");
+  return {*container, *t};
+}
+
+void check_inplace_value(const char* op, const NestedKey& key, const torch::Tensor& dst,
+                         c10::IntArrayRef region, const torch::Tensor& value) {
+  if (!value.defined())
+    throw ValueError(std::string(op) + ": value for key " + key.repr() + " is an undefined tensor");
+  if (value.scalar_type() != dst.scalar_type())
+    throw TypeError(std::string(op) + ": key " + key.repr() + " holds " +
+                    std::string(c10::toString(dst.scalar_type())) + " but the value is " +
+                    std::string(c10::toString(value.scalar_type())) + "; cast it with .to(" +
+                    std::string(c10::toString(dst.scalar_type())) + ") first");
+  if (!at::is_expandable_to(value.sizes(), region))
+    throw ShapeError(std::string(op) + ": key " + key.repr() + ": value of shape " +
+                     shape_str(value.sizes()) + " does not broadcast to the destination shape " +
+                     shape_str(region));
+}
+}  // namespace detail
+
+const TensorDict& TensorDict::set_(const NestedKey& key, const torch::Tensor& value) const {
+  static constexpr const char* kOp = "TensorDict::set_";
+  auto [container, dst] = detail::existing_tensor(*this, key, kOp);
+  detail::check_inplace_value(kOp, key, dst, dst.sizes(), value);
+  container.impl()->store_inplace(key.back(), value.expand(dst.sizes()));
+  return *this;
+}
+
+const TensorDict& TensorDict::del_(const NestedKey& key) const {
+  auto container = container_of(*this, key, "TensorDict::del_");
+  if (!container || !container->impl()->contains(key.back()))
+    throw KeyError("TensorDict::del_: key " + key.repr() + " not found; available keys: " +
+                   closest_names(key.back(), container ? container->impl()->keys()
+                                                       : impl_->keys()));
+  container->impl()->erase(key.back());
+  return *this;
+}
+
+Value TensorDict::pop(const NestedKey& key) const {
+  Value v = get_value(key);
+  del_(key);
+  return v;
+}
+
+const TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& new_key) const {
+  if (old_key == new_key) {
+    get_value(old_key);
+    return *this;
+  }
+  Value v = get_value(old_key);
+  if (contains(new_key))
+    throw KeyError("TensorDict::rename_key_: key " + new_key.repr() +
+                   " already exists; delete it first or pick another name");
+  if (old_key.size() == 1 && new_key.size() == 1) {
+    impl_->rename(old_key.front(), new_key.front());
+    return *this;
+  }
+  set(new_key, v);
+  del_(old_key);
+  return *this;
+}
+
+bool TensorDict::is_lazy_stack() const { return impl_->kind() == Kind::kLazyStack; }
+bool TensorDict::is_sub_tensordict() const { return impl_->kind() == Kind::kSub; }
+
+// ---- Lazy stack handle -------------------------------------------------------------------
+
+LazyStackedTensorDict::LazyStackedTensorDict(const TensorDict& td) : TensorDict(td) {
+  if (!td.is_lazy_stack())
+    throw TypeError("LazyStackedTensorDict: the TensorDict is not a lazy stack (make one with "
+                    "tensordict::stack)");
+}
+
+const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts() const {
+  return static_cast<const detail::LazyStackImpl&>(*impl()).tensordicts();
+}
+
+int64_t LazyStackedTensorDict::stack_dim() const {
+  return static_cast<const detail::LazyStackImpl&>(*impl()).stack_dim();
+}
+
+}  // namespace tensordict
