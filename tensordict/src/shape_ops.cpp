@@ -5,6 +5,8 @@
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensor_dict.h>
 
+#include <ATen/InferSize.h>  // infer_size(shape, numel); without it the broadcasting overload is picked
+
 #include <numeric>
 
 #include "detail/impl.h"
@@ -71,7 +73,13 @@ BatchSize with_features(const BatchSize& batch, const torch::Tensor& t, int64_t 
 
 BatchSize infer_batch(const char* op, const BatchSize& from, BatchSize to) {
   int64_t numel = std::accumulate(from.begin(), from.end(), int64_t{1}, std::multiplies<int64_t>());
-  return shape_guard(op, from, [&] { return at::infer_size(to, numel); });
+  return shape_guard(op, from, [&] {
+    try {
+      return at::infer_size(to, numel);
+    } catch (const std::runtime_error& e) {  // LibTorch 1.x throws this, 2.x a c10::Error
+      throw ShapeError(std::string(op) + " on batch_size " + shape_str(from) + ": " + e.what());
+    }
+  });
 }
 
 }  // namespace
@@ -167,11 +175,17 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
   static constexpr const char* kOp = "TensorDict::squeeze";
   const int64_t nd = batch_dims();
   if (!dim) {
-    TensorDict out = *this;
-    for (int64_t d = nd - 1; d >= 0; --d)
-      if (batch_size()[static_cast<size_t>(d)] == 1) out = out.squeeze(d);
-    return out.is_same(*this) ? detail::map_batch(*this, batch_size(), [](const torch::Tensor& t) { return t; })
-                              : out;
+    BatchSize b;
+    std::vector<int64_t> ones;
+    for (int64_t d = 0; d < nd; ++d) {
+      if (batch_size()[static_cast<size_t>(d)] == 1) ones.push_back(d);
+      else b.push_back(batch_size()[static_cast<size_t>(d)]);
+    }
+    return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
+      torch::Tensor out = t;
+      for (auto it = ones.rbegin(); it != ones.rend(); ++it) out = out.squeeze(*it);
+      return out;
+    });
   }
   const int64_t d = detail::wrap_dim(*dim, nd, kOp);
   if (batch_size()[static_cast<size_t>(d)] != 1)

@@ -152,6 +152,8 @@ const TensorDict& TensorDict::clear_device_() const {
 const TensorDict& TensorDict::set_batch_size(BatchSize new_batch) const {
   for (const auto& key : impl_->keys()) {
     auto v = impl_->find(key);
+    // A uniform non-tensor entry spans any batch size (it is restamped below).
+    if (auto* nt = std::get_if<NonTensorData>(&*v); nt && nt->is_uniform()) continue;
     auto shape = detail::value_shape(*v);
     if (!detail::starts_with(shape, new_batch))
       throw ShapeError("TensorDict::set_batch_size: entry '" + key + "' (" + detail::kind_name(*v) +
@@ -172,7 +174,9 @@ const TensorDict& TensorDict::set_batch_size(BatchSize new_batch) const {
 const TensorDict& TensorDict::auto_batch_size_() const {
   std::optional<std::vector<int64_t>> common;
   for (const auto& key : impl_->keys()) {
-    auto shape = detail::value_shape(*impl_->find(key));
+    auto v = impl_->find(key);
+    if (auto* nt = std::get_if<NonTensorData>(&*v); nt && nt->is_uniform()) continue;
+    auto shape = detail::value_shape(*v);
     if (!common) {
       common = shape;
       continue;
@@ -186,7 +190,18 @@ const TensorDict& TensorDict::auto_batch_size_() const {
 
 // ---- Keys -----------------------------------------------------------------------------------
 
-bool TensorDict::contains(const NestedKey& key) const { return find_value(key).has_value(); }
+// Walks the path without reading the last entry (a lazy stack would stack it) and answers
+// false, never throws, when the path runs through a non-TensorDict entry.
+bool TensorDict::contains(const NestedKey& key) const {
+  TensorDict td = *this;
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    auto v = td.impl()->find(key[i]);
+    auto* nested = v ? std::get_if<TensorDict>(&*v) : nullptr;
+    if (!nested) return false;
+    td = *nested;
+  }
+  return td.impl()->contains(key.back());
+}
 
 std::vector<std::pair<NestedKey, Value>> TensorDict::items(bool include_nested,
                                                            bool leaves_only) const {
@@ -197,9 +212,7 @@ std::vector<std::pair<NestedKey, Value>> TensorDict::items(bool include_nested,
       auto v = td.impl()->find(k);
       NestedKey path = prefix ? prefix->join(k) : NestedKey(k);
       auto* nested = std::get_if<TensorDict>(&*v);
-      if (!nested || !leaves_only || !include_nested) {
-        if (!(nested && leaves_only)) out.emplace_back(path, *v);
-      }
+      if (!(nested && leaves_only)) out.emplace_back(path, *v);
       if (nested && include_nested) walk(*nested, &path);
     }
   };
@@ -375,8 +388,31 @@ void detail::check_set(const TensorDict& root, const NestedKey& key, const Value
   prepare_value(op, key, value, target.deepest.batch_size(), target.deepest.device());
 }
 
+namespace {
+// True when `root` is `value` or one of its nested TensorDicts: storing `value` under `root`
+// would make a cycle (endless printing, leaked memory).
+bool contains_tensordict(const TensorDict& value, const TensorDict& root) {
+  if (value.is_same(root)) return true;
+  bool found = false;
+  if (value.is_lazy_stack()) {
+    for (const auto& m : LazyStackedTensorDict(value).tensordicts())
+      found = found || contains_tensordict(m, root);
+    return found;
+  }
+  if (value.is_sub_tensordict())
+    return contains_tensordict(static_cast<const detail::SubImpl&>(*value.impl()).parent(), root);
+  detail::for_each_entry(value, [&](const std::string&, const Value& v) {
+    if (auto* nested = std::get_if<TensorDict>(&v)) found = found || contains_tensordict(*nested, root);
+  });
+  return found;
+}
+}  // namespace
+
 const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) const {
   static constexpr const char* kOp = "TensorDict::set";
+  if (auto* td = std::get_if<TensorDict>(&value); td && contains_tensordict(*td, *this))
+    throw ValueError("TensorDict::set: key " + key.repr() +
+                     ": the value contains this TensorDict, which would make a cycle; set a clone()");
   if (key.size() == 1) {
     impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
     return *this;
@@ -391,9 +427,6 @@ const TensorDict& TensorDict::set(const NestedKey& key, const torch::Tensor& val
   return set(key, Value(value));
 }
 const TensorDict& TensorDict::set(const NestedKey& key, const TensorDict& value) const {
-  if (value.is_same(*this))
-    throw ValueError("TensorDict::set: key " + key.repr() +
-                     ": a TensorDict cannot contain itself; set a clone()");
   return set(key, Value(value));
 }
 const TensorDict& TensorDict::set(const NestedKey& key, const NonTensorData& value) const {

@@ -182,11 +182,29 @@ TensorDict TensorDict::named_apply(
 }
 
 const TensorDict& TensorDict::apply_(const TensorFn& fn) const {
-  std::vector<std::pair<NestedKey, torch::Tensor>> results;
-  detail::for_each_leaf(*this, [&](const NestedKey& key, const torch::Tensor& t) {
-    results.emplace_back(key, fn(t));
-  });
-  write_results(*this, "TensorDict::apply_", results);
+  static constexpr const char* kOp = "TensorDict::apply_";
+  // Lazy stacks are walked member by member: members may hold different shapes past the
+  // batch dims, which a stacked read cannot give. Every result is checked before any write.
+  std::vector<std::pair<TensorDict, std::vector<std::pair<NestedKey, torch::Tensor>>>> plans;
+  std::function<void(const TensorDict&)> collect = [&](const TensorDict& td) {
+    if (td.is_lazy_stack()) {
+      for (const auto& m : LazyStackedTensorDict(td).tensordicts()) collect(m);
+      return;
+    }
+    std::vector<std::pair<NestedKey, torch::Tensor>> results;
+    detail::for_each_leaf(td, [&](const NestedKey& key, const torch::Tensor& t) {
+      results.emplace_back(key, fn(t));
+    });
+    plans.emplace_back(td, std::move(results));
+  };
+  collect(*this);
+  for (const auto& [td, results] : plans) {
+    for (const auto& [key, r] : results) {
+      auto dst = td.get(key);
+      detail::check_inplace_value(kOp, key, dst, dst.sizes(), r);
+    }
+  }
+  for (const auto& [td, results] : plans) write_results(td, kOp, results);
   return *this;
 }
 
@@ -236,6 +254,18 @@ bool selected(const NestedKey& key, const std::vector<NestedKey>& keys_to_update
   return false;
 }
 
+// True when `keys_to_update` selects only keys strictly below `key` (not `key` itself).
+bool selects_only_below(const NestedKey& key, const std::vector<NestedKey>& keys_to_update) {
+  if (keys_to_update.empty()) return false;
+  for (const auto& k : keys_to_update) {
+    if (k.size() > key.size()) continue;
+    bool prefix = true;
+    for (size_t i = 0; i < k.size() && prefix; ++i) prefix = k[i] == key[i];
+    if (prefix) return false;
+  }
+  return true;
+}
+
 struct PlannedWrite {
   NestedKey key;
   Value value;
@@ -251,6 +281,13 @@ void plan_update(const TensorDict& dst, const TensorDict& src, const NestedKey* 
     auto existing = dst.find_value(key);
     auto* nested = std::get_if<TensorDict>(&v);
     if (nested && existing && std::holds_alternative<TensorDict>(*existing)) {
+      plan_update(dst, *nested, &key, options, plan);
+      return;
+    }
+    // A missing nested TensorDict of which only some keys are selected: create it empty and
+    // take the selected keys alone.
+    if (nested && !existing && selects_only_below(key, options.keys_to_update)) {
+      plan.push_back({key, TensorDict::empty(nested->batch_size(), nested->device()), false});
       plan_update(dst, *nested, &key, options, plan);
       return;
     }
@@ -330,6 +367,10 @@ const TensorDict& TensorDict::fill_(const NestedKey& key, const c10::Scalar& val
 }
 
 const TensorDict& TensorDict::fill_(const c10::Scalar& value) const {
+  if (is_lazy_stack()) {  // members may hold different shapes: fill each one's own leaves
+    for (const auto& m : LazyStackedTensorDict(*this).tensordicts()) m.fill_(value);
+    return *this;
+  }
   for (const auto& key : keys(true, true))
     if (std::holds_alternative<torch::Tensor>(get_value(key)))
       detail::modify_leaf(*this, key, [&](torch::Tensor& t) { t.fill_(value); });

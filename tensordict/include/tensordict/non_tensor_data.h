@@ -96,8 +96,8 @@ class AnyValue {
     }
     std::string to_string() const override {
       if constexpr (detail::IsStreamable<T>::value) {
+        if constexpr (std::is_same<T, bool>::value) return value ? "True" : "False";  // as Python
         std::ostringstream os;
-        if constexpr (std::is_same<T, bool>::value) os << std::boolalpha;
         os << value;
         return os.str();
       } else {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything (libraries, tests, benchmarks, examples) and
+# runs the whole test suite. Exits non-zero on any failure.
+#   TDRL_SANITIZE=address,undefined scripts/test.sh   # the suite under sanitizers
+#   BUILD_DIR=... scripts/test.sh                     # another build folder
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+"$TDRL_ROOT/scripts/setup.sh"
+
+sanitize=${TDRL_SANITIZE:-}
+default_dir="$TDRL_ROOT/build"
+[[ -z "$sanitize" ]] || default_dir="$TDRL_ROOT/build-sanitize-${sanitize//,/-}"
+build_dir=${BUILD_DIR:-$default_dir}
+
+start=$(date +%s)
+tdrl_configure "$build_dir" -DTDRL_SANITIZE="$sanitize"
+cmake --build "$build_dir" -j "$(nproc)"
+echo "test.sh: build finished in $(( $(date +%s) - start )) s"
+
+if [[ -n "$sanitize" ]]; then
+  # LibTorch keeps process-lifetime singletons that LeakSanitizer would report at exit.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+fi
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"

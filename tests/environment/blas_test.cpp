@@ -1,0 +1,36 @@
+// Guards the build machine, not the code: LibTorch on Debian runs its matrix products on
+// whatever libblas.so.3 resolves to, and the reference BLAS is 7-15x slower than OpenBLAS.
+
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/types.h>
+
+namespace {
+
+// The BLAS library mapped into this process, read from /proc/self/maps.
+std::string loaded_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.find("blas") != std::string::npos) return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(EnvironmentTest, MatmulRunsOnOpenBlasNotTheReferenceBlas) {
+  auto a = torch::randn({64, 64});
+  auto b = torch::mm(a, a);  // makes sure the BLAS library is loaded
+  ASSERT_EQ(b.sizes(), (std::vector<int64_t>{64, 64}));
+  const std::string blas = loaded_blas();
+  EXPECT_NE(blas.find("openblas"), std::string::npos)
+      << "LibTorch's BLAS is '" << blas << "', not OpenBLAS: matrix products run 7-15x slower. "
+      << "Install libopenblas0-pthread (scripts/setup.sh does) and select it with "
+      << "update-alternatives --config libblas.so.3-x86_64-linux-gnu";
+}
