@@ -10,6 +10,11 @@ if(TDRL_SANITIZE)
   message(STATUS "tdrl: building with -fsanitize=${TDRL_SANITIZE}")
   add_compile_options(-fsanitize=${TDRL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${TDRL_SANITIZE})
+  if(TDRL_SANITIZE MATCHES "undefined")
+    # LibTorch's at::indexing::TensorIndex leaves its bool member uninitialised unless it is
+    # a bool index, and its implicit copy reads it: every copy of an index would be reported.
+    add_compile_options(-fno-sanitize=bool)
+  endif()
 endif()
 
 # Gives `target` the project's warnings and a private precompiled header for the LibTorch

@@ -140,6 +140,18 @@ namespace {
 }
 }  // namespace
 
+std::pair<std::vector<TensorIndex>, BatchSize> resolve_region(at::ArrayRef<TensorIndex> index,
+                                                              const BatchSize& batch,
+                                                              const char* op) {
+  auto norm = normalize_index(index, batch, op);
+  try {
+    auto region = indexed_batch_size(batch, norm);
+    return {std::move(norm), std::move(region)};
+  } catch (const c10::Error& e) {
+    rethrow_index_error(op, index, batch, e);
+  }
+}
+
 // ---- Lazy stacks: indexing that keeps the members -----------------------------------------
 
 namespace {
@@ -227,13 +239,9 @@ struct RegionWrite {
 const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
                                          const TensorDict& value) const {
   static constexpr const char* kOp = "TensorDict::index_put_";
-  auto norm = detail::normalize_index(index, batch_size(), kOp);
-  BatchSize region;
-  try {
-    region = detail::indexed_batch_size(batch_size(), norm);
-  } catch (const c10::Error& e) {
-    detail::rethrow_index_error(kOp, index, batch_size(), e);
-  }
+  auto resolved = detail::resolve_region(index, batch_size(), kOp);
+  auto& norm = resolved.first;
+  auto& region = resolved.second;
   if (!at::is_expandable_to(value.batch_size(), region))
     throw ShapeError(std::string(kOp) + ": value batch_size " + shape_str(value.batch_size()) +
                      " does not broadcast to the indexed region " + shape_str(region) +
@@ -322,12 +330,7 @@ const TensorDict& TensorDict::index_put_(std::initializer_list<TensorIndex> inde
 const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
                                          const c10::Scalar& value) const {
   static constexpr const char* kOp = "TensorDict::index_put_";
-  auto norm = detail::normalize_index(index, batch_size(), kOp);
-  try {
-    detail::indexed_batch_size(batch_size(), norm);
-  } catch (const c10::Error& e) {
-    detail::rethrow_index_error(kOp, index, batch_size(), e);
-  }
+  const auto norm = detail::resolve_region(index, batch_size(), kOp).first;
   for (const auto& key : keys(true, true)) {
     if (!std::holds_alternative<torch::Tensor>(get_value(key))) continue;
     detail::modify_leaf(*this, key, [&](torch::Tensor& dst) { dst.index_put_(norm, value); });
@@ -345,13 +348,9 @@ const TensorDict& TensorDict::set_at_(const NestedKey& key, const torch::Tensor&
   static constexpr const char* kOp = "TensorDict::set_at_";
   auto [container, dst] = detail::existing_tensor(*this, key, kOp);
   const auto& batch = container.batch_size();
-  auto norm = detail::normalize_index(index, batch, kOp);
-  BatchSize region;
-  try {
-    region = detail::indexed_batch_size(batch, norm);
-  } catch (const c10::Error& e) {
-    detail::rethrow_index_error(kOp, index, batch, e);
-  }
+  auto resolved = detail::resolve_region(index, batch, kOp);
+  auto& norm = resolved.first;
+  auto& region = resolved.second;
   region.insert(region.end(), dst.sizes().begin() + static_cast<int64_t>(batch.size()),
                 dst.sizes().end());
   detail::check_inplace_value(kOp, key, dst, region, value);
@@ -363,13 +362,9 @@ const TensorDict& TensorDict::set_at_(const NestedKey& key, const torch::Tensor&
 
 TensorDict TensorDict::get_sub_tensordict(at::ArrayRef<TensorIndex> index) const {
   static constexpr const char* kOp = "TensorDict::get_sub_tensordict";
-  auto norm = detail::normalize_index(index, batch_size(), kOp);
-  BatchSize region;
-  try {
-    region = detail::indexed_batch_size(batch_size(), norm);
-  } catch (const c10::Error& e) {
-    detail::rethrow_index_error(kOp, index, batch_size(), e);
-  }
+  auto resolved = detail::resolve_region(index, batch_size(), kOp);
+  auto& norm = resolved.first;
+  auto& region = resolved.second;
   return TensorDict(std::make_shared<detail::SubImpl>(*this, std::move(norm), std::move(region)));
 }
 

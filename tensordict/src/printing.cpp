@@ -7,28 +7,11 @@
 #include <sstream>
 
 #include "detail/impl.h"
+#include "detail/meta.h"
 
 namespace tensordict {
 
 namespace {
-
-std::string dtype_name(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat: return "torch.float32";
-    case torch::kDouble: return "torch.float64";
-    case torch::kHalf: return "torch.float16";
-    case torch::kBFloat16: return "torch.bfloat16";
-    case torch::kLong: return "torch.int64";
-    case torch::kInt: return "torch.int32";
-    case torch::kShort: return "torch.int16";
-    case torch::kChar: return "torch.int8";
-    case torch::kByte: return "torch.uint8";
-    case torch::kBool: return "torch.bool";
-    case torch::kComplexFloat: return "torch.complex64";
-    case torch::kComplexDouble: return "torch.complex128";
-    default: return std::string("torch.") + c10::toString(t);
-  }
-}
 
 std::string size_str(c10::IntArrayRef shape) { return "torch.Size(" + shape_str(shape) + ")"; }
 
@@ -54,7 +37,7 @@ std::string indent(const std::string& text, int n) {
 // CUDA tensors count as shared (as in Python); CPU tensors are not put in shared memory here.
 std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
   return "Tensor(shape=" + size_str(shape) + ", device=" + t.device().str() +
-         ", dtype=" + dtype_name(t.scalar_type()) + ", is_shared=" + (t.is_cuda() ? "True" : "False") +
+         ", dtype=" + detail::dtype_name(t.scalar_type()) + ", is_shared=" + (t.is_cuda() ? "True" : "False") +
          ")";
 }
 

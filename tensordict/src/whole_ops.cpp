@@ -28,6 +28,21 @@ void for_each_leaf(const TensorDict& td,
   walk(td, nullptr);
 }
 
+void for_each_stored_leaf(const TensorDict& td, const std::function<void(const torch::Tensor&)>& fn) {
+  if (td.is_lazy_stack()) {
+    for (const auto& m : LazyStackedTensorDict(td).tensordicts()) for_each_stored_leaf(m, fn);
+    return;
+  }
+  if (td.is_sub_tensordict()) {
+    for_each_stored_leaf(static_cast<const SubImpl&>(*td.impl()).parent(), fn);
+    return;
+  }
+  for_each_entry(td, [&](const std::string&, const Value& v) {
+    if (auto* t = std::get_if<torch::Tensor>(&v)) fn(*t);
+    else if (auto* nested = std::get_if<TensorDict>(&v)) for_each_stored_leaf(*nested, fn);
+  });
+}
+
 TensorDict map_leaves(const TensorDict& td, const NestedKey* path,
                       const std::function<torch::Tensor(const NestedKey&, const torch::Tensor&)>& fn,
                       const std::optional<torch::Device>& device) {
@@ -84,8 +99,10 @@ void write_results(const TensorDict& td, const char* op,
     auto dst = td.get(key);
     detail::check_inplace_value(op, key, dst, dst.sizes(), r);
   }
-  for (const auto& [key, r] : results)
-    detail::modify_leaf(td, key, [&](torch::Tensor& dst) { dst.copy_(r); });
+  for (const auto& entry : results) {
+    const torch::Tensor& r = entry.second;
+    detail::modify_leaf(td, entry.first, [&](torch::Tensor& dst) { dst.copy_(r); });
+  }
 }
 
 // Leaves of `td` paired with those of `other` (KeyError when `other` misses one).
@@ -567,8 +584,12 @@ namespace {
 const TensorDict& inplace_binary(const TensorDict& td, const TensorDict& other, const char* op,
                                  const BinaryFn& fn) {
   std::vector<std::pair<NestedKey, torch::Tensor>> results;
-  for (auto& [key, a, b] : paired_leaves(td, other, op))
-    results.emplace_back(key, leaf_guard(op, key, [&] { return fn(a, b); }));
+  for (auto& leaves : paired_leaves(td, other, op)) {
+    const auto& [key, a, b] = leaves;
+    const torch::Tensor& x = a;
+    const torch::Tensor& y = b;
+    results.emplace_back(key, leaf_guard(op, key, [&] { return fn(x, y); }));
+  }
   write_results(td, op, results);
   return td;
 }

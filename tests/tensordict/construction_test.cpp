@@ -5,15 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <tensordict/tensordict.h>
+
+#include "support/tensordict_fixtures.h"
 #include <torch/cuda.h>
 
 namespace {
 
-using ::testing::HasSubstr;
-using tensordict::BatchSize;
-using tensordict::NonTensorData;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
+using namespace tensordict::testing;
 
 TEST(TensorDictConstructionTest, DefaultConstructedIsEmptyWithEmptyBatchSizeAndNoDevice) {
   TensorDict td;

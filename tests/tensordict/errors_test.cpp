@@ -6,24 +6,12 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using namespace torch::indexing;
-using tensordict::BatchSize;
+using namespace tensordict::testing;
 using tensordict::IndexError;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::NonTensorData;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::UpdateOptions;
-using tensordict::Value;
-using tensordict::ValueError;
-
-using Entries = std::vector<std::pair<NestedKey, Value>>;
 
 // Expects `stmt` to throw `type` and checks its message with `matcher`.
 #define EXPECT_THROW_MSG(stmt, type, matcher)                      \

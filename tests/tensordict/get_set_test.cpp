@@ -6,24 +6,11 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace {
 
-using ::testing::ElementsAre;
-using namespace torch::indexing;
-using tensordict::BatchSize;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::NonTensorData;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::Value;
-
-using Entries = std::vector<std::pair<NestedKey, Value>>;
-
-TensorDict tutorial_td() {
-  return TensorDict({{"a", torch::zeros({3, 4, 5})}, {"b", torch::zeros({3, 4})}}, {3, 4});
-}
+using namespace tensordict::testing;
 
 // ---- get / find / get_or ---------------------------------------------------------------------
 
@@ -36,7 +23,7 @@ TEST(TensorDictGetTest, GetReturnsTheStoredTensorItself) {
 }
 
 TEST(TensorDictGetTest, WritesThroughTheReturnedTensorShowInTheTensorDict) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.get("a").fill_(7);
   EXPECT_TRUE(td.get("a").eq(7).all().item<bool>());
 }
@@ -54,31 +41,31 @@ TEST(TensorDictGetTest, GetReadsNestedKeys) {
 
 TEST(TensorDictGetTest, GetOrReturnsDefaultForMissingKey) {
   // Tutorial: tensordict.get("foo", torch.ones(3)) -> tensor([1., 1., 1.]).
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto out = td.get_or("foo", torch::ones({3}));
   EXPECT_TRUE(torch::equal(out, torch::ones({3})));
   EXPECT_FALSE(td.contains("foo"));
 }
 
 TEST(TensorDictGetTest, GetOrReturnsStoredTensorWhenPresent) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_TRUE(td.get_or("a", torch::ones({3})).is_same(td.get("a")));
 }
 
 TEST(TensorDictGetTest, GetOrReturnsDefaultForMissingNestedKey) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto out = td.get_or({"next", "reward"}, torch::full({1}, 2.0));
   EXPECT_EQ(out.item<float>(), 2.0f);
 }
 
 TEST(TensorDictGetTest, FindReturnsNothingForMissingKey) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_FALSE(td.find("missing").has_value());
   EXPECT_FALSE(td.find({"x", "y"}).has_value());
 }
 
 TEST(TensorDictGetTest, FindReturnsTheStoredTensor) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto found = td.find("b");
   ASSERT_TRUE(found.has_value());
   EXPECT_TRUE(found->is_same(td.get("b")));
@@ -115,7 +102,7 @@ TEST(TensorDictGetTest, GetValueReturnsWhicheverKindIsStored) {
 }
 
 TEST(TensorDictGetTest, FindValueReturnsNothingForMissingKey) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_FALSE(td.find_value("c").has_value());
   EXPECT_TRUE(td.find_value("a").has_value());
 }
@@ -123,7 +110,7 @@ TEST(TensorDictGetTest, FindValueReturnsNothingForMissingKey) {
 // ---- handles and aliasing ---------------------------------------------------------------------
 
 TEST(TensorDictHandleTest, CopiedHandleAliasesTheSameEntries) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict alias = td;
   alias.set("c", torch::ones({3, 4}));
   EXPECT_TRUE(td.contains("c"));
@@ -131,7 +118,7 @@ TEST(TensorDictHandleTest, CopiedHandleAliasesTheSameEntries) {
 }
 
 TEST(TensorDictHandleTest, AssignmentRebindsTheHandleOnly) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict other = td;
   other = TensorDict();
   EXPECT_FALSE(other.is_same(td));
@@ -140,7 +127,7 @@ TEST(TensorDictHandleTest, AssignmentRebindsTheHandleOnly) {
 
 TEST(TensorDictHandleTest, CloneCopiesTensors) {
   // Tutorial: redefining a tensor in the clone does not impact the original.
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict copy = td.clone();
   copy.set("a", torch::ones({3, 4, 5}));
   EXPECT_FALSE(td.get("a").eq(copy.get("a")).all().item<bool>());
@@ -148,7 +135,7 @@ TEST(TensorDictHandleTest, CloneCopiesTensors) {
 }
 
 TEST(TensorDictHandleTest, CloneDoesNotShareStorage) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict copy = td.clone();
   copy.get("b").fill_(5);
   EXPECT_TRUE(td.get("b").eq(0).all().item<bool>());
@@ -159,14 +146,14 @@ TEST(TensorDictHandleTest, CloneDoesNotShareStorage) {
 
 TEST(TensorDictSetTest, SetStoresTheTensorItself) {
   // Tutorial: td.set("c", c); c is td["c"].
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto c = torch::zeros({3, 4, 2, 2});
   td.set("c", c);
   EXPECT_TRUE(td.get("c").is_same(c));
 }
 
 TEST(TensorDictSetTest, SetReplacesAnExistingEntry) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto replacement = torch::ones({3, 4, 7});
   td.set("a", replacement);
   EXPECT_TRUE(td.get("a").is_same(replacement));
@@ -174,7 +161,7 @@ TEST(TensorDictSetTest, SetReplacesAnExistingEntry) {
 }
 
 TEST(TensorDictSetTest, SetReturnsTheSameTensorDictForChaining) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   const TensorDict& back = td.set("c", torch::zeros({3, 4})).set("d", torch::zeros({3, 4}));
   EXPECT_TRUE(back.is_same(td));
   EXPECT_TRUE(td.contains("c"));
@@ -222,7 +209,7 @@ TEST(TensorDictSetTest, SetChecksNestedLeavesAgainstTheirOwnTensorDictsBatchSize
 }
 
 TEST(TensorDictSetTest, SetAcceptsANestedTensorDict) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict inner({{"x", torch::zeros({3, 4, 2})}}, {3, 4});
   td.set("inner", inner);
   EXPECT_TRUE(td.get_tensordict("inner").is_same(inner));
@@ -238,13 +225,13 @@ TEST(TensorDictSetTest, SetStringStoresNonTensorData) {
 }
 
 TEST(TensorDictSetTest, SetValueVariantStoresItsAlternative) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set("v", Value(torch::ones({3, 4})));
   EXPECT_TRUE(td.get("v").eq(1).all().item<bool>());
 }
 
 TEST(TensorDictSetTest, SetReplacesATensorWithANestedTensorDict) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set("a", TensorDict({{"x", torch::zeros({3, 4})}}, {3, 4}));
   EXPECT_TRUE(std::holds_alternative<TensorDict>(td.get_value("a")));
 }
@@ -252,7 +239,7 @@ TEST(TensorDictSetTest, SetReplacesATensorWithANestedTensorDict) {
 // ---- set_ -------------------------------------------------------------------------------------
 
 TEST(TensorDictSetInplaceTest, SetInplaceWritesIntoTheExistingStorage) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto before = td.get("a");
   td.set_("a", torch::ones({3, 4, 5}));
   EXPECT_TRUE(td.get("a").is_same(before));
@@ -260,14 +247,14 @@ TEST(TensorDictSetInplaceTest, SetInplaceWritesIntoTheExistingStorage) {
 }
 
 TEST(TensorDictSetInplaceTest, SetInplaceIsSeenByEveryAlias) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   TensorDict view = td.index({0});
   td.set_("a", torch::full({3, 4, 5}, 2.0));
   EXPECT_TRUE(view.get("a").eq(2).all().item<bool>());
 }
 
 TEST(TensorDictSetInplaceTest, SetInplaceBroadcastsTheValue) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set_("a", torch::arange(5, torch::kFloat));
   EXPECT_TRUE(torch::equal(td.get("a")[2][3], torch::arange(5, torch::kFloat)));
   EXPECT_TRUE(torch::equal(td.get("a")[0][0], torch::arange(5, torch::kFloat)));
@@ -281,18 +268,18 @@ TEST(TensorDictSetInplaceTest, SetInplaceWritesNestedKeys) {
 }
 
 TEST(TensorDictSetInplaceTest, SetInplaceRejectsAnotherDtype) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.set_("a", torch::ones({3, 4, 5}, torch::kDouble)), TypeError);
   EXPECT_TRUE(td.get("a").eq(0).all().item<bool>());
 }
 
 TEST(TensorDictSetInplaceTest, SetInplaceRejectsAShapeThatDoesNotBroadcast) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.set_("a", torch::ones({3, 4, 6})), ShapeError);
 }
 
 TEST(TensorDictSetInplaceTest, SetInplaceRejectsMissingKey) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.set_("missing", torch::ones({3, 4})), KeyError);
   EXPECT_FALSE(td.contains("missing"));
 }
@@ -300,7 +287,7 @@ TEST(TensorDictSetInplaceTest, SetInplaceRejectsMissingKey) {
 // ---- set_at_ ----------------------------------------------------------------------------------
 
 TEST(TensorDictSetAtTest, SetAtWritesOnlyTheIndexedRegion) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set_at_("a", torch::ones({4, 5}), {1});
   EXPECT_TRUE(td.get("a")[1].eq(1).all().item<bool>());
   EXPECT_TRUE(td.get("a")[0].eq(0).all().item<bool>());
@@ -308,7 +295,7 @@ TEST(TensorDictSetAtTest, SetAtWritesOnlyTheIndexedRegion) {
 }
 
 TEST(TensorDictSetAtTest, SetAtTakesSlicesAndBroadcasts) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set_at_("b", torch::full({}, 3.0), {Slice(), Slice(2, None)});
   auto expected = torch::zeros({3, 4});
   expected.index_put_({Slice(), Slice(2, None)}, 3.0);
@@ -332,7 +319,7 @@ TEST(TensorDictSetAtTest, SetAtWithIndexTensorWritesTheListedRows) {
 
 TEST(TensorDictDeleteTest, DelRemovesTheKey) {
   // Tutorial: del tensordict["c"] -> keys a, b, d.
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set("c", torch::zeros({3, 4, 2, 2}));
   td.set("d", torch::zeros({3, 4, 2, 2}));
   td.del_("c");
@@ -348,13 +335,13 @@ TEST(TensorDictDeleteTest, DelOfNestedKeyKeepsTheParentAndSiblings) {
 }
 
 TEST(TensorDictDeleteTest, DelOfMissingKeyThrowsKeyError) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.del_("c"), KeyError);
   EXPECT_THROW(td.del_({"x", "y"}), KeyError);
 }
 
 TEST(TensorDictDeleteTest, PopReturnsTheValueAndRemovesIt) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto a = td.get("a");
   Value popped = td.pop("a");
   EXPECT_TRUE(std::get<torch::Tensor>(popped).is_same(a));
@@ -370,14 +357,14 @@ TEST(TensorDictDeleteTest, PopOfNestedTensorDictReturnsIt) {
 }
 
 TEST(TensorDictDeleteTest, PopOfMissingKeyThrowsKeyError) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.pop("z"), KeyError);
 }
 
 // ---- rename_key_ ------------------------------------------------------------------------------
 
 TEST(TensorDictRenameTest, RenameMovesTheValueToTheNewKey) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto a = td.get("a");
   td.rename_key_("a", "alpha");
   EXPECT_FALSE(td.contains("a"));
@@ -386,7 +373,7 @@ TEST(TensorDictRenameTest, RenameMovesTheValueToTheNewKey) {
 }
 
 TEST(TensorDictRenameTest, RenameToTheSameKeyIsANoOp) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   auto a = td.get("a");
   td.rename_key_("a", "a");
   EXPECT_TRUE(td.get("a").is_same(a));
@@ -418,7 +405,7 @@ TEST(TensorDictRenameTest, RenameMovesNonTensorEntries) {
 }
 
 TEST(TensorDictRenameTest, RenameOfMissingKeyThrowsKeyError) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.rename_key_("z", "y"), KeyError);
 }
 
@@ -426,7 +413,7 @@ TEST(TensorDictRenameTest, RenameOfMissingKeyThrowsKeyError) {
 
 TEST(TensorDictUpdateDictTest, UpdateWithDictReplacesAndAddsEntries) {
   // Tutorial: update({"a": ones(3, 4, 5), "d": 2 * ones(3, 4, 2)}).
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.set("d", torch::zeros({3, 4, 2, 2}));
   td.update(Entries{{"a", torch::ones({3, 4, 5})}, {"d", 2 * torch::ones({3, 4, 2})}});
   EXPECT_TRUE(td.get("a").eq(1).all().item<bool>());
@@ -436,7 +423,7 @@ TEST(TensorDictUpdateDictTest, UpdateWithDictReplacesAndAddsEntries) {
 
 TEST(TensorDictUpdateDictTest, UpdateWithTensorDictWorksLikeWithDict) {
   // Tutorial: tensordict.update(TensorDict({"a": ones(3, 4, 5), "c": ones(3, 4, 2)}, [3, 4])).
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.update(TensorDict({{"a", torch::ones({3, 4, 5})}, {"c", torch::ones({3, 4, 2})}}, {3, 4}));
   EXPECT_TRUE(td.get("a").eq(1).all().item<bool>());
   EXPECT_TRUE(td.get("c").eq(1).all().item<bool>());
@@ -445,13 +432,13 @@ TEST(TensorDictUpdateDictTest, UpdateWithTensorDictWorksLikeWithDict) {
 
 TEST(TensorDictUpdateDictTest, UpdateRejectsEntryThatViolatesTheBatchSize) {
   // Tutorial: update({"c": zeros(4, 3, 1)}) on a [3, 4] TensorDict fails.
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   EXPECT_THROW(td.update(Entries{{"c", torch::zeros({4, 3, 1})}}), ShapeError);
   EXPECT_FALSE(td.contains("c"));
 }
 
 TEST(TensorDictUpdateDictTest, UpdateWithDictAcceptsNestedKeys) {
-  TensorDict td = tutorial_td();
+  TensorDict td = tutorial_zeros_td();
   td.update(Entries{{{"next", "reward"}, torch::ones({3, 4, 1})}});
   EXPECT_EQ(td.get_tensordict("next").batch_size(), (BatchSize{3, 4}));
   EXPECT_TRUE(td.get({"next", "reward"}).eq(1).all().item<bool>());

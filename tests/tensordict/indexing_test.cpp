@@ -11,25 +11,15 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict {
 namespace {
 
-using namespace torch::indexing;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const torch::Tensor& t) { return t.sizes().vec(); }
-
-// The tutorial's TensorDict: a [3, 4, 5] and b [3, 4] with batch size [3, 4], random values.
-TensorDict tutorial_td() {
-  return TensorDict({{"a", torch::randn({3, 4, 5})}, {"b", torch::randn({3, 4})}}, {3, 4});
-}
+using namespace tensordict::testing;
 
 // A TensorDict of batch [3] whose nested TensorDict has the longer batch size [3, 4].
-TensorDict nested_td() {
+TensorDict nested_batch3_td() {
   auto nested = TensorDict({{"x", torch::randn({3, 4, 2})}}, {3, 4});
   return TensorDict({{"obs", torch::randn({3, 6})}, {"n", nested}}, {3});
 }
@@ -291,7 +281,7 @@ TEST(IndexingTest, IndexingReturnsNewTensorDict) {
 
 TEST(IndexingTest, IntegerIndexReachesNestedTensorDictWithLongerBatch) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3_td();
   auto row = td.index({1});
   EXPECT_EQ(row.batch_size(), (BatchSize{}));
   EXPECT_EQ(shape_of(row.get("obs")), (Shape{6}));
@@ -302,7 +292,7 @@ TEST(IndexingTest, IntegerIndexReachesNestedTensorDictWithLongerBatch) {
 
 TEST(IndexingTest, SliceReachesNestedTensorDictWithLongerBatch) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3_td();
   auto head = td.index({Slice(0, 2)});
   EXPECT_EQ(head.batch_size(), (BatchSize{2}));
   EXPECT_EQ(head.get_tensordict("n").batch_size(), (BatchSize{2, 4}));
@@ -311,7 +301,7 @@ TEST(IndexingTest, SliceReachesNestedTensorDictWithLongerBatch) {
 
 TEST(IndexingTest, MaskReachesNestedTensorDictWithLongerBatch) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3_td();
   auto picked = td.index({torch::tensor({false, true, true})});
   EXPECT_EQ(picked.batch_size(), (BatchSize{2}));
   EXPECT_EQ(picked.get_tensordict("n").batch_size(), (BatchSize{2, 4}));
@@ -320,7 +310,7 @@ TEST(IndexingTest, MaskReachesNestedTensorDictWithLongerBatch) {
 
 TEST(IndexingTest, NoneAndEllipsisReachNestedTensorDictWithLongerBatch) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3_td();
   auto lead = td.index({None});
   EXPECT_EQ(lead.batch_size(), (BatchSize{1, 3}));
   EXPECT_EQ(lead.get_tensordict("n").batch_size(), (BatchSize{1, 3, 4}));

@@ -10,13 +10,11 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::ValueError;
+using namespace tensordict::testing;
 
 std::vector<std::string> parts_of(const NestedKey& key) {
   return std::vector<std::string>(key.parts().begin(), key.parts().end());

@@ -8,17 +8,12 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict {
 namespace {
 
-using namespace torch::indexing;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const torch::Tensor& t) { return t.sizes().vec(); }
+using namespace tensordict::testing;
 
 // The overview's members: "a" [10] and "b" [10, 4, 4] (smaller than the overview's
 // 1000 x 1000), batch [10], random values.

@@ -8,17 +8,13 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
-using namespace torch::indexing;
+using namespace tensordict::testing;
 using tensordict::AnyValue;
-using tensordict::BatchSize;
-using tensordict::NonTensorData;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::ValueError;
+using ::testing::Not;
 
 struct Gains {
   double kp;

@@ -9,33 +9,16 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict {
 namespace {
 
-using namespace torch::indexing;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const torch::Tensor& t) { return t.sizes().vec(); }
-
-// The tutorial's TensorDict: a [3, 4, 5], b [3, 4], batch [3, 4], random values.
-TensorDict tutorial_td() {
-  return TensorDict({{"a", torch::randn({3, 4, 5})}, {"b", torch::randn({3, 4})}}, {3, 4});
-}
-
-// The README's TensorDict: "key 1" ones [3, 4, 5], "key 2" bool zeros [3, 4, 5], batch [3, 4].
-TensorDict readme_td() {
-  return TensorDict(
-      {{"key 1", torch::ones({3, 4, 5})}, {"key 2", torch::zeros({3, 4, 5}, torch::kBool)}},
-      {3, 4});
-}
+using namespace tensordict::testing;
 
 // Batch [3, 4] with a leaf carrying two feature dims and a nested TensorDict of batch
 // [3, 4, 2] (one extra batch dim) whose leaf has a feature dim of 6.
-TensorDict nested_td() {
+TensorDict nested_batch3x4_td() {
   auto nested = TensorDict({{"x", torch::randn({3, 4, 2, 6})}}, {3, 4, 2});
   return TensorDict({{"obs", torch::randn({3, 4, 7, 8})}, {"n", nested}}, {3, 4});
 }
@@ -87,7 +70,7 @@ TEST(ShapeOpsTest, ReshapeWorksOnNonContiguousLeaves) {
 
 TEST(ShapeOpsTest, ReshapeCarriesNestedExtraBatchDims) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto flat = td.reshape({12});
   EXPECT_EQ(shape_of(flat.get("obs")), (Shape{12, 7, 8}));
   EXPECT_EQ(flat.get_tensordict("n").batch_size(), (BatchSize{12, 2}));
@@ -138,7 +121,7 @@ TEST(ShapeOpsTest, FlattenMergesRangeOfBatchDims) {
 
 TEST(ShapeOpsTest, FlattenCarriesNestedExtraBatchDims) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto flat = td.flatten();
   EXPECT_EQ(flat.get_tensordict("n").batch_size(), (BatchSize{12, 2}));
   EXPECT_EQ(shape_of(flat.get({"n", "x"})), (Shape{12, 2, 6}));
@@ -201,7 +184,7 @@ TEST(ShapeOpsTest, PermuteAliasesStorage) {
 
 TEST(ShapeOpsTest, PermuteCarriesNestedExtraBatchDims) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto p = td.permute({1, 0});
   EXPECT_EQ(shape_of(p.get("obs")), (Shape{4, 3, 7, 8}));
   EXPECT_EQ(p.get_tensordict("n").batch_size(), (BatchSize{4, 3, 2}));
@@ -295,7 +278,7 @@ TEST(ShapeOpsTest, UnsqueezeOutOfRangeThrowsValueError) {
 
 TEST(ShapeOpsTest, UnsqueezeCarriesNestedExtraBatchDims) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto u = td.unsqueeze(-1);
   EXPECT_EQ(u.batch_size(), (BatchSize{3, 4, 1}));
   EXPECT_EQ(u.get_tensordict("n").batch_size(), (BatchSize{3, 4, 1, 2}));
@@ -373,7 +356,7 @@ TEST(ShapeOpsTest, ExpandEmptyBatchSize) {
 
 TEST(ShapeOpsTest, ExpandCarriesNestedExtraBatchDims) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto e = td.expand({5, 3, 4});
   EXPECT_EQ(e.get_tensordict("n").batch_size(), (BatchSize{5, 3, 4, 2}));
   EXPECT_EQ(shape_of(e.get({"n", "x"})), (Shape{5, 3, 4, 2, 6}));
@@ -494,7 +477,7 @@ TEST(ShapeOpsTest, ChunkGivesNearlyEqualPieces) {
 
 TEST(ShapeOpsTest, ChunkAlongSecondDimCarriesNestedTensorDicts) {
   torch::manual_seed(0);
-  auto td = nested_td();
+  auto td = nested_batch3x4_td();
   auto pieces = td.chunk(2, 1);
   ASSERT_EQ(pieces.size(), 2u);
   EXPECT_EQ(pieces[0].batch_size(), (BatchSize{3, 2}));

@@ -8,20 +8,15 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict {
 namespace {
 
-using namespace torch::indexing;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const torch::Tensor& t) { return t.sizes().vec(); }
+using namespace tensordict::testing;
 
 // The README's TensorDict with random "key 1" values so that stacked pieces can be told apart.
-TensorDict readme_td() {
+TensorDict random_readme_td() {
   return TensorDict(
       {{"key 1", torch::randn({3, 4, 5})}, {"key 2", torch::zeros({3, 4, 5}, torch::kBool)}},
       {3, 4});
@@ -31,8 +26,8 @@ TensorDict readme_td() {
 
 TEST(StackTest, StackIsLazy) {
   torch::manual_seed(0);
-  auto td0 = readme_td();
-  auto td1 = readme_td();
+  auto td0 = random_readme_td();
+  auto td1 = random_readme_td();
   auto s = stack({td0, td1});
   EXPECT_TRUE(s.is_lazy_stack());
   EXPECT_EQ(s.stack_dim(), 0);
@@ -55,7 +50,7 @@ TEST(StackTest, StackAlongFirstDimPrependsStackLength) {
 TEST(StackTest, StackAlongSecondDimInsertsStackLength) {
   // README: torch.stack(tensordicts, 1) -> [3, 2, 4], "key 1" [3, 2, 4, 5]
   torch::manual_seed(0);
-  std::vector<TensorDict> tds = {readme_td(), readme_td()};
+  std::vector<TensorDict> tds = {random_readme_td(), random_readme_td()};
   auto s = stack(tds, 1);
   EXPECT_EQ(s.batch_size(), (BatchSize{3, 2, 4}));
   EXPECT_EQ(shape_of(s.get("key 1")), (Shape{3, 2, 4, 5}));
@@ -67,7 +62,7 @@ TEST(StackTest, StackAlongSecondDimInsertsStackLength) {
 
 TEST(StackTest, StackAlongLastPositionWithNegativeDim) {
   torch::manual_seed(0);
-  std::vector<TensorDict> tds = {readme_td(), readme_td(), readme_td()};
+  std::vector<TensorDict> tds = {random_readme_td(), random_readme_td(), random_readme_td()};
   auto s = stack(tds, -1);
   EXPECT_EQ(s.stack_dim(), 2);
   EXPECT_EQ(s.batch_size(), (BatchSize{3, 4, 3}));
@@ -125,7 +120,7 @@ TEST(StackTest, StackDimOutOfRangeThrowsValueError) {
 TEST(CatTest, CatAlongFirstDim) {
   // README: torch.cat(tensordicts, 0) -> [6, 4], "key 1" [6, 4, 5]
   torch::manual_seed(0);
-  std::vector<TensorDict> tds = {readme_td(), readme_td()};
+  std::vector<TensorDict> tds = {random_readme_td(), random_readme_td()};
   auto c = cat(tds, 0);
   EXPECT_FALSE(c.is_lazy_stack());
   EXPECT_EQ(c.batch_size(), (BatchSize{6, 4}));
@@ -137,7 +132,7 @@ TEST(CatTest, CatAlongFirstDim) {
 
 TEST(CatTest, CatAlongSecondDim) {
   torch::manual_seed(0);
-  std::vector<TensorDict> tds = {readme_td(), readme_td()};
+  std::vector<TensorDict> tds = {random_readme_td(), random_readme_td()};
   auto c = cat(tds, 1);
   EXPECT_EQ(c.batch_size(), (BatchSize{3, 8}));
   EXPECT_EQ(shape_of(c.get("key 1")), (Shape{3, 8, 5}));

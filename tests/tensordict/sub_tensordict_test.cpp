@@ -8,25 +8,17 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict {
 namespace {
 
-using namespace torch::indexing;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-
-using Shape = std::vector<int64_t>;
-
-Shape shape_of(const torch::Tensor& t) { return t.sizes().vec(); }
-
-TensorDict zeros_td() {
-  return TensorDict({{"a", torch::zeros({3, 4, 5})}, {"b", torch::zeros({3, 4})}}, {3, 4});
-}
+using namespace tensordict::testing;
 
 // ---- Reads -----------------------------------------------------------------------------------
 
 TEST(SubTensorDictTest, HasIndexedBatchSizeAndShapes) {
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   auto sub = td.get_sub_tensordict({Slice(), torch::tensor({1, 3})});
   EXPECT_TRUE(sub.is_sub_tensordict());
   EXPECT_FALSE(td.is_sub_tensordict());
@@ -37,7 +29,7 @@ TEST(SubTensorDictTest, HasIndexedBatchSizeAndShapes) {
 
 TEST(SubTensorDictTest, ReadsSeeParentFillAfterCreation) {
   // tutorial: subtd = tensordict[:, torch.tensor([1, 3])]; tensordict.fill_("a", -1)
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   auto subtd = td.get_sub_tensordict({Slice(), torch::tensor({1, 3})});
   td.fill_("a", -1);
   EXPECT_TRUE((subtd.get("a") == -1).all().item<bool>());
@@ -70,7 +62,7 @@ TEST(SubTensorDictTest, ReadsSeeKeysAddedToParentAfterCreation) {
 // ---- Writes land in the parent -------------------------------------------------------------
 
 TEST(SubTensorDictTest, SetInPlaceWritesParentRegionOnly) {
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   auto sub = td.get_sub_tensordict({Slice(), torch::tensor({1, 3})});
   sub.set_("b", torch::ones({3, 2}));
   auto expected = torch::tensor({0.0f, 1.0f, 0.0f, 1.0f}).expand({3, 4});
@@ -138,7 +130,7 @@ TEST(SubTensorDictTest, FillKeyWritesParentRegion) {
 }
 
 TEST(SubTensorDictTest, FillAllWritesParentRegionOfEveryLeaf) {
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   auto sub = td.get_sub_tensordict({1});
   sub.fill_(1);
   EXPECT_EQ(td.get("a").sum().item<float>(), 4.0f * 5);
@@ -217,7 +209,7 @@ TEST(SubTensorDictTest, ToTensordictDetachesFromParent) {
 }
 
 TEST(SubTensorDictTest, IndexThatDoesNotFitThrowsIndexError) {
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   EXPECT_THAT(
       [&] {
         td.get_sub_tensordict({0, 0, 0});
@@ -231,7 +223,7 @@ TEST(SubTensorDictTest, IndexThatDoesNotFitThrowsIndexError) {
 }
 
 TEST(SubTensorDictTest, DeletingThroughViewThrowsAndKeepsKey) {
-  auto td = zeros_td();
+  auto td = tutorial_zeros_td();
   auto sub = td.get_sub_tensordict({0});
   EXPECT_THROW(sub.del_("a"), Error);
   EXPECT_TRUE(td.contains("a"));

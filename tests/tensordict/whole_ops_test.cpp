@@ -8,19 +8,12 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace {
 
-using ::testing::ElementsAre;
+using namespace tensordict::testing;
 using ::testing::UnorderedElementsAre;
-using namespace torch::indexing;
-using tensordict::BatchSize;
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::UpdateOptions;
-using tensordict::Value;
-
-using Entries = std::vector<std::pair<NestedKey, Value>>;
 
 // batch [2, 3]: a = arange(12) as [2, 3, 2]; next.r = arange(6) as [2, 3]; s = "text".
 TensorDict sample() {

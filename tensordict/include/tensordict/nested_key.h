@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
 namespace tensordict {

@@ -14,6 +14,7 @@
 #include <torch/types.h>
 
 #include <tensordict/errors.h>
+#include <tensordict/memmap_tensor.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/non_tensor_data.h>
 
@@ -332,6 +333,36 @@ class TensorDict {
   TensorDict mean(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   TensorDict max(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   TensorDict min(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+
+  // ---- Persistence (format: docs/memmap.md) -------------------------------------------------
+
+  /// Writes every tensor to `<prefix>/<key>.memmap` (nested TensorDicts in subfolders, lazy
+  /// stacks as one subfolder per member, a `meta.json` in every folder), then replaces this
+  /// TensorDict's tensors by memory-mapped tensors over those files, so later in-place writes
+  /// reach the files. Files are written into a temporary folder renamed to `prefix` only when
+  /// complete; an existing `prefix` folder is replaced. `num_threads` files are written at
+  /// once. Throws Error naming the path when a folder or file cannot be written, ValueError
+  /// for keys that cannot be file names or non-tensor values that are not string, integer,
+  /// floating or bool, Error on a sub-tensordict view (memmap its parent).
+  const TensorDict& memmap_(const std::string& prefix, int num_threads = 1) const;
+  /// As memmap_, into a new memory-mapped TensorDict; this one is unchanged.
+  TensorDict memmap(const std::string& prefix, int num_threads = 1) const;
+  /// Files shaped like every tensor of this TensorDict (zero-filled, nothing copied) and a
+  /// new TensorDict mapping them: the way to build a dataset larger than memory
+  /// (`row.expand({n}).memmap_like(prefix)`, then fill it in chunks).
+  TensorDict memmap_like(const std::string& prefix, int num_threads = 1) const;
+  /// Maps a folder written by memmap_/memmap/memmap_like/save. Nothing is read but the
+  /// meta.json files: pages load on first touch. A subfolder loads on its own. Throws Error
+  /// naming the file when a meta.json is missing or malformed, a leaf file is missing or of
+  /// the wrong size, or a dtype is unknown.
+  static TensorDict load_memmap(const std::string& prefix,
+                                MemmapMode mode = MemmapMode::kReadWrite);
+  /// Python's `save`: the same as `memmap(prefix)`, discarding the result.
+  void save(const std::string& prefix, int num_threads = 1) const;
+  /// Python's `load`: the same as `load_memmap(prefix)`.
+  static TensorDict load(const std::string& prefix, MemmapMode mode = MemmapMode::kReadWrite);
+  /// True when every tensor (nested ones too) is memory-mapped (see MemoryMappedTensor).
+  bool is_memmap() const;
 
   // ---- Identity and printing ---------------------------------------------------------------
 

@@ -151,6 +151,11 @@ std::vector<TensorIndex> normalize_index(at::ArrayRef<TensorIndex> index,
                                          const BatchSize& batch_size, const char* op);
 /// The batch size that `index` (normalised) gives when applied to `batch_size`.
 BatchSize indexed_batch_size(const BatchSize& batch_size, const std::vector<TensorIndex>& index);
+/// normalize_index and indexed_batch_size together; an index that does not fit throws
+/// IndexError naming `op`, the index and the batch size.
+std::pair<std::vector<TensorIndex>, BatchSize> resolve_region(at::ArrayRef<TensorIndex> index,
+                                                              const BatchSize& batch,
+                                                              const char* op);
 /// Python-style repr of an index for messages.
 std::string index_str(at::ArrayRef<TensorIndex> index);
 
@@ -194,6 +199,10 @@ void check_inplace_value(const char* op, const NestedKey& key, const torch::Tens
 
 /// Throws what `root.set(key, value)` would throw, without writing anything.
 void check_set(const TensorDict& root, const NestedKey& key, const Value& value, const char* op);
+
+/// Calls `fn` with every tensor `td` stores: lazy stacks are walked member by member (no
+/// stacking), a sub-tensordict view reports its parent's tensors.
+void for_each_stored_leaf(const TensorDict& td, const std::function<void(const torch::Tensor&)>& fn);
 
 /// Calls `fn` with each top-level entry of `td` (read through for lazy stacks and views).
 void for_each_entry(const TensorDict& td,

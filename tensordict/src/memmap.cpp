@@ -1,0 +1,298 @@
+// Saving a TensorDict as a folder of raw files plus meta.json, and mapping it back.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <tensordict/lazy_stacked_tensordict.h>
+#include <tensordict/tensor_dict.h>
+
+#include "detail/impl.h"
+#include "detail/meta.h"
+
+namespace tensordict {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMetaFile = "meta.json";
+
+struct WriteJob {
+  std::string path;
+  torch::Tensor tensor;
+};
+
+// File names must not escape their folder or collide with the metadata.
+void check_key_is_file_name(const std::string& key, const std::string& dir) {
+  const bool bad = key.empty() || key == "." || key == ".." || key.find('/') != std::string::npos ||
+                   key.find('\0') != std::string::npos || detail::is_reserved_meta_key(key);
+  if (bad)
+    throw ValueError("TensorDict::memmap: key '" + key + "' in '" + dir +
+                     "' cannot be stored as a file name (no '/', '.', '..' or reserved names " +
+                     "such as batch_size, device, _type); rename it first");
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw Error("TensorDict::memmap: cannot write '" + path + "': " + std::strerror(errno));
+}
+
+// Creates the folder tree and meta.json files; collects the leaf files to write.
+void plan_folder(const TensorDict& td, const std::string& dir, std::vector<WriteJob>& jobs) {
+  if (td.is_sub_tensordict())
+    throw Error("TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
+                "to_tensordict() copy");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("TensorDict::memmap: cannot create folder '" + dir + "': " + ec.message());
+  detail::FolderMeta meta;
+  meta.batch_size = td.batch_size();
+  meta.device = td.device();
+  if (td.is_lazy_stack()) {
+    LazyStackedTensorDict lazy(td);
+    meta.type = detail::FolderType::kLazyStack;
+    meta.stack_dim = lazy.stack_dim();
+    meta.num_members = static_cast<int64_t>(lazy.tensordicts().size());
+    for (size_t i = 0; i < lazy.tensordicts().size(); ++i)
+      plan_folder(lazy.tensordicts()[i], dir + "/" + std::to_string(i), jobs);
+    write_text(dir + "/" + kMetaFile, detail::dump_meta(meta));
+    return;
+  }
+  detail::for_each_entry(td, [&](const std::string& key, const Value& v) {
+    check_key_is_file_name(key, dir);
+    meta.order.push_back(key);
+    if (auto* t = std::get_if<torch::Tensor>(&v)) {
+      meta.leaves[key] = {t->sizes().vec(), t->scalar_type()};
+      jobs.push_back({dir + "/" + key + ".memmap", *t});
+    } else if (auto* nested = std::get_if<TensorDict>(&v)) {
+      plan_folder(*nested, dir + "/" + key, jobs);
+    } else {
+      meta.non_tensors.emplace(key, detail::non_tensor_meta(std::get<NonTensorData>(v), key));
+    }
+  });
+  write_text(dir + "/" + kMetaFile, detail::dump_meta(meta));
+}
+
+void write_leaf(const WriteJob& job, bool like) {
+  const int fd = open(job.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("TensorDict::memmap: cannot create '" + job.path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  const int64_t nbytes = job.tensor.numel() * static_cast<int64_t>(job.tensor.element_size());
+  if (like) {
+    if (ftruncate(fd, nbytes) != 0)
+      throw Error("TensorDict::memmap_like: cannot size '" + job.path + "': " + std::strerror(errno));
+    return;
+  }
+  torch::Tensor data = job.tensor.detach().to(torch::kCPU).contiguous();
+  const char* p = static_cast<const char*>(data.data_ptr());
+  int64_t left = nbytes;
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, static_cast<size_t>(left));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("TensorDict::memmap: cannot write '" + job.path + "': " + std::strerror(errno));
+    }
+    p += n;
+    left -= n;
+  }
+}
+
+// Runs the jobs on `num_threads` threads; the first error is rethrown after all have stopped.
+void run_jobs(const std::vector<WriteJob>& jobs, bool like, int num_threads) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      try {
+        write_leaf(jobs[i], like);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = jobs.size();
+      }
+    }
+  };
+  const int n = std::max(1, std::min<int>(num_threads, static_cast<int>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  return "." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+// Writes `td` under a temporary name and renames it to `prefix` once every file is complete,
+// so a folder at `prefix` is never half written.
+void write_folder(const TensorDict& td, const std::string& prefix, bool like, int num_threads) {
+  if (prefix.empty()) throw ValueError("TensorDict::memmap: the prefix is empty");
+  const fs::path target = fs::path(prefix).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec))
+    throw Error("TensorDict::memmap: '" + prefix + "' exists and is not a folder");
+  const std::string tmp = target.string() + ".tmp" + unique_suffix();
+  try {
+    std::vector<WriteJob> jobs;
+    plan_folder(td, tmp, jobs);
+    run_jobs(jobs, like, num_threads);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  const std::string old = target.string() + ".old" + unique_suffix();
+  const bool replace = fs::exists(target, ec);
+  if (replace) {
+    fs::rename(target, old, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      throw Error("TensorDict::memmap: cannot replace '" + prefix + "': " + ec.message());
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    if (replace) fs::rename(old, target, ignored);
+    fs::remove_all(tmp, ignored);
+    throw Error("TensorDict::memmap: cannot move the written folder to '" + prefix + "': " +
+                ec.message());
+  }
+  // Mappings of the replaced files stay valid: unlinking keeps mapped inodes alive.
+  if (replace) fs::remove_all(old, ec);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("TensorDict::load_memmap: cannot read '" + path + "': " + std::strerror(errno) +
+                " (is this a folder written by memmap or save?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TensorDict load_folder(const std::string& dir, MemmapMode mode) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error("TensorDict::load_memmap: '" + dir + "' is not a folder");
+  const std::string meta_path = dir + "/" + kMetaFile;
+  const detail::FolderMeta meta = detail::parse_meta(read_text(meta_path), meta_path);
+  if (meta.type == detail::FolderType::kLazyStack) {
+    std::vector<TensorDict> members;
+    for (int64_t i = 0; i < meta.num_members; ++i)
+      members.push_back(load_folder(dir + "/" + std::to_string(i), mode));
+    try {
+      return stack(members, meta.stack_dim);
+    } catch (const Error& e) {
+      throw Error("TensorDict::load_memmap: the members in '" + dir + "' do not stack: " + e.what());
+    }
+  }
+  std::vector<std::string> order = meta.order;
+  if (order.empty()) {
+    // A folder without the key order (written elsewhere): leaves, values, then subfolders.
+    for (const auto& [k, leaf] : meta.leaves) order.push_back(k);
+    for (const auto& [k, nt] : meta.non_tensors) order.push_back(k);
+    std::vector<std::string> subdirs;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.is_directory()) subdirs.push_back(entry.path().filename().string());
+    std::sort(subdirs.begin(), subdirs.end());
+    order.insert(order.end(), subdirs.begin(), subdirs.end());
+  }
+  auto td = TensorDict::empty(meta.batch_size);
+  for (const auto& key : order) {
+    try {
+      if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
+        td.set(key, MemoryMappedTensor::from_filename(dir + "/" + key + ".memmap",
+                                                      leaf->second.dtype, leaf->second.shape, mode));
+      } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
+        td.set(key, detail::non_tensor_from_meta(nt->second));
+      } else {
+        td.set(key, load_folder(dir + "/" + key, mode));
+      }
+    } catch (const ShapeError& e) {
+      throw Error("TensorDict::load_memmap: entry '" + key + "' of '" + meta_path +
+                  "' does not fit batch_size " + shape_str(meta.batch_size) + ": " + e.what());
+    }
+  }
+  if (meta.device && *meta.device != torch::Device(torch::kCPU)) return td.to(*meta.device);
+  if (meta.device) td.impl()->set_device(meta.device);
+  return td;
+}
+
+// Replaces the tensors of `dst` by those of `src` (same structure), member by member.
+void adopt(const TensorDict& dst, const TensorDict& src) {
+  if (dst.is_lazy_stack()) {
+    const auto& a = LazyStackedTensorDict(dst).tensordicts();
+    const auto& b = LazyStackedTensorDict(src).tensordicts();
+    for (size_t i = 0; i < a.size(); ++i) adopt(a[i], b[i]);
+    return;
+  }
+  for (const auto& key : dst.impl()->keys()) {
+    auto v = dst.impl()->find(key);
+    if (std::holds_alternative<torch::Tensor>(*v)) {
+      dst.impl()->store(key, src.get(key));
+    } else if (auto* nested = std::get_if<TensorDict>(&*v)) {
+      adopt(*nested, src.get_tensordict(key));
+    }
+  }
+}
+
+}  // namespace
+
+const TensorDict& TensorDict::memmap_(const std::string& prefix, int num_threads) const {
+  write_folder(*this, prefix, /*like=*/false, num_threads);
+  adopt(*this, load_folder(prefix, MemmapMode::kReadWrite));
+  return *this;
+}
+
+TensorDict TensorDict::memmap(const std::string& prefix, int num_threads) const {
+  write_folder(*this, prefix, /*like=*/false, num_threads);
+  return load_folder(prefix, MemmapMode::kReadWrite);
+}
+
+TensorDict TensorDict::memmap_like(const std::string& prefix, int num_threads) const {
+  write_folder(*this, prefix, /*like=*/true, num_threads);
+  return load_folder(prefix, MemmapMode::kReadWrite);
+}
+
+TensorDict TensorDict::load_memmap(const std::string& prefix, MemmapMode mode) {
+  return load_folder(fs::path(prefix).lexically_normal().string(), mode);
+}
+
+void TensorDict::save(const std::string& prefix, int num_threads) const {
+  write_folder(*this, prefix, /*like=*/false, num_threads);
+}
+
+TensorDict TensorDict::load(const std::string& prefix, MemmapMode mode) {
+  return load_memmap(prefix, mode);
+}
+
+bool TensorDict::is_memmap() const {
+  bool any = false;
+  bool all = true;
+  detail::for_each_stored_leaf(*this, [&](const torch::Tensor& t) {
+    any = true;
+    all = all && MemoryMappedTensor::is_memmap(t);
+  });
+  return any && all;
+}
+
+}  // namespace tensordict

@@ -1,0 +1,133 @@
+#include <tensordict/memmap_tensor.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <tensordict/errors.h>
+
+namespace tensordict {
+
+namespace {
+
+// Owned by the storage's DataPtr; unmapped when the last tensor using the storage goes.
+struct Mapping {
+  void* address = nullptr;
+  size_t size = 0;
+  std::string filename;
+};
+
+void release_mapping(void* context) {
+  auto* m = static_cast<Mapping*>(context);
+  if (m->address) munmap(m->address, m->size);
+  delete m;
+}
+
+std::string os_error(const std::string& what, const std::string& filename) {
+  return what + " '" + filename + "': " + std::strerror(errno);
+}
+
+// Closes the descriptor on every path out of a function.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+int64_t byte_size(c10::IntArrayRef shape, torch::Dtype dtype) {
+  int64_t n = c10::elementSize(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " has a negative dim");
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " is too large");
+  }
+  return n;
+}
+
+torch::Tensor map_file(const std::string& filename, int fd, size_t size, c10::IntArrayRef shape,
+                       torch::Dtype dtype, MemmapMode mode) {
+  auto* m = new Mapping{nullptr, size, filename};
+  if (size > 0) {
+    const int flags = mode == MemmapMode::kReadWrite ? MAP_SHARED : MAP_PRIVATE;
+    void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, fd, 0);
+    if (address == MAP_FAILED) {
+      delete m;
+      throw Error(os_error("MemoryMappedTensor: cannot map", filename));
+    }
+    m->address = address;
+  }
+  c10::DataPtr data(m->address, m, &release_mapping, c10::Device(c10::DeviceType::CPU));
+  c10::Storage storage(c10::Storage::use_byte_size_t(), size, std::move(data),
+                       /*allocator=*/nullptr, /*resizable=*/false);
+  return torch::empty({0}, torch::TensorOptions().dtype(dtype))
+      .set_(storage, 0, shape, c10::contiguous_strides(shape));
+}
+
+const Mapping* mapping_of(const torch::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) return nullptr;
+  const auto& data = tensor.storage().data_ptr();
+  if (data.get_deleter() != &release_mapping) return nullptr;
+  return static_cast<const Mapping*>(data.get_context());
+}
+
+}  // namespace
+
+torch::Tensor MemoryMappedTensor::empty(const std::string& filename, c10::IntArrayRef shape,
+                                        torch::Dtype dtype) {
+  const int64_t size = byte_size(shape, dtype);
+  FileDescriptor file{open(filename.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (file.fd < 0) throw Error(os_error("MemoryMappedTensor: cannot create", filename));
+  if (ftruncate(file.fd, size) != 0)
+    throw Error(os_error("MemoryMappedTensor: cannot size to " + std::to_string(size) + " bytes",
+                         filename));
+  return map_file(filename, file.fd, static_cast<size_t>(size), shape, dtype, MemmapMode::kReadWrite);
+}
+
+torch::Tensor MemoryMappedTensor::from_tensor(const std::string& filename,
+                                              const torch::Tensor& tensor) {
+  if (!tensor.defined()) throw ValueError("MemoryMappedTensor::from_tensor: undefined tensor");
+  auto out = empty(filename, tensor.sizes(), tensor.scalar_type());
+  torch::NoGradGuard no_grad;
+  out.copy_(tensor);
+  return out;
+}
+
+torch::Tensor MemoryMappedTensor::from_filename(const std::string& filename, torch::Dtype dtype,
+                                                c10::IntArrayRef shape, MemmapMode mode) {
+  const int64_t expected = byte_size(shape, dtype);
+  const int open_flags = (mode == MemmapMode::kReadWrite ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  FileDescriptor file{open(filename.c_str(), open_flags)};
+  if (file.fd < 0) throw Error(os_error("MemoryMappedTensor: cannot open", filename));
+  struct stat st {};
+  if (fstat(file.fd, &st) != 0) throw Error(os_error("MemoryMappedTensor: cannot stat", filename));
+  if (!S_ISREG(st.st_mode))
+    throw Error("MemoryMappedTensor: '" + filename + "' is not a regular file");
+  if (st.st_size != expected)
+    throw ShapeError("MemoryMappedTensor: '" + filename + "' holds " + std::to_string(st.st_size) +
+                     " bytes but shape " + shape_str(shape) + " of " +
+                     std::string(c10::toString(dtype)) + " needs " + std::to_string(expected));
+  return map_file(filename, file.fd, static_cast<size_t>(expected), shape, dtype, mode);
+}
+
+bool MemoryMappedTensor::is_memmap(const torch::Tensor& tensor) {
+  return mapping_of(tensor) != nullptr;
+}
+
+std::optional<std::string> MemoryMappedTensor::filename(const torch::Tensor& tensor) {
+  if (const Mapping* m = mapping_of(tensor)) return m->filename;
+  return std::nullopt;
+}
+
+void MemoryMappedTensor::flush(const torch::Tensor& tensor) {
+  const Mapping* m = mapping_of(tensor);
+  if (!m || !m->address) return;
+  if (msync(m->address, m->size, MS_SYNC) != 0)
+    throw Error(os_error("MemoryMappedTensor::flush: cannot write back", m->filename));
+}
+
+}  // namespace tensordict
