@@ -109,8 +109,8 @@ struct Inputs {
   TensorDict row;  // batch [], leaves [8]
   RawMap raw_row;
 
-  torch::Tensor mask;  // bool [256]
-  torch::Tensor index;  // int64 [64]
+  torch::Tensor mask;                // bool [256]
+  torch::Tensor index;               // int64 [64]
   std::vector<NestedKey> some_keys;  // k1, k3, k5, k7, k9
   std::vector<std::string> raw_some_keys;
 };
@@ -428,9 +428,8 @@ RawMap combine_raw(const std::vector<RawMap>& members, F&& op) {
 void StackContiguousRaw(benchmark::State& state) {
   const auto& members = inputs().raw_members;
   for (auto _ : state) {
-    RawMap out = combine_raw(members, [](const std::vector<torch::Tensor>& ts) {
-      return torch::stack(ts, 0);
-    });
+    RawMap out = combine_raw(
+        members, [](const std::vector<torch::Tensor>& ts) { return torch::stack(ts, 0); });
     benchmark::DoNotOptimize(out);
   }
 }
@@ -446,9 +445,8 @@ void CatTd(benchmark::State& state) {
 void CatRaw(benchmark::State& state) {
   const auto& members = inputs().raw_members;
   for (auto _ : state) {
-    RawMap out = combine_raw(members, [](const std::vector<torch::Tensor>& ts) {
-      return torch::cat(ts, 0);
-    });
+    RawMap out = combine_raw(
+        members, [](const std::vector<torch::Tensor>& ts) { return torch::cat(ts, 0); });
     benchmark::DoNotOptimize(out);
   }
 }
@@ -474,8 +472,7 @@ void UnbindRaw(benchmark::State& state) {
   }
 }
 
-// Batch [16, 16] -> [256]. (The other direction, [256] -> [16, 16], throws ShapeError at the
-// time of writing; see docs/performance.md.)
+// Batch [16, 16] -> [256] (a view for every leaf).
 void ReshapeTd(benchmark::State& state) {
   const auto& td = inputs().square;
   for (auto _ : state) {
@@ -487,7 +484,9 @@ void ReshapeTd(benchmark::State& state) {
 void ReshapeRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_square;
   for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.reshape({kBatch, kFeatures}); });
+    RawMap out = map_raw(raw, [](const torch::Tensor& t) {
+      return t.reshape({kBatch, kFeatures});
+    });
     benchmark::DoNotOptimize(out);
   }
 }
@@ -753,8 +752,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
       const double to_ns = 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
       const Timing t{run.GetAdjustedRealTime() * to_ns, run.GetAdjustedCPUTime() * to_ns};
       auto& runs_of = runs_[run.run_name.function_name];
-      if (run.run_type == Run::RT_Iteration) runs_of.repetitions.push_back(t);
-      else if (run.aggregate_name == "median") runs_of.median = t;
+      if (run.run_type == Run::RT_Iteration)
+        runs_of.repetitions.push_back(t);
+      else if (run.aggregate_name == "median")
+        runs_of.median = t;
     }
   }
 
@@ -812,8 +813,8 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
     ++measured;
     if (!ok) ++missed;
     os << "| " << pair.op << " | " << fixed(td.real, 0) << " | " << fixed(raw.real, 0) << " | "
-       << fixed(ratio, 2) << " | " << fixed(td.cpu / raw.cpu, 2) << " | <= "
-       << fixed(pair.target, 1) << (ok ? " ok" : " MISS") << " |\n";
+       << fixed(ratio, 2) << " | " << fixed(td.cpu / raw.cpu, 2)
+       << " | <= " << fixed(pair.target, 1) << (ok ? " ok" : " MISS") << " |\n";
   }
   os << "\n" << measured - missed << " of " << measured << " ops within target.\n";
 }

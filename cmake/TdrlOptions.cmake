@@ -6,6 +6,18 @@ if(TDRL_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   set(CMAKE_CXX_COMPILER_LAUNCHER "${TDRL_CCACHE}")
 endif()
 
+# A fuzz build instruments every target for libFuzzer coverage and AddressSanitizer; the fuzz
+# targets themselves (tests/CMakeLists.txt) link -fsanitize=fuzzer.
+if(TDRL_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "TDRL_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  if(NOT TDRL_SANITIZE)
+    set(TDRL_SANITIZE address)
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 if(TDRL_SANITIZE)
   message(STATUS "tdrl: building with -fsanitize=${TDRL_SANITIZE}")
   add_compile_options(-fsanitize=${TDRL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)

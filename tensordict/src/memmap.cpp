@@ -136,6 +136,14 @@ void run_jobs(const std::vector<WriteJob>& jobs, bool like, int num_threads) {
   if (error) std::rethrow_exception(error);
 }
 
+// The folder `prefix` names, without a trailing separator ("a/b/" is "a/b"), so that the
+// temporary and replaced folders become its siblings, not its children.
+fs::path folder_path(const std::string& prefix) {
+  fs::path p = fs::path(prefix).lexically_normal();
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();
+  return p;
+}
+
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
   return "." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
@@ -145,7 +153,7 @@ std::string unique_suffix() {
 // so a folder at `prefix` is never half written.
 void write_folder(const TensorDict& td, const std::string& prefix, bool like, int num_threads) {
   if (prefix.empty()) throw ValueError("TensorDict::memmap: the prefix is empty");
-  const fs::path target = fs::path(prefix).lexically_normal();
+  const fs::path target = folder_path(prefix);
   std::error_code ec;
   if (fs::exists(target, ec) && !fs::is_directory(target, ec))
     throw Error("TensorDict::memmap: '" + prefix + "' exists and is not a folder");
@@ -163,7 +171,8 @@ void write_folder(const TensorDict& td, const std::string& prefix, bool like, in
   if (replace) {
     fs::rename(target, old, ec);
     if (ec) {
-      fs::remove_all(tmp, ec);
+      std::error_code ignored;
+      fs::remove_all(tmp, ignored);
       throw Error("TensorDict::memmap: cannot replace '" + prefix + "': " + ec.message());
     }
   }
@@ -218,21 +227,31 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
   }
   auto td = TensorDict::empty(meta.batch_size);
   for (const auto& key : order) {
+    // Only `set` is guarded: a leaf file of the wrong size reports itself.
+    Value value;
+    if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
+      value = MemoryMappedTensor::from_filename(dir + "/" + key + ".memmap", leaf->second.dtype,
+                                                leaf->second.shape, mode);
+    } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
+      value = detail::non_tensor_from_meta(nt->second);
+    } else {
+      value = load_folder(dir + "/" + key, mode);
+    }
     try {
-      if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
-        td.set(key, MemoryMappedTensor::from_filename(dir + "/" + key + ".memmap",
-                                                      leaf->second.dtype, leaf->second.shape, mode));
-      } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
-        td.set(key, detail::non_tensor_from_meta(nt->second));
-      } else {
-        td.set(key, load_folder(dir + "/" + key, mode));
-      }
+      td.set(key, value);
     } catch (const ShapeError& e) {
       throw Error("TensorDict::load_memmap: entry '" + key + "' of '" + meta_path +
                   "' does not fit batch_size " + shape_str(meta.batch_size) + ": " + e.what());
     }
   }
-  if (meta.device && *meta.device != torch::Device(torch::kCPU)) return td.to(*meta.device);
+  if (meta.device && *meta.device != torch::Device(torch::kCPU)) {
+    try {
+      return td.to(*meta.device);
+    } catch (const c10::Error& e) {
+      throw DeviceError("TensorDict::load_memmap: '" + meta_path + "' asks for device " +
+                        meta.device->str() + ", which is not available: " + e.what_without_backtrace());
+    }
+  }
   if (meta.device) td.impl()->set_device(meta.device);
   return td;
 }
@@ -274,7 +293,7 @@ TensorDict TensorDict::memmap_like(const std::string& prefix, int num_threads) c
 }
 
 TensorDict TensorDict::load_memmap(const std::string& prefix, MemmapMode mode) {
-  return load_folder(fs::path(prefix).lexically_normal().string(), mode);
+  return load_folder(folder_path(prefix).string(), mode);
 }
 
 void TensorDict::save(const std::string& prefix, int num_threads) const {

@@ -1,5 +1,7 @@
 #include "detail/meta.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace tensordict::detail {
@@ -51,7 +53,13 @@ std::vector<int64_t> int_list(const json& j, const std::string& field, const std
 json value_json(const AnyValue& v, const std::string& key) {
   if (auto* s = v.get_if<std::string>()) return *s;
   if (auto* i = v.get_if<int64_t>()) return *i;
-  if (auto* d = v.get_if<double>()) return *d;
+  if (auto* d = v.get_if<double>()) {
+    // JSON has no NaN or infinity (nlohmann would write null, which does not load back).
+    if (!std::isfinite(*d))
+      throw ValueError("TensorDict::memmap: non-tensor value of key '" + key + "' is " +
+                       std::to_string(*d) + "; only finite floating values can be saved");
+    return *d;
+  }
   if (auto* b = v.get_if<bool>()) return *b;
   throw ValueError("TensorDict::memmap: non-tensor value of key '" + key + "' holds " +
                    v.type_name() + "; only string, integer, floating and bool values can be saved");
@@ -127,7 +135,12 @@ std::string dump_meta(const FolderMeta& meta) {
               {"data", nt.uniform ? values[0] : values}};
   }
   j["_tdrl"] = tdrl;
-  return j.dump(2);
+  try {
+    return j.dump(2);
+  } catch (const json::type_error& e) {
+    throw ValueError(std::string("TensorDict::memmap: keys and string values must be valid UTF-8 "
+                                 "to be written to meta.json (") + e.what() + ")");
+  }
 }
 
 FolderMeta parse_meta(const std::string& text, const std::string& filename) {

@@ -41,6 +41,17 @@ struct UpdateOptions {
   std::vector<NestedKey> keys_to_update = {};
 };
 
+/// Options of TensorDict::map.
+struct MapOptions {
+  /// Threads running `fn` (the caller's thread is one of them).
+  int num_workers = 1;
+  /// Rows of dim 0 per call of `fn`; 0 splits dim 0 into `num_workers` equal chunks.
+  int64_t chunk_size = 0;
+  /// Called after each chunk with (chunks done, chunks in all), from the worker that finished
+  /// it; calls never overlap.
+  std::function<void(int64_t, int64_t)> progress = nullptr;
+};
+
 /// A dictionary of tensors that share leading batch dimensions, with nested keys, that
 /// behaves like a tensor under indexing and shape operations.
 ///
@@ -363,6 +374,18 @@ class TensorDict {
   static TensorDict load(const std::string& prefix, MemmapMode mode = MemmapMode::kReadWrite);
   /// True when every tensor (nested ones too) is memory-mapped (see MemoryMappedTensor).
   bool is_memmap() const;
+
+  // ---- Parallel map ---------------------------------------------------------------------------
+
+  /// Splits dim 0 into chunks (views of this TensorDict), runs `fn` on each in a pool of
+  /// `options.num_workers` threads and gathers the results along dim 0. When this TensorDict
+  /// is memory-mapped the results are written into it chunk by chunk (memory stays bounded)
+  /// and it is returned; when `fn` returns an empty TensorDict for every chunk (it wrote
+  /// through its argument) this TensorDict is returned; otherwise the concatenated results.
+  /// The first exception thrown by `fn` stops the remaining chunks and is rethrown here.
+  /// Throws ValueError on batch size `[]`, num_workers < 1 or a negative chunk size.
+  TensorDict map(const std::function<TensorDict(const TensorDict&)>& fn,
+                 const MapOptions& options = {}) const;
 
   // ---- Identity and printing ---------------------------------------------------------------
 
