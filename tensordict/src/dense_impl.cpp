@@ -36,12 +36,12 @@ void DenseImpl::append(std::string key, Value value) {
   }
 }
 
-void DenseImpl::store(const std::string& key, const Value& value) {
+void DenseImpl::store(const std::string& key, Value value) {
   if (Value* existing = lookup(key)) {
-    *existing = value;
+    *existing = std::move(value);
     return;
   }
-  append(key, value);
+  append(key, std::move(value));
 }
 
 void DenseImpl::store_inplace(const std::string& key, const Value& value) {

@@ -397,7 +397,7 @@ std::optional<Value> SubImpl::find(const std::string& key) const {
   return Value(nt.map_positions([&](const torch::Tensor& p) { return p.index(index_); }));
 }
 
-void SubImpl::store(const std::string& key, const Value& value) {
+void SubImpl::store(const std::string& key, Value value) {
   auto one = TensorDict::empty(batch_size_, parent_.device());
   one.impl()->store(key, value);
   parent_.index_put_(index_, one);

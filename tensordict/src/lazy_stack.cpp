@@ -106,7 +106,7 @@ std::vector<Value> LazyStackImpl::split(const Value& value) const {
   return out;
 }
 
-void LazyStackImpl::store(const std::string& key, const Value& value) {
+void LazyStackImpl::store(const std::string& key, Value value) {
   auto pieces = split(value);
   for (size_t i = 0; i < tensordicts_.size(); ++i) tensordicts_[i].set(key, pieces[i]);
 }

@@ -50,18 +50,30 @@ const DenseImpl* as_dense(const std::shared_ptr<detail::TensorDictImpl>& impl) {
   return impl->kind() == Kind::kDense ? static_cast<const DenseImpl*>(impl.get()) : nullptr;
 }
 
+}  // namespace
+
+const Value* detail::entry_of(const TensorDict& td, const std::string& key,
+                              std::optional<Value>& holder) {
+  if (const auto* dense = as_dense(td.impl())) return dense->lookup(key);
+  holder = td.impl()->find(key);
+  return holder ? &*holder : nullptr;
+}
+
+namespace {
+
 // Walks `key` up to its last part. Returns the container holding the last part, or nothing
 // when an intermediate is missing. Throws KeyError when an intermediate is not a TensorDict.
 std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& key,
                                        const char* op, size_t* missing_depth = nullptr) {
   TensorDict td = root;
   for (size_t i = 0; i + 1 < key.size(); ++i) {
-    auto v = td.impl()->find(key[i]);
+    std::optional<Value> holder;
+    const Value* v = detail::entry_of(td, key[i], holder);
     if (!v) {
       if (missing_depth) *missing_depth = i;
       return std::nullopt;
     }
-    auto* nested = std::get_if<TensorDict>(&*v);
+    auto* nested = std::get_if<TensorDict>(v);
     if (!nested)
       throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
                      "', which holds " + detail::kind_name(*v) + ", not a TensorDict");
@@ -258,12 +270,13 @@ Value TensorDict::get_value(const NestedKey& key) const {
                    "' at depth " + std::to_string(missing_depth) + "; available keys there: " +
                    closest_names(key[missing_depth], at.impl()->keys()));
   }
-  auto v = container->impl()->find(key.back());
+  std::optional<Value> holder;
+  const Value* v = detail::entry_of(*container, key.back(), holder);
   if (!v)
     throw KeyError("TensorDict::get: key " + key.repr() + " not found; available keys" +
                    (key.size() > 1 ? std::string(" there") : std::string()) + ": " +
                    closest_names(key.back(), container->impl()->keys()));
-  return std::move(*v);
+  return holder ? std::move(*holder) : *v;
 }
 
 torch::Tensor TensorDict::get(const NestedKey& key) const {
@@ -311,8 +324,8 @@ NonTensorData TensorDict::get_non_tensor(const NestedKey& key) const {
 namespace {
 
 // The value as it will be stored in a TensorDict of `batch` and `device`, or a ShapeError.
-Value prepare_value(const char* op, const NestedKey& key, const Value& value,
-                    const BatchSize& batch, const std::optional<torch::Device>& device) {
+Value prepare_value(const char* op, const NestedKey& key, Value value, const BatchSize& batch,
+                    const std::optional<torch::Device>& device) {
   if (auto* t = std::get_if<torch::Tensor>(&value)) {
     if (!t->defined())
       throw ValueError(std::string(op) + ": value for key " + key.repr() + " is an undefined tensor");
@@ -347,45 +360,39 @@ Value prepare_value(const char* op, const NestedKey& key, const Value& value,
   return value;
 }
 
-// Resolves where `set(key, ...)` lands without writing anything: the existing container, or
-// the deepest existing TensorDict on the path (whose batch size and device the created
-// intermediates will take).
-struct SetTarget {
-  TensorDict deepest;
-  size_t depth;  // number of key parts resolved to `deepest`
-};
+}  // namespace
 
-SetTarget resolve_for_set(const TensorDict& root, const NestedKey& key, const char* op) {
+detail::PreparedSet detail::prepare_set(const TensorDict& root, const NestedKey& key, Value value,
+                                        const char* op) {
+  // The deepest existing TensorDict on the path: created intermediates take its batch size
+  // and device, and the value is checked against it.
   TensorDict td = root;
   size_t i = 0;
   for (; i + 1 < key.size(); ++i) {
-    auto v = td.impl()->find(key[i]);
+    std::optional<Value> holder;
+    const Value* v = entry_of(td, key[i], holder);
     if (!v) break;
-    auto* nested = std::get_if<TensorDict>(&*v);
+    auto* nested = std::get_if<TensorDict>(v);
     if (!nested)
       throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
-                     "', which holds " + detail::kind_name(*v) + ", not a TensorDict");
+                     "', which holds " + kind_name(*v) + ", not a TensorDict");
     td = *nested;
   }
-  return {td, i};
+  Value prepared = prepare_value(op, key, std::move(value), td.batch_size(), td.device());
+  return {std::move(td), i, std::move(prepared)};
 }
 
-void commit_set(SetTarget target, const NestedKey& key, const Value& prepared) {
-  TensorDict td = target.deepest;
-  for (size_t i = target.depth; i + 1 < key.size(); ++i) {
-    td.impl()->store(key[i], TensorDict::empty(td.batch_size(), td.device()));
+void detail::commit_set(PreparedSet prepared, const NestedKey& key) {
+  TensorDict td = std::move(prepared.deepest);
+  for (size_t i = prepared.depth; i + 1 < key.size(); ++i) {
+    // An earlier write of the same batch may have created this intermediate since.
+    if (!td.impl()->contains(key[i]))
+      td.impl()->store(key[i], TensorDict::empty(td.batch_size(), td.device()));
     // Re-read: a lazy stack stores a split copy, so the stored handle is the one to follow.
-    td = std::get<TensorDict>(*td.impl()->find(key[i]));
+    std::optional<Value> holder;
+    td = std::get<TensorDict>(*entry_of(td, key[i], holder));
   }
-  td.impl()->store(key.back(), prepared);
-}
-
-}  // namespace
-
-void detail::check_set(const TensorDict& root, const NestedKey& key, const Value& value,
-                       const char* op) {
-  auto target = resolve_for_set(root, key, op);
-  prepare_value(op, key, value, target.deepest.batch_size(), target.deepest.device());
+  td.impl()->store(key.back(), std::move(prepared.value));
 }
 
 namespace {
@@ -417,13 +424,16 @@ const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) cons
     impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
     return *this;
   }
-  auto target = resolve_for_set(*this, key, kOp);
-  auto prepared = prepare_value(kOp, key, value, target.deepest.batch_size(), target.deepest.device());
-  commit_set(std::move(target), key, prepared);
+  detail::commit_set(detail::prepare_set(*this, key, value, kOp), key);
   return *this;
 }
 
 const TensorDict& TensorDict::set(const NestedKey& key, const torch::Tensor& value) const {
+  if (key.size() == 1) {
+    impl_->store(key.front(),
+                 prepare_value("TensorDict::set", key, Value(value), batch_size(), device()));
+    return *this;
+  }
   return set(key, Value(value));
 }
 const TensorDict& TensorDict::set(const NestedKey& key, const TensorDict& value) const {

@@ -250,12 +250,35 @@ TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) c
   return out;
 }
 
+namespace {
+// `td` without the entries `keys` name, rebuilt only along the paths that lose an entry;
+// everything else is aliased.
+TensorDict exclude_paths(const TensorDict& td, const std::vector<NestedKey>& keys, size_t depth) {
+  auto out = std::make_shared<detail::DenseImpl>(td.batch_size(), td.device());
+  detail::for_each_entry(td, [&](const std::string& k, const Value& v) {
+    std::vector<NestedKey> below;
+    bool drop = false;
+    for (const auto& key : keys) {
+      if (key[depth] != k) continue;
+      if (key.size() == depth + 1) drop = true;
+      else below.push_back(key);
+    }
+    if (drop) return;
+    auto* nested = std::get_if<TensorDict>(&v);
+    out->append(k, nested && !below.empty() ? Value(exclude_paths(*nested, below, depth + 1)) : v);
+  });
+  return TensorDict(out);
+}
+}  // namespace
+
 TensorDict TensorDict::exclude(const std::vector<NestedKey>& keys) const {
-  TensorDict out = clone(/*recurse=*/false);
-  if (out.is_lazy_stack()) out = out.contiguous();
-  for (const auto& key : keys)
-    if (out.contains(key)) out.del_(key);
-  return out;
+  if (is_lazy_stack()) {
+    LazyStackedTensorDict lazy(*this);
+    std::vector<TensorDict> members;
+    for (const auto& m : lazy.tensordicts()) members.push_back(m.exclude(keys));
+    return stack(members, lazy.stack_dim());
+  }
+  return exclude_paths(*this, keys, 0);
 }
 
 namespace {
@@ -316,17 +339,20 @@ void plan_update(const TensorDict& dst, const TensorDict& src, const NestedKey* 
 }
 
 void run_plan(const TensorDict& td, const std::vector<PlannedWrite>& plan, const char* op) {
+  std::vector<detail::PreparedSet> prepared;
+  prepared.reserve(plan.size());
   for (const auto& w : plan) {
     if (w.inplace) {
       auto dst = td.get(w.key);
       detail::check_inplace_value(op, w.key, dst, dst.sizes(), std::get<torch::Tensor>(w.value));
     } else {
-      detail::check_set(td, w.key, w.value, op);
+      prepared.push_back(detail::prepare_set(td, w.key, w.value, op));
     }
   }
+  size_t next = 0;
   for (const auto& w : plan) {
     if (w.inplace) td.set_(w.key, std::get<torch::Tensor>(w.value));
-    else td.set(w.key, w.value);
+    else detail::commit_set(std::move(prepared[next++]), w.key);
   }
 }
 

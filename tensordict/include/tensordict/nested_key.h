@@ -15,7 +15,7 @@ namespace tensordict {
 ///
 /// Nested braces flatten, as Python's nested tuples do: `{"a", {"b", {"c"}}}` is the path
 /// a → b → c. A key is never empty and no part is the empty string (throws ValueError).
-/// Paths of up to two parts are stored inline, so the common keys allocate nothing.
+/// Paths of up to three parts are stored inline, so the common keys allocate nothing.
 ///
 /// Example: `td.get({"next", "reward"})`, `NestedKey k = "action";`
 class NestedKey {
@@ -25,6 +25,14 @@ class NestedKey {
   NestedKey(std::string key);  // NOLINT(google-explicit-constructor)
   /// A path; nested paths are spliced in place.
   NestedKey(std::initializer_list<NestedKey> parts);
+  NestedKey(const NestedKey&) = default;
+  NestedKey& operator=(const NestedKey&) = default;
+  // noexcept so that containers of keys move them when they grow (moving strings cannot fail).
+  NestedKey(NestedKey&& other) noexcept : parts_(std::move(other.parts_)) {}
+  NestedKey& operator=(NestedKey&& other) noexcept {
+    parts_ = std::move(other.parts_);
+    return *this;
+  }
 
   /// The path's parts, outermost first.
   c10::ArrayRef<std::string> parts() const { return parts_; }
@@ -54,7 +62,7 @@ class NestedKey {
   NestedKey() = default;
   void append(const std::string& part);
 
-  c10::SmallVector<std::string, 2> parts_;
+  c10::SmallVector<std::string, 3> parts_;
 };
 
 std::ostream& operator<<(std::ostream& os, const NestedKey& key);

@@ -28,7 +28,7 @@ class TensorDictImpl {
   virtual bool contains(const std::string& key) const = 0;
   virtual std::optional<Value> find(const std::string& key) const = 0;
   /// Adds or replaces an entry.
-  virtual void store(const std::string& key, const Value& value) = 0;
+  virtual void store(const std::string& key, Value value) = 0;
   /// Copies into an existing entry: tensors with copy_, TensorDicts leaf by leaf.
   virtual void store_inplace(const std::string& key, const Value& value) = 0;
   virtual void erase(const std::string& key) = 0;
@@ -51,7 +51,7 @@ class DenseImpl final : public TensorDictImpl {
   std::vector<std::string> keys() const override;
   bool contains(const std::string& key) const override { return lookup(key) != nullptr; }
   std::optional<Value> find(const std::string& key) const override;
-  void store(const std::string& key, const Value& value) override;
+  void store(const std::string& key, Value value) override;
   void store_inplace(const std::string& key, const Value& value) override;
   void erase(const std::string& key) override;
   void rename(const std::string& old_key, const std::string& new_key) override;
@@ -88,7 +88,7 @@ class LazyStackImpl final : public TensorDictImpl {
   std::vector<std::string> keys() const override;
   bool contains(const std::string& key) const override;
   std::optional<Value> find(const std::string& key) const override;
-  void store(const std::string& key, const Value& value) override;
+  void store(const std::string& key, Value value) override;
   void store_inplace(const std::string& key, const Value& value) override;
   void erase(const std::string& key) override;
   void rename(const std::string& old_key, const std::string& new_key) override;
@@ -120,7 +120,7 @@ class SubImpl final : public TensorDictImpl {
   std::vector<std::string> keys() const override { return parent_.impl()->keys(); }
   bool contains(const std::string& key) const override { return parent_.impl()->contains(key); }
   std::optional<Value> find(const std::string& key) const override;
-  void store(const std::string& key, const Value& value) override;
+  void store(const std::string& key, Value value) override;
   void store_inplace(const std::string& key, const Value& value) override;
   void erase(const std::string& key) override;
   void rename(const std::string& old_key, const std::string& new_key) override;
@@ -197,8 +197,19 @@ std::pair<TensorDict, torch::Tensor> existing_tensor(const TensorDict& root, con
 void check_inplace_value(const char* op, const NestedKey& key, const torch::Tensor& dst,
                          c10::IntArrayRef region, const torch::Tensor& value);
 
-/// Throws what `root.set(key, value)` would throw, without writing anything.
-void check_set(const TensorDict& root, const NestedKey& key, const Value& value, const char* op);
+/// `td`'s entry `key`: a pointer into a dense TensorDict's storage (valid until its next
+/// write), or for lazy stacks and views a value read into `holder`. Null when missing.
+const Value* entry_of(const TensorDict& td, const std::string& key, std::optional<Value>& holder);
+
+/// A checked `set`, not yet written: `prepare_set` throws what `root.set(key, value)` would
+/// throw without writing anything; `commit_set` writes it, creating missing intermediates.
+struct PreparedSet {
+  TensorDict deepest;  // deepest existing TensorDict on the key's path
+  size_t depth;        // number of key parts that resolved to `deepest`
+  Value value;         // moved to the device, non-tensor data restamped
+};
+PreparedSet prepare_set(const TensorDict& root, const NestedKey& key, Value value, const char* op);
+void commit_set(PreparedSet prepared, const NestedKey& key);
 
 /// Calls `fn` with every tensor `td` stores: lazy stacks are walked member by member (no
 /// stacking), a sub-tensordict view reports its parent's tensors.
