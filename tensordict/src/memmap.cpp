@@ -249,7 +249,8 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
       return td.to(*meta.device);
     } catch (const c10::Error& e) {
       throw DeviceError("TensorDict::load_memmap: '" + meta_path + "' asks for device " +
-                        meta.device->str() + ", which is not available: " + e.what_without_backtrace());
+                        meta.device->str() + ", which is not available: " +
+                        e.what_without_backtrace());
     }
   }
   if (meta.device) td.impl()->set_device(meta.device);

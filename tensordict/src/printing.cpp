@@ -8,16 +8,16 @@
 
 #include "detail/impl.h"
 #include "detail/meta.h"
+#include "detail/printing.h"
 
 namespace tensordict {
 
-namespace {
+namespace detail {
 
-std::string size_str(c10::IntArrayRef shape) { return "torch.Size(" + shape_str(shape) + ")"; }
+std::string size_repr(c10::IntArrayRef shape) { return "torch.Size(" + shape_str(shape) + ")"; }
 
-std::string device_str(const std::optional<torch::Device>& d) { return d ? d->str() : "None"; }
+std::string device_repr(const std::optional<torch::Device>& d) { return d ? d->str() : "None"; }
 
-// Prefixes every non-blank line with `n` spaces, as Python's textwrap.indent does.
 std::string indent(const std::string& text, int n) {
   std::string pad(static_cast<size_t>(n), ' ');
   std::string out;
@@ -33,6 +33,16 @@ std::string indent(const std::string& text, int n) {
   }
   return out;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::indent;
+
+std::string size_str(c10::IntArrayRef shape) { return detail::size_repr(shape); }
+
+std::string device_str(const std::optional<torch::Device>& d) { return detail::device_repr(d); }
 
 // CUDA tensors count as shared (as in Python); CPU tensors are not put in shared memory here.
 std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
@@ -75,21 +85,25 @@ std::string fields_block(std::vector<std::string> fields) {
 }
 
 // A member key of a lazy stack: its stacked form, with -1 where members' shapes differ.
-std::string lazy_field(const LazyStackedTensorDict& lazy, const std::string& key) {
+std::string lazy_entry(const LazyStackedTensorDict& lazy, const std::string& key) {
   std::vector<Value> values;
   for (const auto& m : lazy.tensordicts()) values.push_back(*m.impl()->find(key));
   if (auto* t0 = std::get_if<torch::Tensor>(&values.front())) {
     std::vector<int64_t> shape = t0->sizes().vec();
     for (const auto& v : values) {
       auto* t = std::get_if<torch::Tensor>(&v);
-      if (!t || t->dim() != t0->dim()) return key + ": <mixed entries>";
+      if (!t || t->dim() != t0->dim()) return "<mixed entries>";
       for (size_t d = 0; d < shape.size(); ++d)
         if (t->size(static_cast<int64_t>(d)) != shape[d]) shape[d] = -1;
     }
     shape.insert(shape.begin() + lazy.stack_dim(), static_cast<int64_t>(values.size()));
-    return key + ": " + tensor_repr(shape, *t0);
+    return tensor_repr(shape, *t0);
   }
-  return key + ": " + value_repr(*lazy.impl()->find(key));
+  return value_repr(*lazy.impl()->find(key));
+}
+
+std::string lazy_field(const LazyStackedTensorDict& lazy, const std::string& key) {
+  return key + ": " + lazy_entry(lazy, key);
 }
 
 std::string repr(const TensorDict& td) {
@@ -129,6 +143,13 @@ std::string repr(const TensorDict& td) {
 }
 
 }  // namespace
+
+std::string detail::entry_repr(const TensorDict& td, const std::string& key) {
+  if (td.is_lazy_stack()) return lazy_entry(LazyStackedTensorDict(td), key);
+  std::optional<Value> v = td.impl()->find(key);
+  TORCH_INTERNAL_ASSERT(v.has_value(), "entry_repr: missing key ", key);
+  return value_repr(*v);
+}
 
 std::string TensorDict::to_string() const { return repr(*this); }
 

@@ -2,10 +2,13 @@
 // A tensordict::Error is the expected answer to bad input; any other exception, a crash or a
 // sanitizer report is a finding.
 //
-// Build (a separate configure, the library is instrumented too):
+// Build (a separate configure, the library is instrumented too) and run; libFuzzer writes new
+// inputs into the first folder, so keep the checked-in seeds second:
 //   cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTDRL_FUZZ=ON
 //   ninja -C build-fuzz meta_fuzz
-//   build-fuzz/tests/meta_fuzz tests/fuzz/corpus -max_total_time=300
+//   mkdir -p /tmp/meta_corpus
+//   build-fuzz/tests/meta_fuzz /tmp/meta_corpus tests/fuzz/corpus -dict=tests/fuzz/meta.dict
+//       -max_len=4096 -max_total_time=300   (one command)
 
 #include <cstddef>
 #include <cstdint>

@@ -351,7 +351,7 @@ TEST(TensorDictErrorsTest, BinaryOperatorOnDifferentKeysListsTheOddOnes) {
   TensorDict y({{"a", torch::ones({3})}, {"c", torch::ones({3})}}, {3});
   EXPECT_THROW_MSG(x + y, KeyError,
                    AllOf(HasSubstr("'b' (left only)"), HasSubstr("'c' (right only)")));
-  EXPECT_THROW(x == y, KeyError);
+  EXPECT_THROW(static_cast<void>(x == y), KeyError);
 }
 
 // ---- index_put_ -------------------------------------------------------------------------------

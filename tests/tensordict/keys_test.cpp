@@ -103,7 +103,7 @@ TEST(NestedKeyTest, JoinPartsUsesTheSeparator) {
 
 TEST(NestedKeyTest, EmptyStringKeyThrowsValueError) {
   EXPECT_THROW(NestedKey(""), ValueError);
-  EXPECT_THROW(NestedKey(std::string()), ValueError);
+  EXPECT_THROW(NestedKey(std::string{}), ValueError);
 }
 
 TEST(NestedKeyTest, EmptyPartInPathThrowsValueError) {

@@ -222,7 +222,8 @@ TEST_F(MemoryMappedTensorTest, IsMemmapAndFilenameDescribeAMappedTensor) {
   auto t = MemoryMappedTensor::empty(file, {4, 4}, torch::kFloat);
   EXPECT_TRUE(MemoryMappedTensor::is_memmap(t));
   EXPECT_EQ(MemoryMappedTensor::filename(t), file);
-  auto loaded = MemoryMappedTensor::from_filename(file, torch::kFloat, {4, 4}, MemmapMode::kReadOnly);
+  auto loaded =
+      MemoryMappedTensor::from_filename(file, torch::kFloat, {4, 4}, MemmapMode::kReadOnly);
   EXPECT_TRUE(MemoryMappedTensor::is_memmap(loaded));
   EXPECT_EQ(MemoryMappedTensor::filename(loaded), file);
 }
@@ -258,8 +259,8 @@ TEST_F(MemoryMappedTensorTest, ZeroElementTensorIsStillMapped) {
 TEST_F(MemoryMappedTensorTest, FromFilenameOfAMissingFileThrowsNamingIt) {
   const std::string file = dir_ / "missing.memmap";
   EXPECT_THAT([&] { MemoryMappedTensor::from_filename(file, torch::kFloat, {2}); },
-              ThrowsMessage<Error>(AllOf(HasSubstr("cannot open"), HasSubstr(file),
-                                         HasSubstr("No such file"))));
+              ThrowsMessage<Error>(
+                  AllOf(HasSubstr("cannot open"), HasSubstr(file), HasSubstr("No such file"))));
   EXPECT_THAT(
       [&] { MemoryMappedTensor::from_filename(file, torch::kFloat, {2}, MemmapMode::kReadOnly); },
       ThrowsMessage<Error>(HasSubstr(file)));
@@ -286,8 +287,9 @@ TEST_F(MemoryMappedTensorTest, FromFilenameOfADirectoryThrowsNamingIt) {
 }
 
 TEST_F(MemoryMappedTensorTest, EmptyOfADirectoryOrAMissingFolderThrowsNamingThePath) {
-  EXPECT_THAT([&] { MemoryMappedTensor::empty(dir_.path().string(), {2}, torch::kFloat); },
-              ThrowsMessage<Error>(AllOf(HasSubstr("cannot create"), HasSubstr(dir_.path().string()))));
+  EXPECT_THAT(
+      [&] { MemoryMappedTensor::empty(dir_.path().string(), {2}, torch::kFloat); },
+      ThrowsMessage<Error>(AllOf(HasSubstr("cannot create"), HasSubstr(dir_.path().string()))));
   const std::string file = dir_ / "no/such/folder/t.memmap";
   EXPECT_THAT([&] { MemoryMappedTensor::empty(file, {2}, torch::kFloat); },
               ThrowsMessage<Error>(HasSubstr(file)));
@@ -295,8 +297,11 @@ TEST_F(MemoryMappedTensorTest, EmptyOfADirectoryOrAMissingFolderThrowsNamingTheP
 
 TEST_F(MemoryMappedTensorTest, NegativeDimThrowsShapeErrorAndCreatesNothing) {
   const std::string file = dir_ / "t.memmap";
-  EXPECT_THAT([&] { MemoryMappedTensor::empty(file, {2, -1}, torch::kFloat); },
-              ThrowsMessage<ShapeError>(AllOf(HasSubstr("[2, -1]"), HasSubstr("negative"))));
+  EXPECT_THAT(
+      [&] {
+        MemoryMappedTensor::empty(file, {2, -1}, torch::kFloat);
+      },
+      ThrowsMessage<ShapeError>(AllOf(HasSubstr("[2, -1]"), HasSubstr("negative"))));
   EXPECT_FALSE(fs::exists(file));
   MemoryMappedTensor::from_tensor(file, torch::zeros({2}));
   EXPECT_THAT([&] { MemoryMappedTensor::from_filename(file, torch::kFloat, {-2}); },
@@ -306,8 +311,11 @@ TEST_F(MemoryMappedTensorTest, NegativeDimThrowsShapeErrorAndCreatesNothing) {
 TEST_F(MemoryMappedTensorTest, ShapeWhoseByteSizeOverflowsThrowsShapeError) {
   const std::string file = dir_ / "t.memmap";
   const int64_t big = int64_t{1} << 40;
-  EXPECT_THAT([&] { MemoryMappedTensor::empty(file, {big, big}, torch::kFloat); },
-              ThrowsMessage<ShapeError>(HasSubstr("too large")));
+  EXPECT_THAT(
+      [&] {
+        MemoryMappedTensor::empty(file, {big, big}, torch::kFloat);
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("too large")));
   EXPECT_FALSE(fs::exists(file));
 }
 

@@ -198,8 +198,8 @@ TEST_F(MemmapTest, LazyStackLoadsBackAsALazyStackOfHeterogeneousMembers) {
 }
 
 TEST_F(MemmapTest, LazyStackNestedInATensorDictLoadsBackAsALazyStack) {
-  auto stacked = tensordict::stack({TensorDict({{"x", torch::randn({2})}}, {}),
-                                    TensorDict({{"x", torch::randn({4})}}, {})});
+  auto stacked = tensordict::stack(
+      {TensorDict({{"x", torch::randn({2})}}, {}), TensorDict({{"x", torch::randn({4})}}, {})});
   TensorDict td({{"members", stacked}, {"y", torch::randn({2, 1})}}, {2});
   td.save(prefix_);
   auto loaded = TensorDict::load(prefix_);
@@ -230,10 +230,10 @@ TEST_F(MemmapTest, UniformNonTensorValuesKeepTheirTypes) {
 
 TEST_F(MemmapTest, PerElementNonTensorValuesRoundTrip) {
   auto positions = torch::tensor({0, 1, 1, 2}, torch::kLong).reshape({2, 2});
-  auto labels = NonTensorData::per_element({AnyValue("cat"), AnyValue("dog"), AnyValue("cow")},
-                                           positions);
-  auto scores = NonTensorData::per_element({AnyValue(1), AnyValue(2.5)},
-                                           torch::tensor({1, 0, 0, 1}, torch::kLong).reshape({2, 2}));
+  auto labels =
+      NonTensorData::per_element({AnyValue("cat"), AnyValue("dog"), AnyValue("cow")}, positions);
+  auto scores = NonTensorData::per_element(
+      {AnyValue(1), AnyValue(2.5)}, torch::tensor({1, 0, 0, 1}, torch::kLong).reshape({2, 2}));
   TensorDict td({{"x", torch::zeros({2, 2})}, {"label", labels}, {"score", scores}}, {2, 2});
   td.save(prefix_);
   auto loaded = TensorDict::load(prefix_);
@@ -315,7 +315,8 @@ TEST_F(MemmapTest, MemmapInPlaceReplacesEveryLeafByAMappedTensor) {
 }
 
 TEST_F(MemmapTest, WritesAfterMemmapInPlaceReachTheFiles) {
-  TensorDict td({{"a", torch::zeros({4, 3})}, {"n", {{"b", torch::zeros({4}, torch::kLong)}}}}, {4});
+  TensorDict td({{"a", torch::zeros({4, 3})}, {"n", {{"b", torch::zeros({4}, torch::kLong)}}}},
+                {4});
   td.memmap_(prefix_);
   td.set_("a", torch::ones({4, 3}));
   td.index_put_({2}, TensorDict({{"n", {{"b", torch::tensor(5, torch::kLong)}}}}, {}));
@@ -385,9 +386,10 @@ TEST_F(MemmapTest, ReadmeDatasetIsAllocatedFilledInChunksAndGatheredByIndex) {
   for (int64_t start = 0; start < kRows; start += kChunk) {
     const int64_t n = std::min(kChunk, kRows - start);
     auto ids = torch::arange(start, start + n, torch::kInt);
-    TensorDict chunk({{"images", (ids % 256).to(torch::kByte).view({n, 1, 1, 1}).expand({n, 16, 16, 3})},
-                      {"labels", ids}},
-                     {n});
+    TensorDict chunk(
+        {{"images", (ids % 256).to(torch::kByte).view({n, 1, 1, 1}).expand({n, 16, 16, 3})},
+         {"labels", ids}},
+        {n});
     data.index_put_({Slice(start, start + n)}, chunk);
   }
   data = TensorDict();  // unmaps
@@ -540,14 +542,16 @@ TEST_F(MemmapTest, LoadOfMalformedJsonThrowsNamingTheFile) {
 
 TEST_F(MemmapTest, LoadOfMetaJsonWithoutBatchSizeThrowsNamingTheFile) {
   folder_with_meta(std::string("{\"_type\": \"") + kTensorDictType + "\", \"device\": null}");
-  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
-              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("batch_size"))));
+  EXPECT_THAT(
+      [&] { TensorDict::load_memmap(prefix_); },
+      ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("batch_size"))));
 }
 
 TEST_F(MemmapTest, LoadOfMetaJsonWithAWrongFieldTypeThrowsNamingTheFile) {
   for (const std::string text :
        {"[]", "{\"batch_size\": 3}", "{\"batch_size\": [-1]}", "{\"batch_size\": [1.5]}",
-        "{\"batch_size\": [], \"x\": 1}", "{\"batch_size\": [], \"x\": {\"dtype\": \"torch.int64\"}}",
+        "{\"batch_size\": [], \"x\": 1}",
+        "{\"batch_size\": [], \"x\": {\"dtype\": \"torch.int64\"}}",
         "{\"batch_size\": [], \"x\": {\"shape\": [2], \"dtype\": 7}}",
         "{\"batch_size\": [], \"device\": 0}", "{\"batch_size\": [], \"device\": \"gpu:x\"}"}) {
     SCOPED_TRACE(text);
@@ -560,16 +564,18 @@ TEST_F(MemmapTest, LoadOfMetaJsonWithAWrongFieldTypeThrowsNamingTheFile) {
 TEST_F(MemmapTest, LoadOfAnUnknownDtypeThrowsNamingTheFileAndTheDtype) {
   TensorDict({{"a", torch::zeros({3})}}, {3}).save(prefix_);
   replace_in_file(prefix_ + "/meta.json", "torch.float32", "torch.float8");
-  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
-              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("torch.float8"))));
+  EXPECT_THAT(
+      [&] { TensorDict::load_memmap(prefix_); },
+      ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("torch.float8"))));
 }
 
 TEST_F(MemmapTest, LoadOfALeafFileOfTheWrongSizeNamesTheFileAndBothSizes) {
   TensorDict({{"a", torch::zeros({3, 4})}}, {3}).save(prefix_);
   fs::resize_file(prefix_ + "/a.memmap", 5);
-  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
-              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/a.memmap"), HasSubstr("holds 5 bytes"),
-                                         HasSubstr("needs 48"), Not(HasSubstr("batch_size")))));
+  EXPECT_THAT(
+      [&] { TensorDict::load_memmap(prefix_); },
+      ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/a.memmap"), HasSubstr("holds 5 bytes"),
+                                 HasSubstr("needs 48"), Not(HasSubstr("batch_size")))));
 }
 
 TEST_F(MemmapTest, LoadWithAMissingLeafFileThrowsNamingIt) {
@@ -581,15 +587,16 @@ TEST_F(MemmapTest, LoadWithAMissingLeafFileThrowsNamingIt) {
 
 TEST_F(MemmapTest, LoadOfALeafThatDoesNotFitTheBatchSizeThrowsNamingTheFile) {
   TensorDict({{"a", torch::zeros({3})}}, {3}).save(prefix_);
-  replace_in_file(prefix_ + "/meta.json", "\"batch_size\": [\n    3\n  ]", "\"batch_size\": [\n    4\n  ]");
+  replace_in_file(prefix_ + "/meta.json", "\"batch_size\": [\n    3\n  ]",
+                  "\"batch_size\": [\n    4\n  ]");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
-              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("'a'"),
-                                         HasSubstr("[4]"))));
+              ThrowsMessage<Error>(
+                  AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("'a'"), HasSubstr("[4]"))));
 }
 
 TEST_F(MemmapTest, LoadOfALazyStackWithAMissingMemberThrowsNamingTheFolder) {
-  tensordict::stack({TensorDict({{"x", torch::zeros({2})}}, {}),
-                     TensorDict({{"x", torch::zeros({2})}}, {})})
+  tensordict::stack(
+      {TensorDict({{"x", torch::zeros({2})}}, {}), TensorDict({{"x", torch::zeros({2})}}, {})})
       .save(prefix_);
   fs::remove_all(prefix_ + "/1");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
@@ -635,8 +642,7 @@ TEST_F(MemmapTest, SaveIntoAReadOnlyFolderThrowsNamingThePath) {
     GTEST_SKIP() << "the folder stays writable (running as root)";
   }
   const std::string prefix = (parent / "td").string();
-  EXPECT_THAT([&] { mixed_dtypes_td().save(prefix); },
-              ThrowsMessage<Error>(HasSubstr(prefix)));
+  EXPECT_THAT([&] { mixed_dtypes_td().save(prefix); }, ThrowsMessage<Error>(HasSubstr(prefix)));
   chmod(parent.c_str(), 0755);
   EXPECT_FALSE(fs::exists(prefix));
   EXPECT_THAT(leftovers(parent), IsEmpty());
@@ -667,7 +673,8 @@ TEST_F(MemmapTest, SaveOfACustomNonTensorValueThrowsAndWritesNothing) {
 
 TEST_F(MemmapTest, SaveOfANonFiniteFloatingValueThrowsRatherThanWriteAnUnloadableFolder) {
   // JSON has no NaN or infinity: a folder holding one could not be loaded back.
-  for (double v : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+  for (double v :
+       {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
     TensorDict td({{"x", torch::zeros({2})}}, {2});
     td.set_non_tensor("score", v);
     EXPECT_THAT([&] { td.save(prefix_); },
