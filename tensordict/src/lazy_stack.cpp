@@ -46,42 +46,22 @@ std::optional<Value> LazyStackImpl::find(const std::string& key) const {
     if (!v) return std::nullopt;
     values.push_back(std::move(*v));
   }
+  static constexpr const char* kOp = "LazyStackedTensorDict";
   if (std::holds_alternative<torch::Tensor>(values.front())) {
-    std::vector<torch::Tensor> tensors;
-    for (size_t i = 0; i < values.size(); ++i) {
-      auto* t = std::get_if<torch::Tensor>(&values[i]);
-      if (!t)
-        throw TypeError("LazyStackedTensorDict: key '" + key + "' is a tensor in member 0 but " +
-                        kind_name(values[i]) + " in member " + std::to_string(i));
-      if (t->sizes() != std::get<torch::Tensor>(values.front()).sizes())
+    auto tensors = values_as<torch::Tensor>(values, kOp, key);
+    for (size_t i = 1; i < tensors.size(); ++i) {
+      if (tensors[i].sizes() != tensors[0].sizes())
         throw ShapeError("LazyStackedTensorDict: key '" + key + "' has shape " +
-                         shape_str(std::get<torch::Tensor>(values.front()).sizes()) +
-                         " in member 0 but " + shape_str(t->sizes()) + " in member " +
-                         std::to_string(i) + "; read it per member (tensordicts()[i].get)");
-      tensors.push_back(*t);
+                         shape_str(tensors[0].sizes()) + " in member 0 but " +
+                         shape_str(tensors[i].sizes()) + " in member " + std::to_string(i) +
+                         "; read it per member (tensordicts()[i].get)");
     }
     return Value(torch::stack(tensors, stack_dim_));
   }
-  if (std::holds_alternative<TensorDict>(values.front())) {
-    std::vector<TensorDict> nested;
-    for (size_t i = 0; i < values.size(); ++i) {
-      auto* td = std::get_if<TensorDict>(&values[i]);
-      if (!td)
-        throw TypeError("LazyStackedTensorDict: key '" + key + "' is a TensorDict in member 0 but " +
-                        kind_name(values[i]) + " in member " + std::to_string(i));
-      nested.push_back(*td);
-    }
-    return Value(TensorDict(std::make_shared<LazyStackImpl>(std::move(nested), stack_dim_)));
-  }
-  std::vector<NonTensorData> items;
-  for (size_t i = 0; i < values.size(); ++i) {
-    auto* nt = std::get_if<NonTensorData>(&values[i]);
-    if (!nt)
-      throw TypeError("LazyStackedTensorDict: key '" + key + "' is non-tensor data in member 0 but " +
-                      kind_name(values[i]) + " in member " + std::to_string(i));
-    items.push_back(*nt);
-  }
-  return Value(stack_non_tensor(items, stack_dim_));
+  if (std::holds_alternative<TensorDict>(values.front()))
+    return Value(TensorDict(
+        std::make_shared<LazyStackImpl>(values_as<TensorDict>(values, kOp, key), stack_dim_)));
+  return Value(stack_non_tensor(values_as<NonTensorData>(values, kOp, key), stack_dim_));
 }
 
 std::vector<Value> LazyStackImpl::split(const Value& value) const {

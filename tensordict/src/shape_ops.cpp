@@ -340,37 +340,18 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     NestedKey key = path ? path->join(k) : NestedKey(k);
     std::vector<Value> vals;
     for (const auto& td : tds) vals.push_back(*td.impl()->find(k));
+    static constexpr const char* kOp = "tensordict::cat";
     if (std::holds_alternative<torch::Tensor>(vals[0])) {
-      std::vector<torch::Tensor> ts;
-      for (const auto& v : vals) {
-        auto* t = std::get_if<torch::Tensor>(&v);
-        if (!t) throw TypeError("tensordict::cat: key " + key.repr() + " mixes tensors and " +
-                                detail::kind_name(v));
-        ts.push_back(*t);
-      }
+      auto ts = detail::values_as<torch::Tensor>(vals, kOp, key);
       try {
         out->append(k, torch::cat(ts, d));
       } catch (const c10::Error& e) {
         throw ShapeError("tensordict::cat: key " + key.repr() + ": " + e.what_without_backtrace());
       }
     } else if (std::holds_alternative<TensorDict>(vals[0])) {
-      std::vector<TensorDict> nested;
-      for (const auto& v : vals) {
-        auto* t = std::get_if<TensorDict>(&v);
-        if (!t) throw TypeError("tensordict::cat: key " + key.repr() + " mixes TensorDicts and " +
-                                detail::kind_name(v));
-        nested.push_back(*t);
-      }
-      out->append(k, cat_at(nested, d, &key));
+      out->append(k, cat_at(detail::values_as<TensorDict>(vals, kOp, key), d, &key));
     } else {
-      std::vector<NonTensorData> nts;
-      for (const auto& v : vals) {
-        auto* t = std::get_if<NonTensorData>(&v);
-        if (!t) throw TypeError("tensordict::cat: key " + key.repr() +
-                                " mixes non-tensor data and " + detail::kind_name(v));
-        nts.push_back(*t);
-      }
-      out->append(k, cat_non_tensor(nts, d));
+      out->append(k, cat_non_tensor(detail::values_as<NonTensorData>(vals, kOp, key), d));
     }
   }
   return TensorDict(out);

@@ -181,6 +181,23 @@ void for_each_leaf(const TensorDict& td,
 
 std::string kind_name(const Value& value);
 
+/// The values (one per TensorDict being stacked or concatenated) as `T`, which the first
+/// value holds; TypeError naming `op` and `key` when another value holds a different kind.
+template <class T>
+std::vector<T> values_as(const std::vector<Value>& values, const char* op, const NestedKey& key) {
+  std::vector<T> out;
+  out.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const T* v = std::get_if<T>(&values[i]);
+    if (!v)
+      throw TypeError(std::string(op) + ": key " + key.repr() + " holds " + kind_name(values[0]) +
+                      " in TensorDict 0 but " + kind_name(values[i]) + " in TensorDict " +
+                      std::to_string(i));
+    out.push_back(*v);
+  }
+  return out;
+}
+
 /// Runs `op` on the tensor stored at `key` so that the change lands in `root`: directly on
 /// the stored tensor when every TensorDict on the path is dense, else on a materialised copy
 /// that is then written back in place (lazy stacks, sub-tensordict views).
