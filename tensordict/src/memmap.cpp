@@ -315,4 +315,19 @@ bool TensorDict::is_memmap() const {
   return any && all;
 }
 
+const TensorDict& TensorDict::share_memory_() const {
+  detail::for_each_stored_leaf(*this, [](const torch::Tensor& t) { tensordict::share_memory_(t); });
+  return *this;
+}
+
+bool TensorDict::is_shared() const {
+  bool any = false;
+  bool all = true;
+  detail::for_each_stored_leaf(*this, [&](const torch::Tensor& t) {
+    any = true;
+    all = all && tensordict::is_shared(t);
+  });
+  return any && all;
+}
+
 }  // namespace tensordict

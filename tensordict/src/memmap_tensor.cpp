@@ -19,6 +19,7 @@ struct Mapping {
   void* address = nullptr;
   size_t size = 0;
   std::string filename;
+  bool shared = true;  // MAP_SHARED (read-write) rather than a private copy-on-write view
 };
 
 void release_mapping(void* context) {
@@ -51,7 +52,7 @@ int64_t byte_size(c10::IntArrayRef shape, torch::Dtype dtype) {
 
 torch::Tensor map_file(const std::string& filename, int fd, size_t size, c10::IntArrayRef shape,
                        torch::Dtype dtype, MemmapMode mode) {
-  auto* m = new Mapping{nullptr, size, filename};
+  auto* m = new Mapping{nullptr, size, filename, mode == MemmapMode::kReadWrite};
   if (size > 0) {
     const int flags = mode == MemmapMode::kReadWrite ? MAP_SHARED : MAP_PRIVATE;
     void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, flags, fd, 0);
@@ -68,6 +69,18 @@ torch::Tensor map_file(const std::string& filename, int fd, size_t size, c10::In
       .set_(storage, 0, shape, c10::contiguous_strides(shape));
 }
 
+// Storage moved to shared memory by share_memory_: an anonymous MAP_SHARED region.
+struct SharedRegion {
+  void* address = nullptr;
+  size_t size = 0;
+};
+
+void release_shared(void* context) {
+  auto* r = static_cast<SharedRegion*>(context);
+  if (r->address) munmap(r->address, r->size);
+  delete r;
+}
+
 const Mapping* mapping_of(const torch::Tensor& tensor) {
   if (!tensor.defined() || !tensor.has_storage()) return nullptr;
   const auto& data = tensor.storage().data_ptr();
@@ -76,6 +89,35 @@ const Mapping* mapping_of(const torch::Tensor& tensor) {
 }
 
 }  // namespace
+
+void share_memory_(const torch::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.is_cpu() || is_shared(tensor)) return;
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  const size_t size = storage->nbytes();
+  auto* region = new SharedRegion{nullptr, size};
+  if (size > 0) {
+    void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (address == MAP_FAILED) {
+      delete region;
+      throw Error("share_memory_: cannot map " + std::to_string(size) +
+                  " bytes of shared memory: " + std::strerror(errno));
+    }
+    std::memcpy(address, storage->data(), size);
+    region->address = address;
+  }
+  storage->set_data_ptr(
+      c10::DataPtr(region->address, region, &release_shared, c10::Device(c10::DeviceType::CPU)));
+}
+
+bool is_shared(const torch::Tensor& tensor) {
+  if (!tensor.defined()) return false;
+  if (tensor.is_cuda()) return true;
+  if (!tensor.has_storage()) return false;
+  const auto& data = tensor.storage().data_ptr();
+  if (data.get_deleter() == &release_shared) return true;
+  const Mapping* m = mapping_of(tensor);
+  return m != nullptr && m->shared;
+}
 
 torch::Tensor MemoryMappedTensor::empty(const std::string& filename, c10::IntArrayRef shape,
                                         torch::Dtype dtype) {

@@ -44,10 +44,10 @@ std::string size_str(c10::IntArrayRef shape) { return detail::size_repr(shape); 
 
 std::string device_str(const std::optional<torch::Device>& d) { return detail::device_repr(d); }
 
-// CUDA tensors count as shared (as in Python); CPU tensors are not put in shared memory here.
+// CUDA memory, shared memory and read-write memory maps count as shared, as in Python.
 std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
   return "Tensor(shape=" + size_str(shape) + ", device=" + t.device().str() +
-         ", dtype=" + detail::dtype_name(t.scalar_type()) + ", is_shared=" + (t.is_cuda() ? "True" : "False") +
+         ", dtype=" + detail::dtype_name(t.scalar_type()) + ", is_shared=" + (is_shared(t) ? "True" : "False") +
          ")";
 }
 
@@ -136,7 +136,7 @@ std::string repr(const TensorDict& td) {
   std::string out = name + "(\n" + indent("fields={" + fields_block(fields) + "}", 4) + extra +
                     ",\n" + indent("batch_size=" + size_str(td.batch_size()), 4) + ",\n" +
                     indent("device=" + device_str(td.device()), 4) + ",\n" +
-                    indent("is_shared=False", 4);
+                    indent(std::string("is_shared=") + (td.is_shared() ? "True" : "False"), 4);
   if (td.is_lazy_stack())
     out += ",\n" + indent("stack_dim=" + std::to_string(LazyStackedTensorDict(td).stack_dim()), 4);
   return out + ")";

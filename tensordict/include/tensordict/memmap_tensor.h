@@ -56,4 +56,14 @@ class MemoryMappedTensor {
   static void flush(const torch::Tensor& tensor);
 };
 
+/// Moves `tensor`'s storage into shared memory (an anonymous shared mapping), in place: every
+/// tensor viewing that storage follows, and processes forked afterwards see each other's
+/// writes. CPU tensors only (others are left as they are: CUDA memory is already shareable);
+/// no-op when the storage is already shared or memory-mapped. Throws Error when the shared
+/// mapping cannot be made.
+void share_memory_(const torch::Tensor& tensor);
+/// True when `tensor`'s storage is shared across processes: made by share_memory_, a
+/// read-write MemoryMappedTensor, or CUDA memory.
+bool is_shared(const torch::Tensor& tensor);
+
 }  // namespace tensordict

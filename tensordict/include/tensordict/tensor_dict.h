@@ -374,6 +374,12 @@ class TensorDict {
   static TensorDict load(const std::string& prefix, MemmapMode mode = MemmapMode::kReadWrite);
   /// True when every tensor (nested ones too) is memory-mapped (see MemoryMappedTensor).
   bool is_memmap() const;
+  /// Moves every CPU tensor's storage into shared memory, in place (see
+  /// tensordict::share_memory_): processes forked afterwards see each other's writes.
+  const TensorDict& share_memory_() const;
+  /// True when there is a tensor and every tensor's storage is shared across processes
+  /// (shared memory, a read-write memory mapping, or CUDA memory).
+  bool is_shared() const;
 
   // ---- Parallel map ---------------------------------------------------------------------------
 
