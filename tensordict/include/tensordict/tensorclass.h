@@ -296,7 +296,10 @@ class TensorClass : public detail::TensorClassTag {
   static std::string class_name() { return detail::unqualified_type_name(typeid(Derived).name()); }
   /// Internal: the class's fields, type-erased (built once).
   static const detail::TensorClassSpec& spec() {
-    static const detail::TensorClassSpec s = build_spec_(Fields_{});
+    // Looked up in Derived's complete scope, the highest rank gives the whole field list.
+    using Fields = decltype(Derived::tensordict_fields_(
+        detail::FieldRank<detail::kMaxTensorClassFields>{}));
+    static const detail::TensorClassSpec s = build_spec_(Fields{});
     return s;
   }
 
@@ -578,10 +581,6 @@ class TensorClass : public detail::TensorClassTag {
   template <class>
   friend class TensorClass;
   friend struct detail::TensorClassAccess;
-
-  // Every field so far in Derived's complete scope: the whole list.
-  using Fields_ = decltype(Derived::tensordict_fields_(
-      detail::FieldRank<detail::kMaxTensorClassFields>{}));
 
   template <class... F>
   static detail::TensorClassSpec build_spec_(detail::FieldList<F...>) {
