@@ -75,8 +75,8 @@ void check_entries(const std::vector<std::pair<std::string, Value>>& entries,
                    const TensorClassSpec& spec, const std::string& op, FieldCheck mode,
                    std::vector<std::string>& path);
 
-void check_value(const FieldSpec& field, const Value& value, const std::string& op,
-                 FieldCheck mode, std::vector<std::string>& path) {
+void check_value(const FieldSpec& field, const Value& value, const std::string& op, FieldCheck mode,
+                 std::vector<std::string>& path) {
   if (!kind_matches(field.kind, value))
     throw TypeError(op + ": field " + path_repr(path) + " is declared " + field.type_name +
                     " but holds " + kind_of(value));
@@ -177,8 +177,7 @@ std::string tensorclass_repr(const TensorDict& td, const TensorClassSpec& spec) 
   for (const auto& field : spec.fields) {
     if (!td.impl()->contains(field.name)) continue;
     if (field.kind == FieldKind::kNonTensor) {
-      non_tensor.push_back(field.name + "=" +
-                           non_tensor_field_repr(td.get_non_tensor(field.name)));
+      non_tensor.push_back(field.name + "=" + non_tensor_field_repr(td.get_non_tensor(field.name)));
     } else if (field.kind == FieldKind::kTensorClass) {
       fields.push_back(field.name + "=" +
                        tensorclass_repr(td.get_tensordict(field.name), field.nested()));
@@ -221,9 +220,12 @@ std::string unqualified_type_name(const char* mangled) {
   size_t start = 0;
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
-    if (c == '<' || c == '(') ++depth;
-    else if (c == '>' || c == ')') --depth;
-    else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') start = i + 2;
+    if (c == '<' || c == '(')
+      ++depth;
+    else if (c == '>' || c == ')')
+      --depth;
+    else if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':')
+      start = i + 2;
   }
   return name.substr(start);
 }

@@ -76,14 +76,15 @@ MyData readme_data(int64_t side) {
   torch::manual_seed(0);
   auto images = torch::randn({100, 3, side, side});
   auto label = torch::randint(10, {100});
-  auto mask = torch::zeros({1, side, side}, torch::kBool).bernoulli_(0.5).expand({100, 1, side, side});
+  auto mask =
+      torch::zeros({1, side, side}, torch::kBool).bernoulli_(0.5).expand({100, 1, side, side});
   return MyData::make({{"image", images}, {"mask", mask}, {"label", label}}, {100});
 }
 
 Step make_step(int64_t n) {
   torch::manual_seed(1);
-  auto obs = Observation::make({{"pixels", torch::randn({n, 2, 2})}, {"velocity", torch::randn({n, 3})}},
-                               {n});
+  auto obs = Observation::make(
+      {{"pixels", torch::randn({n, 2, 2})}, {"velocity", torch::randn({n, 3})}}, {n});
   return Step::make({{"obs", obs},
                      {"reward", torch::randn({n, 1})},
                      {"task", "walk"},
@@ -110,7 +111,8 @@ TEST(TensorClassTest, MakeStoresEveryFieldWithTheGivenBatchSize) {
   EXPECT_EQ(data.numel(), 100);
   EXPECT_FALSE(data.device().has_value());
   // Stored in declaration order, whatever order make was given.
-  EXPECT_THAT(data.tensordict().keys(), ElementsAre(NestedKey("image"), NestedKey("mask"), NestedKey("label")));
+  EXPECT_THAT(data.tensordict().keys(),
+              ElementsAre(NestedKey("image"), NestedKey("mask"), NestedKey("label")));
 }
 
 TEST(TensorClassTest, FieldNamesAreListedInDeclarationOrder) {
@@ -135,14 +137,19 @@ TEST(TensorClassTest, ClassNameIsTheUnqualifiedCppName) {
 }
 
 TEST(TensorClassTest, MakeRejectsMissingFieldListingTheDeclaredFields) {
-  auto call = [] { MyData::make({{"image", torch::zeros({2, 3})}, {"label", torch::zeros({2})}}, {2}); };
-  EXPECT_THAT(call, ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::make"), HasSubstr("missing field ['mask']"),
-                                                  HasSubstr("MyData declares ['image', 'mask', 'label']"))));
+  auto call = [] {
+    MyData::make({{"image", torch::zeros({2, 3})}, {"label", torch::zeros({2})}}, {2});
+  };
+  EXPECT_THAT(call, ThrowsMessage<KeyError>(
+                        AllOf(HasSubstr("MyData::make"), HasSubstr("missing field ['mask']"),
+                              HasSubstr("MyData declares ['image', 'mask', 'label']"))));
 }
 
 TEST(TensorClassTest, MakeRejectsUnknownFieldListingTheDeclaredFields) {
   auto call = [] {
-    MyData::make({{"image", torch::zeros({2})}, {"mask", torch::zeros({2})}, {"label", torch::zeros({2})},
+    MyData::make({{"image", torch::zeros({2})},
+                  {"mask", torch::zeros({2})},
+                  {"label", torch::zeros({2})},
                   {"labels", torch::zeros({2})}},
                  {2});
   };
@@ -153,7 +160,9 @@ TEST(TensorClassTest, MakeRejectsUnknownFieldListingTheDeclaredFields) {
 
 TEST(TensorClassTest, MakeRejectsFieldGivenTwice) {
   auto call = [] {
-    MyData::make({{"image", torch::zeros({2})}, {"image", torch::zeros({2})}, {"mask", torch::zeros({2})},
+    MyData::make({{"image", torch::zeros({2})},
+                  {"image", torch::zeros({2})},
+                  {"mask", torch::zeros({2})},
                   {"label", torch::zeros({2})}},
                  {2});
   };
@@ -162,28 +171,32 @@ TEST(TensorClassTest, MakeRejectsFieldGivenTwice) {
 
 TEST(TensorClassTest, MakeRejectsValueOfTheWrongKind) {
   auto call = [] {
-    MyData::make({{"image", torch::zeros({2})}, {"mask", torch::zeros({2})}, {"label", "one"}}, {2});
+    MyData::make({{"image", torch::zeros({2})}, {"mask", torch::zeros({2})}, {"label", "one"}},
+                 {2});
   };
-  EXPECT_THAT(call, ThrowsMessage<TypeError>(
-                        HasSubstr("field 'label' is declared torch::Tensor but holds non-tensor data")));
+  EXPECT_THAT(call, ThrowsMessage<TypeError>(HasSubstr(
+                        "field 'label' is declared torch::Tensor but holds non-tensor data")));
 }
 
 TEST(TensorClassTest, MakeRejectsNonTensorValueOfTheWrongType) {
   auto call = [] {
-    Step::make({{"obs", Observation::make({{"pixels", torch::zeros({2})}, {"velocity", torch::zeros({2})}}, {2})},
+    Step::make({{"obs", Observation::make(
+                            {{"pixels", torch::zeros({2})}, {"velocity", torch::zeros({2})}}, {2})},
                 {"reward", torch::zeros({2})},
                 {"task", 3},
                 {"seed", 7},
                 {"info", TensorDict::empty({2})}},
                {2});
   };
-  EXPECT_THAT(call, ThrowsMessage<TypeError>(AllOf(HasSubstr("field 'task' is declared std::string"),
-                                                   HasSubstr("long"))));
+  EXPECT_THAT(call, ThrowsMessage<TypeError>(AllOf(
+                        HasSubstr("field 'task' is declared std::string"), HasSubstr("long"))));
 }
 
 TEST(TensorClassTest, MakeRejectsValueWhoseLeadingDimsDifferFromBatchSize) {
   auto call = [] {
-    MyData::make({{"image", torch::zeros({3, 3})}, {"mask", torch::zeros({2})}, {"label", torch::zeros({2})}},
+    MyData::make({{"image", torch::zeros({3, 3})},
+                  {"mask", torch::zeros({2})},
+                  {"label", torch::zeros({2})}},
                  {2});
   };
   EXPECT_THAT(call, ThrowsMessage<ShapeError>(AllOf(HasSubstr("MyData::make"), HasSubstr("'image'"),
@@ -329,8 +342,9 @@ TEST(TensorClassTest, SetterRejectsValueWhoseLeadingDimsDifferFromBatchSize) {
   MyData data = readme_data(8);
   auto before = data.image();
   auto call = [&] { data.set_image(torch::zeros({5, 3, 8, 8})); };
-  EXPECT_THAT(call, ThrowsMessage<ShapeError>(AllOf(HasSubstr("MyData::set_image"), HasSubstr("[5, 3, 8, 8]"),
-                                                    HasSubstr("[100]"))));
+  EXPECT_THAT(call,
+              ThrowsMessage<ShapeError>(AllOf(HasSubstr("MyData::set_image"),
+                                              HasSubstr("[5, 3, 8, 8]"), HasSubstr("[100]"))));
   EXPECT_TRUE(data.image().is_same(before));
 }
 
@@ -348,19 +362,22 @@ TEST(TensorClassTest, NestedTensorClassFieldReturnsTheNestedClass) {
 
 TEST(TensorClassTest, NestedFieldSetterChecksTheBatchSize) {
   Step step = make_step(4);
-  auto wrong = Observation::make({{"pixels", torch::zeros({3, 2, 2})}, {"velocity", torch::zeros({3, 3})}}, {3});
+  auto wrong = Observation::make(
+      {{"pixels", torch::zeros({3, 2, 2})}, {"velocity", torch::zeros({3, 3})}}, {3});
   EXPECT_THAT([&] { step.set_obs(wrong); },
-              ThrowsMessage<ShapeError>(AllOf(HasSubstr("Step::set_obs"), HasSubstr("[3]"), HasSubstr("[4]"))));
+              ThrowsMessage<ShapeError>(
+                  AllOf(HasSubstr("Step::set_obs"), HasSubstr("[3]"), HasSubstr("[4]"))));
 }
 
 TEST(TensorClassTest, NestedTensorClassFieldRejectsUnknownNestedKeys) {
   auto call = [] {
-    Step::make({{"obs", TensorDict({{"pixels", torch::zeros({2})}, {"speed", torch::zeros({2})}}, {2})},
-                {"reward", torch::zeros({2})},
-                {"task", "walk"},
-                {"seed", 1},
-                {"info", TensorDict::empty({2})}},
-               {2});
+    Step::make(
+        {{"obs", TensorDict({{"pixels", torch::zeros({2})}, {"speed", torch::zeros({2})}}, {2})},
+         {"reward", torch::zeros({2})},
+         {"task", "walk"},
+         {"seed", 1},
+         {"info", TensorDict::empty({2})}},
+        {2});
   };
   EXPECT_THAT(call, ThrowsMessage<KeyError>(AllOf(HasSubstr("unknown field 'speed' in field 'obs'"),
                                                   HasSubstr("Observation declares"))));
@@ -394,7 +411,8 @@ TEST(TensorClassTest, TensorDictFieldTakesAnyKeys) {
   EXPECT_TRUE(step.tensordict().contains({"info", "extra"}));
 }
 
-// ---- The underlying TensorDict --------------------------------------------------------------------
+// ---- The underlying TensorDict
+// --------------------------------------------------------------------
 
 TEST(TensorClassTest, TensordictAliasesAndToTensordictCopies) {
   MyData data = readme_data(8);
@@ -405,7 +423,9 @@ TEST(TensorClassTest, TensordictAliasesAndToTensordictCopies) {
 }
 
 TEST(TensorClassTest, FromTensorDictAliasesAValidTensorDict) {
-  TensorDict td({{"image", torch::zeros({2, 3})}, {"mask", torch::zeros({2})}, {"label", torch::zeros({2})}}, {2});
+  TensorDict td(
+      {{"image", torch::zeros({2, 3})}, {"mask", torch::zeros({2})}, {"label", torch::zeros({2})}},
+      {2});
   MyData data = MyData::from_tensordict(td);
   EXPECT_TRUE(data.tensordict().is_same(td));
 }
@@ -413,19 +433,25 @@ TEST(TensorClassTest, FromTensorDictAliasesAValidTensorDict) {
 TEST(TensorClassTest, FromTensorDictRejectsMissingFieldAndWrongKind) {
   TensorDict missing({{"image", torch::zeros({2, 3})}, {"mask", torch::zeros({2})}}, {2});
   EXPECT_THAT([&] { MyData::from_tensordict(missing); },
-              ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::from_tensordict"), HasSubstr("missing field ['label']"))));
-  TensorDict wrong({{"image", torch::zeros({2, 3})}, {"mask", torch::zeros({2})}, {"label", {{"x", torch::zeros({2})}}}},
+              ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::from_tensordict"),
+                                            HasSubstr("missing field ['label']"))));
+  TensorDict wrong({{"image", torch::zeros({2, 3})},
+                    {"mask", torch::zeros({2})},
+                    {"label", {{"x", torch::zeros({2})}}}},
                    {2});
   EXPECT_THAT([&] { MyData::from_tensordict(wrong); },
-              ThrowsMessage<TypeError>(HasSubstr("field 'label' is declared torch::Tensor but holds a TensorDict")));
+              ThrowsMessage<TypeError>(
+                  HasSubstr("field 'label' is declared torch::Tensor but holds a TensorDict")));
 }
 
 TEST(TensorClassTest, UpdateFromTensorDictRejectsKeysThatAreNotFields) {
   MyData data = readme_data(8);
   auto before = data.label();
-  TensorDict other({{"label", torch::zeros({100}, torch::kLong)}, {"depth", torch::zeros({100})}}, {100});
+  TensorDict other({{"label", torch::zeros({100}, torch::kLong)}, {"depth", torch::zeros({100})}},
+                   {100});
   EXPECT_THAT([&] { data.update(other); },
-              ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::update"), HasSubstr("unknown field 'depth'"))));
+              ThrowsMessage<KeyError>(
+                  AllOf(HasSubstr("MyData::update"), HasSubstr("unknown field 'depth'"))));
   EXPECT_TRUE(data.label().is_same(before));  // nothing written
   data.update(other, UpdateOptions{false, {"label"}});
   EXPECT_TRUE((data.label() == 0).all().item<bool>());
@@ -516,7 +542,8 @@ TEST(TensorClassTest, UnbindSplitAndChunkReturnInstances) {
   EXPECT_EQ(data.chunk(4)[0].batch_size(), (BatchSize{25}));
 }
 
-// ---- Stack and cat --------------------------------------------------------------------------------
+// ---- Stack and cat
+// --------------------------------------------------------------------------------
 
 TEST(TensorClassTest, StackReturnsTheClassAndKeepsTheMembers) {
   MyData a = readme_data(8);
@@ -549,7 +576,8 @@ TEST(TensorClassTest, CatReturnsADenseInstance) {
 
 TEST(TensorClassTest, StackOfPlainTensorDictsStillReturnsALazyStackedTensorDict) {
   auto s = tensordict::stack({tutorial_td(), tutorial_td()});
-  static_assert(std::is_same<decltype(s), tensordict::LazyStackedTensorDict>::value, "overload taken");
+  static_assert(std::is_same<decltype(s), tensordict::LazyStackedTensorDict>::value,
+                "overload taken");
   EXPECT_EQ(s.batch_size(), (BatchSize{2, 3, 4}));
 }
 
@@ -594,21 +622,26 @@ TEST(TensorClassTest, ApplyMapsEveryTensorAndKeepsNonTensorFields) {
   EXPECT_TRUE(torch::allclose(doubled.reward(), step.reward() * 2));
   EXPECT_TRUE(torch::allclose(doubled.obs().pixels(), step.obs().pixels() * 2));
   EXPECT_EQ(doubled.task(), "walk");
-  Step summed = step.apply(step, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; });
+  Step summed =
+      step.apply(step, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; });
   EXPECT_TRUE(torch::allclose(summed.reward(), step.reward() * 2));
 }
 
 TEST(TensorClassTest, ApplyThatDropsAFieldThrowsKeyError) {
   MyData data = readme_data(8);
-  auto drop_bools = [](const torch::Tensor& t) { return t.scalar_type() == torch::kBool ? torch::Tensor() : t; };
+  auto drop_bools = [](const torch::Tensor& t) {
+    return t.scalar_type() == torch::kBool ? torch::Tensor() : t;
+  };
   EXPECT_THAT([&] { data.apply(drop_bools); },
-              ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::apply"), HasSubstr("missing field ['mask']"))));
+              ThrowsMessage<KeyError>(
+                  AllOf(HasSubstr("MyData::apply"), HasSubstr("missing field ['mask']"))));
 }
 
 TEST(TensorClassTest, ApplyInPlaceWritesEveryTensor) {
   MyData data = readme_data(8).contiguous();
   auto image = data.image();
-  data.apply_([](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat ? t.abs() : t; });
+  data.apply_(
+      [](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat ? t.abs() : t; });
   EXPECT_TRUE(data.image().is_same(image));
   EXPECT_TRUE((image >= 0).all().item<bool>());
 }
@@ -625,7 +658,8 @@ TEST(TensorClassTest, MaskedFillAndWhereActOnEveryField) {
   EXPECT_EQ(chosen.label()[1].item<int64_t>(), -1);
 }
 
-// ---- Persistence ----------------------------------------------------------------------------------
+// ---- Persistence
+// ----------------------------------------------------------------------------------
 
 TEST(TensorClassTest, MemmapRoundTripLoadsTheSameClass) {
   TempDir dir;
@@ -669,7 +703,8 @@ TEST(TensorClassTest, LoadMemmapOfAFolderWithOtherFieldsThrowsKeyError) {
   TempDir dir;
   tutorial_td().save(dir / "other");
   EXPECT_THAT([&] { MyData::load_memmap(dir / "other"); },
-              ThrowsMessage<KeyError>(AllOf(HasSubstr("MyData::load_memmap"), HasSubstr("unknown field 'a'"))));
+              ThrowsMessage<KeyError>(
+                  AllOf(HasSubstr("MyData::load_memmap"), HasSubstr("unknown field 'a'"))));
 }
 
 }  // namespace

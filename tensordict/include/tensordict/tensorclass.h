@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include <c10/util/Type.h>
 #include <torch/types.h>
 
 #include <tensordict/errors.h>
@@ -139,7 +140,7 @@ FieldSpec make_field_spec(const char* name) {
     spec.nested = &T::spec;
   } else {
     spec.type_name = std::is_same<T, std::string>::value ? std::string("std::string")
-                                                        : c10::demangle(typeid(T).name());
+                                                         : c10::demangle(typeid(T).name());
     spec.accepts = &accepts_value<T>;
   }
   return spec;
@@ -297,8 +298,8 @@ class TensorClass : public detail::TensorClassTag {
   /// Internal: the class's fields, type-erased (built once).
   static const detail::TensorClassSpec& spec() {
     // Looked up in Derived's complete scope, the highest rank gives the whole field list.
-    using Fields = decltype(Derived::tensordict_fields_(
-        detail::FieldRank<detail::kMaxTensorClassFields>{}));
+    using Fields =
+        decltype(Derived::tensordict_fields_(detail::FieldRank<detail::kMaxTensorClassFields>{}));
     static const detail::TensorClassSpec s = build_spec_(Fields{});
     return s;
   }
@@ -378,7 +379,9 @@ class TensorClass : public detail::TensorClassTag {
   Derived permute(std::vector<int64_t> dims) const { return wrap_(td_.permute(std::move(dims))); }
   Derived transpose(int64_t dim0, int64_t dim1) const { return wrap_(td_.transpose(dim0, dim1)); }
   /// Removes batch dim `dim` when it has size 1 (all size-1 batch dims without `dim`).
-  Derived squeeze(std::optional<int64_t> dim = std::nullopt) const { return wrap_(td_.squeeze(dim)); }
+  Derived squeeze(std::optional<int64_t> dim = std::nullopt) const {
+    return wrap_(td_.squeeze(dim));
+  }
   /// Inserts a batch dim of size 1 at `dim`.
   Derived unsqueeze(int64_t dim) const { return wrap_(td_.unsqueeze(dim)); }
   /// Broadcasts to `batch_size` (which may add leading dims), without copying.
@@ -417,9 +420,9 @@ class TensorClass : public detail::TensorClassTag {
     return checked_(td_.apply(fn), class_name() + "::apply");
   }
   /// `fn(x, y)` over the tensors of this and `other` matched by field.
-  Derived apply(const Derived& other,
-                const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& fn)
-      const {
+  Derived apply(
+      const Derived& other,
+      const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& fn) const {
     return checked_(td_.apply(other.td_, fn), class_name() + "::apply");
   }
   /// As `apply`, with each tensor's full key path given to `fn`.
@@ -660,25 +663,24 @@ D cat(std::initializer_list<D> items, int64_t dim = 0) {
 /// values, e.g. after stacking unequal ones). The setter validates as TensorDict::set
 /// (ShapeError when the value does not start with batch_size()) and writes through every
 /// alias of the instance.
-#define TENSORDICT_FIELD(TYPE, NAME)                                                             \
-  static_assert(decltype(tensordict_fields_(::tensordict::detail::FieldRank<                    \
-                             ::tensordict::detail::kMaxTensorClassFields>{}))::size <            \
-                    ::tensordict::detail::kMaxTensorClassFields,                                 \
-                "a tensorclass holds at most 64 fields");                                        \
-  friend class ::tensordict::TensorClass<TensorClassSelf>;                                       \
-  struct TensorDictField_##NAME {                                                                \
-    using type = TYPE;                                                                           \
-    static constexpr const char* name() { return #NAME; }                                        \
-  };                                                                                             \
-  TYPE NAME() const { return field_get_<TYPE>(#NAME); }                                          \
-  const TensorClassSelf& set_##NAME(const TYPE& value) const {                                   \
-    field_set_<TYPE>(#NAME, value);                                                              \
-    return *this;                                                                                \
-  }                                                                                              \
-  static typename ::tensordict::detail::FieldListAppend<                                         \
-      decltype(tensordict_fields_(::tensordict::detail::FieldRank<                               \
-                                  ::tensordict::detail::kMaxTensorClassFields>{})),              \
-      TensorDictField_##NAME>::type                                                              \
-  tensordict_fields_(::tensordict::detail::FieldRank<                                            \
-                     decltype(tensordict_fields_(::tensordict::detail::FieldRank<                \
-                                                 ::tensordict::detail::kMaxTensorClassFields>{}))::size + 1>)
+#define TENSORDICT_FIELD(TYPE, NAME)                                                           \
+  static_assert(TENSORDICT_FIELDS_SO_FAR_::size < ::tensordict::detail::kMaxTensorClassFields, \
+                "a tensorclass holds at most 64 fields");                                      \
+  friend class ::tensordict::TensorClass<TensorClassSelf>;                                     \
+  struct TensorDictField_##NAME {                                                              \
+    using type = TYPE;                                                                         \
+    static constexpr const char* name() { return #NAME; }                                      \
+  };                                                                                           \
+  TYPE NAME() const { return field_get_<TYPE>(#NAME); }                                        \
+  const TensorClassSelf& set_##NAME(const TYPE& value) const {                                 \
+    field_set_<TYPE>(#NAME, value);                                                            \
+    return *this;                                                                              \
+  }                                                                                            \
+  static typename ::tensordict::detail::FieldListAppend<TENSORDICT_FIELDS_SO_FAR_,             \
+                                                        TensorDictField_##NAME>::type          \
+      tensordict_fields_(::tensordict::detail::FieldRank<TENSORDICT_FIELDS_SO_FAR_::size + 1>)
+
+/// Internal to TENSORDICT_FIELD: the field list declared so far in the enclosing class.
+#define TENSORDICT_FIELDS_SO_FAR_ \
+  decltype(tensordict_fields_(    \
+      ::tensordict::detail::FieldRank<::tensordict::detail::kMaxTensorClassFields>{}))
