@@ -1,0 +1,95 @@
+#pragma once
+
+/// TanhNormal: a Gaussian squashed by tanh and mapped affinely onto [low, high] (TorchRL's
+/// TanhNormal), the usual policy distribution for bounded continuous actions.
+
+#include <optional>
+
+#include <tensordict/nn/distribution.h>
+
+namespace tensordict::nn {
+
+/// Options of TanhNormal.
+/// Example: `TanhNormalOptions().low(-2).high(2)`
+struct TanhNormalOptions {
+  /// Lower bound, a scalar or a tensor broadcastable with loc (per-dim bounds). Default -1.
+  TanhNormalOptions& low(double v) { return low(torch::tensor(v)); }
+  TanhNormalOptions& low(torch::Tensor v) {
+    low_ = std::move(v);
+    return *this;
+  }
+  /// Upper bound, a scalar or a tensor broadcastable with loc; must exceed low. Default 1.
+  TanhNormalOptions& high(double v) { return high(torch::tensor(v)); }
+  TanhNormalOptions& high(torch::Tensor v) {
+    high_ = std::move(v);
+    return *this;
+  }
+  /// Trailing dims forming one event. Default: 1, or 0 when loc is a scalar.
+  TanhNormalOptions& event_dims(int64_t v) {
+    event_dims_ = v;
+    return *this;
+  }
+  const torch::Tensor& low() const { return low_; }
+  const torch::Tensor& high() const { return high_; }
+  std::optional<int64_t> event_dims() const { return event_dims_; }
+
+ private:
+  torch::Tensor low_ = torch::tensor(-1.0);
+  torch::Tensor high_ = torch::tensor(1.0);
+  std::optional<int64_t> event_dims_;
+};
+
+/// The law of `low + (high - low) * (tanh(x) + 1) / 2` with x ~ N(loc, scale), each of the
+/// last `event_dims` dims being one event: for loc `[*batch, d]`, batch_shape is `[*batch]`,
+/// event_shape `[d]`.
+///
+/// Supports rsample. No closed-form entropy, mean or mode (entropy(), mean() and mode() throw
+/// TypeError); deterministic_sample is the image of loc, `low + (high - low) *
+/// (tanh(loc) + 1) / 2`, as in TorchRL.
+///
+/// Numerics of log_prob: the value is mapped back to y in [-1, 1] and clamped to
+/// [-1 + eps, 1 - eps] (eps the dtype's machine epsilon) before atanh, so values exactly at low
+/// or high give a finite log-density and finite gradients; the Jacobian term uses
+/// log(1 - tanh(x)^2) = 2 * (log 2 - x - softplus(-2x)), which does not cancel for large |x|.
+///
+/// Throws like Normal for loc/scale (TypeError, ShapeError, ValueError), ShapeError when
+/// low/high do not broadcast with loc, ValueError unless low < high everywhere or when
+/// event_dims is outside [0, loc.dim()].
+/// Example: `TanhNormal dist(loc, scale, TanhNormalOptions().low(-2).high(2));`
+class TanhNormal : public Distribution {
+ public:
+  TanhNormal(torch::Tensor loc, torch::Tensor scale, TanhNormalOptions options = {});
+
+  /// loc of the underlying Gaussian, broadcast to `[*batch, *event]`.
+  const torch::Tensor& loc() const { return loc_; }
+  /// scale of the underlying Gaussian, broadcast to `[*batch, *event]`.
+  const torch::Tensor& scale() const { return scale_; }
+  /// The lower bound, in loc's dtype.
+  const torch::Tensor& low() const { return low_; }
+  /// The upper bound, in loc's dtype.
+  const torch::Tensor& high() const { return high_; }
+
+  bool has_rsample() const override { return true; }
+  bool has_entropy() const override { return false; }
+
+ protected:
+  torch::Tensor sample_impl(c10::IntArrayRef sample_shape) const override;
+  torch::Tensor log_prob_impl(const torch::Tensor& value) const override;
+  std::optional<torch::Tensor> entropy_impl() const override { return std::nullopt; }
+  std::optional<torch::Tensor> mean_impl() const override { return std::nullopt; }
+  std::optional<torch::Tensor> mode_impl() const override { return std::nullopt; }
+  torch::Tensor deterministic_sample_impl() const override;
+  std::vector<std::pair<std::string, torch::Tensor>> printed_params() const override;
+
+ private:
+  // Maps y in [-1, 1] onto [low, high].
+  torch::Tensor from_unit(const torch::Tensor& y) const;
+
+  torch::Tensor loc_;
+  torch::Tensor scale_;
+  torch::Tensor low_;
+  torch::Tensor high_;
+  int64_t event_dims_;
+};
+
+}  // namespace tensordict::nn
