@@ -57,8 +57,8 @@ void DenseImpl::store_inplace(const std::string& key, const Value& value) {
 }
 
 void DenseImpl::erase(const std::string& key) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const auto& e) { return e.first == key; });
+  auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e.first == key; });
   TORCH_INTERNAL_ASSERT(it != entries_.end(), "erase of a missing key ", key);
   entries_.erase(it);
   rebuild_index();

@@ -29,7 +29,8 @@ std::vector<Leaf> ordered_leaves(const TensorDict& td) {
   detail::for_each_leaf(td, [&](const NestedKey& key, const torch::Tensor& t) {
     leaves.push_back({key, t});
   });
-  std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) { return a.key < b.key; });
+  std::sort(leaves.begin(), leaves.end(),
+            [](const Leaf& a, const Leaf& b) { return a.key < b.key; });
   return leaves;
 }
 
@@ -163,7 +164,8 @@ void send(const TensorDict& td, c10d::ProcessGroup& group, int dst, int tag) {
   const std::string header = encode(leaves);
   send_one(group, torch::tensor({static_cast<int64_t>(header.size())}, torch::kLong), dst, tag);
   send_one(group, header_bytes(header), dst, tag);
-  for (const auto& l : leaves) send_one(group, l.tensor.detach().to(torch::kCPU).contiguous(), dst, tag);
+  for (const auto& l : leaves)
+    send_one(group, l.tensor.detach().to(torch::kCPU).contiguous(), dst, tag);
 }
 
 void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag) {
@@ -173,7 +175,8 @@ void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag) {
   auto length = torch::empty({1}, torch::kLong);
   recv_one(group, length, src, tag);
   const int64_t n = length.item<int64_t>();
-  if (n < 0 || n > (int64_t{1} << 30)) throw Error(std::string(kOp) + ": received a bad header length");
+  if (n < 0 || n > (int64_t{1} << 30))
+    throw Error(std::string(kOp) + ": received a bad header length");
   auto bytes = torch::empty({n}, torch::kByte);
   recv_one(group, bytes, src, tag);
   const std::string theirs = bytes_to_string(bytes);

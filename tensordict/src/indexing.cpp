@@ -108,14 +108,15 @@ BatchSize indexed_batch_size(const BatchSize& batch_size, const std::vector<Tens
       const int64_t size = batch_size[dim];
       const int64_t k = as_int(i.integer());
       // A c10::IndexError, so that callers rethrow it naming the operation, index and batch size.
-      TORCH_CHECK_INDEX(k >= -size && k < size, "index ", k, " is out of range for batch dim ",
-                        dim, " of size ", size);
+      TORCH_CHECK_INDEX(k >= -size && k < size, "index ", k, " is out of range for batch dim ", dim,
+                        " of size ", size);
       ++dim;
     } else if (i.is_slice()) {
       const int64_t size = batch_size[dim];
       const auto& s = i.slice();
       const int64_t step = as_int(s.step());
-      if (step <= 0) return torch::empty({}, torch::kBool).expand(batch_size).index(index).sizes().vec();
+      if (step <= 0)
+        return torch::empty({}, torch::kBool).expand(batch_size).index(index).sizes().vec();
       auto clamp = [&](int64_t v) {
         if (v < 0) v += size;
         return std::min(std::max<int64_t>(v, 0), size);
@@ -157,7 +158,8 @@ std::pair<std::vector<TensorIndex>, BatchSize> resolve_region(at::ArrayRef<Tenso
 namespace {
 // Indexes a lazy stack without densifying when the index is basic (ints and slices) or a
 // 1-D index tensor along the stack dim; returns nothing when another path is needed.
-std::optional<TensorDict> index_lazy(const LazyStackImpl& lazy, const std::vector<TensorIndex>& norm) {
+std::optional<TensorDict> index_lazy(const LazyStackImpl& lazy,
+                                     const std::vector<TensorIndex>& norm) {
   const int64_t sd = lazy.stack_dim();
   std::vector<TensorIndex> member_index;
   std::optional<TensorIndex> at_stack;
@@ -244,9 +246,8 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
   auto& region = resolved.second;
   if (!at::is_expandable_to(value.batch_size(), region))
     throw ShapeError(std::string(kOp) + ": value batch_size " + shape_str(value.batch_size()) +
-                     " does not broadcast to the indexed region " + shape_str(region) +
-                     " (index " + detail::index_str(index) + " of batch_size " +
-                     shape_str(batch_size()) + ")");
+                     " does not broadcast to the indexed region " + shape_str(region) + " (index " +
+                     detail::index_str(index) + " of batch_size " + shape_str(batch_size()) + ")");
   const size_t vdims = value.batch_size().size();
   const size_t dims = batch_size().size();
 
@@ -269,7 +270,8 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
           throw TypeError(std::string(kOp) + ": key " + key.repr() + " holds " +
                           detail::kind_name(*dst) + " here but a tensor in the value");
         BatchSize target = region;
-        target.insert(target.end(), d->sizes().begin() + static_cast<int64_t>(dims), d->sizes().end());
+        target.insert(target.end(), d->sizes().begin() + static_cast<int64_t>(dims),
+                      d->sizes().end());
         detail::check_inplace_value(kOp, key, *d, target, *t);
       }
       writes.push_back({key, v, !dst.has_value()});
@@ -294,7 +296,8 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
     if (auto* t = std::get_if<torch::Tensor>(&w.value)) {
       if (w.allocate) {
         BatchSize shape = batch_size();
-        shape.insert(shape.end(), t->sizes().begin() + static_cast<int64_t>(vdims), t->sizes().end());
+        shape.insert(shape.end(), t->sizes().begin() + static_cast<int64_t>(vdims),
+                     t->sizes().end());
         set(w.key, torch::zeros(shape, t->options().device(device().value_or(t->device()))));
       }
       detail::modify_leaf(*this, w.key, [&](torch::Tensor& dst) { dst.index_put_(norm, *t); });
@@ -416,8 +419,9 @@ void SubImpl::rename(const std::string& old_key, const std::string&) {
 }
 
 void SubImpl::set_batch_size(BatchSize) {
-  throw ShapeError("TensorDict::set_batch_size: a sub-tensordict's batch size is fixed by its "
-                   "index; call to_tensordict() for an independent copy");
+  throw ShapeError(
+      "TensorDict::set_batch_size: a sub-tensordict's batch size is fixed by its "
+      "index; call to_tensordict() for an independent copy");
 }
 
 void SubImpl::set_device(std::optional<torch::Device>) {

@@ -113,8 +113,9 @@ void LazyStackImpl::rename(const std::string& old_key, const std::string& new_ke
 }
 
 void LazyStackImpl::set_batch_size(BatchSize) {
-  throw ShapeError("TensorDict::set_batch_size: a lazy stack's batch size follows its members; "
-                   "call contiguous() first");
+  throw ShapeError(
+      "TensorDict::set_batch_size: a lazy stack's batch size follows its members; "
+      "call contiguous() first");
 }
 
 void LazyStackImpl::set_device(std::optional<torch::Device> device) {

@@ -23,9 +23,10 @@ TensorDict TensorDict::map(const std::function<TensorDict(const TensorDict&)>& f
     throw ValueError(std::string(kOp) + ": chunk_size must not be negative, got " +
                      std::to_string(options.chunk_size));
   const int64_t rows = batch_size()[0];
-  const int64_t chunk = options.chunk_size > 0
-                            ? options.chunk_size
-                            : std::max<int64_t>(1, (rows + options.num_workers - 1) / options.num_workers);
+  const int64_t chunk =
+      options.chunk_size > 0
+          ? options.chunk_size
+          : std::max<int64_t>(1, (rows + options.num_workers - 1) / options.num_workers);
   const int64_t num_chunks = (rows + chunk - 1) / chunk;
   const bool into_self = is_memmap();
 

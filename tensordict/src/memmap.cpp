@@ -52,8 +52,9 @@ void write_text(const std::string& path, const std::string& text) {
 // Creates the folder tree and meta.json files; collects the leaf files to write.
 void plan_folder(const TensorDict& td, const std::string& dir, std::vector<WriteJob>& jobs) {
   if (td.is_sub_tensordict())
-    throw Error("TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
-                "to_tensordict() copy");
+    throw Error(
+        "TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
+        "to_tensordict() copy");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("TensorDict::memmap: cannot create folder '" + dir + "': " + ec.message());
@@ -87,7 +88,8 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
 
 void write_leaf(const WriteJob& job, bool like) {
   const int fd = open(job.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("TensorDict::memmap: cannot create '" + job.path + "': " + std::strerror(errno));
+  if (fd < 0)
+    throw Error("TensorDict::memmap: cannot create '" + job.path + "': " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
@@ -95,7 +97,8 @@ void write_leaf(const WriteJob& job, bool like) {
   const int64_t nbytes = job.tensor.numel() * static_cast<int64_t>(job.tensor.element_size());
   if (like) {
     if (ftruncate(fd, nbytes) != 0)
-      throw Error("TensorDict::memmap_like: cannot size '" + job.path + "': " + std::strerror(errno));
+      throw Error("TensorDict::memmap_like: cannot size '" + job.path +
+                  "': " + std::strerror(errno));
     return;
   }
   torch::Tensor data = job.tensor.detach().to(torch::kCPU).contiguous();
@@ -181,8 +184,8 @@ void write_folder(const TensorDict& td, const std::string& prefix, bool like, in
     std::error_code ignored;
     if (replace) fs::rename(old, target, ignored);
     fs::remove_all(tmp, ignored);
-    throw Error("TensorDict::memmap: cannot move the written folder to '" + prefix + "': " +
-                ec.message());
+    throw Error("TensorDict::memmap: cannot move the written folder to '" + prefix +
+                "': " + ec.message());
   }
   // Mappings of the replaced files stay valid: unlinking keeps mapped inodes alive.
   if (replace) fs::remove_all(old, ec);
@@ -211,7 +214,8 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
     try {
       return stack(members, meta.stack_dim);
     } catch (const Error& e) {
-      throw Error("TensorDict::load_memmap: the members in '" + dir + "' do not stack: " + e.what());
+      throw Error("TensorDict::load_memmap: the members in '" + dir +
+                  "' do not stack: " + e.what());
     }
   }
   std::vector<std::string> order = meta.order;
@@ -249,8 +253,8 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
       return td.to(*meta.device);
     } catch (const c10::Error& e) {
       throw DeviceError("TensorDict::load_memmap: '" + meta_path + "' asks for device " +
-                        meta.device->str() + ", which is not available: " +
-                        e.what_without_backtrace());
+                        meta.device->str() +
+                        ", which is not available: " + e.what_without_backtrace());
     }
   }
   if (meta.device) td.impl()->set_device(meta.device);

@@ -43,7 +43,8 @@ struct FileDescriptor {
 int64_t byte_size(c10::IntArrayRef shape, torch::Dtype dtype) {
   int64_t n = c10::elementSize(dtype);
   for (int64_t d : shape) {
-    if (d < 0) throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " has a negative dim");
+    if (d < 0)
+      throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " has a negative dim");
     if (__builtin_mul_overflow(n, d, &n))
       throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " is too large");
   }
@@ -127,7 +128,8 @@ torch::Tensor MemoryMappedTensor::empty(const std::string& filename, c10::IntArr
   if (ftruncate(file.fd, size) != 0)
     throw Error(os_error("MemoryMappedTensor: cannot size to " + std::to_string(size) + " bytes",
                          filename));
-  return map_file(filename, file.fd, static_cast<size_t>(size), shape, dtype, MemmapMode::kReadWrite);
+  return map_file(filename, file.fd, static_cast<size_t>(size), shape, dtype,
+                  MemmapMode::kReadWrite);
 }
 
 torch::Tensor MemoryMappedTensor::from_tensor(const std::string& filename,

@@ -17,12 +17,18 @@ constexpr const char* kNonTensorStackType = "<class 'tensordict.tensorclass.NonT
 
 const std::vector<std::pair<torch::ScalarType, const char*>>& dtype_table() {
   static const std::vector<std::pair<torch::ScalarType, const char*>> table = {
-      {torch::kFloat, "torch.float32"},         {torch::kDouble, "torch.float64"},
-      {torch::kHalf, "torch.float16"},          {torch::kBFloat16, "torch.bfloat16"},
-      {torch::kLong, "torch.int64"},            {torch::kInt, "torch.int32"},
-      {torch::kShort, "torch.int16"},           {torch::kChar, "torch.int8"},
-      {torch::kByte, "torch.uint8"},            {torch::kBool, "torch.bool"},
-      {torch::kComplexFloat, "torch.complex64"}, {torch::kComplexDouble, "torch.complex128"},
+      {torch::kFloat, "torch.float32"},
+      {torch::kDouble, "torch.float64"},
+      {torch::kHalf, "torch.float16"},
+      {torch::kBFloat16, "torch.bfloat16"},
+      {torch::kLong, "torch.int64"},
+      {torch::kInt, "torch.int32"},
+      {torch::kShort, "torch.int16"},
+      {torch::kChar, "torch.int8"},
+      {torch::kByte, "torch.uint8"},
+      {torch::kBool, "torch.bool"},
+      {torch::kComplexFloat, "torch.complex64"},
+      {torch::kComplexDouble, "torch.complex128"},
   };
   return table;
 }
@@ -139,7 +145,8 @@ std::string dump_meta(const FolderMeta& meta) {
     return j.dump(2);
   } catch (const json::type_error& e) {
     throw ValueError(std::string("TensorDict::memmap: keys and string values must be valid UTF-8 "
-                                 "to be written to meta.json (") + e.what() + ")");
+                                 "to be written to meta.json (") +
+                     e.what() + ")");
   }
 }
 
@@ -162,7 +169,8 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
       bad(filename, "unknown device '" + j["device"].get<std::string>() + "'");
     }
   }
-  const std::string type = j.contains("_type") && j["_type"].is_string() ? j["_type"].get<std::string>() : "";
+  const std::string type =
+      j.contains("_type") && j["_type"].is_string() ? j["_type"].get<std::string>() : "";
   const json tdrl = j.contains("_tdrl") && j["_tdrl"].is_object() ? j["_tdrl"] : json::object();
   if (type == kLazyStackType) {
     meta.type = FolderType::kLazyStack;
@@ -187,13 +195,13 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
   }
   for (const auto& [key, entry] : j.items()) {
     if (is_reserved_meta_key(key)) continue;
-    if (!is_file_name(key))
-      bad(filename, "entry name '" + key + "' is not a file name");
+    if (!is_file_name(key)) bad(filename, "entry name '" + key + "' is not a file name");
     if (!entry.is_object()) bad(filename, "entry '" + key + "' must be an object");
     if (entry.contains("_type")) {
       const json& t = entry["_type"];
       const bool uniform = t == kNonTensorType;
-      if (!uniform && t != kNonTensorStackType) bad(filename, "entry '" + key + "' has an unknown _type");
+      if (!uniform && t != kNonTensorStackType)
+        bad(filename, "entry '" + key + "' has an unknown _type");
       NonTensorMeta nt;
       nt.uniform = uniform;
       if (!entry.contains("batch_size") || !entry.contains("data"))
@@ -205,7 +213,8 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
         if (!entry["data"].is_array()) bad(filename, "'" + key + ".data' must be a list");
         int64_t n = 1;
         for (auto d : nt.batch_size)
-          if (__builtin_mul_overflow(n, d, &n)) bad(filename, "'" + key + ".batch_size' is too large");
+          if (__builtin_mul_overflow(n, d, &n))
+            bad(filename, "'" + key + ".batch_size' is too large");
         if (static_cast<int64_t>(entry["data"].size()) != n)
           bad(filename, "'" + key + ".data' holds " + std::to_string(entry["data"].size()) +
                             " values for batch_size " + shape_str(nt.batch_size));
@@ -219,7 +228,9 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
     LeafMeta leaf;
     leaf.shape = int_list(entry["shape"], key + ".shape", filename, true);
     auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
-    if (!dtype) bad(filename, "entry '" + key + "' has unknown dtype '" + entry["dtype"].get<std::string>() + "'");
+    if (!dtype)
+      bad(filename,
+          "entry '" + key + "' has unknown dtype '" + entry["dtype"].get<std::string>() + "'");
     leaf.dtype = *dtype;
     meta.leaves.emplace(key, std::move(leaf));
   }

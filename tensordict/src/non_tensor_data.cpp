@@ -20,9 +20,9 @@ NonTensorData NonTensorData::per_element(std::vector<AnyValue> pool, torch::Tens
     const int64_t lo = positions.min().item<int64_t>();
     const int64_t hi = positions.max().item<int64_t>();
     if (lo < 0 || hi >= static_cast<int64_t>(pool.size()))
-      throw ValueError("NonTensorData::per_element: positions span [" + std::to_string(lo) +
-                       ", " + std::to_string(hi) + "] but the pool holds " +
-                       std::to_string(pool.size()) + " values");
+      throw ValueError("NonTensorData::per_element: positions span [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "] but the pool holds " + std::to_string(pool.size()) +
+                       " values");
   }
   NonTensorData out;
   out.pool_ = std::move(pool);
@@ -39,9 +39,8 @@ const AnyValue& NonTensorData::value() const {
   const AnyValue& first = pool_[p[0]];
   for (int64_t i = 1; i < flat.numel(); ++i) {
     if (!(pool_[p[i]] == first))
-      throw TypeError("NonTensorData::value: elements hold different values (" +
-                      first.to_string() + " and " + pool_[p[i]].to_string() +
-                      "); read them with tolist()");
+      throw TypeError("NonTensorData::value: elements hold different values (" + first.to_string() +
+                      " and " + pool_[p[i]].to_string() + "); read them with tolist()");
   }
   return first;
 }

@@ -24,7 +24,8 @@ std::string indent(const std::string& text, int n) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find('\n', start);
-    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (line.find_first_not_of(" \t") != std::string::npos) out += pad;
     out += line;
     if (end == std::string::npos) break;
@@ -47,8 +48,8 @@ std::string device_str(const std::optional<torch::Device>& d) { return detail::d
 // CUDA memory, shared memory and read-write memory maps count as shared, as in Python.
 std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
   return "Tensor(shape=" + size_str(shape) + ", device=" + t.device().str() +
-         ", dtype=" + detail::dtype_name(t.scalar_type()) + ", is_shared=" + (is_shared(t) ? "True" : "False") +
-         ")";
+         ", dtype=" + detail::dtype_name(t.scalar_type()) +
+         ", is_shared=" + (is_shared(t) ? "True" : "False") + ")";
 }
 
 std::string nested_list(const std::vector<AnyValue>& values, c10::IntArrayRef shape, size_t dim,

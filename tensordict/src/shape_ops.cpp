@@ -43,8 +43,8 @@ TensorDict map_batch(const TensorDict& td, const BatchSize& new_batch,
       out->append(k, map_batch(*nested, with_extra(nested->batch_size()), leaf, keep_non_tensor));
     } else if (keep_non_tensor) {
       const auto& nt = std::get<NonTensorData>(v);
-      out->append(k, nt.is_uniform() ? nt.with_batch(with_extra(nt.batch_size()))
-                                     : nt.map_positions(leaf));
+      out->append(
+          k, nt.is_uniform() ? nt.with_batch(with_extra(nt.batch_size())) : nt.map_positions(leaf));
     }
   });
   return TensorDict(out);
@@ -88,9 +88,8 @@ TensorDict TensorDict::reshape(BatchSize new_batch) const {
   auto b = infer_batch("TensorDict::reshape", batch_size(), std::move(new_batch));
   const int64_t nd = batch_dims();
   return shape_guard("TensorDict::reshape", batch_size(), [&] {
-    return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
-      return t.reshape(with_features(b, t, nd));
-    });
+    return detail::map_batch(
+        *this, b, [&](const torch::Tensor& t) { return t.reshape(with_features(b, t, nd)); });
   });
 }
 
@@ -98,9 +97,8 @@ TensorDict TensorDict::view(BatchSize new_batch) const {
   auto b = infer_batch("TensorDict::view", batch_size(), std::move(new_batch));
   const int64_t nd = batch_dims();
   return shape_guard("TensorDict::view", batch_size(), [&] {
-    return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
-      return t.view(with_features(b, t, nd));
-    });
+    return detail::map_batch(
+        *this, b, [&](const torch::Tensor& t) { return t.view(with_features(b, t, nd)); });
   });
 }
 
@@ -118,9 +116,8 @@ TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
   b.push_back(std::accumulate(old.begin() + s, old.begin() + e + 1, int64_t{1},
                               std::multiplies<int64_t>()));
   b.insert(b.end(), old.begin() + e + 1, old.end());
-  return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
-    return t.reshape(with_features(b, t, nd));
-  });
+  return detail::map_batch(
+      *this, b, [&](const torch::Tensor& t) { return t.reshape(with_features(b, t, nd)); });
 }
 
 TensorDict TensorDict::unflatten(int64_t dim, BatchSize sizes) const {
@@ -132,9 +129,8 @@ TensorDict TensorDict::unflatten(int64_t dim, BatchSize sizes) const {
   BatchSize b(old.begin(), old.begin() + d);
   b.insert(b.end(), inner.begin(), inner.end());
   b.insert(b.end(), old.begin() + d + 1, old.end());
-  return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
-    return t.reshape(with_features(b, t, nd));
-  });
+  return detail::map_batch(
+      *this, b, [&](const torch::Tensor& t) { return t.reshape(with_features(b, t, nd)); });
 }
 
 TensorDict TensorDict::permute(std::vector<int64_t> dims) const {
@@ -178,8 +174,10 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
     BatchSize b;
     std::vector<int64_t> ones;
     for (int64_t d = 0; d < nd; ++d) {
-      if (batch_size()[static_cast<size_t>(d)] == 1) ones.push_back(d);
-      else b.push_back(batch_size()[static_cast<size_t>(d)]);
+      if (batch_size()[static_cast<size_t>(d)] == 1)
+        ones.push_back(d);
+      else
+        b.push_back(batch_size()[static_cast<size_t>(d)]);
     }
     return detail::map_batch(*this, b, [&](const torch::Tensor& t) {
       torch::Tensor out = t;
@@ -196,7 +194,8 @@ TensorDict TensorDict::squeeze(std::optional<int64_t> dim) const {
 }
 
 TensorDict TensorDict::unsqueeze(int64_t dim) const {
-  const int64_t d = detail::wrap_dim(dim, batch_dims(), "TensorDict::unsqueeze", /*allow_end=*/true);
+  const int64_t d =
+      detail::wrap_dim(dim, batch_dims(), "TensorDict::unsqueeze", /*allow_end=*/true);
   BatchSize b = batch_size();
   b.insert(b.begin() + d, 1);
   return detail::map_batch(*this, b, [&](const torch::Tensor& t) { return t.unsqueeze(d); });
@@ -228,7 +227,8 @@ std::vector<TensorDict> TensorDict::unbind(int64_t dim) const {
   const int64_t n = batch_size()[static_cast<size_t>(d)];
   out.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    out.push_back(detail::map_batch(source, b, [&](const torch::Tensor& t) { return t.select(d, i); }));
+    out.push_back(
+        detail::map_batch(source, b, [&](const torch::Tensor& t) { return t.select(d, i); }));
   return out;
 }
 
@@ -238,8 +238,9 @@ std::vector<TensorDict> TensorDict::split(std::vector<int64_t> split_sizes, int6
   const int64_t len = batch_size()[static_cast<size_t>(d)];
   int64_t total = 0;
   for (auto s : split_sizes) {
-    if (s < 0) throw ValueError(std::string(kOp) + ": split sizes " + shape_str(split_sizes) +
-                                " contain a negative size");
+    if (s < 0)
+      throw ValueError(std::string(kOp) + ": split sizes " + shape_str(split_sizes) +
+                       " contain a negative size");
     total += s;
   }
   if (total != len)
@@ -252,8 +253,8 @@ std::vector<TensorDict> TensorDict::split(std::vector<int64_t> split_sizes, int6
   for (auto s : split_sizes) {
     BatchSize b = batch_size();
     b[static_cast<size_t>(d)] = s;
-    out.push_back(
-        detail::map_batch(source, b, [&](const torch::Tensor& t) { return t.narrow(d, start, s); }));
+    out.push_back(detail::map_batch(source, b,
+                                    [&](const torch::Tensor& t) { return t.narrow(d, start, s); }));
     start += s;
   }
   return out;
@@ -284,7 +285,8 @@ std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
 
 TensorDict TensorDict::contiguous() const {
   return shape_guard("TensorDict::contiguous", batch_size(), [&] {
-    return detail::map_batch(*this, batch_size(), [](const torch::Tensor& t) { return t.contiguous(); });
+    return detail::map_batch(*this, batch_size(),
+                             [](const torch::Tensor& t) { return t.contiguous(); });
   });
 }
 
@@ -298,8 +300,8 @@ TensorDict TensorDict::to_tensordict() const {
 
 LazyStackedTensorDict stack(const std::vector<TensorDict>& tensordicts, int64_t dim) {
   if (tensordicts.empty()) throw ValueError("tensordict::stack: nothing to stack (empty list)");
-  const int64_t d =
-      detail::wrap_dim(dim, tensordicts.front().batch_dims(), "tensordict::stack", /*allow_end=*/true);
+  const int64_t d = detail::wrap_dim(dim, tensordicts.front().batch_dims(), "tensordict::stack",
+                                     /*allow_end=*/true);
   return LazyStackedTensorDict(TensorDict(std::make_shared<detail::LazyStackImpl>(tensordicts, d)));
 }
 
@@ -333,8 +335,8 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     if (a != c)
       throw KeyError("tensordict::cat: TensorDict " + std::to_string(i) +
                      (path ? " at key " + path->repr() : std::string()) + " has keys " +
-                     closest_names("", other) + " but TensorDict 0 has " +
-                     closest_names("", keys) + "; concatenated TensorDicts need the same keys");
+                     closest_names("", other) + " but TensorDict 0 has " + closest_names("", keys) +
+                     "; concatenated TensorDicts need the same keys");
   }
   for (const auto& k : keys) {
     NestedKey key = path ? path->join(k) : NestedKey(k);
@@ -363,8 +365,9 @@ TensorDict cat(const std::vector<TensorDict>& tensordicts, int64_t dim) {
   if (tensordicts.empty()) throw ValueError("tensordict::cat: nothing to concatenate (empty list)");
   const int64_t nd = tensordicts.front().batch_dims();
   if (nd == 0)
-    throw ValueError("tensordict::cat: TensorDicts with batch_size [] have no dim to concatenate "
-                     "along; use tensordict::stack");
+    throw ValueError(
+        "tensordict::cat: TensorDicts with batch_size [] have no dim to concatenate "
+        "along; use tensordict::stack");
   return cat_at(tensordicts, detail::wrap_dim(dim, nd, "tensordict::cat"), nullptr);
 }
 

@@ -63,8 +63,8 @@ namespace {
 
 // Walks `key` up to its last part. Returns the container holding the last part, or nothing
 // when an intermediate is missing. Throws KeyError when an intermediate is not a TensorDict.
-std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& key,
-                                       const char* op, size_t* missing_depth = nullptr) {
+std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& key, const char* op,
+                                       size_t* missing_depth = nullptr) {
   TensorDict td = root;
   for (size_t i = 0; i + 1 < key.size(); ++i) {
     std::optional<Value> holder;
@@ -328,7 +328,8 @@ Value prepare_value(const char* op, const NestedKey& key, Value value, const Bat
                     const std::optional<torch::Device>& device) {
   if (auto* t = std::get_if<torch::Tensor>(&value)) {
     if (!t->defined())
-      throw ValueError(std::string(op) + ": value for key " + key.repr() + " is an undefined tensor");
+      throw ValueError(std::string(op) + ": value for key " + key.repr() +
+                       " is an undefined tensor");
     if (!detail::starts_with(t->sizes(), batch))
       throw ShapeError(std::string(op) + ": key " + key.repr() + ": tensor shape " +
                        shape_str(t->sizes()) + " does not start with batch_size " +
@@ -409,7 +410,8 @@ bool contains_tensordict(const TensorDict& value, const TensorDict& root) {
   if (value.is_sub_tensordict())
     return contains_tensordict(static_cast<const detail::SubImpl&>(*value.impl()).parent(), root);
   detail::for_each_entry(value, [&](const std::string&, const Value& v) {
-    if (auto* nested = std::get_if<TensorDict>(&v)) found = found || contains_tensordict(*nested, root);
+    if (auto* nested = std::get_if<TensorDict>(&v))
+      found = found || contains_tensordict(*nested, root);
   });
   return found;
 }
@@ -418,8 +420,9 @@ bool contains_tensordict(const TensorDict& value, const TensorDict& root) {
 const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) const {
   static constexpr const char* kOp = "TensorDict::set";
   if (auto* td = std::get_if<TensorDict>(&value); td && contains_tensordict(*td, *this))
-    throw ValueError("TensorDict::set: key " + key.repr() +
-                     ": the value contains this TensorDict, which would make a cycle; set a clone()");
+    throw ValueError(
+        "TensorDict::set: key " + key.repr() +
+        ": the value contains this TensorDict, which would make a cycle; set a clone()");
   if (key.size() == 1) {
     impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
     return *this;
@@ -492,9 +495,9 @@ const TensorDict& TensorDict::set_(const NestedKey& key, const torch::Tensor& va
 const TensorDict& TensorDict::del_(const NestedKey& key) const {
   auto container = container_of(*this, key, "TensorDict::del_");
   if (!container || !container->impl()->contains(key.back()))
-    throw KeyError("TensorDict::del_: key " + key.repr() + " not found; available keys: " +
-                   closest_names(key.back(), container ? container->impl()->keys()
-                                                       : impl_->keys()));
+    throw KeyError(
+        "TensorDict::del_: key " + key.repr() + " not found; available keys: " +
+        closest_names(key.back(), container ? container->impl()->keys() : impl_->keys()));
   container->impl()->erase(key.back());
   return *this;
 }
@@ -505,7 +508,8 @@ Value TensorDict::pop(const NestedKey& key) const {
   return v;
 }
 
-const TensorDict& TensorDict::rename_key_(const NestedKey& old_key, const NestedKey& new_key) const {
+const TensorDict& TensorDict::rename_key_(const NestedKey& old_key,
+                                          const NestedKey& new_key) const {
   if (old_key == new_key) {
     get_value(old_key);
     return *this;
@@ -530,8 +534,9 @@ bool TensorDict::is_sub_tensordict() const { return impl_->kind() == Kind::kSub;
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDict& td) : TensorDict(td) {
   if (!td.is_lazy_stack())
-    throw TypeError("LazyStackedTensorDict: the TensorDict is not a lazy stack (make one with "
-                    "tensordict::stack)");
+    throw TypeError(
+        "LazyStackedTensorDict: the TensorDict is not a lazy stack (make one with "
+        "tensordict::stack)");
 }
 
 const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts() const {

@@ -21,14 +21,17 @@ void for_each_leaf(const TensorDict& td,
                                                                       const NestedKey* prefix) {
     for_each_entry(t, [&](const std::string& k, const Value& v) {
       NestedKey path = prefix ? prefix->join(k) : NestedKey(k);
-      if (auto* x = std::get_if<torch::Tensor>(&v)) fn(path, *x);
-      else if (auto* nested = std::get_if<TensorDict>(&v)) walk(*nested, &path);
+      if (auto* x = std::get_if<torch::Tensor>(&v))
+        fn(path, *x);
+      else if (auto* nested = std::get_if<TensorDict>(&v))
+        walk(*nested, &path);
     });
   };
   walk(td, nullptr);
 }
 
-void for_each_stored_leaf(const TensorDict& td, const std::function<void(const torch::Tensor&)>& fn) {
+void for_each_stored_leaf(const TensorDict& td,
+                          const std::function<void(const torch::Tensor&)>& fn) {
   if (td.is_lazy_stack()) {
     for (const auto& m : LazyStackedTensorDict(td).tensordicts()) for_each_stored_leaf(m, fn);
     return;
@@ -38,14 +41,17 @@ void for_each_stored_leaf(const TensorDict& td, const std::function<void(const t
     return;
   }
   for_each_entry(td, [&](const std::string&, const Value& v) {
-    if (auto* t = std::get_if<torch::Tensor>(&v)) fn(*t);
-    else if (auto* nested = std::get_if<TensorDict>(&v)) for_each_stored_leaf(*nested, fn);
+    if (auto* t = std::get_if<torch::Tensor>(&v))
+      fn(*t);
+    else if (auto* nested = std::get_if<TensorDict>(&v))
+      for_each_stored_leaf(*nested, fn);
   });
 }
 
-TensorDict map_leaves(const TensorDict& td, const NestedKey* path,
-                      const std::function<torch::Tensor(const NestedKey&, const torch::Tensor&)>& fn,
-                      const std::optional<torch::Device>& device) {
+TensorDict map_leaves(
+    const TensorDict& td, const NestedKey* path,
+    const std::function<torch::Tensor(const NestedKey&, const torch::Tensor&)>& fn,
+    const std::optional<torch::Device>& device) {
   auto out = std::make_shared<DenseImpl>(td.batch_size(), device);
   for_each_entry(td, [&](const std::string& k, const Value& v) {
     NestedKey key = path ? path->join(k) : NestedKey(k);
@@ -76,7 +82,8 @@ void modify_leaf(const TensorDict& root, const NestedKey& key,
   }
   if (dense) {
     Value* v = static_cast<DenseImpl&>(*td.impl()).lookup(key.back());
-    TORCH_INTERNAL_ASSERT(v && std::holds_alternative<torch::Tensor>(*v), "modify_leaf: ", key.repr());
+    TORCH_INTERNAL_ASSERT(v && std::holds_alternative<torch::Tensor>(*v),
+                          "modify_leaf: ", key.repr());
     op(std::get<torch::Tensor>(*v));
     return;
   }
@@ -111,8 +118,7 @@ std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> paired_leaves(
   std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> out;
   detail::for_each_leaf(td, [&](const NestedKey& key, const torch::Tensor& t) {
     auto o = other.find_value(key);
-    if (!o)
-      throw KeyError(std::string(op) + ": the other TensorDict has no key " + key.repr());
+    if (!o) throw KeyError(std::string(op) + ": the other TensorDict has no key " + key.repr());
     auto* ot = std::get_if<torch::Tensor>(&*o);
     if (!ot)
       throw TypeError(std::string(op) + ": key " + key.repr() + " is a tensor here but " +
@@ -157,24 +163,29 @@ TensorDict TensorDict::clone(bool recurse) const {
     for (const auto& m : lazy.tensordicts()) members.push_back(m.clone(recurse));
     return stack(members, lazy.stack_dim());
   }
-  if (!recurse) return detail::map_leaves(*this, nullptr, [](const NestedKey&, const torch::Tensor& t) { return t; }, device());
+  if (!recurse)
+    return detail::map_leaves(
+        *this, nullptr, [](const NestedKey&, const torch::Tensor& t) { return t; }, device());
   return detail::map_leaves(
       *this, nullptr, [](const NestedKey&, const torch::Tensor& t) { return t.clone(); }, device());
 }
 
 TensorDict TensorDict::detach() const {
   return detail::map_leaves(
-      *this, nullptr, [](const NestedKey&, const torch::Tensor& t) { return t.detach(); }, device());
+      *this, nullptr, [](const NestedKey&, const torch::Tensor& t) { return t.detach(); },
+      device());
 }
 
 TensorDict TensorDict::to(torch::Device device) const {
   return detail::map_leaves(
-      *this, nullptr, [&](const NestedKey&, const torch::Tensor& t) { return t.to(device); }, device);
+      *this, nullptr, [&](const NestedKey&, const torch::Tensor& t) { return t.to(device); },
+      device);
 }
 
 TensorDict TensorDict::to(torch::Dtype dtype) const {
   return detail::map_leaves(
-      *this, nullptr, [&](const NestedKey&, const torch::Tensor& t) { return t.to(dtype); }, device());
+      *this, nullptr, [&](const NestedKey&, const torch::Tensor& t) { return t.to(dtype); },
+      device());
 }
 
 TensorDict TensorDict::apply(const TensorFn& fn) const {
@@ -231,8 +242,8 @@ TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) c
     auto v = find_value(key);
     if (!v) {
       if (strict)
-        throw KeyError("TensorDict::select: key " + key.repr() + " not found; available keys: " +
-                       closest_names(key.back(), impl_->keys()) +
+        throw KeyError("TensorDict::select: key " + key.repr() +
+                       " not found; available keys: " + closest_names(key.back(), impl_->keys()) +
                        " (pass strict = false to skip missing keys)");
       continue;
     }
@@ -260,8 +271,10 @@ TensorDict exclude_paths(const TensorDict& td, const std::vector<NestedKey>& key
     bool drop = false;
     for (const auto& key : keys) {
       if (key[depth] != k) continue;
-      if (key.size() == depth + 1) drop = true;
-      else below.push_back(key);
+      if (key.size() == depth + 1)
+        drop = true;
+      else
+        below.push_back(key);
     }
     if (drop) return;
     auto* nested = std::get_if<TensorDict>(&v);
@@ -351,8 +364,10 @@ void run_plan(const TensorDict& td, const std::vector<PlannedWrite>& plan, const
   }
   size_t next = 0;
   for (const auto& w : plan) {
-    if (w.inplace) td.set_(w.key, std::get<torch::Tensor>(w.value));
-    else detail::commit_set(std::move(prepared[next++]), w.key);
+    if (w.inplace)
+      td.set_(w.key, std::get<torch::Tensor>(w.value));
+    else
+      detail::commit_set(std::move(prepared[next++]), w.key);
   }
 }
 
@@ -427,7 +442,8 @@ TensorDict TensorDict::masked_fill(const torch::Tensor& mask, const c10::Scalar&
   return apply([&](const torch::Tensor& t) { return t.masked_fill(mask_for(mask, t), value); });
 }
 
-const TensorDict& TensorDict::masked_fill_(const torch::Tensor& mask, const c10::Scalar& value) const {
+const TensorDict& TensorDict::masked_fill_(const torch::Tensor& mask,
+                                           const c10::Scalar& value) const {
   check_mask("TensorDict::masked_fill_", mask, batch_size());
   for (const auto& key : keys(true, true))
     if (std::holds_alternative<torch::Tensor>(get_value(key)))
@@ -469,7 +485,8 @@ TensorDict TensorDict::unflatten_keys(const std::string& separator) const {
   detail::for_each_entry(*this, [&](const std::string& k, const Value& v) {
     std::vector<std::string> parts;
     size_t start = 0;
-    for (size_t pos; (pos = k.find(separator, start)) != std::string::npos; start = pos + separator.size())
+    for (size_t pos; (pos = k.find(separator, start)) != std::string::npos;
+         start = pos + separator.size())
       parts.push_back(k.substr(start, pos - start));
     parts.push_back(k.substr(start));
     for (const auto& p : parts)
@@ -481,8 +498,10 @@ TensorDict TensorDict::unflatten_keys(const std::string& separator) const {
     if (out.contains(key))
       throw ValueError("TensorDict::unflatten_keys: key '" + k + "' unflattens to " + key.repr() +
                        ", which another key already gives");
-    if (auto* nested = std::get_if<TensorDict>(&v)) out.set(key, nested->unflatten_keys(separator));
-    else out.set(key, v);
+    if (auto* nested = std::get_if<TensorDict>(&v))
+      out.set(key, nested->unflatten_keys(separator));
+    else
+      out.set(key, v);
   });
   return out;
 }
@@ -498,20 +517,24 @@ TensorDict TensorDict::empty_like() const {
 bool TensorDict::is_empty() const {
   bool empty = true;
   detail::for_each_entry(*this, [&](const std::string&, const Value& v) {
-    if (auto* nested = std::get_if<TensorDict>(&v)) empty = empty && nested->is_empty();
-    else empty = false;
+    if (auto* nested = std::get_if<TensorDict>(&v))
+      empty = empty && nested->is_empty();
+    else
+      empty = false;
   });
   return empty;
 }
 
 const TensorDict& TensorDict::requires_grad_(bool requires_grad) const {
   if (is_lazy_stack()) {
-    for (const auto& m : LazyStackedTensorDict(*this).tensordicts()) m.requires_grad_(requires_grad);
+    for (const auto& m : LazyStackedTensorDict(*this).tensordicts())
+      m.requires_grad_(requires_grad);
     return *this;
   }
   if (is_sub_tensordict())
-    throw Error("TensorDict::requires_grad_: a sub-tensordict view holds no tensors of its own; "
-                "call it on the parent TensorDict");
+    throw Error(
+        "TensorDict::requires_grad_: a sub-tensordict view holds no tensors of its own; "
+        "call it on the parent TensorDict");
   for (const auto& key : keys(true, true)) {
     auto v = get_value(key);
     auto* t = std::get_if<torch::Tensor>(&v);
@@ -592,13 +615,13 @@ bool TensorDict::allclose(const TensorDict& other, double rtol, double atol) con
   return close;
 }
 
-#define TENSORDICT_BINARY_OP(OP, FN)                                                          \
-  TensorDict TensorDict::operator OP(const TensorDict& other) const {                          \
-    return binary(*this, other, "TensorDict::operator" #OP,                                    \
-                  [](const torch::Tensor& a, const torch::Tensor& b) { return a.FN(b); });     \
-  }                                                                                            \
-  TensorDict TensorDict::operator OP(const c10::Scalar& other) const {                         \
-    return apply([&](const torch::Tensor& t) { return t.FN(other); });                         \
+#define TENSORDICT_BINARY_OP(OP, FN)                                                       \
+  TensorDict TensorDict::operator OP(const TensorDict& other) const {                      \
+    return binary(*this, other, "TensorDict::operator" #OP,                                \
+                  [](const torch::Tensor& a, const torch::Tensor& b) { return a.FN(b); }); \
+  }                                                                                        \
+  TensorDict TensorDict::operator OP(const c10::Scalar& other) const {                     \
+    return apply([&](const torch::Tensor& t) { return t.FN(other); });                     \
   }
 TENSORDICT_BINARY_OP(+, add)
 TENSORDICT_BINARY_OP(-, sub)
@@ -659,8 +682,10 @@ TensorDict reduce(const TensorDict& td, std::optional<int64_t> dim, bool keepdim
     const int64_t d = detail::wrap_dim(*dim, nd, op);
     dims.push_back(d);
     b = td.batch_size();
-    if (keepdim) b[static_cast<size_t>(d)] = 1;
-    else b.erase(b.begin() + d);
+    if (keepdim)
+      b[static_cast<size_t>(d)] = 1;
+    else
+      b.erase(b.begin() + d);
   } else {
     for (int64_t d = 0; d < nd; ++d) dims.push_back(d);
     if (keepdim) b.assign(static_cast<size_t>(nd), 1);
@@ -668,9 +693,7 @@ TensorDict reduce(const TensorDict& td, std::optional<int64_t> dim, bool keepdim
   try {
     return detail::map_batch(
         td, b,
-        [&](const torch::Tensor& t) {
-          return dims.empty() ? t.clone() : fn(t, dims, keepdim);
-        },
+        [&](const torch::Tensor& t) { return dims.empty() ? t.clone() : fn(t, dims, keepdim); },
         /*keep_non_tensor=*/false);
   } catch (const c10::Error& e) {
     throw TypeError(std::string(op) + ": " + e.what_without_backtrace());

@@ -6,8 +6,8 @@
 
 #include <tensordict/tensordict.h>
 
-#include "support/tensordict_fixtures.h"
 #include <torch/cuda.h>
+#include "support/tensordict_fixtures.h"
 
 namespace {
 
@@ -40,7 +40,8 @@ TEST(TensorDictConstructionTest, StoresConstructorTensorsWithoutCopying) {
 TEST(TensorDictConstructionTest, EmptyBatchSizeAcceptsLeavesOfAnyShape) {
   // Tutorial's DictDataset item: two modalities of shape [2] and batch_size [].
   torch::manual_seed(0);
-  TensorDict td({{"modality_A", torch::randn({2})}, {"modality_B", torch::randn({2, 7})},
+  TensorDict td({{"modality_A", torch::randn({2})},
+                 {"modality_B", torch::randn({2, 7})},
                  {"scalar", torch::tensor(3.0)}});
   EXPECT_EQ(td.batch_size(), BatchSize{});
   EXPECT_EQ(td.get("modality_B").sizes(), (std::vector<int64_t>{2, 7}));
@@ -170,9 +171,9 @@ TEST(TensorDictConstructionTest, ClearDeviceDropsTheRequirementOnEveryLevel) {
 TEST(TensorDictConstructionTest, DeviceOptionMovesWritesToTheGpu_CUDA) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const torch::Device gpu(torch::kCUDA, 0);
-  TensorDict td({{"key 1", torch::ones({3, 4, 5})},
-                 {"key 2", torch::zeros({3, 4, 5}, torch::kBool)}},
-                {3, 4}, gpu);
+  TensorDict td(
+      {{"key 1", torch::ones({3, 4, 5})}, {"key 2", torch::zeros({3, 4, 5}, torch::kBool)}}, {3, 4},
+      gpu);
   td.set("key 3", torch::randn({3, 4}, torch::Device(torch::kCPU)));
   EXPECT_EQ(td.get("key 3").device(), gpu);
 }
@@ -311,7 +312,8 @@ TEST(TensorDictConstructionTest, AutoBatchSizeWithOneLeafTakesItsWholeShape) {
 }
 
 TEST(TensorDictConstructionTest, AutoBatchSizeStopsAtTheFirstDifferingDim) {
-  TensorDict td({{"a", torch::zeros({3, 4})}, {"b", torch::zeros({3, 5})}, {"c", torch::zeros({3})}});
+  TensorDict td(
+      {{"a", torch::zeros({3, 4})}, {"b", torch::zeros({3, 5})}, {"c", torch::zeros({3})}});
   td.auto_batch_size_();
   EXPECT_EQ(td.batch_size(), BatchSize{3});
 }

@@ -95,8 +95,8 @@ TEST_F(DistributedTest, RecvOfAMismatchedStructureThrowsNamingTheLeafAndLeavesDa
   start("send_mismatch");
   auto td = distributed_sample(0.0);
   EXPECT_THAT([&] { tensordict::recv(td, *group_, 1); },
-              ThrowsMessage<tensordict::Error>(AllOf(HasSubstr("'a'"), HasSubstr("[2, 4]"),
-                                                     HasSubstr("[2, 3]"))));
+              ThrowsMessage<tensordict::Error>(
+                  AllOf(HasSubstr("'a'"), HasSubstr("[2, 4]"), HasSubstr("[2, 3]"))));
   EXPECT_TRUE(td.allclose(distributed_sample(0.0)));
   EXPECT_EQ(finish(), 0) << "the sender completes: the receiver drained the transfer";
 }

@@ -14,14 +14,14 @@ using namespace tensordict::testing;
 using tensordict::IndexError;
 
 // Expects `stmt` to throw `type` and checks its message with `matcher`.
-#define EXPECT_THROW_MSG(stmt, type, matcher)                      \
-  do {                                                            \
-    try {                                                         \
-      stmt;                                                       \
-      ADD_FAILURE() << "expected " #type " from: " #stmt;         \
-    } catch (const type& e) {                                     \
-      EXPECT_THAT(std::string(e.what()), matcher);                \
-    }                                                             \
+#define EXPECT_THROW_MSG(stmt, type, matcher)             \
+  do {                                                    \
+    try {                                                 \
+      stmt;                                               \
+      ADD_FAILURE() << "expected " #type " from: " #stmt; \
+    } catch (const type& e) {                             \
+      EXPECT_THAT(std::string(e.what()), matcher);        \
+    }                                                     \
   } while (false)
 
 // Everything observable about a TensorDict: keys, batch sizes, which tensors are stored and
@@ -92,7 +92,8 @@ TEST(TensorDictErrorsTest, EveryErrorIsATensorDictErrorAndARuntimeError) {
 // ---- Reading ----------------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, MissingKeyMessageListsAvailableKeysClosestFirst) {
-  TensorDict td({{"observation", torch::zeros({})}, {"action", torch::zeros({})},
+  TensorDict td({{"observation", torch::zeros({})},
+                 {"action", torch::zeros({})},
                  {"reward", torch::zeros({})}});
   EXPECT_THROW_MSG(td.get("actoin"), KeyError,
                    AllOf(HasSubstr("'actoin'"), HasSubstr("['action', "),
@@ -118,7 +119,8 @@ TEST(TensorDictErrorsTest, PathThroughATensorThrowsKeyErrorNamingIt) {
 
 TEST(TensorDictErrorsTest, GetOfNestedTensorDictThrowsTypeErrorPointingToGetTensorDict) {
   TensorDict td = transition();
-  EXPECT_THROW_MSG(td.get("next"), TypeError, AllOf(HasSubstr("'next'"), HasSubstr("get_tensordict")));
+  EXPECT_THROW_MSG(td.get("next"), TypeError,
+                   AllOf(HasSubstr("'next'"), HasSubstr("get_tensordict")));
 }
 
 TEST(TensorDictErrorsTest, GetTensorDictOfTensorThrowsTypeError) {
@@ -249,8 +251,9 @@ TEST(TensorDictErrorsTest, UpdateFromTensorDictWithOneBadLeafWritesNothing) {
   Snapshot before = snapshot(td);
   TensorDict other({{"a", torch::ones({3, 4, 5})}, {"next", {{"reward", torch::ones({3, 5})}}}},
                    {3});
-  EXPECT_THROW_MSG(td.update(other), ShapeError,
-                   AllOf(HasSubstr("('next', 'reward')"), HasSubstr("[3, 5]"), HasSubstr("[3, 4]")));
+  EXPECT_THROW_MSG(
+      td.update(other), ShapeError,
+      AllOf(HasSubstr("('next', 'reward')"), HasSubstr("[3, 5]"), HasSubstr("[3, 4]")));
   EXPECT_TRUE(unchanged(td, before));
 }
 
@@ -279,8 +282,9 @@ TEST(TensorDictErrorsTest, UpdateInplaceMethodWithOneBadShapeWritesNothing) {
   Snapshot before = snapshot(td);
   TensorDict other({{"a", torch::ones({3, 4, 5})}, {"next", {{"obs", torch::ones({3, 4, 3})}}}},
                    {3, 4});
-  EXPECT_THROW_MSG(td.update_(other), ShapeError,
-                   AllOf(HasSubstr("('next', 'obs')"), HasSubstr("[3, 4, 3]"), HasSubstr("[3, 4, 2]")));
+  EXPECT_THROW_MSG(
+      td.update_(other), ShapeError,
+      AllOf(HasSubstr("('next', 'obs')"), HasSubstr("[3, 4, 3]"), HasSubstr("[3, 4, 2]")));
   EXPECT_TRUE(unchanged(td, before));
 }
 
@@ -324,8 +328,9 @@ TEST(TensorDictErrorsTest, ApplyWhoseResultLosesTheBatchDimsThrowsShapeError) {
 TEST(TensorDictErrorsTest, ApplyOverTwoTensorDictsWithAMissingKeyThrowsKeyError) {
   TensorDict td = transition();
   TensorDict other({{"a", torch::zeros({3, 4, 5})}}, {3, 4});
-  EXPECT_THROW_MSG(td.apply(other, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; }),
-                   KeyError, HasSubstr("'i'"));
+  EXPECT_THROW_MSG(
+      td.apply(other, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; }),
+      KeyError, HasSubstr("'i'"));
 }
 
 // ---- arithmetic -------------------------------------------------------------------------------
@@ -368,9 +373,9 @@ TEST(TensorDictErrorsTest, IndexPutWithOneBadLeafWritesNothing) {
 TEST(TensorDictErrorsTest, IndexPutWithOneBadLeafPreallocatesNothing) {
   TensorDict td({{"b", torch::zeros({3, 4})}}, {3});
   Snapshot before = snapshot(td);
-  TensorDict value({{"new", torch::ones({2})}, {"nested", {{"x", torch::ones({})}}},
-                    {"b", torch::ones({5})}},
-                   {});
+  TensorDict value(
+      {{"new", torch::ones({2})}, {"nested", {{"x", torch::ones({})}}}, {"b", torch::ones({5})}},
+      {});
   EXPECT_THROW(td.index_put_({1}, value), ShapeError);
   EXPECT_FALSE(td.contains("new"));
   EXPECT_FALSE(td.contains("nested"));
@@ -464,7 +469,8 @@ TEST(TensorDictErrorsTest, StackOfNothingThrowsValueError) {
 TEST(TensorDictErrorsTest, StackOfUnequalBatchSizesNamesBoth) {
   TensorDict x = TensorDict::empty({3});
   TensorDict y = TensorDict::empty({4});
-  EXPECT_THROW_MSG(tensordict::stack({x, y}), ShapeError, AllOf(HasSubstr("[3]"), HasSubstr("[4]")));
+  EXPECT_THROW_MSG(tensordict::stack({x, y}), ShapeError,
+                   AllOf(HasSubstr("[3]"), HasSubstr("[4]")));
 }
 
 TEST(TensorDictErrorsTest, CatOfDifferentKeysThrowsKeyError) {

@@ -32,9 +32,9 @@ TEST(TensorDictGetTest, GetReadsNestedKeys) {
   // Overview: tensordict["inputs", "image"] and get(("outputs", "logits")).
   torch::manual_seed(0);
   auto logits = torch::randn({100, 10});
-  TensorDict td({{"inputs", {{"image", torch::rand({100, 28, 28})}}},
-                 {"outputs", {{"logits", logits}}}},
-                {100});
+  TensorDict td(
+      {{"inputs", {{"image", torch::rand({100, 28, 28})}}}, {"outputs", {{"logits", logits}}}},
+      {100});
   EXPECT_EQ(td.get({"inputs", "image"}).sizes(), (std::vector<int64_t>{100, 28, 28}));
   EXPECT_TRUE(td.get({"outputs", "logits"}).is_same(logits));
 }
@@ -305,8 +305,8 @@ TEST(TensorDictSetAtTest, SetAtTakesSlicesAndBroadcasts) {
 TEST(TensorDictSetAtTest, SetAtWritesNestedKeys) {
   TensorDict td({{"next", {{"reward", torch::zeros({4, 1})}}}}, {4});
   td.set_at_({"next", "reward"}, torch::ones({1}), {Slice(1, 3)});
-  EXPECT_TRUE(torch::equal(td.get({"next", "reward"}).flatten(),
-                           torch::tensor({0.0f, 1.0f, 1.0f, 0.0f})));
+  EXPECT_TRUE(
+      torch::equal(td.get({"next", "reward"}).flatten(), torch::tensor({0.0f, 1.0f, 1.0f, 0.0f})));
 }
 
 TEST(TensorDictSetAtTest, SetAtWithIndexTensorWritesTheListedRows) {

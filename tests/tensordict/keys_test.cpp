@@ -60,7 +60,9 @@ TEST(NestedKeyTest, OnePartBracedKeyEqualsStringKey) {
   EXPECT_FALSE(NestedKey{"a"}.is_nested());
 }
 
-TEST(NestedKeyTest, ReprOfOnePartIsQuotedString) { EXPECT_EQ(NestedKey("reward").repr(), "'reward'"); }
+TEST(NestedKeyTest, ReprOfOnePartIsQuotedString) {
+  EXPECT_EQ(NestedKey("reward").repr(), "'reward'");
+}
 
 TEST(NestedKeyTest, ReprOfPathIsPythonTuple) {
   EXPECT_EQ((NestedKey{"next", "reward"}).repr(), "('next', 'reward')");
@@ -176,7 +178,8 @@ TEST(TensorDictKeysTest, KeysKeepInsertionOrder) {
 }
 
 TEST(TensorDictKeysTest, ReplacingAValueKeepsTheKeyPosition) {
-  TensorDict td({{"a", torch::zeros({2})}, {"b", torch::zeros({2})}, {"c", torch::zeros({2})}}, {2});
+  TensorDict td({{"a", torch::zeros({2})}, {"b", torch::zeros({2})}, {"c", torch::zeros({2})}},
+                {2});
   td.set("a", torch::ones({2, 5}));
   EXPECT_THAT(td.keys(), ElementsAre(NestedKey("a"), NestedKey("b"), NestedKey("c")));
 }
@@ -239,7 +242,8 @@ TEST(TensorDictKeysTest, EmptyNestedTensorDictIsAKeyButNotALeaf) {
 TEST(TensorDictKeysTest, ManyKeysKeepOrderAndStayFindableAfterDeletion) {
   // More keys than the linear-search threshold: the hash index must follow every change.
   TensorDict td = TensorDict::empty({});
-  for (int i = 0; i < 24; ++i) td.set("k" + std::to_string(i), torch::tensor(static_cast<int64_t>(i)));
+  for (int i = 0; i < 24; ++i)
+    td.set("k" + std::to_string(i), torch::tensor(static_cast<int64_t>(i)));
   td.del_("k3");
   td.rename_key_("k7", "seven");
   auto keys = td.keys();
@@ -262,9 +266,9 @@ TEST(TensorDictKeysTest, TutorialValuesComeInKeyOrder) {
   td.set("d", torch::zeros({3, 4, 2, 2}));
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& v : td.values()) shapes.push_back(std::get<torch::Tensor>(v).sizes().vec());
-  EXPECT_THAT(shapes, ElementsAre(std::vector<int64_t>{3, 4, 5}, std::vector<int64_t>{3, 4},
-                                  std::vector<int64_t>{3, 4, 2, 2},
-                                  std::vector<int64_t>{3, 4, 2, 2}));
+  EXPECT_THAT(shapes,
+              ElementsAre(std::vector<int64_t>{3, 4, 5}, std::vector<int64_t>{3, 4},
+                          std::vector<int64_t>{3, 4, 2, 2}, std::vector<int64_t>{3, 4, 2, 2}));
 }
 
 TEST(TensorDictKeysTest, ValuesFollowTheOrderOfNestedLeafKeys) {

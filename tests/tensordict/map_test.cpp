@@ -17,7 +17,9 @@ TensorDict rows(int64_t n) {
                     {n});
 }
 
-TensorDict doubled(const TensorDict& chunk) { return chunk.apply([](const torch::Tensor& t) { return t * 2; }); }
+TensorDict doubled(const TensorDict& chunk) {
+  return chunk.apply([](const torch::Tensor& t) { return t * 2; });
+}
 
 TEST(TensorDictMapTest, GathersTheResultsOfEveryChunkInOrder) {
   auto td = rows(10);
@@ -100,7 +102,8 @@ TEST(TensorDictMapTest, WritesResultsIntoAMemoryMappedSource) {
   auto out = td.map(doubled, options);
   EXPECT_TRUE(out.is_same(td));
   auto reloaded = TensorDict::load_memmap(dir.string());
-  EXPECT_TRUE(torch::equal(reloaded.get("x"), torch::arange(12, torch::kFloat).reshape({6, 2}) * 2));
+  EXPECT_TRUE(
+      torch::equal(reloaded.get("x"), torch::arange(12, torch::kFloat).reshape({6, 2}) * 2));
   std::filesystem::remove_all(dir);
 }
 
@@ -116,7 +119,8 @@ TEST(TensorDictMapTest, RejectsZeroWorkersAndNegativeChunks) {
   EXPECT_THAT([&] { td.map(doubled, zero); }, ThrowsMessage<ValueError>(HasSubstr("num_workers")));
   MapOptions negative;
   negative.chunk_size = -1;
-  EXPECT_THAT([&] { td.map(doubled, negative); }, ThrowsMessage<ValueError>(HasSubstr("chunk_size")));
+  EXPECT_THAT([&] { td.map(doubled, negative); },
+              ThrowsMessage<ValueError>(HasSubstr("chunk_size")));
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ struct Labelled {
   std::string label;
   bool operator==(const Labelled& other) const { return label == other.label; }
 };
-std::ostream& operator<<(std::ostream& os, const Labelled& l) { return os << "Labelled<" << l.label << ">"; }
+std::ostream& operator<<(std::ostream& os, const Labelled& l) {
+  return os << "Labelled<" << l.label << ">";
+}
 
 struct Opaque {
   int id;
@@ -184,7 +186,8 @@ TEST(NonTensorDataTest, PerElementDataReadsPositionsIntoThePool) {
 }
 
 TEST(NonTensorDataTest, PerElementDataWithEqualValuesHasASharedValue) {
-  auto nt = NonTensorData::per_element({AnyValue(1), AnyValue(1)}, torch::tensor({0, 1}, torch::kLong));
+  auto nt =
+      NonTensorData::per_element({AnyValue(1), AnyValue(1)}, torch::tensor({0, 1}, torch::kLong));
   EXPECT_EQ(nt.value<int64_t>(), 1);
 }
 
@@ -195,7 +198,8 @@ TEST(NonTensorDataTest, PerElementRejectsPositionsOutsideThePool) {
 
 TEST(NonTensorDataTest, EqualityComparesEveryElement) {
   NonTensorData uniform(AnyValue(std::string("a")), {2});
-  auto per = NonTensorData::per_element({AnyValue(std::string("a"))}, torch::zeros({2}, torch::kLong));
+  auto per =
+      NonTensorData::per_element({AnyValue(std::string("a"))}, torch::zeros({2}, torch::kLong));
   EXPECT_TRUE(uniform == per);
   EXPECT_FALSE(uniform == NonTensorData(AnyValue(std::string("b")), {2}));
   EXPECT_FALSE(uniform == NonTensorData(AnyValue(std::string("a")), {3}));
@@ -338,7 +342,8 @@ TEST(NonTensorTest, IndexPutOfTheSameValueKeepsTheEntryUniform) {
 
 TEST(NonTensorTest, UniformValuePrintsAsNonTensorDataInTheRepr) {
   std::string repr = with_string("hello").to_string();
-  EXPECT_THAT(repr, HasSubstr("s: NonTensorData(data=hello, batch_size=torch.Size([3]), device=None)"));
+  EXPECT_THAT(repr,
+              HasSubstr("s: NonTensorData(data=hello, batch_size=torch.Size([3]), device=None)"));
   EXPECT_THAT(repr, HasSubstr("obs: Tensor("));
 }
 

@@ -26,7 +26,8 @@ TEST(SharedMemoryTest, OrdinaryTensorsAreNotShared) {
 }
 
 TEST(SharedMemoryTest, AForkedChildsWritesReachTheParent) {
-  TensorDict td({{"x", torch::zeros({4})}, {"n", {{"y", torch::zeros({4, 2}, torch::kLong)}}}}, {4});
+  TensorDict td({{"x", torch::zeros({4})}, {"n", {{"y", torch::zeros({4, 2}, torch::kLong)}}}},
+                {4});
   td.share_memory_();
   ASSERT_TRUE(td.is_shared());
   float* x = td.get("x").data_ptr<float>();
@@ -50,7 +51,10 @@ TEST(SharedMemoryTest, SharedTensorDictPrintsIsSharedTrue) {
   TensorDict td({{"x", torch::zeros({2})}}, {2});
   EXPECT_THAT(td.to_string(), HasSubstr("is_shared=False)"));
   td.share_memory_();
-  EXPECT_THAT(td.to_string(), HasSubstr("x: Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=True)"));
+  EXPECT_THAT(
+      td.to_string(),
+      HasSubstr(
+          "x: Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.float32, is_shared=True)"));
   EXPECT_THAT(td.to_string(), HasSubstr("    is_shared=True)"));
 }
 

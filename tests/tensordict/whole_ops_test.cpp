@@ -97,8 +97,9 @@ TEST(TensorDictApplyTest, ApplyMapsEveryLeafIntoANewTensorDict) {
 TEST(TensorDictApplyTest, ApplyDropsKeysWhereTheFunctionReturnsNoTensor) {
   // README: data.apply(lambda x: x if x.dtype == torch.float else None) keeps only "a".
   TensorDict data({{"a", torch::tensor(1.0f)}, {"b", torch::tensor(int64_t{1})}});
-  TensorDict data_float = data.apply(
-      [](const torch::Tensor& x) { return x.scalar_type() == torch::kFloat ? x : torch::Tensor(); });
+  TensorDict data_float = data.apply([](const torch::Tensor& x) {
+    return x.scalar_type() == torch::kFloat ? x : torch::Tensor();
+  });
   EXPECT_TRUE(data_float.contains("a"));
   EXPECT_FALSE(data_float.contains("b"));
   EXPECT_TRUE(data.contains("b"));
@@ -117,7 +118,9 @@ TEST(TensorDictApplyTest, ApplyCanReturnTheSameTensorsUpdatedInPlace) {
 }
 
 TEST(TensorDictApplyTest, ApplyMayChangeFeatureDims) {
-  TensorDict summed = sample().apply([](const torch::Tensor& t) { return t.reshape({2, 3, -1}).sum(-1); });
+  TensorDict summed = sample().apply([](const torch::Tensor& t) {
+    return t.reshape({2, 3, -1}).sum(-1);
+  });
   EXPECT_EQ(summed.get("a").sizes(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(summed.get("a")[1][2].item<float>(), 10.0f + 11.0f);
 }
@@ -256,9 +259,9 @@ TEST(TensorDictUpdateTest, KeysToUpdateWithNestedPathTakesOnlyThatLeaf) {
   TensorDict td = sample();
   UpdateOptions options;
   options.keys_to_update = {{"next", "done"}};
-  td.update(TensorDict({{"next", {{"r", torch::ones({2, 3})}, {"done", torch::ones({2, 3})}}}},
-                       {2, 3}),
-            options);
+  td.update(
+      TensorDict({{"next", {{"r", torch::ones({2, 3})}, {"done", torch::ones({2, 3})}}}}, {2, 3}),
+      options);
   EXPECT_TRUE(td.contains({"next", "done"}));
   EXPECT_EQ(td.get({"next", "r"})[0][0].item<float>(), 0.0f);
 }
@@ -310,8 +313,8 @@ TEST(TensorDictUpdateTest, UpdateInplaceMethodCopiesEveryLeafIntoExistingTensors
   TensorDict td = sample();
   auto a = td.get("a");
   auto r = td.get({"next", "r"});
-  td.update_(TensorDict({{"a", torch::full({2, 3, 2}, 4.0)}, {"next", {{"r", torch::full({2, 3}, 5.0)}}}},
-                        {2, 3}));
+  td.update_(TensorDict(
+      {{"a", torch::full({2, 3, 2}, 4.0)}, {"next", {{"r", torch::full({2, 3}, 5.0)}}}}, {2, 3}));
   EXPECT_TRUE(td.get("a").is_same(a));
   EXPECT_TRUE(a.eq(4).all().item<bool>());
   EXPECT_TRUE(r.eq(5).all().item<bool>());
@@ -374,7 +377,8 @@ TEST(TensorDictMaskTest, MaskedFillFillsMaskedRowsOfACopy) {
   TensorDict td({{"a", torch::zeros({3, 2})}, {"b", torch::zeros({3})}}, {3});
   auto mask = torch::tensor({true, false, true});
   TensorDict filled = td.masked_fill(mask, -1);
-  EXPECT_TRUE(same_values(filled.get("a"), torch::tensor({{-1.f, -1.f}, {0.f, 0.f}, {-1.f, -1.f}})));
+  EXPECT_TRUE(
+      same_values(filled.get("a"), torch::tensor({{-1.f, -1.f}, {0.f, 0.f}, {-1.f, -1.f}})));
   EXPECT_TRUE(same_values(filled.get("b"), torch::tensor({-1.f, 0.f, -1.f})));
   EXPECT_TRUE(td.get("a").eq(0).all().item<bool>());
 }

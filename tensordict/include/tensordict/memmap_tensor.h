@@ -30,9 +30,9 @@ enum class MemmapMode {
 ///
 /// Example:
 /// ```
-/// auto images = MemoryMappedTensor::empty("/data/images.memmap", {1000000, 3, 64, 64}, torch::kUInt8);
-/// images.index_put_({0}, frame);                 // written to the file
-/// auto again = MemoryMappedTensor::from_filename("/data/images.memmap", torch::kUInt8,
+/// auto images = MemoryMappedTensor::empty("/data/images.memmap", {1000000, 3, 64, 64},
+/// torch::kUInt8); images.index_put_({0}, frame);                 // written to the file auto again
+/// = MemoryMappedTensor::from_filename("/data/images.memmap", torch::kUInt8,
 ///                                                {1000000, 3, 64, 64}, MemmapMode::kReadOnly);
 /// ```
 class MemoryMappedTensor {

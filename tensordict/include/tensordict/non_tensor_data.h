@@ -22,12 +22,14 @@ namespace detail {
 template <class T, class = void>
 struct HasEquality : std::false_type {};
 template <class T>
-struct HasEquality<T, std::void_t<decltype(bool(std::declval<const T&>() == std::declval<const T&>()))>>
+struct HasEquality<
+    T, std::void_t<decltype(bool(std::declval<const T&>() == std::declval<const T&>()))>>
     : std::true_type {};
 template <class T, class = void>
 struct IsStreamable : std::false_type {};
 template <class T>
-struct IsStreamable<T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
+struct IsStreamable<
+    T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
     : std::true_type {};
 }  // namespace detail
 
@@ -39,8 +41,7 @@ struct IsStreamable<T, std::void_t<decltype(std::declval<std::ostream&>() << std
 /// a type without `==` is equal only to the very same stored object.
 class AnyValue {
  public:
-  template <class T,
-            class = std::enable_if_t<!std::is_same<std::decay_t<T>, AnyValue>::value>>
+  template <class T, class = std::enable_if_t<!std::is_same<std::decay_t<T>, AnyValue>::value>>
   AnyValue(T&& value)  // NOLINT(google-explicit-constructor): any value converts
       : holder_(make_holder(std::forward<T>(value))) {}
 

@@ -263,9 +263,9 @@ class TensorDict {
   TensorDict apply(const std::function<torch::Tensor(const torch::Tensor&)>& fn) const;
   /// `fn(x, y)` over the leaves of this and `other` matched by key; KeyError when `other`
   /// misses a key of this TensorDict.
-  TensorDict apply(const TensorDict& other,
-                   const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>&
-                       fn) const;
+  TensorDict apply(
+      const TensorDict& other,
+      const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& fn) const;
   /// `fn` applied to every tensor leaf, written back in place (dtype and shape must not
   /// change). Every result is computed before anything is written.
   const TensorDict& apply_(const std::function<torch::Tensor(const torch::Tensor&)>& fn) const;

@@ -171,9 +171,10 @@ TensorDict map_batch(const TensorDict& td, const BatchSize& new_batch,
 /// Structural map: `fn` on each tensor leaf (undefined result drops the key), same batch
 /// size; non-tensor entries kept. `path` prefixes keys passed to `fn`.
 /// The result (and its nested TensorDicts) takes `device`.
-TensorDict map_leaves(const TensorDict& td, const NestedKey* path,
-                      const std::function<torch::Tensor(const NestedKey&, const torch::Tensor&)>& fn,
-                      const std::optional<torch::Device>& device);
+TensorDict map_leaves(
+    const TensorDict& td, const NestedKey* path,
+    const std::function<torch::Tensor(const NestedKey&, const torch::Tensor&)>& fn,
+    const std::optional<torch::Device>& device);
 
 /// Every tensor leaf of `td` with its full path, depth first.
 void for_each_leaf(const TensorDict& td,
@@ -230,7 +231,8 @@ void commit_set(PreparedSet prepared, const NestedKey& key);
 
 /// Calls `fn` with every tensor `td` stores: lazy stacks are walked member by member (no
 /// stacking), a sub-tensordict view reports its parent's tensors.
-void for_each_stored_leaf(const TensorDict& td, const std::function<void(const torch::Tensor&)>& fn);
+void for_each_stored_leaf(const TensorDict& td,
+                          const std::function<void(const torch::Tensor&)>& fn);
 
 /// Calls `fn` with each top-level entry of `td` (read through for lazy stacks and views).
 void for_each_entry(const TensorDict& td,

@@ -30,8 +30,8 @@ struct FolderMeta {
   FolderType type = FolderType::kTensorDict;
   BatchSize batch_size;
   std::optional<torch::Device> device;
-  int64_t stack_dim = 0;    // lazy stacks only
-  int64_t num_members = 0;  // lazy stacks only: members are subfolders "0", "1", ...
+  int64_t stack_dim = 0;           // lazy stacks only
+  int64_t num_members = 0;         // lazy stacks only: members are subfolders "0", "1", ...
   std::vector<std::string> order;  // every key in insertion order (leaves, values, folders)
   std::map<std::string, LeafMeta> leaves;
   std::map<std::string, NonTensorMeta> non_tensors;
