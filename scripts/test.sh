@@ -21,5 +21,6 @@ if [[ -n "$sanitize" ]]; then
   # LibTorch keeps process-lifetime singletons that LeakSanitizer would report at exit.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$TDRL_ROOT/cmake/tsan.supp}
 fi
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
