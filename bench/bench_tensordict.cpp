@@ -9,14 +9,9 @@
 // Data: 10 float leaves of shape [256, 8] under batch size [256]; the nested variants spread
 // the 10 leaves over three levels: a0..a3, ("b", c0..c2), ("b", "d", e0..e2).
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -27,6 +22,8 @@
 #include <torch/utils.h>
 
 #include <tensordict/tensordict.h>
+
+#include "ratio_reporter.h"
 
 namespace tdrl::bench {
 namespace {
@@ -733,67 +730,6 @@ void register_benchmarks() {
   }
 }
 
-/// Real and CPU time of one benchmark, ns per call.
-struct Timing {
-  double real = -1;
-  double cpu = -1;
-};
-
-/// The console reporter, also keeping each benchmark's real and CPU time per call for the
-/// ratio table; with repetitions, the median of the repetitions.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  using benchmark::ConsoleReporter::ConsoleReporter;
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    benchmark::ConsoleReporter::ReportRuns(runs);
-    for (const auto& run : runs) {
-      if (run.error_occurred) continue;
-      const double to_ns = 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
-      const Timing t{run.GetAdjustedRealTime() * to_ns, run.GetAdjustedCPUTime() * to_ns};
-      auto& runs_of = runs_[run.run_name.function_name];
-      if (run.run_type == Run::RT_Iteration)
-        runs_of.repetitions.push_back(t);
-      else if (run.aggregate_name == "median")
-        runs_of.median = t;
-    }
-  }
-
-  /// The benchmark's time per call; negative when it did not run.
-  Timing timing(const std::string& name) const {
-    auto it = runs_.find(name);
-    if (it == runs_.end()) return {};
-    const auto& reps = it->second.repetitions;
-    if (reps.empty()) return it->second.median;  // --benchmark_report_aggregates_only
-    std::vector<double> real, cpu;
-    for (const auto& t : reps) {
-      real.push_back(t.real);
-      cpu.push_back(t.cpu);
-    }
-    return {median(real), median(cpu)};
-  }
-
- private:
-  struct Runs {
-    std::vector<Timing> repetitions;
-    Timing median;
-  };
-
-  static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  }
-
-  std::map<std::string, Runs> runs_;
-};
-
-std::string fixed(double value, int precision) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << value;
-  return os.str();
-}
-
 // Times and ratio are real time, as the targets are stated; the CPU-time ratio is shown
 // beside it because on a shared machine preemption inflates real time, not CPU time.
 void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
@@ -835,9 +771,7 @@ int main(int argc, char** argv) {
   tdrl::bench::inputs();
   tdrl::bench::register_benchmarks();
 
-  tdrl::bench::RatioReporter reporter(isatty(STDOUT_FILENO)
-                                          ? benchmark::ConsoleReporter::OO_ColorTabular
-                                          : benchmark::ConsoleReporter::OO_Tabular);
+  tdrl::bench::RatioReporter reporter(tdrl::bench::stdout_output_options());
   benchmark::RunSpecifiedBenchmarks(&reporter);
   tdrl::bench::print_ratio_table(reporter, std::cout);
   benchmark::Shutdown();

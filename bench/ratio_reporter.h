@@ -1,0 +1,87 @@
+// Shared by the benchmark programs: a console reporter that also keeps every benchmark's time
+// for the TensorDict/raw ratio table each program prints after its run.
+
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+namespace tdrl::bench {
+
+/// Real and CPU time of one benchmark, ns per call.
+struct Timing {
+  double real = -1;
+  double cpu = -1;
+};
+
+/// The console reporter, also keeping each benchmark's real and CPU time per call for the
+/// ratio table; with repetitions, the median of the repetitions.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  using benchmark::ConsoleReporter::ConsoleReporter;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    benchmark::ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      if (run.error_occurred) continue;
+      const double to_ns = 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      const Timing t{run.GetAdjustedRealTime() * to_ns, run.GetAdjustedCPUTime() * to_ns};
+      auto& runs_of = runs_[run.run_name.function_name];
+      if (run.run_type == Run::RT_Iteration)
+        runs_of.repetitions.push_back(t);
+      else if (run.aggregate_name == "median")
+        runs_of.median = t;
+    }
+  }
+
+  /// The benchmark's time per call; negative when it did not run.
+  Timing timing(const std::string& name) const {
+    auto it = runs_.find(name);
+    if (it == runs_.end()) return {};
+    const auto& reps = it->second.repetitions;
+    if (reps.empty()) return it->second.median;  // --benchmark_report_aggregates_only
+    std::vector<double> real, cpu;
+    for (const auto& t : reps) {
+      real.push_back(t.real);
+      cpu.push_back(t.cpu);
+    }
+    return {median(real), median(cpu)};
+  }
+
+ private:
+  struct Runs {
+    std::vector<Timing> repetitions;
+    Timing median;
+  };
+
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
+
+  std::map<std::string, Runs> runs_;
+};
+
+/// Colour on a terminal, plain text into a pipe or file.
+inline benchmark::ConsoleReporter::OutputOptions stdout_output_options() {
+  return isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                               : benchmark::ConsoleReporter::OO_Tabular;
+}
+
+/// `value` with `precision` digits after the point.
+inline std::string fixed(double value, int precision) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << value;
+  return os.str();
+}
+
+}  // namespace tdrl::bench
