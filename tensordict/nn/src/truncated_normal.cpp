@@ -23,18 +23,14 @@ TruncatedNormal::TruncatedNormal(torch::Tensor loc, torch::Tensor scale,
                                  TruncatedNormalOptions options)
     : Distribution("TruncatedNormal") {
   const std::string where = "TruncatedNormal::TruncatedNormal";
-  detail::check_floating(where, "loc", loc);
-  detail::check_floating(where, "scale", scale);
-  const auto shape = detail::broadcast_shape(where, "loc", loc, "scale", scale);
-  event_dims_ = options.event_dims().value_or(std::min<int64_t>(1, shape.size()));
-  detail::check_event_dims(where, event_dims_, shape);
-  detail::check_positive(where, "scale", scale);
-  loc_ = loc.expand(shape);
-  scale_ = scale.expand(shape);
-  detail::check_floating(where, "low", options.low());
-  detail::check_floating(where, "high", options.high());
-  std::tie(low_, high_) = detail::bounds(where, options.low(), options.high(), loc_);
-  set_shapes_from(shape, event_dims_);
+  auto p = detail::bounded_normal_params(where, loc, scale, options.low(), options.high(),
+                                         options.event_dims());
+  loc_ = std::move(p.loc);
+  scale_ = std::move(p.scale);
+  low_ = std::move(p.low);
+  high_ = std::move(p.high);
+  event_dims_ = p.event_dims;
+  set_shapes_from(p.shape, event_dims_);
 }
 
 torch::Tensor TruncatedNormal::log_z() const {

@@ -5,39 +5,14 @@
 
 #include <optional>
 
+#include <tensordict/nn/bounded_options.h>
 #include <tensordict/nn/distribution.h>
 
 namespace tensordict::nn {
 
 /// Options of TanhNormal.
 /// Example: `TanhNormalOptions().low(-2).high(2)`
-struct TanhNormalOptions {
-  /// Lower bound, a scalar or a tensor broadcastable with loc (per-dim bounds). Default -1.
-  TanhNormalOptions& low(double v) { return low(torch::tensor(v)); }
-  TanhNormalOptions& low(torch::Tensor v) {
-    low_ = std::move(v);
-    return *this;
-  }
-  /// Upper bound, a scalar or a tensor broadcastable with loc; must exceed low. Default 1.
-  TanhNormalOptions& high(double v) { return high(torch::tensor(v)); }
-  TanhNormalOptions& high(torch::Tensor v) {
-    high_ = std::move(v);
-    return *this;
-  }
-  /// Trailing dims forming one event. Default: 1, or 0 when loc is a scalar.
-  TanhNormalOptions& event_dims(int64_t v) {
-    event_dims_ = v;
-    return *this;
-  }
-  const torch::Tensor& low() const { return low_; }
-  const torch::Tensor& high() const { return high_; }
-  std::optional<int64_t> event_dims() const { return event_dims_; }
-
- private:
-  torch::Tensor low_ = torch::tensor(-1.0);
-  torch::Tensor high_ = torch::tensor(1.0);
-  std::optional<int64_t> event_dims_;
-};
+struct TanhNormalOptions : BoundedOptions<TanhNormalOptions> {};
 
 /// The law of `low + (high - low) * (tanh(x) + 1) / 2` with x ~ N(loc, scale), each of the
 /// last `event_dims` dims being one event: for loc `[*batch, d]`, batch_shape is `[*batch]`,

@@ -5,39 +5,14 @@
 
 #include <optional>
 
+#include <tensordict/nn/bounded_options.h>
 #include <tensordict/nn/distribution.h>
 
 namespace tensordict::nn {
 
 /// Options of TruncatedNormal.
 /// Example: `TruncatedNormalOptions().low(-2).high(2)`
-struct TruncatedNormalOptions {
-  /// Lower bound, scalar or tensor broadcastable with loc. Default -1.
-  TruncatedNormalOptions& low(double v) { return low(torch::tensor(v)); }
-  TruncatedNormalOptions& low(torch::Tensor v) {
-    low_ = std::move(v);
-    return *this;
-  }
-  /// Upper bound, scalar or tensor broadcastable with loc; must exceed low. Default 1.
-  TruncatedNormalOptions& high(double v) { return high(torch::tensor(v)); }
-  TruncatedNormalOptions& high(torch::Tensor v) {
-    high_ = std::move(v);
-    return *this;
-  }
-  /// Trailing dims forming one event. Default: 1, or 0 when loc is a scalar.
-  TruncatedNormalOptions& event_dims(int64_t v) {
-    event_dims_ = v;
-    return *this;
-  }
-  const torch::Tensor& low() const { return low_; }
-  const torch::Tensor& high() const { return high_; }
-  std::optional<int64_t> event_dims() const { return event_dims_; }
-
- private:
-  torch::Tensor low_ = torch::tensor(-1.0);
-  torch::Tensor high_ = torch::tensor(1.0);
-  std::optional<int64_t> event_dims_;
-};
+struct TruncatedNormalOptions : BoundedOptions<TruncatedNormalOptions> {};
 
 /// N(loc, scale) conditioned on [low, high], the last `event_dims` dims forming one event.
 /// With a = (low - loc) / scale, b = (high - loc) / scale and Z = Phi(b) - Phi(a):
