@@ -725,9 +725,8 @@ int main(int argc, char** argv) {
             << "), removed at exit; the page cache is not dropped: every read is of warm files\n";
   tdrl::bench::register_benchmarks();
 
-  tdrl::bench::RatioReporter reporter(tdrl::bench::stdout_output_options());
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  tdrl::bench::print_ratio_table(reporter, std::cout);
-  benchmark::Shutdown();
-  return 0;
+  return tdrl::bench::run_and_print_ratio_table(
+      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
+        tdrl::bench::print_ratio_table(r, os);
+      });
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -75,6 +76,17 @@ class RatioReporter : public benchmark::ConsoleReporter {
 inline benchmark::ConsoleReporter::OutputOptions stdout_output_options() {
   return isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
                                : benchmark::ConsoleReporter::OO_Tabular;
+}
+
+/// Runs every registered benchmark through a RatioReporter on stdout, then prints the
+/// program's own table with `print_table(reporter, std::cout)`; returns main's exit code.
+template <class PrintTable>
+int run_and_print_ratio_table(PrintTable&& print_table) {
+  RatioReporter reporter(stdout_output_options());
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  print_table(reporter, std::cout);
+  benchmark::Shutdown();
+  return 0;
 }
 
 /// `value` with `precision` digits after the point.
