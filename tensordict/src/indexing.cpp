@@ -308,10 +308,13 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
       set(w.key, nt);
       continue;
     }
-    auto current = w.allocate ? NonTensorData(nt.tolist().empty() ? AnyValue(std::string())
-                                                                  : nt.tolist().front(),
-                                              batch_size())
-                              : get_non_tensor(w.key);
+    // A new entry starts out holding the value's first element everywhere.
+    auto first_element = [&] {
+      auto values = nt.tolist();
+      return values.empty() ? AnyValue(std::string()) : values.front();
+    };
+    auto current =
+        w.allocate ? NonTensorData(first_element(), batch_size()) : get_non_tensor(w.key);
     if (current.is_uniform() && nt.is_uniform() && current.pool().front() == nt.pool().front())
       continue;
     auto dst = current.as_per_element();
