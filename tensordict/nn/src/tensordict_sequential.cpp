@@ -87,14 +87,18 @@ std::string indent_rest(const std::string& text, const std::string& indent) {
 
 TensorDictSequentialImpl::TensorDictSequentialImpl(Modules modules,
                                                    TensorDictSequentialOptions options)
-    : TensorDictModuleBase("TensorDictSequential") {
+    : TensorDictSequentialImpl("TensorDictSequential", std::move(modules), std::move(options)) {}
+
+TensorDictSequentialImpl::TensorDictSequentialImpl(std::string name, Modules modules,
+                                                   TensorDictSequentialOptions options)
+    : TensorDictModuleBase(std::move(name)) {
   build(std::move(modules), std::move(options));
 }
 
 void TensorDictSequentialImpl::build(Modules modules, TensorDictSequentialOptions options) {
   for (size_t i = 0; i < modules.size(); ++i) {
     if (!modules[i]) {
-      throw ValueError("TensorDictSequential: module " + std::to_string(i) +
+      throw ValueError(name() + ": module " + std::to_string(i) +
                        " is null; pass constructed modules");
     }
   }
@@ -158,7 +162,7 @@ void TensorDictSequentialImpl::forward_impl(const TensorDict& tensordict,
 }
 
 void TensorDictSequentialImpl::print_to(std::ostream& stream) const {
-  stream << "TensorDictSequential(\n    module=ModuleList(\n";
+  stream << name() << "(\n    module=ModuleList(\n";
   for (size_t i = 0; i < modules_.size(); ++i) {
     stream << "      (" << i << "): " << indent_rest(modules_[i]->to_string(), "      ") << "\n";
   }

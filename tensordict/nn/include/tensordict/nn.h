@@ -1,8 +1,11 @@
 #pragma once
 
-/// Umbrella header of tensordict::nn: distributions, parameter extractors, TensorDictModule
-/// and TensorDictSequential.
+/// Umbrella header of tensordict::nn: distributions, parameter extractors, TensorDictModule,
+/// TensorDictSequential, interaction types and probabilistic modules.
 
+#include <tensordict/nn/distribution_class.h>
 #include <tensordict/nn/distributions.h>
+#include <tensordict/nn/interaction_type.h>
 #include <tensordict/nn/tensordict_module.h>
+#include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_sequential.h>

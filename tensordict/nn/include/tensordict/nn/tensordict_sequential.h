@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -132,11 +133,16 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
       std::optional<std::vector<NestedKey>> out_keys = std::nullopt) const;
 
  protected:
+  /// A sequence printed and named in errors as `name` (for subclasses such as
+  /// ProbabilisticTensorDictSequential).
+  TensorDictSequentialImpl(std::string name, Modules modules, TensorDictSequentialOptions options);
+
   void forward_impl(const TensorDict& tensordict, const TensorDict& tensordict_out) override;
   /// `TensorDictSequential(\n    module=ModuleList(\n      (0): ...\n    ),\n    in_keys=...`
   void print_to(std::ostream& stream) const override;
 
- private:
+  /// Collects one variadic constructor argument: a module is appended, options replace
+  /// `options`.
   template <typename M>
   static void add_arg(Modules& modules, TensorDictSequentialOptions&,
                       const torch::nn::ModuleHolder<M>& module) {
@@ -152,6 +158,7 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
     options = given;
   }
 
+ private:
   void build(Modules modules, TensorDictSequentialOptions options);
 
   Modules modules_;
