@@ -1,0 +1,12 @@
+#pragma once
+
+/// Umbrella header of tdrl::modules: models (MLP, ConvNet), actors and critics, Q-value
+/// policies and exploration modules.
+
+#include <tdrl/modules/actors.h>
+#include <tdrl/modules/additive_gaussian.h>
+#include <tdrl/modules/convnet.h>
+#include <tdrl/modules/egreedy.h>
+#include <tdrl/modules/mlp.h>
+#include <tdrl/modules/ornstein_uhlenbeck.h>
+#include <tdrl/modules/q_value.h>

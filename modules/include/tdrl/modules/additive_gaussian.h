@@ -1,0 +1,149 @@
+#pragma once
+
+/// AdditiveGaussianModule: Gaussian exploration noise for continuous actions (TorchRL's
+/// `AdditiveGaussianModule`).
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <utility>
+
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <tdrl/envs/tensor_spec.h>
+#include <tensordict/nested_key.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::modules {
+
+/// Options of AdditiveGaussianModule (TorchRL's argument names and defaults).
+/// Example: `AdditiveGaussianModuleOptions().sigma_init(0.5).sigma_end(0.05).safe(true)`
+struct AdditiveGaussianModuleOptions {
+  /// The noise scale before any `step()`; >= 0. Default 1.0.
+  AdditiveGaussianModuleOptions& sigma_init(double v) {
+    sigma_init_ = v;
+    return *this;
+  }
+  /// The noise scale reached after `annealing_num_steps` frames, in [0, sigma_init].
+  /// Default 0.1.
+  AdditiveGaussianModuleOptions& sigma_end(double v) {
+    sigma_end_ = v;
+    return *this;
+  }
+  /// The number of frames over which sigma decreases linearly from sigma_init to sigma_end;
+  /// >= 1. Default 1000.
+  AdditiveGaussianModuleOptions& annealing_num_steps(int64_t v) {
+    annealing_num_steps_ = v;
+    return *this;
+  }
+  /// The mean of the unscaled noise N(mean, std); finite. Default 0.0.
+  AdditiveGaussianModuleOptions& mean(double v) {
+    mean_ = v;
+    return *this;
+  }
+  /// The standard deviation of the unscaled noise N(mean, std); >= 0. Default 1.0.
+  AdditiveGaussianModuleOptions& std(double v) {
+    std_ = v;
+    return *this;
+  }
+  /// The key of the action, read and overwritten. Default "action".
+  AdditiveGaussianModuleOptions& action_key(tensordict::NestedKey v) {
+    action_key_ = std::move(v);
+    return *this;
+  }
+  /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
+  AdditiveGaussianModuleOptions& safe(bool v) {
+    safe_ = v;
+    return *this;
+  }
+  /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
+  AdditiveGaussianModuleOptions& generator(torch::Generator v) {
+    generator_ = std::move(v);
+    return *this;
+  }
+
+  double sigma_init() const { return sigma_init_; }
+  double sigma_end() const { return sigma_end_; }
+  int64_t annealing_num_steps() const { return annealing_num_steps_; }
+  double mean() const { return mean_; }
+  double std() const { return std_; }
+  const tensordict::NestedKey& action_key() const { return action_key_; }
+  bool safe() const { return safe_; }
+  const std::optional<torch::Generator>& generator() const { return generator_; }
+
+ private:
+  double sigma_init_ = 1.0;
+  double sigma_end_ = 0.1;
+  int64_t annealing_num_steps_ = 1000;
+  double mean_ = 0.0;
+  double std_ = 1.0;
+  tensordict::NestedKey action_key_{"action"};
+  bool safe_ = true;
+  std::optional<torch::Generator> generator_;
+};
+
+/// Additive Gaussian exploration: action + sigma * N(mean, std), drawn independently for each
+/// element, then projected into the spec when `safe` (a Bounded spec clamps into its box).
+///
+/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
+/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
+/// also explores when no type is set; here exploration is always asked for explicitly).
+///
+/// Keys: reads and overwrites `action_key`, a floating tensor `[*batch, *spec->shape()]` (any
+/// leading dims are extra batch dims); the result keeps the action's dtype and device.
+///
+/// State: `sigma()` lives in the registered buffer "sigma", so `torch::save`/`torch::load` keep
+/// it; `step(frames)` anneals it.
+///
+/// Errors: the constructor throws ValueError for a null or discrete spec, sigma_init < 0,
+/// sigma_end outside [0, sigma_init], annealing_num_steps < 1, std < 0 or a non-finite mean.
+/// forward (when active) throws KeyError when the action is missing (naming the module, the key
+/// and the available keys), ShapeError when its trailing dims differ from the spec's shape,
+/// TypeError when it is not floating. A failed call leaves the TensorDict unchanged.
+///
+/// Thread safety: forward draws from the configured generator, which is not synchronised;
+/// do not call one module (or modules sharing a generator) from several threads at once.
+///
+/// Example:
+/// ```
+/// auto spec = std::make_shared<tdrl::envs::Bounded>(
+///     tdrl::envs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
+/// AdditiveGaussianModule explore(spec, AdditiveGaussianModuleOptions().sigma_init(0.5));
+/// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
+/// explore(td);  // td["action"]: [*batch, 6], noisy and clamped into [-1, 1]
+/// ```
+class AdditiveGaussianModuleImpl : public tensordict::nn::TensorDictModuleBase {
+ public:
+  /// Throws ValueError as the class comment says.
+  AdditiveGaussianModuleImpl(tdrl::envs::TensorSpecPtr spec,
+                             AdditiveGaussianModuleOptions options = {});
+
+  /// Anneals sigma by `frames` frames: sigma = max(sigma_end, sigma - frames * (sigma_init -
+  /// sigma_end) / annealing_num_steps). Throws ValueError for frames < 0.
+  void step(int64_t frames = 1);
+  /// The current noise scale.
+  double sigma() const;
+
+  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const AdditiveGaussianModuleOptions& options() const { return options_; }
+
+ protected:
+  void forward_impl(const tensordict::TensorDict& tensordict,
+                    const tensordict::TensorDict& tensordict_out) override;
+  /// `AdditiveGaussianModule(sigma=1.0, sigma_init=1.0, sigma_end=0.1,
+  /// annealing_num_steps=1000, mean=0.0, std=1.0, action_key='action', safe=True,
+  /// spec=BoundedContinuous(shape=[6]))`.
+  void print_to(std::ostream& stream) const override;
+
+ private:
+  tdrl::envs::TensorSpecPtr spec_;
+  AdditiveGaussianModuleOptions options_;
+  torch::Tensor sigma_;
+};
+
+/// Holder of AdditiveGaussianModuleImpl: `explore(td)` calls forward.
+TORCH_MODULE(AdditiveGaussianModule);
+
+}  // namespace tdrl::modules

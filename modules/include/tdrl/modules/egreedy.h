@@ -1,0 +1,144 @@
+#pragma once
+
+/// EGreedyModule: epsilon-greedy exploration (TorchRL's `EGreedyModule`).
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <utility>
+
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <tdrl/envs/tensor_spec.h>
+#include <tensordict/nested_key.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::modules {
+
+/// Options of EGreedyModule (TorchRL's argument names and defaults).
+/// Example: `EGreedyModuleOptions().eps_init(1.0).eps_end(0.05).annealing_num_steps(10000)`
+struct EGreedyModuleOptions {
+  /// The probability of a random action before any `step()`, in [0, 1]. Default 1.0.
+  EGreedyModuleOptions& eps_init(double v) {
+    eps_init_ = v;
+    return *this;
+  }
+  /// The probability reached after `annealing_num_steps` frames, in [0, eps_init]. Default 0.1.
+  EGreedyModuleOptions& eps_end(double v) {
+    eps_end_ = v;
+    return *this;
+  }
+  /// The number of frames over which eps decreases linearly from eps_init to eps_end; >= 1.
+  /// Default 1000.
+  EGreedyModuleOptions& annealing_num_steps(int64_t v) {
+    annealing_num_steps_ = v;
+    return *this;
+  }
+  /// The key of the action, read and overwritten. Default "action".
+  EGreedyModuleOptions& action_key(tensordict::NestedKey v) {
+    action_key_ = std::move(v);
+    return *this;
+  }
+  /// The key of a bool mask `[*batch, n]` of allowed actions (true = allowed); random actions
+  /// are drawn among allowed ones only. Only for Categorical and OneHot specs. Default: none.
+  EGreedyModuleOptions& action_mask_key(tensordict::NestedKey v) {
+    action_mask_key_ = std::move(v);
+    return *this;
+  }
+  /// The generator of every draw (e.g. `at::make_generator<at::CPUGeneratorImpl>(seed)`), on
+  /// the actions' device. Default: LibTorch's default generator.
+  EGreedyModuleOptions& generator(torch::Generator v) {
+    generator_ = std::move(v);
+    return *this;
+  }
+
+  double eps_init() const { return eps_init_; }
+  double eps_end() const { return eps_end_; }
+  int64_t annealing_num_steps() const { return annealing_num_steps_; }
+  const tensordict::NestedKey& action_key() const { return action_key_; }
+  const std::optional<tensordict::NestedKey>& action_mask_key() const { return action_mask_key_; }
+  const std::optional<torch::Generator>& generator() const { return generator_; }
+
+ private:
+  double eps_init_ = 1.0;
+  double eps_end_ = 0.1;
+  int64_t annealing_num_steps_ = 1000;
+  tensordict::NestedKey action_key_{"action"};
+  std::optional<tensordict::NestedKey> action_mask_key_;
+  std::optional<torch::Generator> generator_;
+};
+
+/// Epsilon-greedy exploration: with probability `eps()`, independently for each batch element,
+/// replaces the action by one drawn uniformly from the action spec.
+///
+/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
+/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
+/// also explores when no type is set; here exploration is always asked for explicitly).
+///
+/// Keys: reads and overwrites `action_key` (`[*batch, *spec->shape()[k:]]`: the action's
+/// trailing dims must equal the spec's shape; any leading dims are extra batch dims), and reads
+/// `action_mask_key` when set. The action keeps its dtype and device. A batch element is an
+/// index into the batch dims of the TensorDict holding the action (for a nested action key,
+/// its parent), as in TorchRL; for a OneHot spec the last dim is never a batch dim.
+/// With a mask (`[*action.shape(), n]` for a Categorical spec, the action's shape for a OneHot
+/// spec), random actions are drawn uniformly among the allowed ones.
+///
+/// State: `eps()` lives in the registered buffer "eps", so `torch::save`/`torch::load` keep
+/// it; `step(frames)` anneals it.
+///
+/// Errors: the constructor throws ValueError for a null spec, eps_init or eps_end outside
+/// [0, 1], eps_end > eps_init, annealing_num_steps < 1, or an action_mask_key with a spec other
+/// than Categorical and OneHot. forward (when active) throws KeyError when the action or mask
+/// is missing (naming the module, the key and the available keys), ShapeError when the action's
+/// trailing dims differ from the spec's shape or the mask's shape is wrong, TypeError for a
+/// non-bool mask, ValueError when an element to be replaced has no allowed action. A failed
+/// call leaves the TensorDict unchanged.
+///
+/// Thread safety: forward draws from the configured generator, which is not synchronised;
+/// do not call one module (or modules sharing a generator) from several threads at once.
+///
+/// Example:
+/// ```
+/// auto spec = std::make_shared<tdrl::envs::OneHot>(4);
+/// EGreedyModule explore(spec, EGreedyModuleOptions().eps_init(1.0).eps_end(0.1));
+/// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
+/// explore(td);     // td["action"]: [*batch, 4], random with probability eps
+/// explore->step(); // anneal eps by one frame
+/// ```
+class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
+ public:
+  /// Throws ValueError as the class comment says.
+  EGreedyModuleImpl(tdrl::envs::TensorSpecPtr spec, EGreedyModuleOptions options = {});
+
+  /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
+  /// annealing_num_steps). Throws ValueError for frames < 0.
+  void step(int64_t frames = 1);
+  /// The current probability of a random action.
+  double eps() const;
+
+  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const EGreedyModuleOptions& options() const { return options_; }
+
+ protected:
+  void forward_impl(const tensordict::TensorDict& tensordict,
+                    const tensordict::TensorDict& tensordict_out) override;
+  /// `EGreedyModule(eps=1.0, eps_init=1.0, eps_end=0.1, annealing_num_steps=1000,
+  /// action_key='action', action_mask_key=None, spec=OneHot(shape=[4]))`.
+  void print_to(std::ostream& stream) const override;
+
+ private:
+  // The random actions `[*action.shape()]` (in the action's dtype and device) for `tensordict`.
+  torch::Tensor random_actions(const tensordict::TensorDict& tensordict,
+                               const torch::Tensor& action, const torch::Tensor& replace) const;
+
+  tdrl::envs::TensorSpecPtr spec_;
+  EGreedyModuleOptions options_;
+  torch::Tensor eps_;
+};
+
+/// Holder of EGreedyModuleImpl: `explore(td)` calls forward.
+TORCH_MODULE(EGreedyModule);
+
+}  // namespace tdrl::modules

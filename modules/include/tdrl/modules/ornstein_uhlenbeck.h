@@ -1,0 +1,233 @@
+#pragma once
+
+/// OrnsteinUhlenbeckProcessModule: temporally correlated exploration noise for continuous
+/// actions (TorchRL's `OrnsteinUhlenbeckProcessModule`, the DDPG exploration).
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <utility>
+
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <tdrl/envs/tensor_spec.h>
+#include <tensordict/nested_key.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::modules {
+
+/// The key (next to the action) holding each batch element's last noise value (TorchRL's name).
+inline const char* const kOuPrevNoiseKey = "_ou_prev_noise";
+/// The key (next to the action) holding each batch element's process step count (TorchRL's name).
+inline const char* const kOuStepsKey = "_ou_steps";
+
+/// Options of OrnsteinUhlenbeckProcessModule (TorchRL's argument names and defaults).
+/// Example: `OrnsteinUhlenbeckProcessModuleOptions().theta(0.15).sigma(0.2).sigma_min(0.05)`
+struct OrnsteinUhlenbeckProcessModuleOptions {
+  /// The noise scale factor eps before any `step()`; >= 0. Default 1.0.
+  OrnsteinUhlenbeckProcessModuleOptions& eps_init(double v) {
+    eps_init_ = v;
+    return *this;
+  }
+  /// The factor reached after `annealing_num_steps` frames, in [0, eps_init]. Default 0.1.
+  OrnsteinUhlenbeckProcessModuleOptions& eps_end(double v) {
+    eps_end_ = v;
+    return *this;
+  }
+  /// The number of frames over which eps decreases linearly from eps_init to eps_end; >= 1.
+  /// Default 1000.
+  OrnsteinUhlenbeckProcessModuleOptions& annealing_num_steps(int64_t v) {
+    annealing_num_steps_ = v;
+    return *this;
+  }
+  /// The mean-reversion rate; >= 0. Default 0.15.
+  OrnsteinUhlenbeckProcessModuleOptions& theta(double v) {
+    theta_ = v;
+    return *this;
+  }
+  /// The mean the noise reverts to; finite. Default 0.0.
+  OrnsteinUhlenbeckProcessModuleOptions& mu(double v) {
+    mu_ = v;
+    return *this;
+  }
+  /// The volatility at process step 0; >= 0. Default 0.2.
+  OrnsteinUhlenbeckProcessModuleOptions& sigma(double v) {
+    sigma_ = v;
+    return *this;
+  }
+  /// The time step; > 0. Default 0.01.
+  OrnsteinUhlenbeckProcessModuleOptions& dt(double v) {
+    dt_ = v;
+    return *this;
+  }
+  /// The noise a batch element restarts from: a tensor broadcastable to the spec's shape.
+  /// Default: zeros.
+  OrnsteinUhlenbeckProcessModuleOptions& x0(torch::Tensor v) {
+    x0_ = std::move(v);
+    return *this;
+  }
+  /// The same, one value for every element.
+  OrnsteinUhlenbeckProcessModuleOptions& x0(double v) {
+    return x0(torch::tensor(v, torch::kFloat64));
+  }
+  /// The volatility floor, in [0, sigma]: sigma then decreases linearly with each batch
+  /// element's process step count, reaching sigma_min after n_steps_annealing steps. Default:
+  /// unset (constant sigma).
+  OrnsteinUhlenbeckProcessModuleOptions& sigma_min(double v) {
+    sigma_min_ = v;
+    return *this;
+  }
+  /// The process steps over which sigma reaches sigma_min; >= 1. Default 1000.
+  OrnsteinUhlenbeckProcessModuleOptions& n_steps_annealing(int64_t v) {
+    n_steps_annealing_ = v;
+    return *this;
+  }
+  /// The key of the action, read and overwritten. Default "action".
+  OrnsteinUhlenbeckProcessModuleOptions& action_key(tensordict::NestedKey v) {
+    action_key_ = std::move(v);
+    return *this;
+  }
+  /// The key of the bool flags `[*batch, 1]` (or `[*batch]`) marking batch elements whose
+  /// process restarts from x0 (set by env resets). Default "is_init".
+  OrnsteinUhlenbeckProcessModuleOptions& is_init_key(tensordict::NestedKey v) {
+    is_init_key_ = std::move(v);
+    return *this;
+  }
+  /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
+  OrnsteinUhlenbeckProcessModuleOptions& safe(bool v) {
+    safe_ = v;
+    return *this;
+  }
+  /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
+  OrnsteinUhlenbeckProcessModuleOptions& generator(torch::Generator v) {
+    generator_ = std::move(v);
+    return *this;
+  }
+
+  double eps_init() const { return eps_init_; }
+  double eps_end() const { return eps_end_; }
+  int64_t annealing_num_steps() const { return annealing_num_steps_; }
+  double theta() const { return theta_; }
+  double mu() const { return mu_; }
+  double sigma() const { return sigma_; }
+  double dt() const { return dt_; }
+  const torch::Tensor& x0() const { return x0_; }
+  const std::optional<double>& sigma_min() const { return sigma_min_; }
+  int64_t n_steps_annealing() const { return n_steps_annealing_; }
+  const tensordict::NestedKey& action_key() const { return action_key_; }
+  const tensordict::NestedKey& is_init_key() const { return is_init_key_; }
+  bool safe() const { return safe_; }
+  const std::optional<torch::Generator>& generator() const { return generator_; }
+
+ private:
+  double eps_init_ = 1.0;
+  double eps_end_ = 0.1;
+  int64_t annealing_num_steps_ = 1000;
+  double theta_ = 0.15;
+  double mu_ = 0.0;
+  double sigma_ = 0.2;
+  double dt_ = 1e-2;
+  torch::Tensor x0_;
+  std::optional<double> sigma_min_;
+  int64_t n_steps_annealing_ = 1000;
+  tensordict::NestedKey action_key_{"action"};
+  tensordict::NestedKey is_init_key_{"is_init"};
+  bool safe_ = true;
+  std::optional<torch::Generator> generator_;
+};
+
+/// Ornstein-Uhlenbeck exploration: one noise process per batch element, advanced once per call,
+/// added to the action scaled by `eps()`:
+///
+///   noise_{t+1} = noise_t + theta * (mu - noise_t) * dt + sigma_t * sqrt(dt) * N(0, 1)
+///   action     <- action + eps * noise_{t+1}      (then projected into the spec when safe)
+///
+/// where sigma_t = max(sigma_min, sigma - (sigma - sigma_min) * t / n_steps_annealing) for a
+/// batch element at process step t (constant sigma when sigma_min is unset), and a process
+/// restarts at noise = x0, t = 0.
+///
+/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
+/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
+/// also explores when no type is set; here exploration is always asked for explicitly).
+///
+/// Keys: reads and overwrites `action_key`, a floating tensor `[*batch, *spec->shape()]` (any
+/// leading dims beyond the batch of the TensorDict holding it are extra dims, sharing that batch
+/// element's step count). The process state lives in the TensorDict, next to the action (in the
+/// action key's parent for a nested key): "_ou_prev_noise" (the last noise, the action's shape
+/// and dtype) and "_ou_steps" (int64 `[*batch]`, the process step count). Unlike TorchRL, which
+/// stores noise - x0, "_ou_prev_noise" holds the noise itself. Both are (re)initialised to x0
+/// and 0 when absent, and for the batch elements whose `is_init_key` (bool `[*batch, 1]` or
+/// `[*batch]`, read from the root when present; absent means no restart) is true.
+/// out_keys are the action and the two state keys.
+///
+/// State: `eps()` lives in the registered buffer "eps", so `torch::save`/`torch::load` keep it;
+/// `step(frames)` anneals it. The per-element process state travels with the TensorDict
+/// (collectors carry it from one step to the next).
+///
+/// Errors: the constructor throws ValueError for a null or discrete spec, eps_init < 0, eps_end
+/// outside [0, eps_init], annealing_num_steps < 1, theta < 0, sigma < 0, dt <= 0, sigma_min
+/// outside [0, sigma], n_steps_annealing < 1 or a non-finite mu, and ShapeError when x0 does not
+/// broadcast to the spec's shape. forward (when active) throws KeyError when the action is
+/// missing (naming the module, the key and the available keys), ShapeError when its trailing
+/// dims differ from the spec's shape, when is_init has the wrong shape, or when a state key
+/// holds a tensor of the wrong shape (e.g. left from a different action shape), TypeError when
+/// the action is not floating. A failed call leaves the TensorDict unchanged.
+///
+/// Thread safety: forward draws from the configured generator, which is not synchronised;
+/// do not call one module (or modules sharing a generator) from several threads at once.
+///
+/// Example:
+/// ```
+/// auto spec = std::make_shared<tdrl::envs::Bounded>(
+///     tdrl::envs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
+/// OrnsteinUhlenbeckProcessModule explore(spec, OrnsteinUhlenbeckProcessModuleOptions());
+/// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
+/// explore(td);  // td["action"] noisy; td["_ou_prev_noise"], td["_ou_steps"] written
+/// ```
+class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModuleBase {
+ public:
+  /// Throws as the class comment says.
+  OrnsteinUhlenbeckProcessModuleImpl(tdrl::envs::TensorSpecPtr spec,
+                                     OrnsteinUhlenbeckProcessModuleOptions options = {});
+
+  /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
+  /// annealing_num_steps). Throws ValueError for frames < 0.
+  void step(int64_t frames = 1);
+  /// The current noise scale factor.
+  double eps() const;
+  /// The volatility sigma_t of a process at step `n_steps` (see the class comment).
+  double current_sigma(int64_t n_steps) const;
+
+  /// The key of the last noise, next to the action: `("agents", "_ou_prev_noise")` for the
+  /// action key `("agents", "action")`.
+  const tensordict::NestedKey& noise_key() const { return noise_key_; }
+  /// The key of the process step counts, next to the action.
+  const tensordict::NestedKey& steps_key() const { return steps_key_; }
+  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const OrnsteinUhlenbeckProcessModuleOptions& options() const { return options_; }
+
+ protected:
+  void forward_impl(const tensordict::TensorDict& tensordict,
+                    const tensordict::TensorDict& tensordict_out) override;
+  /// `OrnsteinUhlenbeckProcessModule(eps=1.0, eps_init=1.0, eps_end=0.1,
+  /// annealing_num_steps=1000, theta=0.15, mu=0.0, sigma=0.2, dt=0.01, sigma_min=None,
+  /// n_steps_annealing=1000, action_key='action', is_init_key='is_init', safe=True,
+  /// spec=BoundedContinuous(shape=[6]))`.
+  void print_to(std::ostream& stream) const override;
+
+ private:
+  tdrl::envs::TensorSpecPtr spec_;
+  OrnsteinUhlenbeckProcessModuleOptions options_;
+  tensordict::NestedKey noise_key_;
+  tensordict::NestedKey steps_key_;
+  // x0 broadcast to the spec's shape, float64.
+  torch::Tensor x0_;
+  torch::Tensor eps_;
+};
+
+/// Holder of OrnsteinUhlenbeckProcessModuleImpl: `explore(td)` calls forward.
+TORCH_MODULE(OrnsteinUhlenbeckProcessModule);
+
+}  // namespace tdrl::modules

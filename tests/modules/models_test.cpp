@@ -1,0 +1,178 @@
+#include <tdrl/modules/convnet.h>
+#include <tdrl/modules/mlp.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+#include <tensordict/nn/functional.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::modules {
+namespace {
+
+using ::testing::HasSubstr;
+using Shape = std::vector<int64_t>;
+
+std::vector<std::string> layer_names(const torch::nn::SequentialImpl& seq) {
+  std::vector<std::string> names;
+  for (const auto& child : seq.children()) names.push_back(child->name());
+  return names;
+}
+
+TEST(MLPTest, BuildsLinearAndActivationLayers) {
+  MLP mlp(MLPOptions(4, 2).num_cells({8, 16}));
+  EXPECT_EQ(layer_names(*mlp),
+            (std::vector<std::string>{"torch::nn::LinearImpl", "torch::nn::TanhImpl",
+                                      "torch::nn::LinearImpl", "torch::nn::TanhImpl",
+                                      "torch::nn::LinearImpl"}));
+  EXPECT_EQ(mlp->forward(torch::randn({3, 5, 4})).sizes(), (Shape{3, 5, 2}));
+}
+
+TEST(MLPTest, ParametersAreNamedLikeTorchRLs) {
+  MLP mlp(MLPOptions(4, 2).num_cells({8}));
+  std::vector<std::string> keys;
+  for (const auto& item : mlp->named_parameters()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+}
+
+TEST(MLPTest, DefaultIsThreeHiddenLayersOf32) {
+  MLP mlp(MLPOptions(4, 2));
+  EXPECT_EQ(mlp->size(), 7u);
+  EXPECT_EQ(mlp[0]->as<torch::nn::Linear>()->options.out_features(), 32);
+}
+
+TEST(MLPTest, DropoutNormAndActivationFollowEachHiddenLinearInTorchRLsOrder) {
+  MLP mlp(MLPOptions(4, 2)
+              .num_cells({8})
+              .dropout(0.1)
+              .layer_norm(true)
+              .activation("relu")
+              .activate_last_layer(true));
+  EXPECT_EQ(layer_names(*mlp),
+            (std::vector<std::string>{"torch::nn::LinearImpl", "torch::nn::DropoutImpl",
+                                      "torch::nn::LayerNormImpl", "torch::nn::ReLUImpl",
+                                      "torch::nn::LinearImpl", "torch::nn::DropoutImpl",
+                                      "torch::nn::LayerNormImpl", "torch::nn::ReLUImpl"}));
+}
+
+TEST(MLPTest, ComputesTheLayersInOrder) {
+  torch::manual_seed(0);
+  MLP mlp(MLPOptions(3, 2).num_cells({5}).activation("elu"));
+  const auto x = torch::randn({4, 3});
+  auto l0 = mlp[0]->as<torch::nn::Linear>();
+  auto l2 = mlp[2]->as<torch::nn::Linear>();
+  const auto expected = torch::nn::functional::linear(
+      torch::elu(torch::nn::functional::linear(x, l0->weight, l0->bias)), l2->weight, l2->bias);
+  EXPECT_TRUE(torch::allclose(mlp->forward(x), expected));
+}
+
+TEST(MLPTest, LastLayerWithoutBias) {
+  MLP mlp(MLPOptions(3, 2).num_cells({}).bias_last_layer(false));
+  EXPECT_EQ(mlp->size(), 1u);
+  EXPECT_FALSE(mlp[0]->as<torch::nn::Linear>()->bias.defined());
+}
+
+TEST(MLPTest, WrapsInATensorDictModule) {
+  tensordict::nn::TensorDictModule module(
+      MLP(MLPOptions(4, 2).num_cells({8})),
+      tensordict::nn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"out"}));
+  tensordict::TensorDict td({{"observation", torch::randn({6, 4})}}, {6});
+  module(td);
+  EXPECT_EQ(td.get("out").sizes(), (Shape{6, 2}));
+  EXPECT_EQ(module->parameters().size(), 4u);
+}
+
+TEST(MLPTest, RejectsInvalidOptions) {
+  try {
+    MLP(MLPOptions(4, 2).activation("swish"));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown activation 'swish'; valid: tanh, relu"));
+  }
+  EXPECT_THROW(MLP(MLPOptions(0, 2)), tensordict::ValueError);
+  EXPECT_THROW(MLP(MLPOptions(4, 2).num_cells({8, 0})), tensordict::ValueError);
+  EXPECT_THROW(MLP(MLPOptions(4, 2).dropout(1.0)), tensordict::ValueError);
+}
+
+TEST(MLPTest, Prints) {
+  std::ostringstream os;
+  MLP(MLPOptions(4, 2).num_cells({8}))->pretty_print(os);
+  EXPECT_EQ(os.str(), "MLP(in_features=4, out_features=2, num_cells=[8], activation=tanh)");
+}
+
+TEST(MLPTest, StackedEnsembleRunsInOneBatchedPassWithTheMembersOutputs) {
+  torch::manual_seed(1);
+  std::vector<MLP> members;
+  for (int i = 0; i < 4; ++i) {
+    members.emplace_back(MLPOptions(3, 2).num_cells({8, 8}).layer_norm(true).activation("relu"));
+  }
+  const auto stacked = tensordict::nn::make_ensemble_params(members);
+  EXPECT_EQ(stacked.batch_size(), (Shape{4}));
+  const auto x = torch::randn({5, 3});
+  const auto out = tensordict::nn::batched_mlp_forward(
+      members[0]->sequential(), stacked, x, tensordict::nn::BatchedMlpOptions().shared_input(true));
+  ASSERT_EQ(out.sizes(), (Shape{4, 5, 2}));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(torch::allclose(out[i], members[i]->forward(x), 1e-5, 1e-6)) << "member " << i;
+  }
+}
+
+TEST(ActivationTest, EveryNamedActivationBuildsAModule) {
+  for (const auto& name : activation_names()) {
+    auto module = make_activation(name);
+    EXPECT_EQ(module.forward(torch::zeros({2})).sizes(), (Shape{2})) << name;
+  }
+}
+
+TEST(ConvNetTest, FlattensTheLastThreeDimsForAnyBatch) {
+  ConvNet net(ConvNetOptions(3).num_cells({8, 16}).kernel_sizes({3}).strides({2, 1}));
+  const auto out = net->forward(torch::randn({2, 5, 3, 17, 17}));
+  // 17 → (17 - 3) / 2 + 1 = 8 → 8 - 3 + 1 = 6.
+  EXPECT_EQ(out.sizes(), (Shape{2, 5, 16 * 6 * 6}));
+  EXPECT_EQ(net->output_shape(17, 17), (Shape{16 * 6 * 6}));
+  EXPECT_EQ(net->forward(torch::randn({3, 17, 17})).sizes(), (Shape{16 * 6 * 6}));
+}
+
+TEST(ConvNetTest, KeepsChannelsAndPixelsWithoutSquash) {
+  ConvNet net(
+      ConvNetOptions(1).num_cells({4}).kernel_sizes({3}).paddings({1}).squash_last_layer(false));
+  EXPECT_EQ(net->forward(torch::randn({2, 1, 8, 8})).sizes(), (Shape{2, 4, 8, 8}));
+  EXPECT_EQ(net->output_shape(8, 8), (Shape{4, 8, 8}));
+}
+
+TEST(ConvNetTest, RejectsWrongChannelsAndTooSmallImages) {
+  ConvNet net(ConvNetOptions(3).num_cells({4}).kernel_sizes({5}));
+  try {
+    net->forward(torch::randn({2, 1, 8, 8}));
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("expected [*batch, 3, H, W]"));
+  }
+  try {
+    net->forward(torch::randn({2, 3, 4, 4}));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("a 4x4 image is too small"));
+  }
+}
+
+TEST(ConvNetTest, RejectsPerLayerListsOfTheWrongLength) {
+  try {
+    ConvNet(ConvNetOptions(3).num_cells({4, 4, 4}).strides({1, 2}));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("strides has 2 values for 3 layers"));
+  }
+  EXPECT_THROW(ConvNet(ConvNetOptions(3).num_cells({})), tensordict::ValueError);
+}
+
+}  // namespace
+}  // namespace tdrl::modules
