@@ -1,0 +1,282 @@
+#pragma once
+
+/// EnvBase: the abstract environment (TorchRL's EnvBase), and step_mdp.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/composite.h>
+#include <tdrl/envs/keys.h>
+#include <tdrl/envs/tensor_spec.h>
+#include <tensordict/nested_key.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::envs {
+
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+/// A policy for rollout(): reads the current TensorDict and writes the action into it (and
+/// returns it). A TensorDictModule holder converts: `[&](TensorDict td) { return actor(td); }`.
+using Policy = std::function<TensorDict(TensorDict)>;
+
+/// Options of EnvBase (given by subclasses to the constructor).
+/// Example: `EnvBaseOptions().batch_size({8})`
+struct EnvBaseOptions {
+  /// The env's batch size: a natively batched env steps `batch_size` instances at once.
+  /// Default `[]` (one instance).
+  EnvBaseOptions& batch_size(std::vector<int64_t> v) {
+    batch_size_ = std::move(v);
+    return *this;
+  }
+  /// Where the env's outputs live (observations, rewards, flags). Default CPU.
+  EnvBaseOptions& device(torch::Device v) {
+    device_ = v;
+    return *this;
+  }
+  const std::vector<int64_t>& batch_size() const { return batch_size_; }
+  torch::Device device() const { return device_; }
+
+ private:
+  std::vector<int64_t> batch_size_;
+  torch::Device device_ = torch::kCPU;
+};
+
+/// Options of rollout().
+/// Example: `RolloutOptions().break_when_any_done(false)`
+struct RolloutOptions {
+  /// Reset before the first step. When false, `tensordict` must be given. Default true.
+  RolloutOptions& auto_reset(bool v) {
+    auto_reset_ = v;
+    return *this;
+  }
+  /// Stop after the first step where any sub-env is done. When false, done sub-envs are
+  /// reset (step_and_maybe_reset) and the rollout runs all max_steps. Default true.
+  RolloutOptions& break_when_any_done(bool v) {
+    break_when_any_done_ = v;
+    return *this;
+  }
+  /// The initial TensorDict (a root as reset() returns it). Default none.
+  RolloutOptions& tensordict(TensorDict td) {
+    tensordict_ = std::move(td);
+    return *this;
+  }
+  bool auto_reset() const { return auto_reset_; }
+  bool break_when_any_done() const { return break_when_any_done_; }
+  const std::optional<TensorDict>& tensordict() const { return tensordict_; }
+
+ private:
+  bool auto_reset_ = true;
+  bool break_when_any_done_ = true;
+  std::optional<TensorDict> tensordict_;
+};
+
+/// Options of step_mdp (TorchRL's step_mdp keyword arguments).
+struct StepMdpOptions {
+  /// Keep the root keys that are not under "next" (other than action/reward). Default true.
+  StepMdpOptions& keep_other(bool v) {
+    keep_other_ = v;
+    return *this;
+  }
+  /// Drop the action from the new root. Default true.
+  StepMdpOptions& exclude_action(bool v) {
+    exclude_action_ = v;
+    return *this;
+  }
+  /// Drop the reward from the new root. Default true.
+  StepMdpOptions& exclude_reward(bool v) {
+    exclude_reward_ = v;
+    return *this;
+  }
+  /// Drop done/terminated/truncated from the new root. Default false.
+  StepMdpOptions& exclude_done(bool v) {
+    exclude_done_ = v;
+    return *this;
+  }
+  /// The action key (excluded with exclude_action). Default "action".
+  StepMdpOptions& action_key(NestedKey v) {
+    action_key_ = std::move(v);
+    return *this;
+  }
+  /// The reward key (excluded with exclude_reward). Default "reward".
+  StepMdpOptions& reward_key(NestedKey v) {
+    reward_key_ = std::move(v);
+    return *this;
+  }
+  bool keep_other() const { return keep_other_; }
+  bool exclude_action() const { return exclude_action_; }
+  bool exclude_reward() const { return exclude_reward_; }
+  bool exclude_done() const { return exclude_done_; }
+  const NestedKey& action_key() const { return action_key_; }
+  const NestedKey& reward_key() const { return reward_key_; }
+
+ private:
+  bool keep_other_ = true;
+  bool exclude_action_ = true;
+  bool exclude_reward_ = true;
+  bool exclude_done_ = false;
+  NestedKey action_key_{kAction};
+  NestedKey reward_key_{kReward};
+};
+
+/// The root of the next step: the entries of `td["next"]` (a shallow copy: tensors are
+/// aliased) plus, with keep_other, the root entries that "next" does not hold, minus the
+/// action and reward as the options say. `td` is not modified. Throws KeyError when `td` has
+/// no "next" entry.
+TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options = {});
+
+/// The base of every environment (TorchRL's EnvBase). Subclasses set their specs in the
+/// constructor (set_observation_spec, set_action_spec, set_reward_spec; done/terminated/
+/// truncated specs are added by default) and implement the hooks reset_impl and step_impl;
+/// the public side checks inputs, fills defaults and nests outputs.
+///
+/// Batching: a natively batched env has `batch_size() == [N, ...]`; every spec's shape starts
+/// with it (checked when a spec is set), every TensorDict in and out has that batch size.
+///
+/// Keys (docs/keys.md): reset() writes the observation keys and done/terminated/truncated
+/// (false after a reset); step() reads the action (and the state_spec keys) and writes
+/// ("next", obs...), ("next", "reward"), ("next", "done"|"terminated"|"truncated"), with
+/// done = terminated OR truncated.
+///
+/// Determinism: all randomness of an env comes from its generator() (seeded by set_seed), so
+/// the same seed gives the same trajectory bit for bit.
+///
+/// Thread safety: one env instance is used by one thread at a time; distinct instances are
+/// independent.
+class EnvBase {
+ public:
+  virtual ~EnvBase() = default;
+  EnvBase(const EnvBase&) = delete;
+  EnvBase& operator=(const EnvBase&) = delete;
+
+  /// The env's name as printed and used in errors ("CartPole-v1").
+  const std::string& name() const { return name_; }
+  const std::vector<int64_t>& batch_size() const { return batch_size_; }
+  torch::Device device() const { return device_; }
+
+  // ---- Specs (shapes include the batch dims) --------------------------------------------------
+  /// The observation entries written by reset() and under "next" by step().
+  const CompositePtr& observation_spec() const { return observation_spec_; }
+  /// The action leaf spec.
+  const TensorSpecPtr& action_spec() const { return action_spec_; }
+  /// The reward leaf spec (`[*batch, 1]` by default).
+  const TensorSpecPtr& reward_spec() const { return reward_spec_; }
+  /// The done leaf spec (`[*batch, 1]`, bool).
+  TensorSpecPtr done_spec() const;
+  /// Extra inputs read by step() besides the action (e.g. a goal); empty by default.
+  const CompositePtr& state_spec() const { return state_spec_; }
+  /// `{action_key: action_spec}`.
+  CompositePtr full_action_spec() const;
+  /// `{reward_key: reward_spec}`.
+  CompositePtr full_reward_spec() const;
+  /// `{done, terminated, truncated}` specs.
+  const CompositePtr& full_done_spec() const { return done_spec_; }
+  /// The same as observation_spec() (TorchRL's name for the composite).
+  const CompositePtr& full_observation_spec() const { return observation_spec_; }
+  /// The same as state_spec().
+  const CompositePtr& full_state_spec() const { return state_spec_; }
+  const NestedKey& action_key() const { return action_key_; }
+  const NestedKey& reward_key() const { return reward_key_; }
+
+  // ---- Running --------------------------------------------------------------------------------
+  /// Resets and returns the root TensorDict: observations and done/terminated/truncated
+  /// (false). With `tensordict` given, writes into it (and returns it); a bool `"_reset"`
+  /// entry `[*batch, 1]` (or `[*batch]`) in it resets only the selected sub-envs, the others
+  /// keeping their current state and observation; "_reset" is removed afterwards.
+  /// Throws ShapeError for a "_reset" mask of the wrong shape and whatever the env's checks
+  /// throw (e.g. KeyError when the env's reset_impl omits a spec'd observation).
+  TensorDict reset(std::optional<TensorDict> tensordict = std::nullopt);
+  /// Steps with the action in `tensordict` and writes ("next", ...) into it; returns it.
+  /// Throws KeyError when the action (or a state_spec key) is missing (naming the key and the
+  /// available keys), ShapeError/TypeError when it does not match the action spec (naming
+  /// expected and got), ValueError for a non-finite floating action; nothing is written then.
+  TensorDict step(TensorDict tensordict);
+  /// step(), then the next root: `{stepped, next_root}` where next_root = step_mdp(stepped),
+  /// with the done sub-envs reset (only those: partial reset through "_reset").
+  std::pair<TensorDict, TensorDict> step_and_maybe_reset(TensorDict tensordict);
+  /// Runs up to `max_steps` steps with `policy` (random actions when null) and returns the
+  /// steps stacked along a new last batch dim: batch `[*batch_size, T]`, each step holding
+  /// the root entries, the action and "next". See RolloutOptions. Throws ValueError for
+  /// max_steps < 1 or auto_reset(false) without a tensordict.
+  TensorDict rollout(int64_t max_steps, const Policy& policy = nullptr,
+                     const RolloutOptions& options = {});
+  /// Writes a random action from the action spec into `tensordict` (a new one of batch
+  /// batch_size() when absent) and returns it. Uses generator().
+  TensorDict rand_action(std::optional<TensorDict> tensordict = std::nullopt);
+  /// A TensorDict of zeros with every spec'd entry (root observations and flags, action,
+  /// "next" observations, reward and flags), for preallocation.
+  TensorDict fake_tensordict() const;
+
+  /// Seeds the env's randomness; returns the seed for the next env (seed + the number of
+  /// seeds this env consumed, 1 unless a subclass says otherwise).
+  uint64_t set_seed(uint64_t seed);
+
+  /// The env's generator (CPU); every random draw of the env uses it.
+  torch::Generator& generator() { return generator_; }
+
+  /// Prints `CartPole-v1(batch_size=[8], device=cpu)` and the specs.
+  virtual std::string to_string() const;
+
+ protected:
+  EnvBase(std::string name, const EnvBaseOptions& options);
+
+  /// Sets the observation spec; its shape must equal batch_size() (ShapeError otherwise).
+  void set_observation_spec(CompositePtr spec);
+  /// Sets the action spec (under `key`); its shape must start with batch_size().
+  void set_action_spec(TensorSpecPtr spec, NestedKey key = NestedKey(kAction));
+  /// Sets the reward spec (under `key`); its shape must start with batch_size().
+  void set_reward_spec(TensorSpecPtr spec, NestedKey key = NestedKey(kReward));
+  /// Replaces the done spec (default: done/terminated/truncated, bool `[*batch, 1]`).
+  void set_done_spec(CompositePtr spec);
+  /// Sets the state spec (extra step inputs).
+  void set_state_spec(CompositePtr spec);
+
+  /// Resets: `tensordict` has batch batch_size() and may hold a "_reset" mask `[*batch, 1]`
+  /// (absent = reset all). Returns a TensorDict of batch batch_size() with every observation
+  /// entry for every sub-env (the current one for sub-envs not reset) and optionally the
+  /// flags (missing flags are filled with false).
+  virtual TensorDict reset_impl(const TensorDict& tensordict) = 0;
+  /// Steps: `tensordict` holds a checked action (and state keys). Returns a new TensorDict of
+  /// batch batch_size() with the next observations, the reward, terminated and optionally
+  /// truncated (default false) and done (default terminated | truncated).
+  virtual TensorDict step_impl(const TensorDict& tensordict) = 0;
+  /// Seeds the env's randomness; the default seeds generator(). Returns the number of seeds
+  /// consumed (default 1).
+  virtual uint64_t set_seed_impl(uint64_t seed);
+
+ private:
+  // Fills missing flags, checks done = terminated | truncated, moves to device().
+  TensorDict complete_flags(TensorDict td, const std::string& where) const;
+  void check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const;
+  void check_action(const TensorDict& td) const;
+
+  std::string name_;
+  std::vector<int64_t> batch_size_;
+  torch::Device device_;
+  torch::Generator generator_;
+  CompositePtr observation_spec_;
+  TensorSpecPtr action_spec_;
+  TensorSpecPtr reward_spec_;
+  CompositePtr done_spec_;
+  CompositePtr state_spec_;
+  NestedKey action_key_{kAction};
+  NestedKey reward_key_{kReward};
+};
+
+/// Prints env.to_string().
+std::ostream& operator<<(std::ostream& stream, const EnvBase& env);
+
+/// Runs a short rollout (3 steps, random actions, seed 0) and checks every output against
+/// the env's specs: each observation (root and "next"), reward and flag present, with the
+/// spec's shape and dtype and inside it; done == terminated | truncated; the rollout's batch
+/// size. Throws ValueError listing every mismatch (key path, expected, got) when any fails.
+void check_env_specs(EnvBase& env, int64_t steps = 3);
+
+}  // namespace tdrl::envs

@@ -1,0 +1,436 @@
+#include <tdrl/envs/env_base.h>
+
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+#include <tensordict/lazy_stacked_tensordict.h>
+
+namespace tdrl::envs {
+
+using tensordict::KeyError;
+using tensordict::ShapeError;
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+namespace {
+
+std::string shape_repr(c10::IntArrayRef shape) {
+  std::ostringstream os;
+  os << shape;
+  return os.str();
+}
+
+std::string keys_repr(const std::vector<NestedKey>& keys) {
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  return out + "]";
+}
+
+std::vector<int64_t> with_trailing_one(std::vector<int64_t> batch) {
+  batch.push_back(1);
+  return batch;
+}
+
+TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
+  return std::make_shared<Binary>(
+      1, BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
+}
+
+// The mask `[*batch, 1]` of `td`'s "_reset" entry, or an undefined tensor when absent.
+torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch,
+                         const std::string& env) {
+  auto mask = td.find(kReset);
+  if (!mask) return {};
+  auto m = *mask;
+  const auto expected = with_trailing_one(batch);
+  if (m.sizes().vec() == batch) m = m.unsqueeze(-1);
+  if (m.sizes().vec() != expected || m.scalar_type() != torch::kBool) {
+    throw ShapeError(env + "::reset: \"_reset\" is " + shape_repr(mask->sizes()) + " " +
+                     std::string(c10::toString(mask->scalar_type())) + "; expected bool " +
+                     shape_repr(expected) + " (or " + shape_repr(batch) + ")");
+  }
+  return m;
+}
+
+}  // namespace
+
+// ---- step_mdp ------------------------------------------------------------------------------
+
+TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
+  if (!td.contains(kNext)) {
+    throw KeyError("step_mdp: the TensorDict has no \"next\" entry (run env.step first); keys: " +
+                   keys_repr(td.keys()));
+  }
+  const TensorDict next = td.get_tensordict(kNext);
+  TensorDict out = TensorDict::empty(td.batch_size(), td.device());
+  const std::vector<NestedKey> flags{kDone, kTerminated, kTruncated};
+  auto excluded = [&](const NestedKey& key) {
+    if (options.exclude_action() && key == options.action_key()) return true;
+    if (options.exclude_reward() && key == options.reward_key()) return true;
+    if (options.exclude_done() && std::find(flags.begin(), flags.end(), key) != flags.end()) {
+      return true;
+    }
+    return false;
+  };
+  if (options.keep_other()) {
+    for (const auto& [key, value] : td.items()) {
+      if (key == NestedKey(kNext) || next.contains(key) || excluded(key)) continue;
+      out.set(key, value);
+    }
+  }
+  for (const auto& [key, value] : next.items()) {
+    if (!excluded(key)) out.set(key, value);
+  }
+  return out;
+}
+
+// ---- EnvBase -------------------------------------------------------------------------------
+
+EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
+    : name_(std::move(name)),
+      batch_size_(options.batch_size()),
+      device_(options.device()),
+      generator_(at::make_generator<at::CPUGeneratorImpl>(0)) {
+  for (auto d : batch_size_) {
+    if (d < 0) {
+      throw ValueError(name_ + ": batch_size " + shape_repr(batch_size_) +
+                       " has a negative size");
+    }
+  }
+  observation_spec_ = Composite::make({}, batch_size_);
+  state_spec_ = Composite::make({}, batch_size_);
+  reward_spec_ = std::make_shared<Unbounded>(with_trailing_one(batch_size_),
+                                             UnboundedOptions().device(device_));
+  done_spec_ = Composite::make({{kDone, flag_spec(batch_size_, device_)},
+                                {kTerminated, flag_spec(batch_size_, device_)},
+                                {kTruncated, flag_spec(batch_size_, device_)}},
+                               batch_size_);
+}
+
+void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const {
+  const bool ok = shape.size() >= batch_size_.size() &&
+                  std::equal(batch_size_.begin(), batch_size_.end(), shape.begin());
+  if (!ok) {
+    throw ShapeError(name_ + ": the " + what + " has shape " + shape_repr(shape) +
+                     "; it must start with the env's batch_size " + shape_repr(batch_size_));
+  }
+}
+
+void EnvBase::set_observation_spec(CompositePtr spec) {
+  if (!spec) throw ValueError(name_ + ": the observation spec is null");
+  if (spec->shape() != batch_size_) {
+    throw ShapeError(name_ + ": the observation spec has batch shape " +
+                     shape_repr(spec->shape()) + "; it must equal the env's batch_size " +
+                     shape_repr(batch_size_));
+  }
+  observation_spec_ = std::move(spec);
+}
+
+void EnvBase::set_action_spec(TensorSpecPtr spec, NestedKey key) {
+  if (!spec) throw ValueError(name_ + ": the action spec is null");
+  check_spec_batch("action spec", spec->shape());
+  action_spec_ = std::move(spec);
+  action_key_ = std::move(key);
+}
+
+void EnvBase::set_reward_spec(TensorSpecPtr spec, NestedKey key) {
+  if (!spec) throw ValueError(name_ + ": the reward spec is null");
+  check_spec_batch("reward spec", spec->shape());
+  reward_spec_ = std::move(spec);
+  reward_key_ = std::move(key);
+}
+
+void EnvBase::set_done_spec(CompositePtr spec) {
+  if (!spec) throw ValueError(name_ + ": the done spec is null");
+  if (spec->shape() != batch_size_) {
+    throw ShapeError(name_ + ": the done spec has batch shape " + shape_repr(spec->shape()) +
+                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
+  }
+  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+    if (!spec->find(flag)) {
+      throw KeyError(name_ + ": the done spec lacks '" + std::string(flag) +
+                     "'; it needs done, terminated and truncated");
+    }
+  }
+  done_spec_ = std::move(spec);
+}
+
+void EnvBase::set_state_spec(CompositePtr spec) {
+  if (!spec) throw ValueError(name_ + ": the state spec is null");
+  if (spec->shape() != batch_size_) {
+    throw ShapeError(name_ + ": the state spec has batch shape " + shape_repr(spec->shape()) +
+                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
+  }
+  state_spec_ = std::move(spec);
+}
+
+TensorSpecPtr EnvBase::done_spec() const { return done_spec_->get(kDone); }
+
+CompositePtr EnvBase::full_action_spec() const {
+  if (!action_spec_) return Composite::make({}, batch_size_);
+  return Composite::make({{action_key_, action_spec_}}, batch_size_);
+}
+
+CompositePtr EnvBase::full_reward_spec() const {
+  return Composite::make({{reward_key_, reward_spec_}}, batch_size_);
+}
+
+uint64_t EnvBase::set_seed(uint64_t seed) { return seed + set_seed_impl(seed); }
+
+uint64_t EnvBase::set_seed_impl(uint64_t seed) {
+  generator_.set_current_seed(seed);
+  return 1;
+}
+
+TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) const {
+  const auto flag_shape = with_trailing_one(batch_size_);
+  auto flag = [&](const char* key) -> torch::Tensor {
+    auto value = td.find(key);
+    if (!value) return {};
+    auto v = *value;
+    if (v.sizes().vec() == batch_size_) v = v.unsqueeze(-1);
+    if (v.sizes().vec() != flag_shape) {
+      throw ShapeError(where + ": '" + std::string(key) + "' has shape " +
+                       shape_repr(value->sizes()) + "; expected " + shape_repr(flag_shape));
+    }
+    return v.to(torch::kBool);
+  };
+  auto terminated = flag(kTerminated);
+  auto truncated = flag(kTruncated);
+  auto done = flag(kDone);
+  const auto falses = torch::zeros(flag_shape, torch::TensorOptions().dtype(torch::kBool));
+  if (!terminated.defined()) terminated = done.defined() && !truncated.defined() ? done : falses;
+  if (!truncated.defined()) truncated = falses;
+  if (!done.defined()) done = terminated | truncated;
+  td.set(kTerminated, terminated);
+  td.set(kTruncated, truncated);
+  td.set(kDone, done);
+  for (const auto& key : observation_spec_->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    if (!td.contains(key)) {
+      throw KeyError(where + ": the env did not write observation " + key.repr() +
+                     " declared in its observation spec; it wrote " +
+                     keys_repr(td.keys(true, true)));
+    }
+  }
+  if (device_ != torch::kCPU) return td.to(device_);
+  return td;
+}
+
+TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
+  const std::string where = name_ + "::reset";
+  TensorDict input = tensordict ? *tensordict : TensorDict::empty(batch_size_);
+  if (input.batch_size() != batch_size_) {
+    throw ShapeError(where + ": the TensorDict has batch_size " +
+                     shape_repr(input.batch_size()) + "; the env's is " + shape_repr(batch_size_));
+  }
+  const auto mask = reset_mask(input, batch_size_, name_);
+  TensorDict call = input;
+  if (mask.defined() && !input.get(kReset).sizes().equals(mask.sizes())) {
+    call = input.clone(/*recurse=*/false);
+    call.set(kReset, mask);
+  }
+  TensorDict out = complete_flags(reset_impl(call), where);
+  if (mask.defined()) {
+    // Sub-envs not reset keep their flags as they were in the input.
+    for (const char* key : {kDone, kTerminated, kTruncated}) {
+      if (auto previous = input.find(key)) {
+        auto prev = previous->sizes().vec() == batch_size_ ? previous->unsqueeze(-1) : *previous;
+        out.set(key, torch::where(mask, out.get(key), prev.to(torch::kBool)));
+      }
+    }
+  }
+  if (!tensordict) return out;
+  if (input.contains(kReset)) input.del_(kReset);
+  input.update(out);
+  return input;
+}
+
+void EnvBase::check_action(const TensorDict& td) const {
+  const std::string where = name_ + "::step";
+  if (!action_spec_) return;
+  auto action = td.find(action_key_);
+  if (!action) {
+    throw KeyError(where + ": the action " + action_key_.repr() +
+                   " is missing; write it with the policy (or env.rand_action(td)); keys: " +
+                   keys_repr(td.keys(true, true)));
+  }
+  const auto& expected = action_spec_->shape();
+  if (action->sizes().vec() != expected) {
+    throw ShapeError(where + ": action " + action_key_.repr() + " has shape " +
+                     shape_repr(action->sizes()) + "; the action spec expects " +
+                     shape_repr(expected));
+  }
+  if (action->scalar_type() != action_spec_->dtype()) {
+    throw TypeError(where + ": action " + action_key_.repr() + " has dtype " +
+                    std::string(c10::toString(action->scalar_type())) +
+                    "; the action spec expects " +
+                    std::string(c10::toString(action_spec_->dtype())) + " (cast it)");
+  }
+  if (action->is_floating_point() && !torch::isfinite(*action).all().item<bool>()) {
+    throw ValueError(where + ": action " + action_key_.repr() +
+                     " has non-finite values (NaN or inf); check the policy's outputs");
+  }
+  action_spec_->assert_is_in(*action, action_key_.repr());
+  for (const auto& key : state_spec_->keys(true, true)) {
+    if (!td.contains(key)) {
+      throw KeyError(where + ": state entry " + key.repr() +
+                     " (declared in the state spec) is missing; keys: " +
+                     keys_repr(td.keys(true, true)));
+    }
+  }
+}
+
+TensorDict EnvBase::step(TensorDict tensordict) {
+  const std::string where = name_ + "::step";
+  if (tensordict.batch_size() != batch_size_) {
+    throw ShapeError(where + ": the TensorDict has batch_size " +
+                     shape_repr(tensordict.batch_size()) + "; the env's is " +
+                     shape_repr(batch_size_));
+  }
+  check_action(tensordict);
+  TensorDict next = complete_flags(step_impl(tensordict), where);
+  if (!next.contains(reward_key_)) {
+    throw KeyError(where + ": the env did not write the reward " + reward_key_.repr());
+  }
+  tensordict.set(kNext, next);
+  return tensordict;
+}
+
+std::pair<TensorDict, TensorDict> EnvBase::step_and_maybe_reset(TensorDict tensordict) {
+  TensorDict stepped = step(std::move(tensordict));
+  TensorDict next_root = step_mdp(stepped, StepMdpOptions().action_key(action_key_).reward_key(
+                                               reward_key_));
+  const auto done = next_root.get(kDone);
+  if (done.any().item<bool>()) {
+    next_root.set(kReset, done);
+    next_root = reset(next_root);
+  }
+  return {stepped, next_root};
+}
+
+TensorDict EnvBase::rand_action(std::optional<TensorDict> tensordict) {
+  if (!action_spec_) throw ValueError(name_ + "::rand_action: the env has no action spec");
+  TensorDict td = tensordict ? *tensordict : TensorDict::empty(batch_size_);
+  td.set(action_key_, action_spec_->rand(generator_).to(device_));
+  return td;
+}
+
+TensorDict EnvBase::rollout(int64_t max_steps, const Policy& policy,
+                            const RolloutOptions& options) {
+  if (max_steps < 1) {
+    throw ValueError(name_ + "::rollout: max_steps is " + std::to_string(max_steps) +
+                     "; it must be >= 1");
+  }
+  TensorDict td;
+  if (options.auto_reset()) {
+    td = reset(options.tensordict() ? std::optional<TensorDict>(options.tensordict()->clone(false))
+                                    : std::nullopt);
+  } else if (options.tensordict()) {
+    td = *options.tensordict();
+  } else {
+    throw ValueError(name_ + "::rollout: auto_reset(false) needs a tensordict to start from; "
+                     "pass RolloutOptions().tensordict(env.reset())");
+  }
+  std::vector<TensorDict> steps;
+  steps.reserve(static_cast<size_t>(max_steps));
+  const auto mdp = StepMdpOptions().action_key(action_key_).reward_key(reward_key_);
+  for (int64_t t = 0; t < max_steps; ++t) {
+    td = policy ? policy(td) : rand_action(td);
+    if (options.break_when_any_done()) {
+      td = step(td);
+      steps.push_back(td);
+      if (td.get({kNext, kDone}).any().item<bool>()) break;
+      td = step_mdp(td, mdp);
+    } else {
+      auto [stepped, next_root] = step_and_maybe_reset(td);
+      steps.push_back(stepped);
+      td = next_root;
+    }
+  }
+  return tensordict::stack(steps, static_cast<int64_t>(batch_size_.size())).contiguous();
+}
+
+TensorDict EnvBase::fake_tensordict() const {
+  TensorDict td = observation_spec_->zero();
+  td.update(done_spec_->zero());
+  td.update(state_spec_->zero());
+  if (action_spec_) td.set(action_key_, action_spec_->zero());
+  TensorDict next = observation_spec_->zero();
+  next.update(done_spec_->zero());
+  next.set(reward_key_, reward_spec_->zero());
+  td.set(kNext, next);
+  return td;
+}
+
+std::string EnvBase::to_string() const {
+  std::ostringstream os;
+  os << name_ << "(batch_size=" << shape_repr(batch_size_) << ", device=" << device_ << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& stream, const EnvBase& env) {
+  return stream << env.to_string();
+}
+
+// ---- check_env_specs -----------------------------------------------------------------------
+
+void check_env_specs(EnvBase& env, int64_t steps) {
+  env.set_seed(0);
+  const TensorDict rollout = env.rollout(steps, nullptr, RolloutOptions().break_when_any_done(false));
+  std::vector<std::string> problems;
+  auto expected_batch = env.batch_size();
+  const int64_t t = rollout.batch_size().empty() ? 0 : rollout.batch_size().back();
+  expected_batch.push_back(steps);
+  if (rollout.batch_size() != expected_batch) {
+    problems.push_back("rollout batch_size is " + shape_repr(rollout.batch_size()) +
+                       ", expected " + shape_repr(expected_batch));
+  }
+  // Each step is checked on its own, so that spec shapes (which hold the env's batch dims
+  // only) apply directly.
+  for (int64_t i = 0; i < t; ++i) {
+    const TensorDict step = rollout.index({at::indexing::Ellipsis, i});
+    auto check = [&](const TensorSpecPtr& spec, const NestedKey& key) {
+      auto value = step.find(key);
+      if (!value) {
+        problems.push_back("step " + std::to_string(i) + ": " + key.repr() + " is missing");
+        return;
+      }
+      if (!spec->is_in(*value)) {
+        try {
+          spec->assert_is_in(*value, key.repr());
+        } catch (const tensordict::Error& e) {
+          problems.push_back("step " + std::to_string(i) + ": " + e.what());
+        }
+      }
+    };
+    for (const auto& key : env.observation_spec()->keys(true, true)) {
+      check(env.observation_spec()->get(key), key);
+      check(env.observation_spec()->get(key), NestedKey{kNext, key});
+    }
+    for (const auto& key : env.full_done_spec()->keys(true, true)) {
+      check(env.full_done_spec()->get(key), key);
+      check(env.full_done_spec()->get(key), NestedKey{kNext, key});
+    }
+    check(env.reward_spec(), NestedKey{kNext, env.reward_key()});
+    if (env.action_spec()) check(env.action_spec(), env.action_key());
+    const auto done = step.find({kNext, kDone});
+    const auto terminated = step.find({kNext, kTerminated});
+    const auto truncated = step.find({kNext, kTruncated});
+    if (done && terminated && truncated &&
+        !torch::equal(*done, *terminated | *truncated)) {
+      problems.push_back("step " + std::to_string(i) +
+                         ": (\"next\", \"done\") differs from terminated | truncated");
+    }
+  }
+  if (!problems.empty()) {
+    std::string report = "check_env_specs(" + env.name() + "): " +
+                         std::to_string(problems.size()) + " mismatch(es):";
+    for (const auto& p : problems) report += "\n  - " + p;
+    throw ValueError(report);
+  }
+}
+
+}  // namespace tdrl::envs
