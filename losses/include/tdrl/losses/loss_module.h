@@ -1,0 +1,171 @@
+#pragma once
+
+/// LossModule: the base of every loss (TorchRL's LossModule), and the target-network
+/// updaters SoftUpdate and HardUpdate.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <tensordict/nested_key.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::losses {
+
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+/// A loss over keyed TensorDicts: `forward(batch)` returns a TensorDict (batch size `[]`) of
+/// scalar `loss_*` entries, whose sum is what the optimiser minimises, plus detached
+/// diagnostics (entropy, KL, clip fraction, alpha, ...).
+///
+/// Keys: every key a loss reads or writes has a name ("action", "reward", "value", ...) and a
+/// default (docs/keys.md); `set_keys({{"reward", {"next", "my_reward"}}})` renames them.
+/// `in_keys()` lists the keys forward reads. A batch missing one of them throws KeyError
+/// naming the key and the `set_keys` name that changes it.
+///
+/// Networks: a loss registers its networks with `convert_to_functional`, which makes each a
+/// submodule (its parameters are the loss's parameters) and records its parameters as a
+/// TensorDict (`params(name)`, aliasing the module's tensors). With a target, a detached copy
+/// `target_params(name)` is kept (registered as buffers, so torch::save/load keep it) and the
+/// network is evaluated with it under `with_target` (a to_module swap, no gradient);
+/// SoftUpdate/HardUpdate move it towards `params`.
+///
+/// Writing a loss: derive, declare the keys in the constructor, implement `forward_impl`,
+/// read entries with `get(batch, "name")` and compare shapes with `check_same_shape` (no
+/// silent broadcasting). See docs/custom_loss.md.
+///
+/// Thread safety: like any torch::nn::Module; `set_keys` must not race with forward.
+class LossModule : public torch::nn::Module {
+ public:
+  /// Checks that every in key is present, then computes the loss terms.
+  TensorDict forward(const TensorDict& batch);
+
+  /// Renames keys: name → new key. Throws KeyError for an unknown name (listing the valid
+  /// ones); nothing changes then. Returns this loss.
+  LossModule& set_keys(const std::map<std::string, NestedKey>& keys);
+  /// The key currently used for `name`. Throws KeyError for an unknown name.
+  const NestedKey& key(const std::string& name) const;
+  /// Every key name with its current key, in declaration order.
+  const std::vector<std::pair<std::string, NestedKey>>& keys() const { return keys_; }
+  /// The keys forward reads (for the current set_keys).
+  std::vector<NestedKey> in_keys() const;
+
+  /// The names of the registered networks, in registration order.
+  std::vector<std::string> networks() const;
+  /// The network registered as `name`. Throws KeyError for an unknown name.
+  std::shared_ptr<torch::nn::Module> network(const std::string& name) const;
+  /// `name`'s parameters (and buffers) as a TensorDict aliasing the module's tensors.
+  const TensorDict& params(const std::string& name) const;
+  /// True when `name` has target parameters.
+  bool has_target(const std::string& name) const;
+  /// `name`'s target parameters (detached, never trained by the optimiser). Throws KeyError
+  /// when `name` has none.
+  const TensorDict& target_params(const std::string& name) const;
+
+ protected:
+  /// `name` starts error messages; `default_keys` declares every key name with its default;
+  /// `in_key_names` are the names forward reads (each must be declared).
+  LossModule(std::string name, std::vector<std::pair<std::string, NestedKey>> default_keys,
+             std::vector<std::string> in_key_names);
+
+  /// Computes the loss terms from a batch whose in keys are present.
+  virtual TensorDict forward_impl(const TensorDict& batch) = 0;
+  /// Called after set_keys changed keys (e.g. to forward them to a value estimator).
+  virtual void on_keys_changed() {}
+
+  /// Registers `module` as submodule `name` and records its parameters; with
+  /// `create_target`, also a detached copy as its target parameters. Throws ValueError for a
+  /// duplicate name or a null module.
+  void convert_to_functional(const std::string& name, std::shared_ptr<torch::nn::Module> module,
+                             bool create_target);
+  /// Runs `fn()` with network `name` holding its target parameters, under NoGradGuard, and
+  /// restores its own parameters afterwards (also when fn throws).
+  template <typename F>
+  auto with_target(const std::string& name, F&& fn);
+
+  /// `batch`'s entry under key `key_name`; KeyError naming the key and the set_keys name when
+  /// missing.
+  torch::Tensor get(const TensorDict& batch, const std::string& key_name) const;
+  /// Throws ShapeError unless `a` and `b` have the same shape, naming both (e.g. a reward
+  /// [B] against a value [B, 1], the classic silent broadcast).
+  void check_same_shape(const std::string& what, const torch::Tensor& a, const std::string& a_name,
+                        const torch::Tensor& b, const std::string& b_name) const;
+
+  /// The guard of a target swap (implemented in the .cpp, used by with_target).
+  class TargetSwap {
+   public:
+    TargetSwap(const LossModule& loss, const std::string& name);
+    ~TargetSwap();
+    TargetSwap(const TargetSwap&) = delete;
+    TargetSwap& operator=(const TargetSwap&) = delete;
+
+   private:
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+
+ private:
+  friend class SoftUpdate;
+  friend class HardUpdate;
+  struct Network {
+    std::string name;
+    std::shared_ptr<torch::nn::Module> module;
+    TensorDict params;
+    std::optional<TensorDict> target;
+  };
+  const Network& find_network(const std::string& name) const;
+
+  std::vector<std::pair<std::string, NestedKey>> keys_;
+  std::vector<std::string> in_key_names_;
+  std::vector<Network> networks_;
+};
+
+template <typename F>
+auto LossModule::with_target(const std::string& name, F&& fn) {
+  torch::NoGradGuard no_grad;
+  TargetSwap swap(*this, name);
+  return fn();
+}
+
+/// Moves every target towards its parameters after each optimiser step:
+/// `target = (1 - tau) * target + tau * params` (TorchRL's SoftUpdate with tau = 1 - eps).
+/// Throws ValueError for tau outside (0, 1] or a loss without targets.
+/// Example: `SoftUpdate updater(loss, 0.005); ... optimizer.step(); updater.step();`
+class SoftUpdate {
+ public:
+  SoftUpdate(std::shared_ptr<LossModule> loss, double tau);
+  /// One update of every target.
+  void step();
+  double tau() const { return tau_; }
+
+ private:
+  std::shared_ptr<LossModule> loss_;
+  double tau_;
+};
+
+/// Copies the parameters into the targets every `period` calls of step() (the first copy at
+/// the period-th call). Throws ValueError for period < 1 or a loss without targets.
+/// Example: `HardUpdate updater(loss, 1000);`
+class HardUpdate {
+ public:
+  HardUpdate(std::shared_ptr<LossModule> loss, int64_t period);
+  /// Counts one optimiser step; copies when the count reaches a multiple of the period.
+  void step();
+  int64_t period() const { return period_; }
+  int64_t counter() const { return counter_; }
+
+ private:
+  std::shared_ptr<LossModule> loss_;
+  int64_t period_;
+  int64_t counter_ = 0;
+};
+
+}  // namespace tdrl::losses

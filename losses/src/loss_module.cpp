@@ -1,0 +1,228 @@
+#include <tdrl/losses/loss_module.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+#include <tensordict/nn/functional.h>
+
+namespace tdrl::losses {
+
+using tensordict::KeyError;
+using tensordict::ShapeError;
+using tensordict::ValueError;
+
+namespace {
+
+std::string names_repr(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
+  return out + "]";
+}
+
+std::string shape_repr(c10::IntArrayRef shape) {
+  std::ostringstream os;
+  os << shape;
+  return os.str();
+}
+
+// A buffer name for a target leaf: registered names may not contain '.'.
+std::string buffer_name(const std::string& network, const NestedKey& key) {
+  std::string out = "target_" + network;
+  for (std::size_t i = 0; i < key.size(); ++i) out += "__" + key[i];
+  std::replace(out.begin(), out.end(), '.', '_');
+  return out;
+}
+
+}  // namespace
+
+LossModule::LossModule(std::string name,
+                       std::vector<std::pair<std::string, NestedKey>> default_keys,
+                       std::vector<std::string> in_key_names)
+    : torch::nn::Module(std::move(name)),
+      keys_(std::move(default_keys)),
+      in_key_names_(std::move(in_key_names)) {
+  for (const auto& key_name : in_key_names_) key(key_name);  // each must be declared
+}
+
+TensorDict LossModule::forward(const TensorDict& batch) {
+  for (const auto& key_name : in_key_names_) get(batch, key_name);
+  return forward_impl(batch);
+}
+
+LossModule& LossModule::set_keys(const std::map<std::string, NestedKey>& keys) {
+  for (const auto& entry : keys) key(entry.first);  // validate all before changing any
+  for (auto& [key_name, value] : keys_) {
+    auto it = keys.find(key_name);
+    if (it != keys.end()) value = it->second;
+  }
+  on_keys_changed();
+  return *this;
+}
+
+const NestedKey& LossModule::key(const std::string& key_name) const {
+  for (const auto& entry : keys_) {
+    if (entry.first == key_name) return entry.second;
+  }
+  std::vector<std::string> valid;
+  for (const auto& entry : keys_) valid.push_back(entry.first);
+  throw KeyError(name() + ": no key named '" + key_name +
+                 "'; valid key names: " + names_repr(valid));
+}
+
+std::vector<NestedKey> LossModule::in_keys() const {
+  std::vector<NestedKey> out;
+  for (const auto& key_name : in_key_names_) out.push_back(key(key_name));
+  return out;
+}
+
+torch::Tensor LossModule::get(const TensorDict& batch, const std::string& key_name) const {
+  const auto& k = key(key_name);
+  auto value = batch.find(k);
+  if (!value) {
+    throw KeyError(name() + ": the batch has no " + k.repr() + " (the '" + key_name +
+                   "' key); write it into the batch or rename it with set_keys({{\"" + key_name +
+                   "\", <your key>}})");
+  }
+  return *value;
+}
+
+void LossModule::check_same_shape(const std::string& what, const torch::Tensor& a,
+                                  const std::string& a_name, const torch::Tensor& b,
+                                  const std::string& b_name) const {
+  if (!a.sizes().equals(b.sizes())) {
+    throw ShapeError(name() + ": " + what + ": " + a_name + " has shape " + shape_repr(a.sizes()) +
+                     " but " + b_name + " has shape " + shape_repr(b.sizes()) +
+                     "; they must match exactly (a [B] reward against a [B, 1] value would "
+                     "broadcast to [B, B]); reshape one of them");
+  }
+}
+
+void LossModule::convert_to_functional(const std::string& net_name,
+                                       std::shared_ptr<torch::nn::Module> module,
+                                       bool create_target) {
+  if (!module) throw ValueError(name() + ": network '" + net_name + "' is null");
+  for (const auto& n : networks_) {
+    if (n.name == net_name) {
+      throw ValueError(name() + ": a network named '" + net_name + "' is registered already");
+    }
+  }
+  register_module(net_name, module);
+  Network network{net_name, module, tensordict::nn::from_module(*module), std::nullopt};
+  if (create_target) {
+    TensorDict target = network.params.detach().clone();
+    for (const auto& key : target.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+      register_buffer(buffer_name(net_name, key), target.get(key));
+    }
+    network.target = target;
+  }
+  networks_.push_back(std::move(network));
+}
+
+const LossModule::Network& LossModule::find_network(const std::string& net_name) const {
+  for (const auto& n : networks_) {
+    if (n.name == net_name) return n;
+  }
+  throw KeyError(name() + ": no network named '" + net_name +
+                 "'; registered: " + names_repr(networks()));
+}
+
+std::vector<std::string> LossModule::networks() const {
+  std::vector<std::string> out;
+  for (const auto& n : networks_) out.push_back(n.name);
+  return out;
+}
+
+std::shared_ptr<torch::nn::Module> LossModule::network(const std::string& net_name) const {
+  return find_network(net_name).module;
+}
+
+const TensorDict& LossModule::params(const std::string& net_name) const {
+  return find_network(net_name).params;
+}
+
+bool LossModule::has_target(const std::string& net_name) const {
+  return find_network(net_name).target.has_value();
+}
+
+const TensorDict& LossModule::target_params(const std::string& net_name) const {
+  const auto& n = find_network(net_name);
+  if (!n.target) {
+    throw KeyError(name() + ": network '" + net_name +
+                   "' has no target parameters (register it with create_target)");
+  }
+  return *n.target;
+}
+
+struct LossModule::TargetSwap::State {
+  tensordict::nn::ParamsGuard guard;
+};
+
+LossModule::TargetSwap::TargetSwap(const LossModule& loss, const std::string& net_name)
+    : state_(std::make_unique<State>()) {
+  const auto& n = loss.find_network(net_name);
+  state_->guard = tensordict::nn::to_module(loss.target_params(net_name), *n.module);
+}
+
+LossModule::TargetSwap::~TargetSwap() = default;
+
+// ---- Target updaters -----------------------------------------------------------------------
+
+namespace {
+
+void require_targets(const std::string& who, const LossModule& loss) {
+  for (const auto& net : loss.networks()) {
+    if (loss.has_target(net)) return;
+  }
+  throw ValueError(who + ": the loss " + loss.name() +
+                   " has no target network; create it with target networks");
+}
+
+}  // namespace
+
+SoftUpdate::SoftUpdate(std::shared_ptr<LossModule> loss, double tau)
+    : loss_(std::move(loss)), tau_(tau) {
+  if (!loss_) throw ValueError("SoftUpdate: the loss is null");
+  if (!(tau_ > 0.0 && tau_ <= 1.0)) {
+    throw ValueError("SoftUpdate: tau is " + std::to_string(tau_) + "; it must be in (0, 1]");
+  }
+  require_targets("SoftUpdate", *loss_);
+}
+
+void SoftUpdate::step() {
+  torch::NoGradGuard no_grad;
+  for (const auto& n : loss_->networks_) {
+    if (!n.target) continue;
+    for (const auto& key : n.target->keys(true, true)) {
+      auto target = n.target->get(key);
+      const auto source = n.params.get(key);
+      if (target.is_floating_point()) {
+        target.lerp_(source, tau_);
+      } else {
+        target.copy_(source);
+      }
+    }
+  }
+}
+
+HardUpdate::HardUpdate(std::shared_ptr<LossModule> loss, int64_t period)
+    : loss_(std::move(loss)), period_(period) {
+  if (!loss_) throw ValueError("HardUpdate: the loss is null");
+  if (period_ < 1) {
+    throw ValueError("HardUpdate: period is " + std::to_string(period_) + "; it must be >= 1");
+  }
+  require_targets("HardUpdate", *loss_);
+}
+
+void HardUpdate::step() {
+  if (++counter_ % period_ != 0) return;
+  torch::NoGradGuard no_grad;
+  for (const auto& n : loss_->networks_) {
+    if (!n.target) continue;
+    for (const auto& key : n.target->keys(true, true)) n.target->get(key).copy_(n.params.get(key));
+  }
+}
+
+}  // namespace tdrl::losses

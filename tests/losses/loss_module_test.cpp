@@ -1,0 +1,179 @@
+#include <tdrl/losses/loss_module.h>
+
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+namespace tdrl::losses {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A regression loss: Q(observation) against reward + gamma * Q_target(next observation).
+class ToyLoss : public LossModule {
+ public:
+  explicit ToyLoss(torch::nn::Linear net)
+      : LossModule("ToyLoss",
+                   {{"observation", NestedKey("observation")},
+                    {"reward", NestedKey{"next", "reward"}},
+                    {"next_observation", NestedKey{"next", "observation"}}},
+                   {"observation", "reward", "next_observation"}),
+        net_(net) {
+    convert_to_functional("value_network", net.ptr(), /*create_target=*/true);
+  }
+
+  torch::Tensor target_value(const torch::Tensor& x) {
+    return with_target("value_network", [&] { return net_(x); });
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override {
+    const auto value = net_(get(batch, "observation"));
+    const auto reward = get(batch, "reward");
+    check_same_shape("TD target", reward, "reward", value, "value");
+    const auto target = reward + 0.9 * target_value(get(batch, "next_observation"));
+    return TensorDict({{"loss_value", (value - target).pow(2).mean()}}, {});
+  }
+
+ private:
+  torch::nn::Linear net_;
+};
+
+TensorDict batch(int64_t n) {
+  TensorDict next({{"observation", torch::randn({n, 3})}, {"reward", torch::randn({n, 1})}}, {n});
+  return TensorDict({{"observation", torch::randn({n, 3})}, {"next", next}}, {n});
+}
+
+TEST(LossModuleTest, ForwardReturnsLossTermsAndTrainsOnlyTheNetwork) {
+  torch::manual_seed(0);
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  auto out = loss->forward(batch(8));
+  out.get("loss_value").backward();
+  const auto& params = loss->params("value_network");
+  EXPECT_TRUE(params.get("weight").grad().defined());
+  EXPECT_FALSE(loss->target_params("value_network").get("weight").requires_grad());
+}
+
+TEST(LossModuleTest, TargetIsADetachedCopyUsedUnderWithTarget) {
+  torch::manual_seed(1);
+  torch::nn::Linear net(3, 1);
+  auto loss = std::make_shared<ToyLoss>(net);
+  {
+    torch::NoGradGuard no_grad;
+    net->weight.add_(1.0);
+  }
+  const auto x = torch::randn({4, 3});
+  const auto& target = loss->target_params("value_network");
+  const auto expected = torch::nn::functional::linear(x, target.get("weight"), target.get("bias"));
+  EXPECT_TRUE(torch::allclose(loss->target_value(x), expected));
+  // The network holds its own (moved) parameters again.
+  EXPECT_FALSE(torch::allclose(net(x), expected));
+}
+
+TEST(LossModuleTest, InKeysFollowSetKeys) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  loss->set_keys({{"reward", NestedKey{"next", "r"}}});
+  EXPECT_EQ(loss->in_keys(),
+            (std::vector<NestedKey>{"observation", {"next", "r"}, {"next", "observation"}}));
+  EXPECT_EQ(loss->key("reward"), (NestedKey{"next", "r"}));
+}
+
+TEST(LossModuleTest, UnknownKeyNameThrowsListingValidNames) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  try {
+    loss->set_keys({{"rewards", NestedKey("x")}, {"reward", NestedKey("y")}});
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no key named 'rewards'; valid key names: ['observation', "
+                                    "'reward', 'next_observation']"));
+  }
+  EXPECT_EQ(loss->key("reward"), (NestedKey{"next", "reward"}));  // unchanged
+}
+
+TEST(LossModuleTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  auto b = batch(4);
+  b.del_({"next", "reward"});
+  try {
+    loss->forward(b);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ToyLoss: the batch has no ('next', 'reward') (the 'reward' "
+                                    "key)"));
+    EXPECT_THAT(e.what(), HasSubstr("set_keys({{\"reward\""));
+  }
+}
+
+TEST(LossModuleTest, SilentBroadcastIsAShapeError) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  auto b = batch(4);
+  b.set({"next", "reward"}, torch::randn({4}));
+  try {
+    loss->forward(b);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("reward has shape [4] but value has shape [4, 1]"));
+  }
+}
+
+TEST(LossModuleTest, SoftUpdateMovesTargetsByTau) {
+  torch::nn::Linear net(3, 1);
+  auto loss = std::make_shared<ToyLoss>(net);
+  const auto before = loss->target_params("value_network").get("weight").clone();
+  {
+    torch::NoGradGuard no_grad;
+    net->weight.add_(1.0);
+  }
+  SoftUpdate updater(loss, 0.25);
+  updater.step();
+  EXPECT_TRUE(torch::allclose(loss->target_params("value_network").get("weight"),
+                              0.75 * before + 0.25 * net->weight.detach()));
+  EXPECT_THROW(SoftUpdate(loss, 0.0), tensordict::ValueError);
+}
+
+TEST(LossModuleTest, HardUpdateCopiesEveryPeriodSteps) {
+  torch::nn::Linear net(3, 1);
+  auto loss = std::make_shared<ToyLoss>(net);
+  {
+    torch::NoGradGuard no_grad;
+    net->weight.add_(1.0);
+  }
+  HardUpdate updater(loss, 3);
+  updater.step();
+  updater.step();
+  EXPECT_FALSE(torch::equal(loss->target_params("value_network").get("weight"), net->weight));
+  updater.step();
+  EXPECT_TRUE(torch::equal(loss->target_params("value_network").get("weight"), net->weight));
+  EXPECT_THROW(HardUpdate(loss, 0), tensordict::ValueError);
+}
+
+TEST(LossModuleTest, SaveAndLoadKeepTargets) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  {
+    torch::NoGradGuard no_grad;
+    loss->target_params("value_network").get("weight").fill_(0.5);
+  }
+  std::stringstream buffer;
+  torch::save(loss, buffer);
+  auto other = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  torch::load(other, buffer);
+  EXPECT_TRUE(torch::allclose(other->target_params("value_network").get("weight"),
+                              torch::full({1, 3}, 0.5)));
+}
+
+TEST(LossModuleTest, NetworksAreRegisteredOnce) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  EXPECT_EQ(loss->networks(), (std::vector<std::string>{"value_network"}));
+  EXPECT_EQ(loss->parameters().size(), 2u);
+  EXPECT_THROW(loss->network("critic"), tensordict::KeyError);
+}
+
+}  // namespace
+}  // namespace tdrl::losses
