@@ -142,7 +142,8 @@ std::string vector_str(const torch::Tensor& v) {
 
 // The first index where `mask` is true.
 std::vector<int64_t> first_true(const torch::Tensor& mask) {
-  const torch::Tensor row = mask.nonzero()[0].cpu();
+  // nonzero() may be column-major on CPU: make the row contiguous before reading it raw.
+  const torch::Tensor row = mask.nonzero()[0].contiguous().cpu();
   return std::vector<int64_t>(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
 }
 

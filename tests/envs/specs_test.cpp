@@ -623,3 +623,19 @@ TEST(SpecEqualityTest, KindShapeDtypeOrParametersMakeSpecsDiffer) {
 
 }  // namespace
 }  // namespace tdrl::envs
+
+namespace tdrl::envs {
+namespace {
+
+TEST(TensorSpecTest, AssertIsInNamesTheFirstInvalidElementWhenSeveralAreInvalid) {
+  Bounded spec(BoundedOptions().low(-1.0).high(1.0).shape({2, 1}).dtype(torch::kFloat32));
+  try {
+    spec.assert_is_in(torch::full({2, 1}, 3.0f), "action");
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("[0, 0]"));
+  }
+}
+
+}  // namespace
+}  // namespace tdrl::envs
