@@ -78,7 +78,10 @@ std::string ProbabilisticTensorDictModuleImpl::where() const {
 
 std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
     const TensorDict& tensordict) const {
-  check_in_keys(tensordict, where());
+  for (const auto& key : in_keys()) {
+    // The error prefix is only built when a key is missing (it formats the key lists).
+    if (!tensordict.contains(key)) check_in_keys(tensordict, where());
+  }
   DistributionParams params;
   for (const auto& [name, key] : dist_keys_) params.emplace(name, tensordict.get(key));
   return distribution_class_.make(params);

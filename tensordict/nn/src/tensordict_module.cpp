@@ -20,6 +20,9 @@ std::string indent_rest(const std::string& text, const std::string& indent) {
   return out;
 }
 
+// True for the "_" out key (compared without building a NestedKey: this runs per call).
+bool is_discard(const NestedKey& key) { return key.size() == 1 && key.front() == kDiscardKey; }
+
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos)) {
     text.replace(pos, from.size(), to);
@@ -61,6 +64,7 @@ std::vector<torch::Tensor> TensorDictModuleBase::forward_tensors(
   for (size_t i = 0; i < inputs.size(); ++i) td.set(in_keys_[i], inputs[i]);
   forward(td);
   std::vector<torch::Tensor> outputs;
+  outputs.reserve(out_keys().size());
   for (const auto& key : out_keys()) outputs.push_back(td.get(key));
   return outputs;
 }
@@ -180,7 +184,7 @@ std::vector<torch::Tensor> TensorDictModuleImpl::match_outputs(
   if (outputs.is_keyed) {
     std::vector<torch::Tensor> matched;
     for (const auto& key : out_keys_raw_) {
-      if (key == NestedKey(kDiscardKey)) {
+      if (is_discard(key)) {
         matched.emplace_back();
         continue;
       }
@@ -212,14 +216,19 @@ std::vector<torch::Tensor> TensorDictModuleImpl::call_module(
 
 void TensorDictModuleImpl::forward_impl(const TensorDict& tensordict,
                                         const TensorDict& tensordict_out) {
-  check_in_keys(tensordict, where());
+  // where() builds the error prefix from the key lists: only worth it when a key is missing.
+  const auto& keys = in_keys();
+  if (!std::all_of(keys.begin(), keys.end(),
+                   [&tensordict](const NestedKey& key) { return tensordict.contains(key); })) {
+    check_in_keys(tensordict, where());
+  }
   std::vector<torch::Tensor> inputs;
-  inputs.reserve(in_keys().size());
-  for (const auto& key : in_keys()) inputs.push_back(tensordict.get(key));
+  inputs.reserve(keys.size());
+  for (const auto& key : keys) inputs.push_back(tensordict.get(key));
   const auto outputs = call_module(inputs);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto& key = out_keys_raw_[i];
-    if (key != NestedKey(kDiscardKey) && is_selected(key)) tensordict_out.set(key, outputs[i]);
+    if (!is_discard(key) && is_selected(key)) tensordict_out.set(key, outputs[i]);
   }
 }
 
