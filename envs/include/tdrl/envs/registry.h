@@ -1,0 +1,149 @@
+#pragma once
+
+/// The env registry: env names ("CartPole-v1", "HalfCheetah-v4", ...) to factories, for configs
+/// (TorchRL / Gymnasium's `make`).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/env_base.h>
+
+namespace tdrl::envs {
+
+/// One task-specific option value, as a config gives it.
+using EnvOptionValue = std::variant<bool, int64_t, double, std::string>;
+
+/// What make_env passes to a factory: the common settings (batch size, device, seed) and a map
+/// of task-specific options by name (e.g. `max_episode_steps`, `frame_skip`), as read from a
+/// config.
+///
+/// Typed getters convert where nothing is lost (an integer option read as double; an integral
+/// double read as integer) and throw tensordict::TypeError otherwise, naming the option, the
+/// type asked for and the type held. Factories call `check_keys` first so a misspelt option
+/// is an error, not silently ignored.
+/// Example:
+/// `EnvOptions().batch_size({16}).seed(0).set("max_episode_steps", 200)`
+struct EnvOptions {
+  /// The env's batch size. Default `[]` (one instance).
+  EnvOptions& batch_size(std::vector<int64_t> v) {
+    batch_size_ = std::move(v);
+    return *this;
+  }
+  /// Where the env's outputs live. Default CPU.
+  EnvOptions& device(torch::Device v) {
+    device_ = v;
+    return *this;
+  }
+  /// When set, make_env seeds the new env with it (env.set_seed). Default none.
+  EnvOptions& seed(uint64_t v) {
+    seed_ = v;
+    return *this;
+  }
+  /// Sets the task-specific option `key` (replacing any earlier value).
+  EnvOptions& set(const std::string& key, EnvOptionValue value);
+  /// One overload per kind, so that a literal keeps its type (`2.5` stays a double, `true` a
+  /// bool, `"nips"` a string).
+  EnvOptions& set(const std::string& key, bool value) {
+    return set(key, EnvOptionValue(std::in_place_type<bool>, value));
+  }
+  EnvOptions& set(const std::string& key, int value) {
+    return set(key, EnvOptionValue(std::in_place_type<int64_t>, value));
+  }
+  EnvOptions& set(const std::string& key, int64_t value) {
+    return set(key, EnvOptionValue(std::in_place_type<int64_t>, value));
+  }
+  EnvOptions& set(const std::string& key, double value) {
+    return set(key, EnvOptionValue(std::in_place_type<double>, value));
+  }
+  EnvOptions& set(const std::string& key, std::string value) {
+    return set(key, EnvOptionValue(std::in_place_type<std::string>, std::move(value)));
+  }
+  EnvOptions& set(const std::string& key, const char* value) {
+    return set(key, EnvOptionValue(std::in_place_type<std::string>, value));
+  }
+
+  const std::vector<int64_t>& batch_size() const { return batch_size_; }
+  torch::Device device() const { return device_; }
+  const std::optional<uint64_t>& seed() const { return seed_; }
+  /// The task-specific options, sorted by name.
+  const std::map<std::string, EnvOptionValue>& options() const { return options_; }
+  /// True when the task-specific option `key` is set.
+  bool contains(const std::string& key) const { return options_.count(key) > 0; }
+
+  /// The option `key` as a bool, or `default_value` when unset. TypeError for another type.
+  bool get_bool(const std::string& key, bool default_value) const;
+  /// The option `key` as an integer, or `default_value` when unset. TypeError for a bool, a
+  /// string or a double with a fractional part.
+  int64_t get_int(const std::string& key, int64_t default_value) const;
+  /// The option `key` as a double, or `default_value` when unset. TypeError for a bool or a
+  /// string.
+  double get_double(const std::string& key, double default_value) const;
+  /// The option `key` as a string, or `default_value` when unset. TypeError for another type.
+  std::string get_string(const std::string& key, const std::string& default_value) const;
+
+  /// Throws tensordict::KeyError, naming `env_name`, when an option is not in `known`; the
+  /// message lists the known options, closest first.
+  void check_keys(const std::string& env_name, const std::vector<std::string>& known) const;
+
+  /// EnvBaseOptions with this batch size and device, for a factory's env constructor.
+  EnvBaseOptions base_options() const {
+    return EnvBaseOptions().batch_size(batch_size_).device(device_);
+  }
+
+ private:
+  std::vector<int64_t> batch_size_;
+  torch::Device device_ = torch::kCPU;
+  std::optional<uint64_t> seed_;
+  std::map<std::string, EnvOptionValue> options_;
+};
+
+/// Prints `EnvOptions(batch_size=[16], device=cpu, seed=0, options={max_episode_steps=200})`
+/// (`seed=None` when unset; strings quoted, bools as true/false).
+std::ostream& operator<<(std::ostream& os, const EnvOptions& options);
+
+/// Builds an env from options. It must honour batch_size and device (make_env checks the
+/// batch size) and may read task options; make_env applies the seed.
+using RegisteredEnvFactory = std::function<std::shared_ptr<EnvBase>(const EnvOptions&)>;
+
+/// Registers `factory` under `name`. Throws tensordict::ValueError when `name` is empty, the
+/// factory is empty, or `name` is already registered (names are never replaced silently).
+/// Thread safe.
+void register_env(const std::string& name, RegisteredEnvFactory factory);
+
+/// Builds the env registered as `name` with `options`, then seeds it with `options.seed()`
+/// when set. Throws tensordict::KeyError for an unknown name, listing the registered names
+/// (closest first, with a hint to call register_builtin_envs() when none are registered);
+/// tensordict::ValueError when the factory returns null or an env whose batch size differs
+/// from `options.batch_size()`; and whatever the factory throws (e.g. KeyError from
+/// check_keys for an unknown option). Thread safe (the factory runs outside the registry's
+/// lock).
+std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options = {});
+
+/// The registered names, sorted. Thread safe.
+std::vector<std::string> list_envs();
+
+/// True when `name` is registered. Thread safe.
+bool is_env_registered(const std::string& name);
+
+/// Registers the built-in tasks under their Gymnasium names: classic control (CartPole-v1,
+/// Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0, Acrobot-v1), whose task options are
+/// their Options fields (e.g. `max_episode_steps`, `gravity`), and MuJoCo (InvertedPendulum-v4,
+/// InvertedDoublePendulum-v4, Reacher-v4, HalfCheetah-v4, Hopper-v4, Walker2d-v4, Ant-v4,
+/// Humanoid-v4), whose task options are `model_path`, `asset_dir`, `num_threads`, `frame_skip`,
+/// `reset_noise_scale`, `max_episode_steps` and `terminate_when_unhealthy` (docs/envs.md).
+/// Call it once at start-up (libraries never register behind the user's back); calling it again
+/// does nothing. Throws ValueError, registering nothing, when one of these names was already
+/// registered by someone else.
+void register_builtin_envs();
+
+}  // namespace tdrl::envs

@@ -1,0 +1,10 @@
+#pragma once
+
+/// Every transform: TransformedEnv, Compose and the transforms of transforms/*.h.
+
+#include <tdrl/envs/transforms.h>
+#include <tdrl/envs/transforms/episode.h>
+#include <tdrl/envs/transforms/keys.h>
+#include <tdrl/envs/transforms/normalization.h>
+#include <tdrl/envs/transforms/reward.h>
+#include <tdrl/envs/transforms/values.h>

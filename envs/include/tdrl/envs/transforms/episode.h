@@ -1,0 +1,147 @@
+#pragma once
+
+/// Episode bookkeeping transforms: StepCounter (step count, time limit), InitTracker (first
+/// step flag), FrameSkipTransform (action repeat).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/keys.h>
+#include <tdrl/envs/transforms.h>
+
+namespace tdrl::envs {
+
+// ---- StepCounter -------------------------------------------------------------------------------
+
+/// Options of StepCounter.
+/// Example: `StepCounterOptions().max_steps(200)`
+struct StepCounterOptions {
+  /// Truncate episodes after this many steps (>= 1). Default none (count only).
+  StepCounterOptions& max_steps(int64_t v) {
+    max_steps_ = v;
+    return *this;
+  }
+  /// The count entry. Default "step_count".
+  StepCounterOptions& step_count_key(NestedKey v) {
+    step_count_key_ = std::move(v);
+    return *this;
+  }
+  /// The flag set at max_steps. Default "truncated".
+  StepCounterOptions& truncated_key(NestedKey v) {
+    truncated_key_ = std::move(v);
+    return *this;
+  }
+  /// Also set "done" at max_steps (keeping done = terminated | truncated). Default true.
+  StepCounterOptions& update_done(bool v) {
+    update_done_ = v;
+    return *this;
+  }
+  const std::optional<int64_t>& max_steps() const { return max_steps_; }
+  const NestedKey& step_count_key() const { return step_count_key_; }
+  const NestedKey& truncated_key() const { return truncated_key_; }
+  bool update_done() const { return update_done_; }
+
+ private:
+  std::optional<int64_t> max_steps_;
+  NestedKey step_count_key_{"step_count"};
+  NestedKey truncated_key_{kTruncated};
+  bool update_done_ = true;
+};
+
+/// Counts the steps of each episode (TorchRL's StepCounter) and, with max_steps, truncates
+/// it: when a step brings the count to max_steps and the episode did not terminate, that
+/// step's truncated (and done) become true.
+///
+/// Keys: reset writes step_count_key = 0, int64 `[*batch, 1]` (on a partial reset, only for
+/// the sub-envs reset: the others keep the count of the given TensorDict); step reads the
+/// root's count (0 when absent) and writes ("next", step_count_key) = count + 1 and, with
+/// max_steps, ("next", truncated_key) and ("next", "done"). Specs: step_count_key joins the
+/// observation spec as BoundedDiscrete int64 [0, max_steps] (upper bound the int64 maximum
+/// without max_steps).
+/// Throws ValueError for max_steps < 1.
+/// Example:
+/// `env.append_transform(std::make_shared<StepCounter>(StepCounterOptions().max_steps(500)));`
+class StepCounter : public Transform {
+ public:
+  explicit StepCounter(StepCounterOptions options = {});
+  const StepCounterOptions& options() const { return options_; }
+
+  std::string name() const override { return "StepCounter"; }
+  std::string to_string() const override;
+  TensorDict reset(const TensorDict& input, TensorDict output) override;
+  TensorDict step(const TensorDict& root, TensorDict next) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ private:
+  StepCounterOptions options_;
+};
+
+// ---- InitTracker -------------------------------------------------------------------------------
+
+/// Options of InitTracker.
+/// Example: `InitTrackerOptions().init_key("is_init")`
+struct InitTrackerOptions {
+  /// The flag entry. Default "is_init".
+  InitTrackerOptions& init_key(NestedKey v) {
+    init_key_ = std::move(v);
+    return *this;
+  }
+  const NestedKey& init_key() const { return init_key_; }
+
+ private:
+  NestedKey init_key_{"is_init"};
+};
+
+/// Marks the first observation of each episode (TorchRL's InitTracker), e.g. for recurrent
+/// policies that reset their hidden state.
+///
+/// Keys: reset writes init_key = true, bool `[*batch, 1]` (on a partial reset: true for the
+/// sub-envs reset, false for the others); step writes ("next", init_key) = false. Specs:
+/// init_key joins the observation spec as a bool Binary flag `[*batch, 1]` (as the done flags).
+/// Example: `env.append_transform(std::make_shared<InitTracker>());`
+class InitTracker : public Transform {
+ public:
+  explicit InitTracker(InitTrackerOptions options = {});
+  const InitTrackerOptions& options() const { return options_; }
+
+  std::string name() const override { return "InitTracker"; }
+  std::string to_string() const override;
+  TensorDict reset(const TensorDict& input, TensorDict output) override;
+  TensorDict step(const TensorDict& root, TensorDict next) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ private:
+  InitTrackerOptions options_;
+};
+
+// ---- FrameSkipTransform ------------------------------------------------------------------------
+
+/// Repeats each action `frame_skip` times (TorchRL's FrameSkipTransform): one step of the
+/// transformed env steps the env below up to frame_skip times with the same root (action),
+/// summing the rewards, and stops early after a step where any sub-env is done (so a batched
+/// env whose sub-envs end at different times repeats fewer frames for all of them). The
+/// returned "next" is the last step's, with the summed reward.
+///
+/// Keys: reads and rewrites the reward (the env's reward key) and reads "done" under "next".
+/// Specs: unchanged.
+/// Throws ValueError for frame_skip < 1.
+/// Example: `env.append_transform(std::make_shared<FrameSkipTransform>(4));`
+class FrameSkipTransform : public Transform {
+ public:
+  explicit FrameSkipTransform(int64_t frame_skip);
+  int64_t frame_skip() const { return frame_skip_; }
+
+  std::string name() const override { return "FrameSkipTransform"; }
+  std::string to_string() const override;
+  TensorDict step_through(const TensorDict& root, const StepFn& inner) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ private:
+  int64_t frame_skip_;
+  NestedKey reward_key_{kReward};
+};
+
+}  // namespace tdrl::envs

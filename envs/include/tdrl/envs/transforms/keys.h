@@ -1,0 +1,215 @@
+#pragma once
+
+/// Transforms that move entries between keys: CatTensors, RenameTransform, ExcludeTransform,
+/// SelectTransform.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/transforms.h>
+
+namespace tdrl::envs {
+
+// ---- CatTensors --------------------------------------------------------------------------------
+
+/// Options of CatTensors.
+/// Example: `CatTensorsOptions().out_key("observation").del_keys(true)`
+struct CatTensorsOptions {
+  /// The concatenation's key. Default "observation_vector" (as TorchRL).
+  CatTensorsOptions& out_key(NestedKey v) {
+    out_key_ = std::move(v);
+    return *this;
+  }
+  /// The (negative) dim concatenated along, counted from the last. Default -1.
+  CatTensorsOptions& dim(int64_t v) {
+    dim_ = v;
+    return *this;
+  }
+  /// Remove the in_keys after concatenating. Default true.
+  CatTensorsOptions& del_keys(bool v) {
+    del_keys_ = v;
+    return *this;
+  }
+  /// Concatenate the in_keys in sorted key order (as TorchRL) rather than as given. Default
+  /// true.
+  CatTensorsOptions& sort(bool v) {
+    sort_ = v;
+    return *this;
+  }
+  const NestedKey& out_key() const { return out_key_; }
+  int64_t dim() const { return dim_; }
+  bool del_keys() const { return del_keys_; }
+  bool sort() const { return sort_; }
+
+ private:
+  NestedKey out_key_{"observation_vector"};
+  int64_t dim_ = -1;
+  bool del_keys_ = true;
+  bool sort_ = true;
+};
+
+/// Concatenates observation entries into one (TorchRL's CatTensors).
+///
+/// Keys: reads the in_keys (observation spec leaves of one dtype and of shapes equal but
+/// along `dim`), writes out_key, removes the in_keys with del_keys. Specs: out_key is
+/// Bounded with the concatenated bounds when every in_key is Bounded, else Unbounded.
+/// Throws ValueError for empty in_keys or dim >= 0; KeyError (listing the keys) when a
+/// TensorDict holds some in_keys but not all, or when attached to an env lacking one;
+/// TypeError / ShapeError when the in_keys' specs differ in dtype or in shape (but along dim).
+/// Example: `std::make_shared<CatTensors>(std::vector<NestedKey>{"position", "velocity"})`
+class CatTensors : public Transform {
+ public:
+  explicit CatTensors(std::vector<NestedKey> in_keys, CatTensorsOptions options = {});
+  /// The in_keys in concatenation order.
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const CatTensorsOptions& options() const { return options_; }
+
+  std::string name() const override { return "CatTensors"; }
+  std::string to_string() const override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  std::vector<NestedKey> in_keys_;
+  CatTensorsOptions options_;
+};
+
+// ---- RenameTransform ---------------------------------------------------------------------------
+
+/// Options of RenameTransform.
+/// Example: `RenameTransformOptions().in_keys({"observation"}).out_keys({"pixels"})`
+struct RenameTransformOptions {
+  /// Output entries (observation or reward) renamed. Default none.
+  RenameTransformOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// Their new names, one per in_key.
+  RenameTransformOptions& out_keys(std::vector<NestedKey> v) {
+    out_keys_ = std::move(v);
+    return *this;
+  }
+  /// Input entries (action or state) as the env below names them. Default none.
+  RenameTransformOptions& in_keys_inv(std::vector<NestedKey> v) {
+    in_keys_inv_ = std::move(v);
+    return *this;
+  }
+  /// Their names as the caller writes them, one per in_key_inv.
+  RenameTransformOptions& out_keys_inv(std::vector<NestedKey> v) {
+    out_keys_inv_ = std::move(v);
+    return *this;
+  }
+  /// Keep the old entries too (copies). Default false.
+  RenameTransformOptions& create_copy(bool v) {
+    create_copy_ = v;
+    return *this;
+  }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
+  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
+  const std::vector<NestedKey>& out_keys_inv() const { return out_keys_inv_; }
+  bool create_copy() const { return create_copy_; }
+
+ private:
+  std::vector<NestedKey> in_keys_;
+  std::vector<NestedKey> out_keys_;
+  std::vector<NestedKey> in_keys_inv_;
+  std::vector<NestedKey> out_keys_inv_;
+  bool create_copy_ = false;
+};
+
+/// Renames entries (TorchRL's RenameTransform): outputs from in_keys to out_keys (reset and
+/// step), inputs from out_keys_inv (as the caller writes them) to in_keys_inv (as the env
+/// below reads them). Renaming the reward or the action renames the env's reward or action
+/// key. Tensors are aliased, not copied.
+///
+/// Specs: the renamed entries move (are copied with create_copy) to their new keys.
+/// Throws ValueError when in/out key lists differ in count, when no key is given, or when a
+/// key is a done flag (done, terminated, truncated cannot be renamed); KeyError when attached
+/// to an env lacking an in_key (or in_key_inv).
+/// Example:
+/// `RenameTransformOptions().in_keys({"observation"}).out_keys({"obs"})`
+class RenameTransform : public Transform {
+ public:
+  explicit RenameTransform(RenameTransformOptions options);
+  const RenameTransformOptions& options() const { return options_; }
+
+  std::string name() const override { return "RenameTransform"; }
+  std::string to_string() const override;
+  TensorDict inv(TensorDict td) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  // Renames the entries of `spec` (one of input's Composites, `input_spec`) named in `from`.
+  CompositePtr rename_spec(CompositePtr spec, const CompositePtr& input_spec,
+                           const std::vector<NestedKey>& from,
+                           const std::vector<NestedKey>& to) const;
+
+  RenameTransformOptions options_;
+};
+
+// ---- ExcludeTransform --------------------------------------------------------------------------
+
+/// Removes observation entries from the env's outputs (TorchRL's ExcludeTransform).
+///
+/// Keys: removes the excluded keys on reset and under "next" (missing ones are skipped).
+/// Specs: they leave the observation spec.
+/// Throws ValueError for no keys; when attached to an env: ValueError for the reward or a
+/// done flag (an env always returns them), KeyError for a key not in the observation spec.
+/// Example: `std::make_shared<ExcludeTransform>(std::vector<NestedKey>{"pixels"})`
+class ExcludeTransform : public Transform {
+ public:
+  explicit ExcludeTransform(std::vector<NestedKey> excluded_keys);
+  const std::vector<NestedKey>& excluded_keys() const { return excluded_keys_; }
+
+  std::string name() const override { return "ExcludeTransform"; }
+  std::string to_string() const override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  std::vector<NestedKey> excluded_keys_;
+};
+
+// ---- SelectTransform ---------------------------------------------------------------------------
+
+/// Keeps only the selected observation entries (TorchRL's SelectTransform); the reward and
+/// the done flags are always kept (an env always returns them).
+///
+/// Keys: on reset and under "next", removes every entry but the selected keys, the reward
+/// and the flags. Specs: the observation spec keeps only the selected keys.
+/// Throws ValueError for no keys; KeyError when attached to an env whose observation spec
+/// lacks a selected key.
+/// Example: `std::make_shared<SelectTransform>(std::vector<NestedKey>{"observation"})`
+class SelectTransform : public Transform {
+ public:
+  explicit SelectTransform(std::vector<NestedKey> selected_keys);
+  const std::vector<NestedKey>& selected_keys() const { return selected_keys_; }
+
+  std::string name() const override { return "SelectTransform"; }
+  std::string to_string() const override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  std::vector<NestedKey> selected_keys_;
+  std::vector<NestedKey> kept_;  // selected keys, reward key and flags
+};
+
+}  // namespace tdrl::envs

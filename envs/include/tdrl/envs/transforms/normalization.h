@@ -1,0 +1,281 @@
+#pragma once
+
+/// Normalizing transforms: ObservationNorm (fixed or estimated affine map) and VecNorm
+/// (running statistics, shareable between envs).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/keys.h>
+#include <tdrl/envs/transforms.h>
+
+namespace tdrl::envs {
+
+// ---- ObservationNorm ---------------------------------------------------------------------------
+
+/// Options of ObservationNorm.
+/// Example: `ObservationNormOptions().loc(0.5).scale(2.0).standard_normal(true)`
+struct ObservationNormOptions {
+  /// The location: a scalar or a tensor broadcastable to each in_key's `[*batch, *feature]`
+  /// value. Give loc and scale together, or neither and call init_stats.
+  ObservationNormOptions& loc(double v) { return loc(torch::tensor(v)); }
+  ObservationNormOptions& loc(torch::Tensor v) {
+    loc_ = std::move(v);
+    return *this;
+  }
+  /// The scale (no zero element), broadcastable as loc.
+  ObservationNormOptions& scale(double v) { return scale(torch::tensor(v)); }
+  ObservationNormOptions& scale(torch::Tensor v) {
+    scale_ = std::move(v);
+    return *this;
+  }
+  /// The entries normalized (observation spec leaves). Default `{"observation"}`.
+  ObservationNormOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// Where the results go, one per in_key. Default: the in_keys (in place).
+  ObservationNormOptions& out_keys(std::vector<NestedKey> v) {
+    out_keys_ = std::move(v);
+    return *this;
+  }
+  /// true: `(x - loc) / scale`; false: `x * scale + loc`. Default false (as TorchRL).
+  ObservationNormOptions& standard_normal(bool v) {
+    standard_normal_ = v;
+    return *this;
+  }
+  /// The smallest standard deviation init_stats uses. Default 1e-6.
+  ObservationNormOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  const torch::Tensor& loc() const { return loc_; }
+  const torch::Tensor& scale() const { return scale_; }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
+  bool standard_normal() const { return standard_normal_; }
+  double eps() const { return eps_; }
+
+ private:
+  torch::Tensor loc_;
+  torch::Tensor scale_;
+  std::vector<NestedKey> in_keys_{kObservation};
+  std::vector<NestedKey> out_keys_;
+  bool standard_normal_ = false;
+  double eps_ = 1e-6;
+};
+
+/// An affine map of observations (TorchRL's ObservationNorm): `x * scale + loc`, or
+/// `(x - loc) / scale` with standard_normal. loc and scale are given, or estimated by
+/// `init_stats` from random rollouts of the env below this transform, so that the outputs
+/// have zero mean and unit variance.
+///
+/// Keys: reads each in_key (observation spec leaf, floating) `[*batch, *feature]`, writes the
+/// same shape and dtype at its out_key, on reset and step. Specs: an Unbounded in_key stays
+/// Unbounded; a Bounded one gets the mapped bounds (Unbounded until loc and scale are known).
+///
+/// Throws ValueError for loc without scale (or the reverse), a zero scale, out_keys of
+/// another count than in_keys or a negative eps; KeyError / TypeError when attached to an env
+/// whose observation spec lacks an in_key or holds a non-floating one; Error when a value is
+/// transformed before loc and scale are known.
+/// Example:
+/// ```
+/// auto norm = std::make_shared<ObservationNorm>(ObservationNormOptions().standard_normal(true));
+/// TransformedEnv env(base, norm);
+/// norm->init_stats(1000);
+/// ```
+class ObservationNorm : public Transform {
+ public:
+  explicit ObservationNorm(ObservationNormOptions options = {});
+
+  /// Estimates loc and scale from `num_iter` random steps per sub-env of `parent()->
+  /// env_before(*this)` (a rollout that resets done sub-envs): the mean and the standard
+  /// deviation (at least eps) of `key` (default: the only in_key) over the batch and time
+  /// dims, so loc and scale have the feature shape. Then refreshes the env's specs. The
+  /// rollout steps the base env: reset it afterwards. Throws ValueError for num_iter < 2 or a
+  /// missing key with several in_keys, Error when loc and scale are already set or the
+  /// transform is in no env, KeyError when the env below does not produce `key`.
+  void init_stats(int64_t num_iter, std::optional<NestedKey> key = std::nullopt);
+  /// True once loc and scale are known.
+  bool initialized() const { return loc_.defined(); }
+  /// The location (undefined before init_stats when not given).
+  const torch::Tensor& loc() const { return loc_; }
+  /// The scale (undefined before init_stats when not given).
+  const torch::Tensor& scale() const { return scale_; }
+  const ObservationNormOptions& options() const { return options_; }
+
+  std::string name() const override { return "ObservationNorm"; }
+  std::string to_string() const override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  /// `{"loc", "scale"}` once known, empty before.
+  TensorDict state_dict() const override;
+  /// Sets loc and scale from `{"loc", "scale"}` (KeyError when either is missing, ValueError
+  /// for a zero scale).
+  void load_state_dict(const TensorDict& state) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  torch::Tensor apply(const torch::Tensor& x) const;
+
+  ObservationNormOptions options_;
+  std::vector<NestedKey> out_keys_;
+  torch::Tensor loc_;
+  torch::Tensor scale_;
+};
+
+// ---- VecNorm -----------------------------------------------------------------------------------
+
+/// VecNorm's running statistics: per key, decayed sums of the values, of their squares and of
+/// the sample count (`sum`, `ssq`, `count`, float64), from which mean and standard deviation
+/// follow. One state can be shared by the VecNorms of several envs (e.g. the sub-envs of a
+/// ParallelEnv) so that they all normalize with the same statistics.
+///
+/// Thread safety: every method locks an internal mutex, so envs stepping on different threads
+/// may share one state.
+class VecNormState {
+ public:
+  VecNormState() = default;
+  VecNormState(const VecNormState&) = delete;
+  VecNormState& operator=(const VecNormState&) = delete;
+
+  /// Under one lock: folds `samples` `[n, *feature]` (undefined or n == 0: no update) into
+  /// the statistics of `key` (`stat = decay * stat + new`), then returns `value` `[...,
+  /// *feature]` normalized with them, `(value - mean) / sqrt(max(var, eps))`, in value's
+  /// dtype. Throws ShapeError when the feature shape differs from the key's statistics,
+  /// KeyError when `key` has no statistics yet and there is nothing to fold in.
+  torch::Tensor update_and_normalize(const NestedKey& key, const torch::Tensor& value,
+                                     const torch::Tensor& samples, double decay, double eps);
+  /// True when `key` has statistics.
+  bool contains(const NestedKey& key) const;
+  /// The mean and standard deviation of `key` (float64 `[*feature]`). KeyError when none.
+  std::pair<torch::Tensor, torch::Tensor> mean_std(const NestedKey& key, double eps) const;
+  /// A copy of the statistics: `{key: {"sum", "ssq", "count"}}` (batch size `[]`).
+  TensorDict state_dict() const;
+  /// Replaces the statistics by a copy of `state` (as state_dict() returns it). Throws KeyError
+  /// when a statistics group lacks sum, ssq or count, ShapeError when sum and ssq differ in
+  /// shape or count is not a scalar; nothing changes then.
+  void load_state_dict(const TensorDict& state);
+
+ private:
+  struct Stats {
+    torch::Tensor sum;  // float64 [*feature]
+    torch::Tensor ssq;  // float64 [*feature]
+    double count = 0;
+  };
+  Stats* find(const NestedKey& key);
+  const Stats* find(const NestedKey& key) const;
+  static std::pair<torch::Tensor, torch::Tensor> moments(const Stats& stats, double eps);
+
+  mutable std::mutex mutex_;
+  std::vector<std::pair<NestedKey, Stats>> stats_;  // insertion order
+};
+
+/// Options of VecNorm.
+/// Example: `VecNormOptions().in_keys({"observation"}).decay(0.99)`
+struct VecNormOptions {
+  /// The entries normalized (observation or reward spec leaves). Default
+  /// `{"observation", "reward"}` (as TorchRL).
+  VecNormOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// Where the results go, one per in_key. Default: the in_keys.
+  VecNormOptions& out_keys(std::vector<NestedKey> v) {
+    out_keys_ = std::move(v);
+    return *this;
+  }
+  /// The decay of the running sums, in (0, 1]. Default 0.9999.
+  VecNormOptions& decay(double v) {
+    decay_ = v;
+    return *this;
+  }
+  /// The smallest variance (> 0). Default 1e-4.
+  VecNormOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  /// Statistics shared with other VecNorms. Default: a new state of its own.
+  VecNormOptions& shared_state(std::shared_ptr<VecNormState> v) {
+    shared_state_ = std::move(v);
+    return *this;
+  }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
+  double decay() const { return decay_; }
+  double eps() const { return eps_; }
+  const std::shared_ptr<VecNormState>& shared_state() const { return shared_state_; }
+
+ private:
+  std::vector<NestedKey> in_keys_{kObservation, kReward};
+  std::vector<NestedKey> out_keys_;
+  double decay_ = 0.9999;
+  double eps_ = 1e-4;
+  std::shared_ptr<VecNormState> shared_state_;
+};
+
+/// Normalizes entries with running statistics (TorchRL's VecNorm): every output (reset and
+/// step; on a partial reset only the sub-envs reset) updates the statistics of its key, then
+/// is normalized with them, `(x - mean) / std`. freeze() stops the updates (evaluation).
+///
+/// Keys: reads each in_key `[*batch, *feature]` (floating), writes the normalized value (same
+/// shape and dtype) at its out_key; statistics have the feature shape. Specs: the out_keys
+/// become Unbounded (same shape and dtype).
+///
+/// Throws ValueError for decay outside (0, 1], eps <= 0 or out_keys of another count than
+/// in_keys; KeyError / TypeError when attached to an env lacking an in_key or holding a
+/// non-floating one; KeyError when frozen before any statistics exist.
+/// Example:
+/// ```
+/// auto stats = std::make_shared<VecNormState>();
+/// TransformedEnv a(base_a, std::make_shared<VecNorm>(VecNormOptions().shared_state(stats)));
+/// TransformedEnv b(base_b, std::make_shared<VecNorm>(VecNormOptions().shared_state(stats)));
+/// ```
+class VecNorm : public Transform {
+ public:
+  explicit VecNorm(VecNormOptions options = {});
+
+  /// The statistics (shared with the VecNorms given the same state).
+  const std::shared_ptr<VecNormState>& state() const { return state_; }
+  /// Stops updating the statistics.
+  void freeze() { frozen_ = true; }
+  /// Resumes updating the statistics.
+  void unfreeze() { frozen_ = false; }
+  bool frozen() const { return frozen_; }
+  const VecNormOptions& options() const { return options_; }
+
+  std::string name() const override { return "VecNorm"; }
+  std::string to_string() const override;
+  TensorDict reset(const TensorDict& input, TensorDict output) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  /// The statistics (see VecNormState::state_dict).
+  TensorDict state_dict() const override;
+  /// Loads statistics into the (possibly shared) state (see VecNormState::load_state_dict).
+  void load_state_dict(const TensorDict& state) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  // Normalizes the in_keys of `td`, updating with the rows selected by `rows` (bool
+  // `[*batch]`; undefined: all rows).
+  TensorDict normalize(TensorDict td, const torch::Tensor& rows);
+  CompositePtr transform_outputs(CompositePtr spec, const CompositePtr& input_spec,
+                                 const EnvSpecs& input);
+
+  VecNormOptions options_;
+  std::vector<NestedKey> out_keys_;
+  std::shared_ptr<VecNormState> state_;
+  bool frozen_ = false;
+};
+
+}  // namespace tdrl::envs

@@ -1,0 +1,252 @@
+#pragma once
+
+/// Transforms of values and their specs: DoubleToFloat, ClipTransform, UnsqueezeTransform,
+/// ActionScaling.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/envs/keys.h>
+#include <tdrl/envs/transforms.h>
+
+namespace tdrl::envs {
+
+// ---- DoubleToFloat -----------------------------------------------------------------------------
+
+/// Options of DoubleToFloat.
+/// Example: `DoubleToFloatOptions().in_keys({"observation"})`
+struct DoubleToFloatOptions {
+  /// Output entries cast float64 -> float32. Default (empty): every float64 observation and
+  /// reward entry.
+  DoubleToFloatOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// Input entries (action or state) the caller gives as float32 and the env below reads as
+  /// float64. Default (empty): every float64 action and state entry.
+  DoubleToFloatOptions& in_keys_inv(std::vector<NestedKey> v) {
+    in_keys_inv_ = std::move(v);
+    return *this;
+  }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
+
+ private:
+  std::vector<NestedKey> in_keys_;
+  std::vector<NestedKey> in_keys_inv_;
+};
+
+/// Casts float64 outputs to float32 and float32 inputs back to float64 (TorchRL's
+/// DoubleToFloat), e.g. for MuJoCo envs computing in double precision.
+///
+/// Keys: on reset and under "next", casts the in_keys (all float64 entries by default);
+/// before the env steps, casts the in_keys_inv to float64. Specs: the cast entries (outputs
+/// and inputs) become float32; Unbounded and Bounded specs only.
+/// Throws, when attached to an env: KeyError for an explicit key missing from the specs,
+/// TypeError for an explicit key that is not float64 or whose spec is not Unbounded/Bounded.
+/// Example: `env.append_transform(std::make_shared<DoubleToFloat>());`
+class DoubleToFloat : public Transform {
+ public:
+  explicit DoubleToFloat(DoubleToFloatOptions options = {});
+  const DoubleToFloatOptions& options() const { return options_; }
+
+  std::string name() const override { return "DoubleToFloat"; }
+  std::string to_string() const override;
+  TensorDict inv(TensorDict td) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  CompositePtr cast_outputs(CompositePtr spec, const CompositePtr& input_spec,
+                            const EnvSpecs& input);
+  CompositePtr cast_inputs(CompositePtr spec, const CompositePtr& input_spec,
+                           const EnvSpecs& input);
+
+  DoubleToFloatOptions options_;
+  std::vector<NestedKey> inv_keys_;  // the input keys cast back, found from the specs
+};
+
+// ---- ClipTransform -----------------------------------------------------------------------------
+
+/// Options of ClipTransform (at least one bound).
+/// Example: `ClipTransformOptions().low(-5.0).high(5.0)`
+struct ClipTransformOptions {
+  /// The entries clipped (observation or reward). Default `{"observation"}`.
+  ClipTransformOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// The lower bound (finite). Default none (the dtype's lowest).
+  ClipTransformOptions& low(double v) {
+    low_ = v;
+    return *this;
+  }
+  /// The upper bound (finite, >= low). Default none (the dtype's highest).
+  ClipTransformOptions& high(double v) {
+    high_ = v;
+    return *this;
+  }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::optional<double>& low() const { return low_; }
+  const std::optional<double>& high() const { return high_; }
+
+ private:
+  std::vector<NestedKey> in_keys_{kObservation};
+  std::optional<double> low_;
+  std::optional<double> high_;
+};
+
+/// Clips entries into [low, high] (TorchRL's ClipTransform).
+///
+/// Keys: on reset and under "next", rewrites each in_key (floating) clamped. Specs: those
+/// entries become Bounded [low, high] (a missing bound is the dtype's finite extreme).
+/// Throws ValueError when no bound is given, a bound is not finite or low > high; KeyError /
+/// TypeError when attached to an env lacking an in_key or holding a non-floating one.
+/// Example: `std::make_shared<ClipTransform>(ClipTransformOptions().low(-10).high(10))`
+class ClipTransform : public Transform {
+ public:
+  explicit ClipTransform(ClipTransformOptions options);
+  const ClipTransformOptions& options() const { return options_; }
+
+  std::string name() const override { return "ClipTransform"; }
+  std::string to_string() const override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  CompositePtr clip_specs(CompositePtr spec, const CompositePtr& input_spec,
+                          const EnvSpecs& input) const;
+
+  ClipTransformOptions options_;
+};
+
+// ---- UnsqueezeTransform ------------------------------------------------------------------------
+
+/// Options of UnsqueezeTransform.
+/// Example: `UnsqueezeTransformOptions().in_keys({"observation"})`
+struct UnsqueezeTransformOptions {
+  /// The output entries unsqueezed (observation or reward). Default `{"observation"}`.
+  UnsqueezeTransformOptions& in_keys(std::vector<NestedKey> v) {
+    in_keys_ = std::move(v);
+    return *this;
+  }
+  /// Where the results go, one per in_key. Default: the in_keys.
+  UnsqueezeTransformOptions& out_keys(std::vector<NestedKey> v) {
+    out_keys_ = std::move(v);
+    return *this;
+  }
+  /// Input entries (action or state) the caller gives unsqueezed; they are squeezed at the
+  /// same dim for the env below. Default none.
+  UnsqueezeTransformOptions& in_keys_inv(std::vector<NestedKey> v) {
+    in_keys_inv_ = std::move(v);
+    return *this;
+  }
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
+  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
+
+ private:
+  std::vector<NestedKey> in_keys_{kObservation};
+  std::vector<NestedKey> out_keys_;
+  std::vector<NestedKey> in_keys_inv_;
+};
+
+/// Inserts a dim of size 1 (TorchRL's UnsqueezeTransform). `dim` is negative, counted from
+/// the last dim of the result, so it never touches the batch dims: -1 turns `[*batch, 3]` into
+/// `[*batch, 3, 1]`, -2 into `[*batch, 1, 3]`.
+///
+/// Keys: on reset and under "next", writes each in_key unsqueezed at its out_key; before the
+/// env steps, squeezes the in_keys_inv. Specs: Unbounded, Bounded, Categorical and Binary specs
+/// get the new dim.
+/// Throws ValueError for dim >= 0 or out_keys of another count than in_keys; when attached to
+/// an env: KeyError for a missing key, ValueError when dim would land in the batch dims,
+/// TypeError for another kind of spec.
+/// Example: `std::make_shared<UnsqueezeTransform>(-1)`
+class UnsqueezeTransform : public Transform {
+ public:
+  explicit UnsqueezeTransform(int64_t dim, UnsqueezeTransformOptions options = {});
+  int64_t dim() const { return dim_; }
+  const UnsqueezeTransformOptions& options() const { return options_; }
+
+  std::string name() const override { return "UnsqueezeTransform"; }
+  std::string to_string() const override;
+  TensorDict inv(TensorDict td) override;
+  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
+  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ protected:
+  TensorDict call(TensorDict td) override;
+
+ private:
+  TensorSpecPtr unsqueezed(const TensorSpec& spec, const NestedKey& key,
+                           const EnvSpecs& input) const;
+  CompositePtr transform_outputs(CompositePtr spec, const CompositePtr& input_spec,
+                                 const EnvSpecs& input) const;
+  CompositePtr transform_inputs(CompositePtr spec, const CompositePtr& input_spec,
+                                const EnvSpecs& input) const;
+
+  int64_t dim_;
+  UnsqueezeTransformOptions options_;
+  std::vector<NestedKey> out_keys_;
+};
+
+// ---- ActionScaling -----------------------------------------------------------------------------
+
+/// Options of ActionScaling.
+/// Example: `ActionScalingOptions().action_key("action")`
+struct ActionScalingOptions {
+  /// The action entry. Default: the env's action key.
+  ActionScalingOptions& action_key(NestedKey v) {
+    action_key_ = std::move(v);
+    return *this;
+  }
+  const std::optional<NestedKey>& action_key() const { return action_key_; }
+
+ private:
+  std::optional<NestedKey> action_key_;
+};
+
+/// Lets the policy act in [-1, 1] whatever the env's action bounds: the exposed action spec
+/// is Bounded [-1, 1] (same shape and dtype), and before the env steps the action `a` becomes
+/// `low + (a + 1) / 2 * (high - low)` (clamped into [low, high] against rounding), with low
+/// and high the env below's Bounded action spec bounds.
+///
+/// Keys: reads and rewrites the action (in the copy handed to the env below; the caller's
+/// TensorDict keeps the [-1, 1] action).
+/// Throws, when attached to an env: ValueError when it has no action, TypeError when its
+/// action spec is not a floating Bounded spec. Error when used outside an env.
+/// Example: `env.append_transform(std::make_shared<ActionScaling>());`
+class ActionScaling : public Transform {
+ public:
+  explicit ActionScaling(ActionScalingOptions options = {});
+  const ActionScalingOptions& options() const { return options_; }
+
+  std::string name() const override { return "ActionScaling"; }
+  std::string to_string() const override;
+  TensorDict inv(TensorDict td) override;
+  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
+
+ private:
+  ActionScalingOptions options_;
+  std::optional<NestedKey> key_;  // found from the specs
+  torch::Tensor low_;
+  torch::Tensor high_;
+  torch::Tensor mid_;         // (low + high) / 2
+  torch::Tensor half_range_;  // (high - low) / 2
+};
+
+}  // namespace tdrl::envs

@@ -1,0 +1,581 @@
+#include <tdrl/envs/mujoco_env.h>
+
+#include <mujoco/mujoco.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include <tensordict/errors.h>
+
+#include "detail/spin_worker_pool.h"
+
+namespace tdrl::envs {
+
+using tensordict::KeyError;
+using tensordict::ShapeError;
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+namespace {
+
+// RAII for MuJoCo's C handles: the model is immutable once compiled and shared by every
+// simulation of an env; each simulation owns its data.
+struct MjModelDeleter {
+  void operator()(const mjModel* model) const { mj_deleteModel(const_cast<mjModel*>(model)); }
+};
+struct MjDataDeleter {
+  void operator()(mjData* data) const { mj_deleteData(data); }
+};
+using MjModelPtr = std::shared_ptr<const mjModel>;
+using MjDataPtr = std::unique_ptr<mjData, MjDataDeleter>;
+
+// MuJoCo reports warnings through one process-wide callback (by default it prints and writes
+// MUJOCO_LOG.TXT). Ours counts them and keeps the last message of the thread that raised it,
+// so the step that detects an instability can log MuJoCo's own words.
+std::atomic<int64_t> g_warning_count{0};
+thread_local std::string t_last_warning;
+
+void on_mujoco_warning(const char* message) {
+  g_warning_count.fetch_add(1, std::memory_order_relaxed);
+  t_last_warning = message;
+}
+
+void install_warning_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { mju_user_warning = on_mujoco_warning; });
+}
+
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> instance = [] {
+    const std::string name = "tdrl.envs.mujoco";
+    auto existing = spdlog::get(name);
+    return existing ? existing : spdlog::stderr_color_mt(name);
+  }();
+  return *instance;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) { return tensordict::shape_str(shape); }
+
+std::vector<int64_t> with_tail(std::vector<int64_t> batch, int64_t tail) {
+  batch.push_back(tail);
+  return batch;
+}
+
+MjModelPtr load_model(const std::string& path, const std::string& op) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw ValueError(op + ": model file '" + path +
+                     "' does not exist; pass MujocoEnvOptions().model_path(<MJCF file>) or "
+                     ".asset_dir(<directory>), or set the TDRL_ENVS_ASSET_DIR environment "
+                     "variable");
+  }
+  // The XML parser keeps global state: load one model at a time.
+  static std::mutex load_mutex;
+  std::lock_guard<std::mutex> lock(load_mutex);
+  char error[1024] = "";
+  mjModel* model = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+  if (model == nullptr) {
+    throw ValueError(op + ": MuJoCo could not load '" + path + "': " + error);
+  }
+  return MjModelPtr(model, MjModelDeleter{});
+}
+
+// The warnings that mean the simulation can no longer be trusted (MuJoCo resets the data
+// itself on bad qpos/qvel/qacc).
+bool has_instability_warning(const mjData* data) {
+  for (int kind : {mjWARN_CONTACTFULL, mjWARN_CNSTRFULL, mjWARN_BADQPOS, mjWARN_BADQVEL,
+                   mjWARN_BADQACC, mjWARN_BADCTRL}) {
+    if (data->warning[kind].number > 0) return true;
+  }
+  return false;
+}
+
+void clear_warnings(mjData* data) {
+  for (int kind = 0; kind < mjNWARNING; ++kind) data->warning[kind].number = 0;
+}
+
+bool all_finite(const double* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(values[i])) return false;
+  }
+  return true;
+}
+
+bool all_finite(const float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(values[i])) return false;
+  }
+  return true;
+}
+
+std::string names_of(const mjModel* model, int type, int count, const std::string& wanted) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    const char* name = mj_id2name(model, type, i);
+    if (name != nullptr) names.emplace_back(name);
+  }
+  return tensordict::closest_names(wanted, names);
+}
+
+}  // namespace
+
+// ---- MujocoEnvOptions ---------------------------------------------------------------------------
+
+std::ostream& operator<<(std::ostream& stream, const MujocoEnvOptions& options) {
+  auto or_default = [](const auto& value) {
+    std::ostringstream os;
+    if (value) {
+      os << *value;
+    } else {
+      os << "default";
+    }
+    return os.str();
+  };
+  stream << "MujocoEnvOptions(model_path="
+         << (options.model_path().empty() ? "default" : options.model_path())
+         << ", asset_dir=" << (options.asset_dir().empty() ? "default" : options.asset_dir())
+         << ", batch_size=" << shape_string(options.batch_size())
+         << ", num_threads=" << options.num_threads()
+         << ", frame_skip=" << or_default(options.frame_skip())
+         << ", reset_noise_scale=" << or_default(options.reset_noise_scale())
+         << ", max_episode_steps=" << or_default(options.max_episode_steps())
+         << ", terminate_when_unhealthy=" << (options.terminate_when_unhealthy() ? "true" : "false")
+         << ", device=" << options.device() << ")";
+  return stream;
+}
+
+// ---- MujocoView ---------------------------------------------------------------------------------
+
+int MujocoView::nq() const { return model_->nq; }
+int MujocoView::nv() const { return model_->nv; }
+int MujocoView::nu() const { return model_->nu; }
+int MujocoView::nbody() const { return model_->nbody; }
+int MujocoView::nsite() const { return model_->nsite; }
+double MujocoView::timestep() const { return model_->opt.timestep; }
+double MujocoView::time() const { return data_->time; }
+const double* MujocoView::qpos() const { return data_->qpos; }
+const double* MujocoView::qvel() const { return data_->qvel; }
+const double* MujocoView::ctrl() const { return data_->ctrl; }
+const double* MujocoView::xpos() const { return data_->xpos; }
+const double* MujocoView::xipos() const { return data_->xipos; }
+const double* MujocoView::site_xpos() const { return data_->site_xpos; }
+const double* MujocoView::body_mass() const { return model_->body_mass; }
+const double* MujocoView::cinert() const { return data_->cinert; }
+const double* MujocoView::cvel() const { return data_->cvel; }
+const double* MujocoView::qfrc_actuator() const { return data_->qfrc_actuator; }
+const double* MujocoView::qfrc_constraint() const { return data_->qfrc_constraint; }
+const double* MujocoView::cfrc_ext() const { return data_->cfrc_ext; }
+
+// ---- MujocoEnv ----------------------------------------------------------------------------------
+
+struct MujocoEnv::Impl {
+  MujocoEnvOptions options;
+  std::string model_path;
+  MjModelPtr model;
+  std::vector<MjDataPtr> data;
+  // Per simulation: the before_step memo and the steps since its last reset.
+  std::vector<MujocoMemo> memo;
+  std::vector<int64_t> steps;
+  int64_t n = 1;
+  int64_t obs_dim = 0;
+  int64_t frame_skip = 1;
+  int64_t max_episode_steps = 0;
+  double reset_noise_scale = 0.0;
+  bool post_constraint = false;
+  // The caller's thread plus num_threads - 1 workers, started once.
+  std::unique_ptr<detail::SpinWorkerPool> pool;
+  std::atomic<int64_t> instabilities{0};
+  std::atomic<bool> logged_instability{false};
+
+  // Runs fn(i) for every i in [0, count) on the pool. Each simulation is stepped by one
+  // thread and depends on nothing else, so results do not depend on which thread ran it.
+  void parallel(int64_t count, const std::function<void(int64_t)>& fn) { pool->run(count, fn); }
+};
+
+MujocoEnv::MujocoEnv(const MujocoEnvOptions& options)
+    : MujocoEnv("MujocoEnv", options, MujocoTaskConfig{}) {}
+
+MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
+                     const MujocoTaskConfig& config)
+    : EnvBase(std::move(name),
+              EnvBaseOptions().batch_size(options.batch_size()).device(options.device())),
+      impl_(std::make_unique<Impl>()) {
+  const std::string op = this->name();
+  auto& s = *impl_;
+  s.options = options;
+  s.frame_skip = options.frame_skip().value_or(config.frame_skip);
+  s.reset_noise_scale = options.reset_noise_scale().value_or(config.reset_noise_scale);
+  s.max_episode_steps = options.max_episode_steps().value_or(config.max_episode_steps);
+  s.post_constraint = config.post_constraint;
+  if (options.num_threads() < 1) {
+    throw ValueError(op + ": num_threads must be >= 1, got " +
+                     std::to_string(options.num_threads()));
+  }
+  if (s.frame_skip < 1) {
+    throw ValueError(op + ": frame_skip must be >= 1, got " + std::to_string(s.frame_skip));
+  }
+  if (!(s.reset_noise_scale >= 0.0) || !std::isfinite(s.reset_noise_scale)) {
+    throw ValueError(op + ": reset_noise_scale must be finite and >= 0, got " +
+                     std::to_string(s.reset_noise_scale));
+  }
+  if (s.max_episode_steps < 0) {
+    throw ValueError(op + ": max_episode_steps must be >= 0 (0: no limit), got " +
+                     std::to_string(s.max_episode_steps));
+  }
+  for (int64_t dim : batch_size()) {
+    if (dim < 1) {
+      throw ValueError(op + ": every batch_size dim must be >= 1, got " +
+                       shape_string(batch_size()));
+    }
+    s.n *= dim;
+  }
+
+  if (!options.model_path().empty()) {
+    s.model_path = options.model_path();
+  } else if (config.model_file.empty()) {
+    throw ValueError(op + ": no model to load; set MujocoEnvOptions().model_path(<MJCF file>)");
+  } else {
+    const std::string dir =
+        options.asset_dir().empty() ? default_mujoco_asset_dir() : options.asset_dir();
+    s.model_path = (std::filesystem::path(dir) / config.model_file).string();
+  }
+  install_warning_handler();
+  const int64_t warnings_before = mujoco_warning_count();
+  s.model = load_model(s.model_path, op);
+  if (mujoco_warning_count() != warnings_before) {
+    logger().warn("{}: MuJoCo warned while loading '{}': {}", op, s.model_path, t_last_warning);
+  }
+  const mjModel* m = s.model.get();
+  s.obs_dim = config.observation_dim >= 0 ? config.observation_dim : m->nq + m->nv;
+
+  s.data.reserve(static_cast<size_t>(s.n));
+  for (int64_t i = 0; i < s.n; ++i) {
+    mjData* d = mj_makeData(m);
+    if (d == nullptr) {
+      throw ValueError(op + ": MuJoCo could not allocate the data of '" + s.model_path + "'");
+    }
+    s.data.emplace_back(d);
+    mj_forward(m, d);
+  }
+  s.memo.assign(static_cast<size_t>(s.n), MujocoMemo{});
+  s.steps.assign(static_cast<size_t>(s.n), 0);
+  s.pool = std::make_unique<detail::SpinWorkerPool>(std::min(options.num_threads(), s.n));
+
+  const auto& batch = batch_size();
+  const torch::Device device = options.device();
+  set_observation_spec(Composite::make(
+      {{kObservation,
+        std::make_shared<Unbounded>(with_tail(batch, s.obs_dim),
+                                    UnboundedOptions().dtype(torch::kFloat32).device(device))}},
+      batch, device));
+  bool all_limited = m->nu > 0;
+  for (int j = 0; j < m->nu; ++j) all_limited = all_limited && m->actuator_ctrllimited[j];
+  if (all_limited) {
+    auto range =
+        torch::from_blob(const_cast<double*>(m->actuator_ctrlrange), {m->nu, 2}, torch::kFloat64)
+            .clone();
+    set_action_spec(std::make_shared<Bounded>(BoundedOptions()
+                                                  .low(range.select(1, 0))
+                                                  .high(range.select(1, 1))
+                                                  .shape(with_tail(batch, m->nu))
+                                                  .dtype(torch::kFloat32)
+                                                  .device(device)));
+  } else {
+    set_action_spec(std::make_shared<Unbounded>(
+        with_tail(batch, m->nu), UnboundedOptions().dtype(torch::kFloat32).device(device)));
+  }
+  set_reward_spec(std::make_shared<Unbounded>(
+      with_tail(batch, 1), UnboundedOptions().dtype(torch::kFloat32).device(device)));
+}
+
+MujocoEnv::~MujocoEnv() = default;
+
+int64_t MujocoEnv::num_envs() const { return impl_->n; }
+int64_t MujocoEnv::nq() const { return impl_->model->nq; }
+int64_t MujocoEnv::nv() const { return impl_->model->nv; }
+int64_t MujocoEnv::nu() const { return impl_->model->nu; }
+int64_t MujocoEnv::nbody() const { return impl_->model->nbody; }
+int64_t MujocoEnv::observation_dim() const { return impl_->obs_dim; }
+int64_t MujocoEnv::frame_skip() const { return impl_->frame_skip; }
+double MujocoEnv::dt() const {
+  return impl_->model->opt.timestep * static_cast<double>(impl_->frame_skip);
+}
+int64_t MujocoEnv::max_episode_steps() const { return impl_->max_episode_steps; }
+double MujocoEnv::reset_noise_scale() const { return impl_->reset_noise_scale; }
+int64_t MujocoEnv::num_threads() const { return impl_->pool->size(); }
+const std::string& MujocoEnv::model_path() const { return impl_->model_path; }
+const MujocoEnvOptions& MujocoEnv::options() const { return impl_->options; }
+int64_t MujocoEnv::instability_count() const { return impl_->instabilities.load(); }
+
+int64_t MujocoEnv::body_id(const std::string& name) const {
+  const mjModel* m = impl_->model.get();
+  const int id = mj_name2id(m, mjOBJ_BODY, name.c_str());
+  if (id < 0) {
+    throw KeyError(this->name() + ": the model '" + impl_->model_path + "' has no body named '" +
+                   name + "'; its bodies: " + names_of(m, mjOBJ_BODY, m->nbody, name));
+  }
+  return id;
+}
+
+int64_t MujocoEnv::site_id(const std::string& name) const {
+  const mjModel* m = impl_->model.get();
+  const int id = mj_name2id(m, mjOBJ_SITE, name.c_str());
+  if (id < 0) {
+    throw KeyError(this->name() + ": the model '" + impl_->model_path + "' has no site named '" +
+                   name + "'; its sites: " + names_of(m, mjOBJ_SITE, m->nsite, name));
+  }
+  return id;
+}
+
+void MujocoEnv::check_model_dims(int64_t nq, int64_t nv, int64_t nu, int64_t nbody) const {
+  const mjModel* m = impl_->model.get();
+  const bool fits = (nq < 0 || nq == m->nq) && (nv < 0 || nv == m->nv) && (nu < 0 || nu == m->nu) &&
+                    (nbody < 0 || nbody == m->nbody);
+  if (fits) return;
+  std::ostringstream os;
+  os << name() << ": the model '" << impl_->model_path << "' has nq=" << m->nq << ", nv=" << m->nv
+     << ", nu=" << m->nu << ", nbody=" << m->nbody << "; the task needs nq=" << nq << ", nv=" << nv
+     << ", nu=" << nu;
+  if (nbody >= 0) os << ", nbody=" << nbody;
+  os << "; use a model with the task's joints, actuators and bodies (or the default asset)";
+  throw ValueError(os.str());
+}
+
+torch::Tensor MujocoEnv::qpos() const {
+  const auto& s = *impl_;
+  auto out = torch::empty({s.n, s.model->nq}, torch::kFloat64);
+  double* p = out.data_ptr<double>();
+  for (int64_t i = 0; i < s.n; ++i) {
+    std::copy_n(s.data[i]->qpos, s.model->nq, p + i * s.model->nq);
+  }
+  return out.view(with_tail(batch_size(), s.model->nq));
+}
+
+torch::Tensor MujocoEnv::qvel() const {
+  const auto& s = *impl_;
+  auto out = torch::empty({s.n, s.model->nv}, torch::kFloat64);
+  double* p = out.data_ptr<double>();
+  for (int64_t i = 0; i < s.n; ++i) {
+    std::copy_n(s.data[i]->qvel, s.model->nv, p + i * s.model->nv);
+  }
+  return out.view(with_tail(batch_size(), s.model->nv));
+}
+
+void MujocoEnv::set_state(const torch::Tensor& qpos, const torch::Tensor& qvel) {
+  auto& s = *impl_;
+  const mjModel* m = s.model.get();
+  const std::string op = name() + "::set_state";
+  auto check = [&](const char* what, const torch::Tensor& value, int64_t dim) {
+    const auto expected = with_tail(batch_size(), dim);
+    if (!value.defined() || value.sizes() != c10::IntArrayRef(expected)) {
+      throw ShapeError(op + ": " + what + " must have shape " + shape_string(expected) +
+                       " ([*batch_size, " + (dim == m->nq ? "nq" : "nv") + "]), got " +
+                       (value.defined() ? shape_string(value.sizes().vec()) : "undefined"));
+    }
+    if (!value.is_floating_point()) {
+      throw TypeError(op + ": " + what + " must have a floating dtype, got " +
+                      std::string(c10::toString(value.scalar_type())));
+    }
+    if (!torch::isfinite(value).all().item<bool>()) {
+      throw ValueError(op + ": " + what + " holds a non-finite value; states must be finite");
+    }
+    return value.to(torch::kCPU, torch::kFloat64).contiguous().view({s.n, dim});
+  };
+  const auto qpos64 = check("qpos", qpos, m->nq);
+  const auto qvel64 = check("qvel", qvel, m->nv);
+  const double* qp = qpos64.data_ptr<double>();
+  const double* qv = qvel64.data_ptr<double>();
+  s.parallel(s.n, [&](int64_t i) {
+    mjData* d = s.data[i].get();
+    std::copy_n(qp + i * m->nq, m->nq, d->qpos);
+    std::copy_n(qv + i * m->nv, m->nv, d->qvel);
+    clear_warnings(d);
+    mj_forward(m, d);
+  });
+}
+
+torch::Tensor MujocoEnv::current_observation() {
+  auto& s = *impl_;
+  auto obs = torch::empty({s.n, s.obs_dim}, torch::kFloat32);
+  float* out = obs.data_ptr<float>();
+  s.parallel(s.n, [&](int64_t i) {
+    write_observation(MujocoView(s.model.get(), s.data[i].get()), out + i * s.obs_dim);
+  });
+  return obs.view(with_tail(batch_size(), s.obs_dim));
+}
+
+void MujocoEnv::write_observation(const MujocoView& sim, float* out) const {
+  const int nq = sim.nq();
+  const int nv = sim.nv();
+  const double* qpos = sim.qpos();
+  const double* qvel = sim.qvel();
+  for (int i = 0; i < nq; ++i) out[i] = static_cast<float>(qpos[i]);
+  for (int i = 0; i < nv; ++i) out[nq + i] = static_cast<float>(qvel[i]);
+}
+
+MujocoStepOutcome MujocoEnv::after_step(const MujocoView& sim, const float* action,
+                                        const MujocoMemo& memo) const {
+  return {};
+}
+
+void MujocoEnv::sample_reset_state(torch::Generator& generator, torch::Tensor& qpos,
+                                   torch::Tensor& qvel) const {
+  const double scale = reset_noise_scale();
+  if (scale <= 0.0) return;
+  qpos.add_(torch::empty_like(qpos).uniform_(-scale, scale, generator));
+  qvel.add_(torch::empty_like(qvel).uniform_(-scale, scale, generator));
+}
+
+TensorDict MujocoEnv::reset_impl(const TensorDict& tensordict) {
+  auto& s = *impl_;
+  const mjModel* m = s.model.get();
+  std::vector<int64_t> which;
+  if (auto mask = tensordict.find(kReset)) {
+    const auto flat = mask->to(torch::kCPU).to(torch::kBool).contiguous().reshape({s.n});
+    const bool* selected = flat.data_ptr<bool>();
+    for (int64_t i = 0; i < s.n; ++i) {
+      if (selected[i]) which.push_back(i);
+    }
+  } else {
+    for (int64_t i = 0; i < s.n; ++i) which.push_back(i);
+  }
+  const auto k = static_cast<int64_t>(which.size());
+  if (k > 0) {
+    auto qpos =
+        torch::from_blob(const_cast<double*>(m->qpos0), {1, m->nq}, torch::kFloat64).repeat({k, 1});
+    auto qvel = torch::zeros({k, m->nv}, torch::kFloat64);
+    sample_reset_state(generator(), qpos, qvel);
+    TORCH_INTERNAL_ASSERT(qpos.sizes() == c10::IntArrayRef({k, m->nq}) &&
+                              qvel.sizes() == c10::IntArrayRef({k, m->nv}) &&
+                              qpos.scalar_type() == torch::kFloat64 &&
+                              qvel.scalar_type() == torch::kFloat64,
+                          name(), ": sample_reset_state changed the shape or dtype of its states");
+    qpos = qpos.contiguous();
+    qvel = qvel.contiguous();
+    const double* qp = qpos.data_ptr<double>();
+    const double* qv = qvel.data_ptr<double>();
+    s.parallel(k, [&](int64_t j) {
+      const int64_t i = which[j];
+      mjData* d = s.data[i].get();
+      mj_resetData(m, d);
+      std::copy_n(qp + j * m->nq, m->nq, d->qpos);
+      std::copy_n(qv + j * m->nv, m->nv, d->qvel);
+      mj_forward(m, d);
+      s.steps[i] = 0;
+    });
+  }
+  return TensorDict({{kObservation, current_observation()}}, batch_size());
+}
+
+TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
+  auto& s = *impl_;
+  const mjModel* m = s.model.get();
+  const int64_t nu = m->nu;
+  const auto action =
+      tensordict.get(action_key()).to(torch::kCPU, torch::kFloat32).contiguous().reshape({s.n, nu});
+  auto obs = torch::empty({s.n, s.obs_dim}, torch::kFloat32);
+  auto reward = torch::empty({s.n, 1}, torch::kFloat32);
+  auto terminated = torch::empty({s.n, 1}, torch::kBool);
+  auto truncated = torch::empty({s.n, 1}, torch::kBool);
+  auto done = torch::empty({s.n, 1}, torch::kBool);
+  const float* act = action.data_ptr<float>();
+  float* obs_out = obs.data_ptr<float>();
+  float* reward_out = reward.data_ptr<float>();
+  bool* terminated_out = terminated.data_ptr<bool>();
+  bool* truncated_out = truncated.data_ptr<bool>();
+  bool* done_out = done.data_ptr<bool>();
+
+  s.parallel(s.n, [&](int64_t i) {
+    mjData* d = s.data[i].get();
+    const MujocoView view(m, d);
+    const float* a = act + i * nu;
+    float* o = obs_out + i * s.obs_dim;
+    auto& memo = s.memo[i];
+    before_step(view, a, memo);
+    for (int64_t j = 0; j < nu; ++j) d->ctrl[j] = a[j];
+    clear_warnings(d);
+    t_last_warning.clear();
+    bool unstable = false;
+    for (int64_t k = 0; k < s.frame_skip && !unstable; ++k) {
+      mj_step(m, d);
+      unstable = has_instability_warning(d);
+    }
+    MujocoStepOutcome outcome;
+    if (!unstable) {
+      if (s.post_constraint) mj_rnePostConstraint(m, d);
+      unstable = !all_finite(d->qpos, m->nq) || !all_finite(d->qvel, m->nv);
+    }
+    if (!unstable) {
+      outcome = after_step(view, a, memo);
+      write_observation(view, o);
+      unstable = !std::isfinite(outcome.reward) || !all_finite(o, s.obs_dim);
+    }
+    s.steps[i] += 1;
+    if (unstable) {
+      s.instabilities.fetch_add(1);
+      if (!s.logged_instability.exchange(true)) {
+        logger().warn(
+            "{}: simulation {} became unstable at step {} of its episode ({}); its episode "
+            "ends as truncated and its state is reset to the model's default (later "
+            "instabilities of this env are counted by instability_count(), not logged)",
+            name(), i, s.steps[i],
+            t_last_warning.empty() ? std::string("non-finite state") : t_last_warning);
+      }
+      mj_resetData(m, d);
+      mj_forward(m, d);
+      write_observation(view, o);
+      outcome = MujocoStepOutcome{};
+    }
+    reward_out[i] = static_cast<float>(outcome.reward);
+    terminated_out[i] = outcome.terminated && !unstable;
+    truncated_out[i] = unstable || (s.max_episode_steps > 0 && s.steps[i] >= s.max_episode_steps);
+    done_out[i] = terminated_out[i] || truncated_out[i];
+  });
+
+  const auto& batch = batch_size();
+  return TensorDict({{kObservation, obs.view(with_tail(batch, s.obs_dim))},
+                     {kReward, reward.view(with_tail(batch, 1))},
+                     {kTerminated, terminated.view(with_tail(batch, 1))},
+                     {kTruncated, truncated.view(with_tail(batch, 1))},
+                     {kDone, done.view(with_tail(batch, 1))}},
+                    batch);
+}
+
+std::string MujocoEnv::to_string() const {
+  // EnvBase's one line, with the simulation's settings before its closing parenthesis.
+  std::string base = EnvBase::to_string();
+  if (!base.empty() && base.back() == ')') base.pop_back();
+  std::ostringstream os;
+  os << base << ", model=" << std::filesystem::path(impl_->model_path).filename().string()
+     << ", frame_skip=" << impl_->frame_skip << ", dt=" << dt()
+     << ", max_episode_steps=" << impl_->max_episode_steps
+     << ", reset_noise_scale=" << impl_->reset_noise_scale << ", num_threads=" << num_threads()
+     << ")";
+  return os.str();
+}
+
+std::string default_mujoco_asset_dir() {
+  if (const char* env = std::getenv("TDRL_ENVS_ASSET_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+#ifdef TDRL_ENVS_SOURCE_ASSET_DIR
+  if (std::filesystem::is_directory(TDRL_ENVS_SOURCE_ASSET_DIR)) return TDRL_ENVS_SOURCE_ASSET_DIR;
+#endif
+#ifdef TDRL_ENVS_INSTALL_ASSET_DIR
+  return TDRL_ENVS_INSTALL_ASSET_DIR;
+#else
+  return "envs/assets";
+#endif
+}
+
+int64_t mujoco_warning_count() { return g_warning_count.load(std::memory_order_relaxed); }
+
+}  // namespace tdrl::envs

@@ -1,0 +1,196 @@
+// The env registry: one process-wide map name -> factory behind a mutex, filled only by
+// explicit register_env / register_builtin_envs calls.
+
+#include <tdrl/envs/registry.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include <tensordict/errors.h>
+
+namespace tdrl::envs {
+
+using tensordict::KeyError;
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+namespace {
+
+const char* type_name(const EnvOptionValue& value) {
+  switch (value.index()) {
+    case 0:
+      return "bool";
+    case 1:
+      return "int";
+    case 2:
+      return "double";
+    default:
+      return "string";
+  }
+}
+
+std::string value_repr(const EnvOptionValue& value) {
+  std::ostringstream os;
+  if (const auto* b = std::get_if<bool>(&value)) {
+    os << (*b ? "true" : "false");
+  } else if (const auto* i = std::get_if<int64_t>(&value)) {
+    os << *i;
+  } else if (const auto* d = std::get_if<double>(&value)) {
+    os << *d;
+  } else {
+    os << '"' << std::get<std::string>(value) << '"';
+  }
+  return os.str();
+}
+
+[[noreturn]] void wrong_type(const std::string& key, const char* wanted,
+                             const EnvOptionValue& value) {
+  throw TypeError("EnvOptions: option '" + key + "' is " + type_name(value) + " " +
+                  value_repr(value) + "; expected " + wanted + " (fix its value in the config)");
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, RegisteredEnvFactory> factories;
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+}  // namespace
+
+// ---- EnvOptions --------------------------------------------------------------------------------
+
+EnvOptions& EnvOptions::set(const std::string& key, EnvOptionValue value) {
+  if (key.empty()) throw ValueError("EnvOptions::set: the option name is empty");
+  options_[key] = std::move(value);
+  return *this;
+}
+
+bool EnvOptions::get_bool(const std::string& key, bool default_value) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) return default_value;
+  if (const auto* b = std::get_if<bool>(&it->second)) return *b;
+  wrong_type(key, "a bool", it->second);
+}
+
+int64_t EnvOptions::get_int(const std::string& key, int64_t default_value) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) return default_value;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  if (const auto* d = std::get_if<double>(&it->second)) {
+    // 2^63 is exactly representable; anything at or beyond it does not fit.
+    if (std::isfinite(*d) && std::floor(*d) == *d && std::abs(*d) < 9223372036854775808.0) {
+      return static_cast<int64_t>(*d);
+    }
+  }
+  wrong_type(key, "an integer", it->second);
+}
+
+double EnvOptions::get_double(const std::string& key, double default_value) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) return default_value;
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  wrong_type(key, "a number", it->second);
+}
+
+std::string EnvOptions::get_string(const std::string& key, const std::string& default_value) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) return default_value;
+  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+  wrong_type(key, "a string", it->second);
+}
+
+void EnvOptions::check_keys(const std::string& env_name,
+                            const std::vector<std::string>& known) const {
+  for (const auto& entry : options_) {
+    if (std::find(known.begin(), known.end(), entry.first) != known.end()) continue;
+    throw KeyError(env_name + ": unknown option '" + entry.first + "'; " +
+                   (known.empty() ? std::string("this env takes no options")
+                                  : "known options (closest first): " +
+                                        tensordict::closest_names(entry.first, known)));
+  }
+}
+
+std::ostream& operator<<(std::ostream& os, const EnvOptions& options) {
+  os << "EnvOptions(batch_size=" << tensordict::shape_str(options.batch_size())
+     << ", device=" << options.device() << ", seed=";
+  if (options.seed()) {
+    os << *options.seed();
+  } else {
+    os << "None";
+  }
+  os << ", options={";
+  bool first = true;
+  for (const auto& entry : options.options()) {
+    os << (first ? "" : ", ") << entry.first << "=" << value_repr(entry.second);
+    first = false;
+  }
+  return os << "})";
+}
+
+// ---- Registry ----------------------------------------------------------------------------------
+
+void register_env(const std::string& name, RegisteredEnvFactory factory) {
+  if (name.empty()) throw ValueError("register_env: the env name is empty");
+  if (!factory) throw ValueError("register_env('" + name + "'): the factory is empty");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.factories.count(name)) {
+    throw ValueError("register_env: '" + name +
+                     "' is already registered; pick another name (names are never replaced)");
+  }
+  r.factories.emplace(name, std::move(factory));
+}
+
+std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options) {
+  RegisteredEnvFactory factory;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.factories.find(name);
+    if (it == r.factories.end()) {
+      std::vector<std::string> names;
+      for (const auto& entry : r.factories) names.push_back(entry.first);
+      throw KeyError("make_env: no env is registered as '" + name + "'; " +
+                     (names.empty() ? std::string("none is registered (call "
+                                                  "register_builtin_envs() first)")
+                                    : "registered (closest first): " +
+                                          tensordict::closest_names(name, names)));
+    }
+    factory = it->second;
+  }
+  std::shared_ptr<EnvBase> env = factory(options);
+  if (!env) throw ValueError("make_env('" + name + "'): the factory returned a null env");
+  if (env->batch_size() != options.batch_size()) {
+    throw ValueError("make_env('" + name + "'): the factory built an env of batch_size " +
+                     tensordict::shape_str(env->batch_size()) + " for options.batch_size " +
+                     tensordict::shape_str(options.batch_size()) +
+                     "; the factory must honour EnvOptions::batch_size");
+  }
+  if (options.seed()) env->set_seed(*options.seed());
+  return env;
+}
+
+std::vector<std::string> list_envs() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::string> names;
+  names.reserve(r.factories.size());
+  for (const auto& entry : r.factories) names.push_back(entry.first);
+  return names;
+}
+
+bool is_env_registered(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.factories.count(name) > 0;
+}
+
+}  // namespace tdrl::envs

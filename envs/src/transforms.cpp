@@ -1,0 +1,639 @@
+#include <tdrl/envs/transforms.h>
+
+#include <sstream>
+
+#include <tensordict/errors.h>
+
+#include "detail/spec_format.h"
+#include "detail/transform_util.h"
+
+namespace tdrl::envs {
+
+using tensordict::IndexError;
+using tensordict::KeyError;
+using tensordict::ShapeError;
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+// ---- Helpers (detail/transform_util.h) -------------------------------------------------------
+
+namespace detail {
+
+std::string keys_repr(const std::vector<NestedKey>& keys) {
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  return out + "]";
+}
+
+std::string number_repr(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
+std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape) {
+  shape.push_back(1);
+  return shape;
+}
+
+TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
+  return std::make_shared<Binary>(
+      1, BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
+}
+
+torch::Device device_of(const TensorDict& td) {
+  if (td.device()) return *td.device();
+  if (auto done = td.find(kDone)) return done->device();
+  return torch::kCPU;
+}
+
+std::vector<NestedKey> leaf_keys(const Composite& spec) {
+  return spec.keys(/*include_nested=*/true, /*leaves_only=*/true);
+}
+
+void throw_missing(const std::string& where, const std::string& what, const NestedKey& key,
+                   const std::vector<NestedKey>& candidates, const std::string& spec_names) {
+  std::vector<std::string> names;
+  names.reserve(candidates.size());
+  for (const auto& k : candidates) names.push_back(k.join_parts("."));
+  throw KeyError(where + ": " + what + " " + key.repr() + " is not in the " + spec_names +
+                 " spec; available keys (closest first): " +
+                 tensordict::closest_names(key.join_parts("."), names));
+}
+
+namespace {
+bool holds_leaf(const CompositePtr& spec, const NestedKey& key) {
+  if (!spec) return false;
+  const auto value = spec->find_value(key);
+  return value && std::holds_alternative<TensorSpecPtr>(*value);
+}
+}  // namespace
+
+CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key) {
+  if (holds_leaf(specs.observation, key)) return specs.observation;
+  if (holds_leaf(specs.reward, key)) return specs.reward;
+  return nullptr;
+}
+
+CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key) {
+  if (holds_leaf(specs.action, key)) return specs.action;
+  if (holds_leaf(specs.state, key)) return specs.state;
+  return nullptr;
+}
+
+void require_outputs(const std::string& where, const std::vector<NestedKey>& keys,
+                     const EnvSpecs& specs) {
+  for (const auto& key : keys) {
+    if (output_holding(specs, key)) continue;
+    auto candidates = leaf_keys(*specs.observation);
+    for (const auto& k : leaf_keys(*specs.reward)) candidates.push_back(k);
+    throw_missing(where, "in_key", key, candidates, "observation or reward");
+  }
+}
+
+void require_inputs(const std::string& where, const std::vector<NestedKey>& keys,
+                    const EnvSpecs& specs) {
+  for (const auto& key : keys) {
+    if (input_holding(specs, key)) continue;
+    auto candidates = leaf_keys(*specs.action);
+    for (const auto& k : leaf_keys(*specs.state)) candidates.push_back(k);
+    throw_missing(where, "in_key_inv", key, candidates, "action or state");
+  }
+}
+
+void reject_flag_key(const std::string& where, const NestedKey& key) {
+  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+    if (key == NestedKey(flag)) {
+      throw ValueError(where + ": key " + key.repr() +
+                       " is a done flag; envs always keep done, terminated and truncated");
+    }
+  }
+}
+
+TensorSpecPtr unbounded_like(const TensorSpec& spec, std::optional<torch::Dtype> dtype) {
+  return std::make_shared<Unbounded>(
+      spec.shape(), UnboundedOptions().dtype(dtype.value_or(spec.dtype())).device(spec.device()));
+}
+
+TensorSpecPtr bounded(const torch::Tensor& low, const torch::Tensor& high,
+                      std::vector<int64_t> shape, torch::Dtype dtype, torch::Device device) {
+  return std::make_shared<Bounded>(
+      BoundedOptions().low(low).high(high).shape(std::move(shape)).dtype(dtype).device(device));
+}
+
+TensorSpecPtr with_dtype(const TensorSpec& spec, torch::Dtype dtype, const std::string& where,
+                         const NestedKey& key) {
+  if (dynamic_cast<const Unbounded*>(&spec)) return unbounded_like(spec, dtype);
+  if (const auto* b = dynamic_cast<const Bounded*>(&spec)) {
+    return bounded(b->low().to(dtype), b->high().to(dtype), b->shape(), dtype, b->device());
+  }
+  throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
+                  "; only Unbounded and Bounded specs can change dtype");
+}
+
+void require_floating(const TensorSpec& spec, const std::string& where, const NestedKey& key) {
+  if (!c10::isFloatingType(spec.dtype())) {
+    throw TypeError(where + ": " + key.repr() + " has dtype " + dtype_repr(spec.dtype()) +
+                    "; the transform needs a floating-point entry (add DoubleToFloat or pick "
+                    "another key)");
+  }
+}
+
+std::vector<NestedKey> out_keys_or(const std::vector<NestedKey>& in,
+                                   const std::vector<NestedKey>& out, const std::string& where) {
+  if (out.empty()) return in;
+  if (out.size() != in.size()) {
+    throw ValueError(where + ": " + std::to_string(out.size()) + " out_keys " + keys_repr(out) +
+                     " for " + std::to_string(in.size()) + " in_keys " + keys_repr(in) +
+                     "; give one out_key per in_key");
+  }
+  return out;
+}
+
+}  // namespace detail
+
+// ---- EnvSpecs --------------------------------------------------------------------------------
+
+EnvSpecs EnvSpecs::of(const EnvBase& env) {
+  EnvSpecs specs;
+  specs.observation = env.observation_spec()->clone();
+  specs.reward = env.full_reward_spec()->clone();
+  specs.done = env.full_done_spec()->clone();
+  specs.action = env.full_action_spec()->clone();
+  specs.state = env.state_spec()->clone();
+  specs.batch_size = env.batch_size();
+  specs.device = env.device();
+  return specs;
+}
+
+EnvSpecs EnvSpecs::clone() const {
+  EnvSpecs specs;
+  specs.observation = observation->clone();
+  specs.reward = reward->clone();
+  specs.done = done->clone();
+  specs.action = action->clone();
+  specs.state = state->clone();
+  specs.batch_size = batch_size;
+  specs.device = device;
+  return specs;
+}
+
+NestedKey EnvSpecs::reward_key() const {
+  const auto keys = detail::leaf_keys(*reward);
+  if (keys.size() != 1) {
+    throw ValueError("EnvSpecs::reward_key: the reward spec has " + std::to_string(keys.size()) +
+                     " entries " + detail::keys_repr(keys) + "; exactly one is needed");
+  }
+  return keys.front();
+}
+
+std::optional<NestedKey> EnvSpecs::action_key() const {
+  const auto keys = detail::leaf_keys(*action);
+  if (keys.size() > 1) {
+    throw ValueError("EnvSpecs::action_key: the action spec has " + std::to_string(keys.size()) +
+                     " entries " + detail::keys_repr(keys) + "; at most one is supported");
+  }
+  if (keys.empty()) return std::nullopt;
+  return keys.front();
+}
+
+TensorSpecPtr EnvSpecs::find_output(const NestedKey& key) const {
+  auto holder = detail::output_holding(*this, key);
+  return holder ? holder->get(key) : nullptr;
+}
+
+TensorSpecPtr EnvSpecs::find_input(const NestedKey& key) const {
+  auto holder = detail::input_holding(*this, key);
+  return holder ? holder->get(key) : nullptr;
+}
+
+// ---- Transform -------------------------------------------------------------------------------
+
+std::string Transform::to_string() const { return name() + "()"; }
+
+TensorDict Transform::forward(TensorDict td) { return call(std::move(td)); }
+
+TensorDict Transform::reset(const TensorDict& input, TensorDict output) {
+  return call(std::move(output));
+}
+
+TensorDict Transform::step(const TensorDict& root, TensorDict next) {
+  return call(std::move(next));
+}
+
+TensorDict Transform::inv(TensorDict td) { return td; }
+
+TensorDict Transform::step_through(const TensorDict& root, const StepFn& inner) {
+  TensorDict in = inv(root);
+  return step(in, inner(in));
+}
+
+EnvSpecs Transform::transform_specs(const EnvSpecs& input) {
+  EnvSpecs out = input.clone();
+  out.observation = transform_observation_spec(out.observation, input);
+  out.reward = transform_reward_spec(out.reward, input);
+  out.done = transform_done_spec(out.done, input);
+  out.action = transform_action_spec(out.action, input);
+  out.state = transform_state_spec(out.state, input);
+  return out;
+}
+
+CompositePtr Transform::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+  return spec;
+}
+CompositePtr Transform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+  return spec;
+}
+CompositePtr Transform::transform_done_spec(CompositePtr spec, const EnvSpecs& input) {
+  return spec;
+}
+CompositePtr Transform::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+  return spec;
+}
+CompositePtr Transform::transform_state_spec(CompositePtr spec, const EnvSpecs& input) {
+  return spec;
+}
+
+TensorDict Transform::state_dict() const { return TensorDict(); }
+
+void Transform::load_state_dict(const TensorDict& state) {
+  if (!state.is_empty()) {
+    throw ValueError(name() + "::load_state_dict: " + name() + " has no state; got entries " +
+                     detail::keys_repr(state.keys(/*include_nested=*/true, /*leaves_only=*/true)));
+  }
+}
+
+TensorDict Transform::call(TensorDict td) { return td; }
+
+void Transform::set_parent(TransformedEnv* env) { parent_ = env; }
+
+void Transform::claim(const void* owner, const std::string& where) {
+  if (owner_ && owner_ != owner) {
+    throw ValueError(where + ": " + name() +
+                     " already belongs to another Compose or TransformedEnv; a transform works "
+                     "in one env at a time (create a new one; VecNorm shares statistics through "
+                     "VecNormOptions().shared_state)");
+  }
+  owner_ = owner;
+}
+
+void Transform::release() { owner_ = nullptr; }
+
+std::ostream& operator<<(std::ostream& stream, const Transform& transform) {
+  return stream << transform.to_string();
+}
+
+// ---- Compose ---------------------------------------------------------------------------------
+
+namespace {
+
+// True when `node` is `target` or (for a Compose) holds it at any depth.
+bool holds(const Transform* node, const Transform* target) {
+  if (node == target) return true;
+  if (const auto* compose = dynamic_cast<const Compose*>(node)) {
+    for (const auto& child : *compose) {
+      if (holds(child.get(), target)) return true;
+    }
+  }
+  return false;
+}
+
+// Appends to `out` the leaves of `compose` that come before `target`; true once found.
+bool leaves_before(const Compose& compose, const Transform* target,
+                   std::vector<TransformPtr>& out) {
+  for (const auto& child : compose) {
+    if (child.get() == target) return true;
+    if (const auto* nested = dynamic_cast<const Compose*>(child.get())) {
+      if (leaves_before(*nested, target, out)) return true;
+    } else {
+      out.push_back(child);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Compose::Compose(std::vector<TransformPtr> transforms) {
+  try {
+    for (auto& t : transforms) add(size(), std::move(t), "Compose");
+  } catch (...) {
+    for (auto& t : transforms_) t->release();
+    throw;
+  }
+}
+
+Compose::Compose(ViewTag, std::vector<TransformPtr> transforms)
+    : transforms_(std::move(transforms)), view_(true) {}
+
+std::shared_ptr<Compose> Compose::make(std::vector<TransformPtr> transforms) {
+  return std::make_shared<Compose>(std::move(transforms));
+}
+
+Compose::~Compose() {
+  if (view_) return;
+  for (auto& t : transforms_) {
+    t->set_parent(nullptr);
+    t->release();
+  }
+}
+
+void Compose::add(int64_t index, TransformPtr transform, const std::string& where) {
+  if (view_) throw ValueError(where + ": this Compose is a read-only view of another env's");
+  if (!transform) throw ValueError(where + ": the transform is null");
+  if (holds(transform.get(), this)) {
+    throw ValueError(where + ": cannot add a Compose to itself (or to a Compose it holds)");
+  }
+  transform->claim(this, where);
+  transforms_.insert(transforms_.begin() + index, transform);
+  transform->set_parent(parent());
+  if (!parent()) return;
+  try {
+    parent()->refresh_specs();
+  } catch (...) {
+    transforms_.erase(transforms_.begin() + index);
+    transform->set_parent(nullptr);
+    transform->release();
+    // The transforms after `index` saw other input specs during the failed attempt, and some
+    // keep what they saw (e.g. ActionScaling's bounds): recompute with the old list (which
+    // succeeded before).
+    try {
+      parent()->refresh_specs();
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+Compose& Compose::append(TransformPtr transform) {
+  add(size(), std::move(transform), "Compose::append");
+  return *this;
+}
+
+Compose& Compose::insert(int64_t index, TransformPtr transform) {
+  const int64_t n = size();
+  if (index < -n || index > n) {
+    throw IndexError("Compose::insert: index " + std::to_string(index) + " is out of range for " +
+                     std::to_string(n) + " transforms; valid: [" + std::to_string(-n) + ", " +
+                     std::to_string(n) + "]");
+  }
+  add(index < 0 ? index + n : index, std::move(transform), "Compose::insert");
+  return *this;
+}
+
+const TransformPtr& Compose::operator[](int64_t index) const {
+  const int64_t n = size();
+  if (index < -n || index >= n) {
+    throw IndexError("Compose[" + std::to_string(index) + "]: index out of range for " +
+                     std::to_string(n) + " transforms; valid: [" + std::to_string(-n) + ", " +
+                     std::to_string(n - 1) + "]");
+  }
+  return transforms_[static_cast<size_t>(index < 0 ? index + n : index)];
+}
+
+std::string Compose::to_string() const {
+  if (transforms_.empty()) return "Compose()";
+  std::string out = "Compose(";
+  for (size_t i = 0; i < transforms_.size(); ++i) {
+    out += "\n" + detail::indent(transforms_[i]->to_string(), 4);
+    out += i + 1 < transforms_.size() ? "," : ")";
+  }
+  return out;
+}
+
+TensorDict Compose::reset(const TensorDict& input, TensorDict output) {
+  for (const auto& t : transforms_) output = t->reset(input, std::move(output));
+  return output;
+}
+
+TensorDict Compose::step(const TensorDict& root, TensorDict next) {
+  for (const auto& t : transforms_) next = t->step(root, std::move(next));
+  return next;
+}
+
+TensorDict Compose::inv(TensorDict td) {
+  for (auto it = transforms_.rbegin(); it != transforms_.rend(); ++it) td = (*it)->inv(td);
+  return td;
+}
+
+namespace {
+
+// One step through `transforms[0, n)` (n > 0 nests the first n transforms around `inner`).
+TensorDict step_prefix(const std::vector<TransformPtr>& transforms, size_t n,
+                       const TensorDict& root, const StepFn& inner) {
+  if (n == 0) return inner(root);
+  const StepFn below = [&transforms, n, &inner](const TensorDict& r) {
+    return step_prefix(transforms, n - 1, r, inner);
+  };
+  return transforms[n - 1]->step_through(root, below);
+}
+
+}  // namespace
+
+TensorDict Compose::step_through(const TensorDict& root, const StepFn& inner) {
+  return step_prefix(transforms_, transforms_.size(), root, inner);
+}
+
+EnvSpecs Compose::transform_specs(const EnvSpecs& input) {
+  EnvSpecs specs = input.clone();
+  for (const auto& t : transforms_) specs = t->transform_specs(specs);
+  return specs;
+}
+
+TensorDict Compose::state_dict() const {
+  TensorDict state;
+  for (size_t i = 0; i < transforms_.size(); ++i) {
+    TensorDict child = transforms_[i]->state_dict();
+    if (!child.is_empty()) state.set(std::to_string(i), child);
+  }
+  return state;
+}
+
+void Compose::load_state_dict(const TensorDict& state) {
+  std::vector<std::pair<size_t, TensorDict>> parts;
+  for (const auto& key : state.keys()) {
+    const std::string& name = key.front();
+    size_t index = transforms_.size();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos &&
+        name.size() < 10) {
+      index = static_cast<size_t>(std::stoul(name));
+    }
+    if (index >= transforms_.size()) {
+      throw KeyError("Compose::load_state_dict: entry '" + name +
+                     "' names no transform; this "
+                     "Compose has " +
+                     std::to_string(transforms_.size()) +
+                     " (entries are their positions \"0\", \"1\", ...)");
+    }
+    parts.emplace_back(index, state.get_tensordict(key));
+  }
+  for (auto& [index, child] : parts) transforms_[index]->load_state_dict(child);
+}
+
+TensorDict Compose::call(TensorDict td) {
+  for (const auto& t : transforms_) td = t->call(std::move(td));
+  return td;
+}
+
+void Compose::set_parent(TransformedEnv* env) {
+  if (view_) return;
+  Transform::set_parent(env);
+  for (const auto& t : transforms_) t->set_parent(env);
+}
+
+void Compose::flatten(std::vector<TransformPtr>& out) const {
+  for (const auto& t : transforms_) {
+    if (const auto* nested = dynamic_cast<const Compose*>(t.get())) {
+      nested->flatten(out);
+    } else {
+      out.push_back(t);
+    }
+  }
+}
+
+// ---- TransformedEnv --------------------------------------------------------------------------
+
+namespace {
+
+// Both throw for a null env (the base-class constructor's arguments are evaluated in any order).
+std::string name_of(const std::shared_ptr<EnvBase>& env) {
+  if (!env) throw ValueError("TransformedEnv: the env is null");
+  return "TransformedEnv(" + env->name() + ")";
+}
+
+EnvBaseOptions options_of(const std::shared_ptr<EnvBase>& env) {
+  if (!env) throw ValueError("TransformedEnv: the env is null");
+  return EnvBaseOptions().batch_size(env->batch_size()).device(env->device());
+}
+
+}  // namespace
+
+TransformedEnv::TransformedEnv(std::shared_ptr<EnvBase> env, TransformPtr transform)
+    : EnvBase(name_of(env), options_of(env)), base_(std::move(env)) {
+  auto compose = std::dynamic_pointer_cast<Compose>(transform);
+  if (!transform) {
+    compose = Compose::make();
+  } else if (!compose) {
+    compose = Compose::make({std::move(transform)});
+  }
+  compose->claim(this, "TransformedEnv");
+  transform_ = compose;
+  transform_->set_parent(this);
+  try {
+    refresh_specs();
+  } catch (...) {
+    transform_->set_parent(nullptr);
+    transform_->release();
+    throw;
+  }
+}
+
+TransformedEnv::TransformedEnv(ViewTag, std::shared_ptr<EnvBase> env,
+                               std::vector<TransformPtr> transforms)
+    : EnvBase(name_of(env), options_of(env)),
+      base_(std::move(env)),
+      transform_(new Compose(Compose::ViewTag{}, std::move(transforms))) {
+  refresh_specs();
+}
+
+TransformedEnv::~TransformedEnv() {
+  if (!transform_) return;
+  transform_->set_parent(nullptr);
+  transform_->release();
+}
+
+TransformedEnv& TransformedEnv::append_transform(TransformPtr transform) {
+  transform_->add(transform_->size(), std::move(transform), name() + "::append_transform");
+  return *this;
+}
+
+TransformedEnv& TransformedEnv::insert_transform(int64_t index, TransformPtr transform) {
+  transform_->insert(index, std::move(transform));
+  return *this;
+}
+
+void TransformedEnv::refresh_specs() {
+  apply_specs(transform_->transform_specs(EnvSpecs::of(*base_)));
+}
+
+void TransformedEnv::apply_specs(const EnvSpecs& specs) {
+  const std::string where = name() + ": after the transforms, ";
+  auto check_batch = [&](const char* what, const std::vector<int64_t>& shape, bool exact) {
+    const auto& batch = batch_size();
+    const bool ok = exact ? shape == batch
+                          : shape.size() >= batch.size() &&
+                                std::equal(batch.begin(), batch.end(), shape.begin());
+    if (!ok) {
+      throw ShapeError(where + "the " + std::string(what) + " has shape " +
+                       tensordict::shape_str(shape) + "; it must " +
+                       (exact ? "equal" : "start with") + " the batch_size " +
+                       tensordict::shape_str(batch));
+    }
+  };
+  check_batch("observation spec", specs.observation->shape(), true);
+  check_batch("done spec", specs.done->shape(), true);
+  check_batch("state spec", specs.state->shape(), true);
+  const NestedKey reward_key = specs.reward_key();
+  const TensorSpecPtr reward = specs.reward->get(reward_key);
+  check_batch("reward spec", reward->shape(), false);
+  const auto action_key = specs.action_key();
+  TensorSpecPtr action;
+  if (action_key) {
+    action = specs.action->get(*action_key);
+    check_batch("action spec", action->shape(), false);
+  } else if (base_->action_spec()) {
+    throw ValueError(where + "the action spec is empty; the base env " + base_->name() +
+                     " takes an action, so a transform must not remove it");
+  }
+  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+    if (!specs.done->find(flag)) {
+      throw KeyError(where + "the done spec lacks '" + std::string(flag) + "'");
+    }
+  }
+  set_observation_spec(specs.observation);
+  set_reward_spec(reward, reward_key);
+  set_done_spec(specs.done);
+  set_state_spec(specs.state);
+  if (action) set_action_spec(action, *action_key);
+}
+
+std::shared_ptr<EnvBase> TransformedEnv::env_before(const Transform& transform) const {
+  std::vector<TransformPtr> before;
+  if (!leaves_before(*transform_, &transform, before)) {
+    throw ValueError(name() + "::env_before: " + transform.name() +
+                     " is not one of this env's transforms");
+  }
+  if (before.empty()) return base_;
+  return std::shared_ptr<TransformedEnv>(new TransformedEnv(ViewTag{}, base_, std::move(before)));
+}
+
+std::string TransformedEnv::to_string() const {
+  return "TransformedEnv(\n    env=" + base_->to_string() +
+         ",\n    transform=" + detail::indent(transform_->to_string(), 4).substr(4) + ")";
+}
+
+TensorDict TransformedEnv::reset_impl(const TensorDict& tensordict) {
+  TensorDict base_input = TensorDict::empty(batch_size());
+  if (auto mask = tensordict.find(kReset)) base_input.set(kReset, *mask);
+  TensorDict output = base_->reset(base_input);
+  return transform_->reset(tensordict, output);
+}
+
+TensorDict TransformedEnv::step_impl(const TensorDict& tensordict) {
+  // The transforms' inverses write into a shallow copy: the caller's root keeps its action.
+  const TensorDict root = tensordict.clone(/*recurse=*/false);
+  EnvBase* base = base_.get();
+  const StepFn base_step = [base](const TensorDict& r) {
+    base->step(r);
+    return r.get_tensordict(kNext);
+  };
+  return transform_->step_through(root, base_step);
+}
+
+uint64_t TransformedEnv::set_seed_impl(uint64_t seed) {
+  const uint64_t next = base_->set_seed(seed);
+  generator().set_current_seed(next);
+  return next - seed + 1;
+}
+
+}  // namespace tdrl::envs

@@ -1,0 +1,109 @@
+#pragma once
+
+/// DQNLoss: deep Q-learning (TorchRL's DQNLoss), with target network and double DQN.
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include <torch/arg.h>
+#include <torch/nn/pimpl.h>
+
+#include <tdrl/losses/loss_module.h>
+#include <tdrl/losses/value_estimators.h>
+#include <tensordict/nn/tensordict_module.h>
+
+namespace tdrl::losses {
+
+/// Options of DQNLoss (TorchRL's constructor arguments).
+/// Example: `DQNLossOptions().double_dqn(true).loss_function("smooth_l1")`
+struct DQNLossOptions {
+  /// Distance between Q(s, a) and its target: "l2" (squared error), "l1" or "smooth_l1"
+  /// (Huber, beta 1). Default "l2".
+  TORCH_ARG(std::string, loss_function) = "l2";
+  /// Compute targets with a target copy of the Q-network (updated by SoftUpdate/HardUpdate).
+  /// Without it the online network is used, without gradient. Default true.
+  TORCH_ARG(bool, delay_value) = true;
+  /// Double DQN: the online network picks the next action, the target network values it.
+  /// Default false.
+  TORCH_ARG(bool, double_dqn) = false;
+  /// "one_hot" (action `[*B, n]`) or "categorical" (action `[*B]`, integer). Default: the
+  /// value network's when it is a QValueActor given an action_space or a spec, else read from
+  /// each batch's action shape.
+  TORCH_ARG(std::optional<std::string>, action_space);
+};
+
+/// The DQN loss: `loss = mean(d(Q(s, a), y))` with d the loss_function and the target
+/// `y = r + gamma * (1 - terminated) * max_a' Q_target(s', a')` (TD(0) by default; see
+/// make_value_estimator). With double_dqn, `a' = argmax Q(s', .)` of the online network and
+/// `y` uses `Q_target(s', a')`.
+///
+/// The value network is a QValueActor, or any TensorDict module writing action values
+/// `[*B, n]` under the "action_value" key. On the next state, when the network also writes
+/// the "value" key (chosen_action_value) and the "action" key, as a QValueActor does, those
+/// give the greedy value and action (so an action mask is honoured); otherwise they are the
+/// max and argmax of the action values.
+///
+/// Keys (names for set_keys → defaults): "action" → action, "action_value" → action_value,
+/// "value" → chosen_action_value, "reward" → ("next", "reward"), "done" → ("next", "done"),
+/// "terminated" → ("next", "terminated"), "priority" → td_error, "priority_weight" →
+/// _weight. Reads action, reward, done, terminated (`[*B, 1]`, like the Q-value), the network's
+/// in keys at the root and under "next"; reads priority_weight `[*B]` when present (it then
+/// weights each sample's loss, as prioritized replay asks). Writes into the batch only
+/// priority `[*B]` = |Q(s, a) - y| (detached), after everything else succeeded.
+///
+/// Returns (batch size []): "loss" (TorchRL's name for the DQN term), and the detached
+/// diagnostics "pred_value" (mean Q(s, a)) and "target_value" (mean y).
+///
+/// Networks: "value_network" (with a target when delay_value).
+///
+/// Errors: the constructor throws ValueError for a null network, one without parameters, an
+/// unknown loss_function or action_space. forward throws KeyError for a missing key (naming
+/// it and its set_keys name), ValueError when the network does not write "action_value",
+/// ShapeError when the action fits neither action space or reward/done/terminated differ in
+/// shape from Q(s, a) `[*B, 1]`; the batch is then unchanged.
+///
+/// Example:
+/// ```
+/// QValueActor actor(MLP(MLPOptions(4, 2)));
+/// auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().double_dqn(true));
+/// loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.99));
+/// HardUpdate updater(loss, 100);
+/// auto out = loss->forward(batch);  out.get("loss").backward();
+/// ```
+class DQNLoss : public LossModule {
+ public:
+  DQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
+          DQNLossOptions options = {});
+  template <typename M>
+  DQNLoss(const torch::nn::ModuleHolder<M>& value_network, DQNLossOptions options = {})
+      : DQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
+                std::move(options)) {}
+
+  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
+  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
+  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
+  const DQNLossOptions& options() const { return options_; }
+  /// "one_hot", "categorical", or "" when read from each batch's action.
+  const std::string& action_space() const { return action_space_; }
+
+  /// `DQNLoss(loss_function=l2, delay_value=true, double_dqn=false, action_space=one_hot,
+  /// value_estimator=TD0Estimator(gamma=0.99, ...))`.
+  void pretty_print(std::ostream& stream) const override;
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override;
+
+ private:
+  // The next state's value `[*B, 1]` (no gradient).
+  torch::Tensor next_value(const TensorDict& batch);
+
+  std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
+  DQNLossOptions options_;
+  std::string action_space_;  // "" when read from each batch
+  std::shared_ptr<ValueEstimatorBase> value_estimator_;
+};
+
+}  // namespace tdrl::losses

@@ -1,0 +1,150 @@
+#pragma once
+
+/// PolicyGradientLoss: the shared base of the on-policy losses (PPOLoss, ClipPPOLoss,
+/// KLPENPPOLoss, A2CLoss, ReinforceLoss). It owns the actor, the optional critic and the value
+/// estimator, and gives its subclasses the steps they share: the advantage (read or
+/// estimated), the actor's distribution on the batch, the entropy bonus and the critic's
+/// regression loss.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/losses/loss_module.h>
+#include <tdrl/losses/value_estimators.h>
+#include <tensordict/nn/distribution.h>
+#include <tensordict/nn/probabilistic.h>
+#include <tensordict/nn/tanh_normal.h>
+#include <tensordict/nn/tensordict_module.h>
+
+namespace tdrl::losses {
+
+/// An actor whose `get_dist(td)` gives the current policy (e.g. tdrl::modules::ProbabilisticActor).
+using ActorPtr = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
+/// A critic writing the state value (e.g. tdrl::modules::ValueOperator).
+using CriticPtr = std::shared_ptr<tensordict::nn::TensorDictModuleBase>;
+
+/// Base of the policy-gradient losses. Not a loss by itself (its constructor is protected);
+/// derive from it to write another on-policy loss with the same plumbing.
+///
+/// Networks: the actor is registered as "actor_network", the critic (when there is one) as
+/// "critic_network" (with target parameters when the subclass asks for them, e.g.
+/// ReinforceLoss's delay_value), so `params("actor_network")` and `loss->parameters()` see
+/// them. An actor and a critic that share modules (a shared trunk) share parameters: with
+/// separate_losses the critic loss does not reach the shared ones (they are trained by the
+/// actor's terms only). Note that `loss->parameters()` then lists a shared parameter once per
+/// network; give the optimiser each parameter once.
+///
+/// Keys (names for set_keys → defaults; docs/keys.md): "advantage" → advantage,
+/// "value_target" → value_target, "value" → state_value (what the critic writes),
+/// subclass keys (e.g. "sample_log_prob"), "action" → action, "reward" → ("next", "reward"),
+/// "done" → ("next", "done"), "terminated" → ("next", "terminated"). The actor's and the
+/// critic's own in keys are read too (they throw KeyError naming the module and the key).
+///
+/// Value estimation: when the batch (`[*B, T]`, time the last batch dim) has no advantage,
+/// forward evaluates the critic without gradient on the batch and on batch["next"] (with the
+/// target parameters for the next state when the critic has a target), and the value
+/// estimator (GAE with gamma 0.99, lmbda 0.95 by default, as TorchRL) writes advantage and
+/// value_target into a shallow copy of the batch: the caller's batch is never written to.
+///
+/// Thread safety: like any torch::nn::Module; forward mutates nothing shared but the networks'
+/// autograd state, so do not run two forwards of one loss concurrently.
+class PolicyGradientLoss : public LossModule {
+ public:
+  /// Replaces the value estimator by `type` around the critic, with `options`; its keys
+  /// follow this loss's keys (also after set_keys). Throws ValueError when the loss has no
+  /// critic, and what the estimator throws (ValueError for gamma or lmbda outside [0, 1]).
+  /// Example: `loss->make_value_estimator(ValueEstimatorType::kGAE,
+  ///                                      ValueEstimatorOptions().gamma(0.99).lmbda(0.95));`
+  void make_value_estimator(ValueEstimatorType type = ValueEstimatorType::kGAE,
+                            ValueEstimatorOptions options = {});
+  /// The estimator used when a batch has no advantage; nullptr without a critic. It is a
+  /// keyed module on its own too: `loss->value_estimator()->forward(rollout)` writes
+  /// advantage and value_target into `rollout` (evaluating the critic's current parameters
+  /// for both states).
+  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return estimator_; }
+  /// The actor.
+  const ActorPtr& actor_network() const { return actor_; }
+  /// The critic, or nullptr.
+  const CriticPtr& critic_network() const { return critic_; }
+
+ protected:
+  /// `extra_keys` are declared after "value" (see the class comment for the order);
+  /// `in_key_names` are checked present before forward_impl runs. Throws ValueError for a
+  /// null actor, or `critic_target` without a critic.
+  PolicyGradientLoss(std::string name, ActorPtr actor, CriticPtr critic,
+                     std::vector<std::pair<std::string, NestedKey>> extra_keys,
+                     std::vector<std::string> in_key_names, bool critic_target,
+                     bool separate_losses);
+
+  void on_keys_changed() override;
+
+  /// The advantage `[*B, 1]` (detached): `td`'s, or, when it has none, estimated and written
+  /// with value_target into `td` (pass a shallow copy of the batch, `batch.clone(false)`).
+  /// Throws KeyError naming the advantage key when it is missing and there is no critic,
+  /// ShapeError when estimation needs a time dim the batch lacks, and what the estimator
+  /// throws (KeyError naming a missing reward/done/terminated key, ShapeError for mismatched
+  /// shapes).
+  torch::Tensor advantage(const TensorDict& td);
+  /// `advantage` standardised over all its elements (mean 0, std 1, std clamped at 1e-6);
+  /// unchanged when it has a single element.
+  static torch::Tensor normalize(const torch::Tensor& advantage);
+
+  /// The actor's distribution on `td` (running its deterministic part, which writes the
+  /// distribution parameters into `td`).
+  std::shared_ptr<tensordict::nn::Distribution> get_dist(const TensorDict& td) const;
+  /// The log-probability `[*B]` of `td`'s action under `dist`.
+  torch::Tensor action_log_prob(const tensordict::nn::Distribution& dist,
+                                const TensorDict& td) const;
+  /// The entropy `[*B, 1]` of `dist`: closed-form when it has one, else the Monte-Carlo
+  /// estimate `-mean(log_prob(x))` over `samples` reparametrised draws x (gradients flow
+  /// through them). Throws TypeError for a distribution with neither (no closed form, no
+  /// rsample), suggesting entropy_bonus(false).
+  torch::Tensor entropy(const tensordict::nn::Distribution& dist, int64_t samples) const;
+  /// The Monte-Carlo entropy `[*B, 1]` of a TanhNormal over `samples` reparametrised draws,
+  /// with each draw's log-density computed from its Gaussian pre-image (what `entropy` uses
+  /// for TanhNormal).
+  static torch::Tensor tanh_normal_entropy(const tensordict::nn::TanhNormal& dist, int64_t samples);
+
+  /// The critic's unreduced loss and, with clipping, the fraction of clipped values.
+  struct CriticLoss {
+    torch::Tensor loss;                          ///< `[*B, 1]`
+    std::optional<torch::Tensor> clip_fraction;  ///< scalar, detached; only with clip_value
+  };
+  /// The batch's value (the critic's output at collection time) when `clip_value` is set, for
+  /// critic_loss; nullopt otherwise. Throws KeyError naming the value key when it is missing.
+  std::optional<torch::Tensor> old_value(const TensorDict& batch,
+                                         const std::optional<double>& clip_value) const;
+  /// Runs the critic on `td` (with gradient, except into parameters shared with the actor
+  /// under separate_losses) and returns `distance_loss(value_target, value, loss_critic_type)`
+  /// `[*B, 1]`; with `clip_value` c, TorchRL's pessimistic clipped loss
+  /// `max(loss, distance(value_target, old + clamp(value - old, -c, c)))`. Throws KeyError
+  /// for a missing value_target, or when the critic does not write the value key; ShapeError
+  /// when value_target, the value and the old value differ in shape.
+  CriticLoss critic_loss(const TensorDict& td, const std::string& loss_critic_type,
+                         const std::optional<torch::Tensor>& old_value,
+                         const std::optional<double>& clip_value);
+
+  /// Throws ValueError unless `value` > 0 (`option` names it).
+  void check_positive(const std::string& option, double value) const;
+
+ private:
+  // Writes advantage and value_target into `td`.
+  void estimate(const TensorDict& td);
+  // The value the critic wrote into `td`; KeyError when it writes another key.
+  torch::Tensor critic_value(const TensorDict& td) const;
+
+  ActorPtr actor_;
+  CriticPtr critic_;
+  std::shared_ptr<ValueEstimatorBase> estimator_;
+  // The critic's parameters that are also the actor's, frozen for the critic loss under
+  // separate_losses (empty otherwise).
+  std::vector<torch::Tensor> shared_params_;
+};
+
+}  // namespace tdrl::losses

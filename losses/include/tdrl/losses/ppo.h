@@ -1,0 +1,281 @@
+#pragma once
+
+/// Proximal policy optimisation losses (TorchRL's PPOLoss, ClipPPOLoss and KLPENPPOLoss).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include <torch/arg.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <tdrl/losses/policy_gradient.h>
+
+namespace tdrl::losses {
+
+/// The options every PPO loss has; `Derived` is the concrete options struct, so chained calls
+/// keep its type (`ClipPPOLossOptions().entropy_coef(0).clip_epsilon(0.1)`).
+template <class Derived>
+class PPOOptionsBase {
+ public:
+  /// Add the entropy bonus term loss_entropy (and the entropy diagnostic). Default true.
+  Derived& entropy_bonus(bool v) {
+    entropy_bonus_ = v;
+    return self();
+  }
+  /// Reparametrised samples for the Monte-Carlo entropy of distributions without a
+  /// closed-form entropy (TanhNormal). At least 1. Default 1.
+  Derived& samples_mc_entropy(int64_t v) {
+    samples_mc_entropy_ = v;
+    return self();
+  }
+  /// Weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy). Default 0.01.
+  Derived& entropy_coef(double v) {
+    entropy_coef_ = v;
+    return self();
+  }
+  /// Weight of the critic loss: loss_critic = critic_coef * mean(distance). Default 1.0.
+  Derived& critic_coef(double v) {
+    critic_coef_ = v;
+    return self();
+  }
+  /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
+  Derived& loss_critic_type(std::string v) {
+    loss_critic_type_ = std::move(v);
+    return self();
+  }
+  /// Standardise the advantage over the batch before use. Default false.
+  Derived& normalize_advantage(bool v) {
+    normalize_advantage_ = v;
+    return self();
+  }
+  /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
+  Derived& separate_losses(bool v) {
+    separate_losses_ = v;
+    return self();
+  }
+  /// Clip the critic's change from the batch's (collection-time) value to ±clip_value and
+  /// take the larger of the clipped and unclipped losses (needs the value key in the batch).
+  /// Must be > 0. Default none.
+  Derived& clip_value(std::optional<double> v) {
+    clip_value_ = v;
+    return self();
+  }
+
+  bool entropy_bonus() const { return entropy_bonus_; }
+  int64_t samples_mc_entropy() const { return samples_mc_entropy_; }
+  double entropy_coef() const { return entropy_coef_; }
+  double critic_coef() const { return critic_coef_; }
+  const std::string& loss_critic_type() const { return loss_critic_type_; }
+  bool normalize_advantage() const { return normalize_advantage_; }
+  bool separate_losses() const { return separate_losses_; }
+  const std::optional<double>& clip_value() const { return clip_value_; }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+
+  bool entropy_bonus_ = true;
+  int64_t samples_mc_entropy_ = 1;
+  double entropy_coef_ = 0.01;
+  double critic_coef_ = 1.0;
+  std::string loss_critic_type_ = "smooth_l1";
+  bool normalize_advantage_ = false;
+  bool separate_losses_ = false;
+  std::optional<double> clip_value_;
+};
+
+/// Options of PPOLoss (the options every PPO loss has).
+/// Example: `PPOLossOptions().entropy_coef(0.001).loss_critic_type("l2")`
+struct PPOLossOptions : PPOOptionsBase<PPOLossOptions> {
+  PPOLossOptions() = default;
+  /// The PPO options of a ClipPPOLossOptions or KLPENPPOLossOptions.
+  template <class D>
+  explicit PPOLossOptions(const PPOOptionsBase<D>& other) {
+    entropy_bonus(other.entropy_bonus())
+        .samples_mc_entropy(other.samples_mc_entropy())
+        .entropy_coef(other.entropy_coef())
+        .critic_coef(other.critic_coef())
+        .loss_critic_type(other.loss_critic_type())
+        .normalize_advantage(other.normalize_advantage())
+        .separate_losses(other.separate_losses())
+        .clip_value(other.clip_value());
+  }
+};
+
+/// Options of ClipPPOLoss: the PPO options and the ratio clip.
+/// Example: `ClipPPOLossOptions().clip_epsilon(0.2).entropy_coef(0.01)`
+struct ClipPPOLossOptions : PPOOptionsBase<ClipPPOLossOptions> {
+  /// The importance ratio is clipped to [1 - clip_epsilon, 1 + clip_epsilon]; in (0, 1).
+  /// Default 0.2.
+  TORCH_ARG(double, clip_epsilon) = 0.2;
+};
+
+/// Options of KLPENPPOLoss: the PPO options and the adaptive KL penalty.
+/// Example: `KLPENPPOLossOptions().dtarg(0.01).beta(1.0)`
+struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
+  /// Target KL divergence (> 0). Default 0.01.
+  TORCH_ARG(double, dtarg) = 0.01;
+  /// Initial penalty coefficient (>= 0). Default 1.0.
+  TORCH_ARG(double, beta) = 1.0;
+  /// beta is multiplied by increment when the batch KL exceeds 1.5 * dtarg (>= 1). Default 2.
+  TORCH_ARG(double, increment) = 2.0;
+  /// beta is multiplied by decrement when the batch KL is below dtarg / 1.5 (in (0, 1]).
+  /// Default 0.5.
+  TORCH_ARG(double, decrement) = 0.5;
+  /// Samples for the Monte-Carlo KL of distributions without a closed-form KL (>= 1).
+  /// Default 1.
+  TORCH_ARG(int64_t, samples_mc_kl) = 1;
+};
+
+/// The unclipped PPO loss (TorchRL's PPOLoss): the importance-weighted advantage
+/// `r = exp(log_prob(action) - sample_log_prob)`, `loss_objective = -mean(r * advantage)`.
+///
+/// Reads (names for set_keys → defaults): "advantage" → advantage `[*B, 1]` and
+/// "value_target" → value_target `[*B, 1]` (both estimated when the advantage is missing, see
+/// PolicyGradientLoss), "value" → state_value `[*B, 1]` (written by the critic; read from the
+/// batch only with clip_value), "sample_log_prob" → sample_log_prob `[*B]` (the collecting
+/// policy's log-probability; must not require grad), "action" → action, "reward" →
+/// ("next", "reward"), "done" → ("next", "done"), "terminated" → ("next", "terminated")
+/// (the last three only to estimate the advantage), plus the actor's and critic's in keys.
+///
+/// Writes (batch []): loss_objective, loss_entropy (with entropy_bonus), loss_critic (with a
+/// critic); diagnostics (detached) entropy, value_clip_fraction (with clip_value), ESS (the
+/// normalised effective sample size of the importance weights, `(sum w)^2 / sum w^2 / N`
+/// along the first batch dim, averaged over the others) and kl_approx
+/// (`mean(sample_log_prob - log_prob)`).
+///
+/// Errors: the constructor throws ValueError for a null actor or critic option out of range
+/// (listing valid values); forward throws KeyError for a missing key (naming it and its
+/// set_keys name), ShapeError when sample_log_prob and the actor's log-prob, or the
+/// advantage `[*B, 1]` and the log-weight, or the critic's value and value_target differ in
+/// shape, ValueError when sample_log_prob requires grad.
+/// Example:
+/// ```
+/// auto loss = std::make_shared<PPOLoss>(actor, critic, PPOLossOptions().entropy_coef(0.0));
+/// auto out = loss->forward(batch);
+/// (out.get("loss_objective") + out.get("loss_critic") + out.get("loss_entropy")).backward();
+/// ```
+class PPOLoss : public PolicyGradientLoss {
+ public:
+  PPOLoss(ActorPtr actor, CriticPtr critic, PPOLossOptions options = {});
+  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
+  template <class A, class C>
+  PPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
+          PPOLossOptions options = {})
+      : PPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
+
+  const PPOLossOptions& ppo_options() const { return ppo_options_; }
+
+  /// `PPOLoss(entropy_bonus=true, entropy_coef=0.01, critic_coef=1, loss_critic_type=smooth_l1,
+  /// normalize_advantage=false, separate_losses=false, clip_value=None)`.
+  void pretty_print(std::ostream& stream) const override;
+
+ protected:
+  /// For subclasses: `name` starts error messages.
+  PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOptions options);
+
+  TensorDict forward_impl(const TensorDict& batch) override;
+
+  /// The importance log-weight `[*B, 1]`, the current distribution and kl_approx `[*B, 1]`.
+  struct LogWeight {
+    torch::Tensor log_weight;
+    std::shared_ptr<tensordict::nn::Distribution> dist;
+    torch::Tensor kl_approx;
+  };
+  /// The log-weight of `td`'s action (running the actor on `td`, a shallow copy).
+  LogWeight log_weight(const TensorDict& td) const;
+  /// The advantage `[*B, 1]` checked against `log_weight`'s shape, normalised when asked.
+  torch::Tensor checked_advantage(const TensorDict& td, const torch::Tensor& log_weight);
+  /// Writes loss_entropy/entropy and loss_critic/value_clip_fraction into `out`.
+  void add_entropy_and_critic(const TensorDict& out, const TensorDict& td,
+                              const tensordict::nn::Distribution& dist,
+                              const std::optional<torch::Tensor>& old_value);
+  /// Writes ESS and kl_approx into `out`.
+  static void add_weight_diagnostics(const TensorDict& out, const LogWeight& lw);
+  /// Prints the PPO options (without the enclosing name and parentheses).
+  void print_ppo_options(std::ostream& stream) const;
+
+ private:
+  PPOLossOptions ppo_options_;
+};
+
+/// PPO with a clipped surrogate (TorchRL's ClipPPOLoss): with the log-weight lw and its clip
+/// `lw_c = clamp(lw, log(1 - eps), log(1 + eps))`,
+/// `loss_objective = -mean(min(exp(lw) * advantage, exp(lw_c) * advantage))`.
+/// Keys and errors as PPOLoss; writes, in addition, the clip_fraction diagnostic (the
+/// fraction of log-weights outside the clip range). ValueError for clip_epsilon outside (0, 1).
+/// Example:
+/// ```
+/// auto loss = std::make_shared<ClipPPOLoss>(actor, critic,
+///                                           ClipPPOLossOptions().clip_epsilon(0.2));
+/// loss->make_value_estimator(ValueEstimatorType::kGAE, ValueEstimatorOptions().lmbda(0.95));
+/// ```
+class ClipPPOLoss : public PPOLoss {
+ public:
+  ClipPPOLoss(ActorPtr actor, CriticPtr critic, ClipPPOLossOptions options = {});
+  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
+  template <class A, class C>
+  ClipPPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
+              ClipPPOLossOptions options = {})
+      : ClipPPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
+
+  const ClipPPOLossOptions& options() const { return options_; }
+
+  /// `ClipPPOLoss(clip_epsilon=0.2, entropy_bonus=true, ...)`.
+  void pretty_print(std::ostream& stream) const override;
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override;
+
+ private:
+  ClipPPOLossOptions options_;
+};
+
+/// PPO with an adaptive KL penalty (TorchRL's KLPENPPOLoss):
+/// `loss_objective = -mean(exp(lw) * advantage - beta * KL(pi_old || pi))`, where pi_old is
+/// built from the distribution parameters stored in the batch (the actor's parameter keys,
+/// e.g. loc and scale, as written during collection) and pi from the actor on the batch. The
+/// KL is closed-form for Normal/IndependentNormal and Categorical/OneHotCategorical pairs,
+/// else a Monte-Carlo estimate over samples_mc_kl draws of pi_old. After each forward, beta
+/// (a buffer, saved with the loss) is multiplied by increment when mean KL > 1.5 * dtarg and
+/// by decrement when mean KL < dtarg / 1.5.
+///
+/// Keys as PPOLoss, plus the actor's distribution parameter keys (read from the batch: a
+/// missing one throws KeyError naming it). Writes, in addition, the kl diagnostic (mean KL).
+/// ValueError for dtarg <= 0, beta < 0, increment < 1, decrement outside (0, 1] or
+/// samples_mc_kl < 1.
+/// Example: `auto loss = std::make_shared<KLPENPPOLoss>(actor, critic,
+///                                                      KLPENPPOLossOptions().dtarg(0.01));`
+class KLPENPPOLoss : public PPOLoss {
+ public:
+  KLPENPPOLoss(ActorPtr actor, CriticPtr critic, KLPENPPOLossOptions options = {});
+  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
+  template <class A, class C>
+  KLPENPPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
+               KLPENPPOLossOptions options = {})
+      : KLPENPPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
+
+  const KLPENPPOLossOptions& options() const { return options_; }
+  /// The current penalty coefficient.
+  double beta() const;
+
+  /// `KLPENPPOLoss(dtarg=0.01, beta=1, increment=2, decrement=0.5, samples_mc_kl=1, ...)`.
+  void pretty_print(std::ostream& stream) const override;
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override;
+
+ private:
+  // KL(previous || current) `[*B]`.
+  torch::Tensor kl(const tensordict::nn::Distribution& previous,
+                   const tensordict::nn::Distribution& current) const;
+
+  KLPENPPOLossOptions options_;
+  torch::Tensor beta_;
+};
+
+}  // namespace tdrl::losses

@@ -1,0 +1,327 @@
+// The deterministic-actor losses: DDPGLoss and TD3Loss.
+
+#include <tdrl/losses/ddpg.h>
+#include <tdrl/losses/td3.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/functional/distance.h>
+#include <tdrl/modules/actors.h>
+#include <tensordict/errors.h>
+
+#include "detail/off_policy.h"
+
+namespace tdrl::losses {
+
+using tensordict::ValueError;
+namespace tdnn = tensordict::nn;
+
+namespace {
+
+const char* bool_str(bool v) { return v ? "true" : "false"; }
+
+std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
+
+}  // namespace
+
+// ---- DDPGLoss ------------------------------------------------------------------------------
+
+DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
+                   std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
+                   DDPGLossOptions options)
+    : LossModule("DDPGLoss",
+                 {{"action", NestedKey("action")},
+                  {"state_action_value", NestedKey("state_action_value")},
+                  {"reward", NestedKey{"next", "reward"}},
+                  {"done", NestedKey{"next", "done"}},
+                  {"terminated", NestedKey{"next", "terminated"}},
+                  {"priority", NestedKey("td_error")},
+                  {"priority_weight", NestedKey("_weight")}},
+                 {"action", "reward", "done", "terminated"}),
+      actor_network_(std::move(actor_network)),
+      value_network_(std::move(value_network)),
+      options_(std::move(options)) {
+  detail::check_network("DDPGLoss", "the actor_network", actor_network_);
+  detail::check_network("DDPGLoss", "the value_network", value_network_);
+  if (actor_network_ == value_network_) {
+    throw ValueError("DDPGLoss: the actor_network and the value_network are the same module");
+  }
+  functional::check_distance_loss_name("DDPGLoss", "loss_function", options_.loss_function());
+  convert_to_functional("actor_network", actor_network_, options_.delay_actor());
+  convert_to_functional("value_network", value_network_, options_.delay_value());
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void DDPGLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
+  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+}
+
+void DDPGLoss::pretty_print(std::ostream& stream) const {
+  stream << "DDPGLoss(loss_function=" << options_.loss_function()
+         << ", delay_actor=" << bool_str(options_.delay_actor())
+         << ", delay_value=" << bool_str(options_.delay_value())
+         << ", value_estimator=" << value_estimator_->to_string() << ")";
+}
+
+TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const NestedKey& action_key = key("action");
+  const NestedKey& value_key = key("state_action_value");
+  detail::require_writes(name(), "the actor_network", *actor_network_, action_key, "action");
+  detail::require_reads(name(), "the value_network", *value_network_, action_key, "action");
+  detail::require_writes(name(), "the value_network", *value_network_, value_key,
+                         "state_action_value");
+  const auto& actor_in = actor_network_->in_keys();
+  const auto& critic_in = value_network_->in_keys();
+
+  // Actor term: Q(s, mu(s)), the critic's parameters held out so only the actor learns.
+  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
+  actor_network_->forward(actor_td);
+  auto critic_td =
+      detail::network_inputs(name(), "the value_network", batch, critic_in, {action_key});
+  critic_td.set(action_key, actor_td.get(action_key));
+  torch::Tensor actor_value;
+  {
+    detail::HoldOutParams hold(*value_network_);
+    value_network_->forward(critic_td);
+    actor_value = critic_td.get(value_key);
+  }
+  const auto loss_actor = -actor_value.mean();
+
+  // Value term: Q(s, a) against the TD target.
+  auto value_td = detail::network_inputs(name(), "the value_network", batch, critic_in);
+  value_network_->forward(value_td);
+  const auto pred = value_td.get(value_key);
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+  check_same_shape("TD target", reward, "reward", pred, "Q(s, a)");
+  check_same_shape("TD target", done, "done", pred, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", pred, "Q(s, a)");
+
+  torch::Tensor next_value;
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
+                                                actor_in, {}, "next");
+    if (options_.delay_actor()) {
+      with_target("actor_network", [&] { actor_network_->forward(next_actor_td); });
+    } else {
+      actor_network_->forward(next_actor_td);
+    }
+    auto next_critic_td = detail::network_inputs(name(), "the value_network on the next state",
+                                                 next, critic_in, {action_key}, "next");
+    next_critic_td.set(action_key, next_actor_td.get(action_key));
+    if (options_.delay_value()) {
+      with_target("value_network", [&] { value_network_->forward(next_critic_td); });
+    } else {
+      value_network_->forward(next_critic_td);
+    }
+    next_value = next_critic_td.get(value_key);
+  }
+  check_same_shape("TD target", next_value, "Q(s', a')", pred, "Q(s, a)");
+  const auto target = detail::td_target(*value_estimator_, pred, next_value, reward, done,
+                                        terminated, batch.batch_dims());
+  const auto loss_value = detail::reduce_td_loss(
+      name(), functional::distance_loss(pred, target, options_.loss_function()),
+      batch.find(key("priority_weight")));
+
+  const auto pred_detached = pred.detach();
+  TensorDict out({{"loss_actor", loss_actor},
+                  {"loss_value", loss_value},
+                  {"pred_value", pred_detached.mean()},
+                  {"target_value", target.mean()},
+                  {"pred_value_max", pred_detached.max()},
+                  {"target_value_max", target.max()}},
+                 {});
+  batch.set(key("priority"), (pred_detached - target).abs().squeeze(-1));
+  return out;
+}
+
+// ---- TD3Loss -------------------------------------------------------------------------------
+
+TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
+                 std::vector<std::shared_ptr<tdnn::TensorDictModuleBase>> qvalue_networks,
+                 TD3LossOptions options)
+    : LossModule("TD3Loss",
+                 {{"action", NestedKey("action")},
+                  {"state_action_value", NestedKey("state_action_value")},
+                  {"reward", NestedKey{"next", "reward"}},
+                  {"done", NestedKey{"next", "done"}},
+                  {"terminated", NestedKey{"next", "terminated"}},
+                  {"priority", NestedKey("td_error")},
+                  {"priority_weight", NestedKey("_weight")}},
+                 {"action", "reward", "done", "terminated"}),
+      actor_network_(std::move(actor_network)),
+      qvalue_networks_(std::move(qvalue_networks)),
+      options_(std::move(options)) {
+  detail::check_network("TD3Loss", "the actor_network", actor_network_);
+  if (qvalue_networks_.empty()) {
+    throw ValueError(
+        "TD3Loss: no Q-value network given; pass num_qvalue_nets (usually 2) "
+        "independently built critics");
+  }
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    detail::check_network("TD3Loss", "Q-value network " + std::to_string(i), qvalue_networks_[i]);
+    if (qvalue_networks_[i] == actor_network_) {
+      throw ValueError("TD3Loss: Q-value network " + std::to_string(i) + " is the actor_network");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (qvalue_networks_[i] == qvalue_networks_[j]) {
+        throw ValueError("TD3Loss: Q-value networks " + std::to_string(j) + " and " +
+                         std::to_string(i) +
+                         " are the same module; build each critic separately so that they "
+                         "have their own parameters");
+      }
+    }
+  }
+  functional::check_distance_loss_name("TD3Loss", "loss_function", options_.loss_function());
+  if (!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)) {
+    throw ValueError("TD3Loss: policy_noise is " + std::to_string(options_.policy_noise()) +
+                     " and noise_clip " + std::to_string(options_.noise_clip()) +
+                     "; both must be >= 0");
+  }
+  auto spec = options_.action_spec();
+  if (!spec) {
+    if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
+      spec = actor->spec();
+    }
+  }
+  if (!spec) {
+    throw ValueError(
+        "TD3Loss: no action spec; the target action is clamped to its bounds: pass "
+        "TD3LossOptions().action_spec(<a Bounded spec>)");
+  }
+  auto bounded = std::dynamic_pointer_cast<envs::Bounded>(spec);
+  if (!bounded) {
+    throw ValueError("TD3Loss: the action spec is a " + spec->type_name() +
+                     "; TD3 needs a Bounded one (its low/high clamp the smoothed target action)");
+  }
+  low_ = register_buffer("action_low", bounded->low().clone());
+  high_ = register_buffer("action_high", bounded->high().clone());
+  convert_to_functional("actor_network", actor_network_, options_.delay_actor());
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    convert_to_functional(qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
+  }
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void TD3Loss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
+  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+}
+
+void TD3Loss::pretty_print(std::ostream& stream) const {
+  stream << "TD3Loss(num_qvalue_nets=" << num_qvalue_nets()
+         << ", policy_noise=" << options_.policy_noise() << ", noise_clip=" << options_.noise_clip()
+         << ", loss_function=" << options_.loss_function()
+         << ", delay_actor=" << bool_str(options_.delay_actor())
+         << ", delay_qvalue=" << bool_str(options_.delay_qvalue())
+         << ", value_estimator=" << value_estimator_->to_string() << ")";
+}
+
+TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const NestedKey& action_key = key("action");
+  const NestedKey& value_key = key("state_action_value");
+  detail::require_writes(name(), "the actor_network", *actor_network_, action_key, "action");
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    const std::string who = "Q-value network " + std::to_string(i);
+    detail::require_reads(name(), who, *qvalue_networks_[i], action_key, "action");
+    detail::require_writes(name(), who, *qvalue_networks_[i], value_key, "state_action_value");
+  }
+  const auto& actor_in = actor_network_->in_keys();
+  const int64_t n = num_qvalue_nets();
+
+  // Actor term: -Q_0(s, mu(s)), the Q-network's parameters held out.
+  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
+  actor_network_->forward(actor_td);
+  const auto& q0 = qvalue_networks_.front();
+  auto critic_td =
+      detail::network_inputs(name(), "Q-value network 0", batch, q0->in_keys(), {action_key});
+  critic_td.set(action_key, actor_td.get(action_key));
+  torch::Tensor actor_value;
+  {
+    detail::HoldOutParams hold(*q0);
+    q0->forward(critic_td);
+    actor_value = critic_td.get(value_key);
+  }
+  const auto loss_actor = -actor_value.mean();
+
+  // Q term: every Q_i(s, a) against the shared target.
+  std::vector<torch::Tensor> preds;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& q = qvalue_networks_[i];
+    auto td =
+        detail::network_inputs(name(), "Q-value network " + std::to_string(i), batch, q->in_keys());
+    q->forward(td);
+    preds.push_back(td.get(value_key));
+  }
+  const auto& pred0 = preds.front();
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
+  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+
+  torch::Tensor next_value;
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
+                                                actor_in, {}, "next");
+    if (options_.delay_actor()) {
+      with_target("actor_network", [&] { actor_network_->forward(next_actor_td); });
+    } else {
+      actor_network_->forward(next_actor_td);
+    }
+    // Target policy smoothing: clipped Gaussian noise, then back into the action bounds.
+    const auto next_action = next_actor_td.get(action_key);
+    const auto noise = (torch::randn_like(next_action) * options_.policy_noise())
+                           .clamp(-options_.noise_clip(), options_.noise_clip());
+    const auto low = low_.to(next_action.dtype());
+    const auto high = high_.to(next_action.dtype());
+    const auto smoothed = torch::max(torch::min(next_action + noise, high), low);
+    std::vector<torch::Tensor> next_values;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto& q = qvalue_networks_[i];
+      auto td = detail::network_inputs(
+          name(), "Q-value network " + std::to_string(i) + " on the next state", next, q->in_keys(),
+          {action_key}, "next");
+      td.set(action_key, smoothed);
+      if (options_.delay_qvalue()) {
+        with_target(qvalue_name(i), [&] { q->forward(td); });
+      } else {
+        q->forward(td);
+      }
+      next_values.push_back(td.get(value_key));
+    }
+    next_value = std::get<0>(torch::stack(next_values).min(0));
+  }
+  check_same_shape("TD target", next_value, "min_i Q'_i(s', a')", pred0, "Q(s, a)");
+  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
+                                        terminated, batch.batch_dims());
+
+  const auto weight = batch.find(key("priority_weight"));
+  torch::Tensor loss_qvalue;
+  for (const auto& pred : preds) {
+    check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");
+    const auto term = detail::reduce_td_loss(
+        name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
+    loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
+  }
+  const auto pred_all = torch::stack(preds).detach();
+  const auto td_error = std::get<0>((pred_all - target).abs().max(0)).squeeze(-1);
+  TensorDict out({{"loss_actor", loss_actor},
+                  {"loss_qvalue", loss_qvalue},
+                  {"pred_value", pred_all.mean()},
+                  {"state_action_value_actor", actor_value.detach().mean()},
+                  {"next_state_value", next_value.mean()},
+                  {"target_value", target.mean()}},
+                 {});
+  batch.set(key("priority"), td_error);
+  return out;
+}
+
+}  // namespace tdrl::losses

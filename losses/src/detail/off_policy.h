@@ -1,0 +1,322 @@
+#pragma once
+
+// Private helpers shared by the off-policy losses (DQN, DDPG, TD3, SAC, discrete SAC, IQL,
+// CQL): network inputs gathered from a batch, parameters held out of a
+// backward pass, TD targets through a value estimator, discrete action spaces.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/value_estimators.h>
+#include <tensordict/errors.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::losses::detail {
+
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+inline std::string shape_str(c10::IntArrayRef shape) {
+  std::ostringstream os;
+  os << shape;
+  return os.str();
+}
+
+inline std::string keys_str(const std::vector<NestedKey>& keys) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  return out + "]";
+}
+
+inline bool has_key(const std::vector<NestedKey>& keys, const NestedKey& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+/// A TensorDict of `source`'s batch size holding only `keys` (aliased values), so that a
+/// network run on it writes nothing into `source`. KeyError naming `where`, the key (under
+/// `prefix` when `source` is the "next" sub-TensorDict) and `who` reads it.
+inline TensorDict network_inputs(const std::string& where, const std::string& who,
+                                 const TensorDict& source, const std::vector<NestedKey>& keys,
+                                 const std::vector<NestedKey>& skip = {},
+                                 const std::string& prefix = "") {
+  TensorDict out = TensorDict::empty(source.batch_size());
+  for (const auto& key : keys) {
+    if (has_key(skip, key)) continue;
+    auto value = source.find_value(key);
+    if (!value) {
+      const NestedKey shown = prefix.empty() ? key : NestedKey{prefix, key};
+      throw tensordict::KeyError(where + ": the batch has no " + shown.repr() + ", an input of " +
+                                 who +
+                                 "; write it into the batch or change the network's "
+                                 "in_keys");
+    }
+    out.set(key, *value);
+  }
+  return out;
+}
+
+/// Throws ValueError unless `network` writes `key` (the loss's `key_name` key).
+inline void require_writes(const std::string& where, const std::string& who,
+                           const tensordict::nn::TensorDictModuleBase& network,
+                           const NestedKey& key, const std::string& key_name) {
+  if (!has_key(network.out_keys(), key)) {
+    throw tensordict::ValueError(where + ": " + who + " writes " + keys_str(network.out_keys()) +
+                                 ", not " + key.repr() + " (the '" + key_name +
+                                 "' key); make it write there or rename the key with set_keys");
+  }
+}
+
+/// Throws ValueError unless `network` reads `key` (the loss's `key_name` key).
+inline void require_reads(const std::string& where, const std::string& who,
+                          const tensordict::nn::TensorDictModuleBase& network, const NestedKey& key,
+                          const std::string& key_name) {
+  if (!has_key(network.in_keys(), key)) {
+    throw tensordict::ValueError(where + ": " + who + " reads " + keys_str(network.in_keys()) +
+                                 ", not " + key.repr() + " (the '" + key_name +
+                                 "' key); make it read the action there or rename the key with "
+                                 "set_keys");
+  }
+}
+
+/// Throws ValueError for a null network or one without parameters (`who` names it).
+inline void check_network(const std::string& where, const std::string& who,
+                          const std::shared_ptr<torch::nn::Module>& network) {
+  if (!network) throw tensordict::ValueError(where + ": " + who + " is null");
+  if (network->parameters().empty()) {
+    throw tensordict::ValueError(where + ": " + who +
+                                 " has no parameters (a lambda capturing a module does not "
+                                 "register it); wrap the module itself in a TensorDictModule");
+  }
+}
+
+/// `batch["next"]`, or KeyError naming `where`.
+inline TensorDict next_tensordict(const std::string& where, const TensorDict& batch) {
+  auto value = batch.find_value("next");
+  if (!value || !std::holds_alternative<TensorDict>(*value)) {
+    throw tensordict::KeyError(where +
+                               ": the batch has no \"next\" TensorDict (the next state the "
+                               "targets are computed from); use transitions as envs and "
+                               "collectors write them");
+  }
+  return std::get<TensorDict>(*value);
+}
+
+/// Turns off requires_grad on every parameter of `module` for the length of a scope, so a
+/// forward through it sends gradients to its inputs only (TorchRL's hold_out_params). The
+/// graph built meanwhile keeps no edge to the parameters; restoring changes no data.
+class HoldOutParams {
+ public:
+  explicit HoldOutParams(const torch::nn::Module& module) {
+    for (auto& p : module.parameters(/*recurse=*/true)) {
+      if (p.requires_grad()) {
+        p.requires_grad_(false);
+        held_.push_back(p);
+      }
+    }
+  }
+  ~HoldOutParams() {
+    for (auto& p : held_) p.requires_grad_(true);
+  }
+  HoldOutParams(const HoldOutParams&) = delete;
+  HoldOutParams& operator=(const HoldOutParams&) = delete;
+
+ private:
+  std::vector<torch::Tensor> held_;
+};
+
+/// The estimator an off-policy loss uses: any but GAE (an on-policy advantage), without a
+/// value network (the loss computes the next values itself).
+inline std::shared_ptr<ValueEstimatorBase> off_policy_estimator(const std::string& where,
+                                                                ValueEstimatorType type,
+                                                                const ValueEstimatorOptions& o) {
+  if (type == ValueEstimatorType::kGAE) {
+    throw tensordict::ValueError(where +
+                                 ": GAE is an on-policy advantage estimator; use td0, td1 or "
+                                 "td_lambda");
+  }
+  return make_value_estimator(type, nullptr, o);
+}
+
+/// The regression target for `value` `[*B, 1]` from the next value, reward and flags (all of
+/// `value`'s shape, checked by the caller); the time dim is the batch's last dim.
+inline torch::Tensor td_target(const ValueEstimatorBase& estimator, const torch::Tensor& value,
+                               const torch::Tensor& next_value, const torch::Tensor& reward,
+                               const torch::Tensor& done, const torch::Tensor& terminated,
+                               int64_t batch_dims) {
+  return estimator
+      .estimate(value.detach(), next_value.detach(), reward, done, terminated, batch_dims - 1)
+      .second;
+}
+
+/// Throws ShapeError (naming `where`) when the batch has no batch dim.
+inline void check_batched(const std::string& where, const TensorDict& batch) {
+  if (batch.batch_dims() < 1) {
+    throw tensordict::ShapeError(where +
+                                 ": the batch has batch_size []; a loss needs at least one "
+                                 "batch dim (e.g. [B] transitions from a replay buffer)");
+  }
+}
+
+/// Mean of a per-sample loss `[*B, 1]`; weighted by importance weights `[*B]` when given
+/// (prioritized replay's `_weight`).
+inline torch::Tensor reduce_td_loss(const std::string& where, const torch::Tensor& loss,
+                                    const std::optional<torch::Tensor>& weight) {
+  if (!weight) return loss.mean();
+  const auto per_sample = loss.squeeze(-1);
+  if (!weight->sizes().equals(per_sample.sizes())) {
+    throw tensordict::ShapeError(
+        where + ": the importance weights have shape " + shape_str(weight->sizes()) +
+        " but the batch's per-sample "
+        "losses have shape " +
+        shape_str(per_sample.sizes()) + "; they must match (one weight per sample)");
+  }
+  return (per_sample * weight->to(per_sample.dtype())).mean();
+}
+
+/// Several critics, one per Q-function.
+using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
+
+// Checks the actor and the Q-networks every SAC variant takes.
+inline void check_networks(const std::string& where,
+                           const std::shared_ptr<torch::nn::Module>& actor,
+                           const QNetworks& qvalue_networks) {
+  check_network(where, "the actor_network", actor);
+  if (qvalue_networks.empty()) {
+    throw tensordict::ValueError(where +
+                                 ": no Q-value network given; pass num_qvalue_nets (usually 2) "
+                                 "independently built critics");
+  }
+  for (size_t i = 0; i < qvalue_networks.size(); ++i) {
+    check_network(where, "Q-value network " + std::to_string(i), qvalue_networks[i]);
+    if (qvalue_networks[i] == actor) {
+      throw tensordict::ValueError(where + ": Q-value network " + std::to_string(i) +
+                                   " is the actor_network");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (qvalue_networks[i] == qvalue_networks[j]) {
+        throw tensordict::ValueError(
+            where + ": Q-value networks " + std::to_string(j) + " and " + std::to_string(i) +
+            " are the same module; build each critic separately so that they have "
+            "their own parameters");
+      }
+    }
+  }
+}
+
+inline void check_alpha_options(const std::string& where, double alpha_init,
+                                const std::optional<double>& min_alpha,
+                                const std::optional<double>& max_alpha) {
+  if (!(alpha_init > 0.0)) {
+    throw tensordict::ValueError(where + ": alpha_init is " + std::to_string(alpha_init) +
+                                 "; it must be > 0");
+  }
+  for (const auto& bound : {min_alpha, max_alpha}) {
+    if (bound && !(*bound > 0.0)) {
+      throw tensordict::ValueError(where + ": min_alpha/max_alpha is " + std::to_string(*bound) +
+                                   "; alpha bounds must be > 0");
+    }
+  }
+  if (min_alpha && max_alpha && *min_alpha > *max_alpha) {
+    throw tensordict::ValueError(where + ": min_alpha " + std::to_string(*min_alpha) +
+                                 " > max_alpha " + std::to_string(*max_alpha));
+  }
+}
+
+// log alpha clamped to the log of the bounds (without changing the tensor).
+inline torch::Tensor clamp_log_alpha(const torch::Tensor& log_alpha,
+                                     const std::optional<double>& min_alpha,
+                                     const std::optional<double>& max_alpha) {
+  auto out = log_alpha;
+  if (min_alpha) out = out.clamp_min(std::log(*min_alpha));
+  if (max_alpha) out = out.clamp_max(std::log(*max_alpha));
+  return out;
+}
+
+// Keeps the parameter inside its bounds (TorchRL clamps log_alpha in place before each use),
+// so the temperature loss cannot push it ever further out while alpha stays clamped.
+inline void clamp_log_alpha_(const torch::Tensor& log_alpha, const std::optional<double>& min_alpha,
+                             const std::optional<double>& max_alpha) {
+  if (!min_alpha && !max_alpha) return;
+  torch::NoGradGuard no_grad;
+  log_alpha.copy_(clamp_log_alpha(log_alpha, min_alpha, max_alpha));
+}
+
+// Runs each Q-network i on its inputs taken from `source` (under "next" when `prefix` is
+// set), with the action under `action_key` replaced by `action` when defined; returns the
+// outputs under `value_key`, in order. `run(i, td)` evaluates network i on td.
+inline std::vector<torch::Tensor> run_q_networks(
+    const std::string& where, const QNetworks& networks, const TensorDict& source,
+    const std::string& prefix, const NestedKey& action_key, const torch::Tensor& action,
+    const NestedKey& value_key, const std::function<void(size_t, TensorDict&)>& run) {
+  std::vector<torch::Tensor> out;
+  out.reserve(networks.size());
+  std::vector<NestedKey> skip;
+  if (action.defined()) skip.push_back(action_key);
+  for (size_t i = 0; i < networks.size(); ++i) {
+    auto td = network_inputs(
+        where,
+        "Q-value network " + std::to_string(i) + (prefix.empty() ? "" : " on the next state"),
+        source, networks[i]->in_keys(), skip, prefix);
+    if (action.defined()) td.set(action_key, action);
+    run(i, td);
+    out.push_back(td.get(value_key));
+  }
+  return out;
+}
+
+/// "one_hot" or "categorical" discrete actions.
+enum class ActionSpace { kOneHot, kCategorical };
+
+inline ActionSpace parse_action_space(const std::string& where, const std::string& name) {
+  if (name == "one_hot") return ActionSpace::kOneHot;
+  if (name == "categorical") return ActionSpace::kCategorical;
+  throw tensordict::ValueError(where + ": unknown action_space '" + name +
+                               "'; valid: 'one_hot', 'categorical'");
+}
+
+/// The value of the taken action `[*B, 1]` from action values `[*B, n]`: a one-hot action
+/// `[*B, n]` or an index `[*B]`. With no declared space the action's shape decides.
+/// ShapeError when the action fits neither (naming both shapes).
+inline torch::Tensor chosen_value(const std::string& where, const torch::Tensor& values,
+                                  const torch::Tensor& action, c10::IntArrayRef batch_size,
+                                  std::optional<ActionSpace> space) {
+  const int64_t n = values.size(-1);
+  std::vector<int64_t> one_hot_shape(batch_size.begin(), batch_size.end());
+  one_hot_shape.push_back(n);
+  const bool is_index = action.sizes().equals(batch_size) && !action.is_floating_point();
+  const bool is_one_hot = action.sizes().equals(one_hot_shape);
+  if (!space) {
+    if (is_index) space = ActionSpace::kCategorical;
+    if (is_one_hot) space = ActionSpace::kOneHot;
+  }
+  if (space == ActionSpace::kOneHot && is_one_hot) {
+    return (values * action.to(values.dtype())).sum(-1, /*keepdim=*/true);
+  }
+  if (space == ActionSpace::kCategorical && action.sizes().equals(batch_size)) {
+    const auto index = action.to(torch::kLong).unsqueeze(-1);
+    if (index.numel() > 0 &&
+        (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= n)) {
+      throw tensordict::ValueError(where + ": an action index is outside [0, " + std::to_string(n) +
+                                   ")");
+    }
+    return values.gather(-1, index);
+  }
+  throw tensordict::ShapeError(where + ": the action has shape " + shape_str(action.sizes()) +
+                               " (" + std::string(c10::toString(action.scalar_type())) +
+                               ") but the action values have shape " + shape_str(values.sizes()) +
+                               "; expected a one-hot action " + shape_str(one_hot_shape) +
+                               " or an integer index " + shape_str(batch_size));
+}
+
+}  // namespace tdrl::losses::detail

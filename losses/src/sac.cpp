@@ -1,0 +1,386 @@
+// Soft actor-critic losses: SACLoss (continuous actions) and DiscreteSACLoss.
+
+#include <tdrl/losses/sac.h>
+
+#include <cmath>
+#include <functional>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/functional/distance.h>
+#include <tdrl/modules/actors.h>
+#include <tensordict/errors.h>
+#include <tensordict/nn/categorical.h>
+
+#include "detail/off_policy.h"
+
+namespace tdrl::losses {
+
+using tensordict::ValueError;
+namespace tdnn = tensordict::nn;
+
+namespace {
+
+const char* bool_str(bool v) { return v ? "true" : "false"; }
+
+std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
+
+}  // namespace
+
+// ---- SACLoss -------------------------------------------------------------------------------
+
+SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
+    : LossModule("SACLoss",
+                 {{"action", NestedKey("action")},
+                  {"state_action_value", NestedKey("state_action_value")},
+                  {"reward", NestedKey{"next", "reward"}},
+                  {"done", NestedKey{"next", "done"}},
+                  {"terminated", NestedKey{"next", "terminated"}},
+                  {"priority", NestedKey("td_error")},
+                  {"priority_weight", NestedKey("_weight")}},
+                 {"action", "reward", "done", "terminated"}),
+      actor_network_(std::move(actor_network)),
+      qvalue_networks_(std::move(qvalue_networks)),
+      options_(std::move(options)) {
+  detail::check_networks("SACLoss", actor_network_, qvalue_networks_);
+  functional::check_distance_loss_name("SACLoss", "loss_function", options_.loss_function());
+  detail::check_alpha_options("SACLoss", options_.alpha_init(), options_.min_alpha(),
+                              options_.max_alpha());
+  target_entropy_ = options_.target_entropy();
+  if (!target_entropy_) {
+    auto spec = options_.action_spec();
+    if (!spec) {
+      if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
+        spec = actor->spec();
+      }
+    }
+    if (spec) target_entropy_ = -static_cast<double>(spec->numel());
+  }
+  const auto log_alpha = torch::tensor(std::log(options_.alpha_init()), torch::kFloat32);
+  log_alpha_ = options_.fixed_alpha() ? register_buffer("log_alpha", log_alpha)
+                                      : register_parameter("log_alpha", log_alpha);
+  convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    convert_to_functional(qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
+  }
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void SACLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
+  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+}
+
+torch::Tensor SACLoss::alpha() const {
+  return detail::clamp_log_alpha(log_alpha_, options_.min_alpha(), options_.max_alpha())
+      .detach()
+      .exp();
+}
+
+void SACLoss::pretty_print(std::ostream& stream) const {
+  stream << "SACLoss(num_qvalue_nets=" << num_qvalue_nets()
+         << ", loss_function=" << options_.loss_function()
+         << ", alpha_init=" << options_.alpha_init()
+         << ", fixed_alpha=" << bool_str(options_.fixed_alpha()) << ", target_entropy=";
+  if (target_entropy_) {
+    stream << *target_entropy_;
+  } else {
+    stream << "auto";
+  }
+  stream << ", delay_qvalue=" << bool_str(options_.delay_qvalue())
+         << ", value_estimator=" << value_estimator_->to_string() << ")";
+}
+
+TensorDict SACLoss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const NestedKey& action_key = key("action");
+  const NestedKey& value_key = key("state_action_value");
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    const std::string who = "Q-value network " + std::to_string(i);
+    detail::require_reads(name(), who, *qvalue_networks_[i], action_key, "action");
+    detail::require_writes(name(), who, *qvalue_networks_[i], value_key, "state_action_value");
+  }
+  const auto& actor_in = actor_network_->in_keys();
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+
+  // Actor term: a reparametrised action at s, valued by the Q-networks with their
+  // parameters held out.
+  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
+  const auto dist = actor_network_->get_dist(actor_td);
+  if (!dist->has_rsample()) {
+    throw ValueError(name() + ": the actor's distribution " + dist->name() +
+                     " has no rsample; SAC needs a reparametrisable one (e.g. TanhNormal)");
+  }
+  const auto action = dist->rsample();
+  const auto log_prob = dist->log_prob(action).unsqueeze(-1);  // [*B, 1]
+  if (!target_entropy_) {
+    double numel = 1.0;
+    for (auto d : dist->event_shape()) numel *= static_cast<double>(d);
+    target_entropy_ = -numel;
+  }
+  detail::clamp_log_alpha_(log_alpha_, options_.min_alpha(), options_.max_alpha());
+  const auto alpha = log_alpha_.detach().exp();
+
+  const auto actor_values =
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, action, value_key,
+                             [&](size_t i, TensorDict& td) {
+                               detail::HoldOutParams hold(*qvalue_networks_[i]);
+                               qvalue_networks_[i]->forward(td);
+                             });
+  const auto min_q_actor = std::get<0>(torch::stack(actor_values).min(0));
+  check_same_shape("actor loss", log_prob, "log pi(a|s) (unsqueezed)", min_q_actor,
+                   "min_i Q_i(s, a)");
+  const auto loss_actor = (alpha * log_prob - min_q_actor).mean();
+
+  // Q term: every Q_i(s, a) at the batch's action against the soft TD target.
+  const auto preds =
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
+                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  const auto& pred0 = preds.front();
+  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
+  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  torch::Tensor next_value;
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
+                                                actor_in, {}, "next");
+    const auto next_dist = actor_network_->get_dist(next_actor_td);
+    const auto next_action = next_dist->sample();
+    const auto next_log_prob = next_dist->log_prob(next_action).unsqueeze(-1);
+    const auto next_values = detail::run_q_networks(
+        name(), qvalue_networks_, next, "next", action_key, next_action, value_key,
+        [&](size_t i, TensorDict& td) {
+          if (options_.delay_qvalue()) {
+            with_target(qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
+          } else {
+            qvalue_networks_[i]->forward(td);
+          }
+        });
+    next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
+  }
+  check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
+  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
+                                        terminated, batch.batch_dims());
+  const auto weight = batch.find(key("priority_weight"));
+  torch::Tensor loss_qvalue;
+  for (const auto& pred : preds) {
+    check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");
+    const auto term = detail::reduce_td_loss(
+        name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
+    loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
+  }
+
+  // Temperature term.
+  const auto log_prob_detached = log_prob.detach();
+  const auto loss_alpha = options_.fixed_alpha()
+                              ? torch::zeros({}, log_alpha_.options())
+                              : -(log_alpha_ * (log_prob_detached + *target_entropy_)).mean();
+
+  const auto pred_all = torch::stack(preds).detach();
+  const auto td_error = std::get<0>((pred_all - target).abs().max(0)).squeeze(-1);
+  TensorDict out({{"loss_actor", loss_actor},
+                  {"loss_qvalue", loss_qvalue},
+                  {"loss_alpha", loss_alpha},
+                  {"alpha", alpha},
+                  {"entropy", -log_prob_detached.mean()}},
+                 {});
+  batch.set(key("priority"), td_error);
+  return out;
+}
+
+// ---- DiscreteSACLoss -----------------------------------------------------------------------
+
+DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
+                                 DiscreteSACLossOptions options)
+    : LossModule("DiscreteSACLoss",
+                 {{"action", NestedKey("action")},
+                  {"action_value", NestedKey("action_value")},
+                  {"reward", NestedKey{"next", "reward"}},
+                  {"done", NestedKey{"next", "done"}},
+                  {"terminated", NestedKey{"next", "terminated"}},
+                  {"priority", NestedKey("td_error")},
+                  {"priority_weight", NestedKey("_weight")}},
+                 {"action", "reward", "done", "terminated"}),
+      actor_network_(std::move(actor_network)),
+      qvalue_networks_(std::move(qvalue_networks)),
+      options_(std::move(options)) {
+  detail::check_networks("DiscreteSACLoss", actor_network_, qvalue_networks_);
+  functional::check_distance_loss_name("DiscreteSACLoss", "loss_function",
+                                       options_.loss_function());
+  detail::check_alpha_options("DiscreteSACLoss", options_.alpha_init(), options_.min_alpha(),
+                              options_.max_alpha());
+  if (options_.num_actions() < 2) {
+    throw ValueError("DiscreteSACLoss: num_actions is " + std::to_string(options_.num_actions()) +
+                     "; it must be >= 2");
+  }
+  if (options_.action_space()) {
+    detail::parse_action_space("DiscreteSACLoss", *options_.action_space());
+  }
+  target_entropy_ = options_.target_entropy().value_or(
+      options_.target_entropy_weight() * std::log(static_cast<double>(options_.num_actions())));
+  const auto log_alpha = torch::tensor(std::log(options_.alpha_init()), torch::kFloat32);
+  log_alpha_ = options_.fixed_alpha() ? register_buffer("log_alpha", log_alpha)
+                                      : register_parameter("log_alpha", log_alpha);
+  convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    convert_to_functional(qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
+  }
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void DiscreteSACLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
+  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+}
+
+torch::Tensor DiscreteSACLoss::alpha() const {
+  return detail::clamp_log_alpha(log_alpha_, options_.min_alpha(), options_.max_alpha())
+      .detach()
+      .exp();
+}
+
+void DiscreteSACLoss::pretty_print(std::ostream& stream) const {
+  stream << "DiscreteSACLoss(num_actions=" << options_.num_actions()
+         << ", num_qvalue_nets=" << num_qvalue_nets()
+         << ", loss_function=" << options_.loss_function()
+         << ", alpha_init=" << options_.alpha_init()
+         << ", fixed_alpha=" << bool_str(options_.fixed_alpha())
+         << ", target_entropy=" << target_entropy_
+         << ", delay_qvalue=" << bool_str(options_.delay_qvalue())
+         << ", value_estimator=" << value_estimator_->to_string() << ")";
+}
+
+namespace {
+
+// The actor's probabilities and log-probabilities `[*B, n]` at the states of `td`, the
+// log-probabilities of impossible (masked) actions set to 0 so that p * log p stays 0.
+std::pair<torch::Tensor, torch::Tensor> categorical_policy(const std::string& where,
+                                                           const SACLoss::Actor& actor,
+                                                           const TensorDict& td,
+                                                           int64_t num_actions) {
+  const auto dist = actor->get_dist(td);
+  const auto categorical = std::dynamic_pointer_cast<tdnn::Categorical>(dist);
+  if (!categorical) {
+    throw ValueError(where + ": the actor's distribution is " + dist->name() +
+                     "; discrete SAC needs a Categorical or OneHotCategorical actor");
+  }
+  const auto& log_probs = categorical->logits();
+  if (log_probs.size(-1) != num_actions) {
+    throw tensordict::ShapeError(where + ": the actor's distribution has " +
+                                 std::to_string(log_probs.size(-1)) +
+                                 " classes but num_actions is " + std::to_string(num_actions));
+  }
+  const auto probs = log_probs.exp();
+  const auto safe_log_probs = torch::where(probs > 0, log_probs, torch::zeros_like(log_probs));
+  return {probs, safe_log_probs};
+}
+
+}  // namespace
+
+TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const NestedKey& action_key = key("action");
+  const NestedKey& value_key = key("action_value");
+  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
+    detail::require_writes(name(), "Q-value network " + std::to_string(i), *qvalue_networks_[i],
+                           value_key, "action_value");
+  }
+  const int64_t n = options_.num_actions();
+  const auto check_values = [&](const std::vector<torch::Tensor>& values) {
+    for (const auto& v : values) {
+      if (v.dim() < 1 || v.size(-1) != n) {
+        throw tensordict::ShapeError(name() + ": a Q-value network wrote action values of shape " +
+                                     detail::shape_str(v.sizes()) +
+                                     "; their last dim must be "
+                                     "num_actions = " +
+                                     std::to_string(n));
+      }
+    }
+    return std::get<0>(torch::stack(values).min(0));
+  };
+  const auto& actor_in = actor_network_->in_keys();
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+
+  // Actor term: the expectation over pi(.|s), the Q-networks' parameters held out.
+  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
+  const auto [probs, log_probs] = categorical_policy(name(), actor_network_, actor_td, n);
+  detail::clamp_log_alpha_(log_alpha_, options_.min_alpha(), options_.max_alpha());
+  const auto alpha = log_alpha_.detach().exp();
+  const auto held_out_values =
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
+                             [&](size_t i, TensorDict& td) {
+                               detail::HoldOutParams hold(*qvalue_networks_[i]);
+                               qvalue_networks_[i]->forward(td);
+                             });
+  const auto min_q_actor = check_values(held_out_values);
+  check_same_shape("actor loss", probs, "pi(.|s)", min_q_actor, "min_i Q_i(s, .)");
+  const auto loss_actor = (probs * (alpha * log_probs - min_q_actor)).sum(-1).mean();
+  const auto entropy = -(probs * log_probs).sum(-1).detach();
+
+  // Q term.
+  const auto all_values =
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
+                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  check_values(all_values);
+  std::optional<detail::ActionSpace> space;
+  if (options_.action_space()) space = detail::parse_action_space(name(), *options_.action_space());
+  const auto action = get(batch, "action");
+  std::vector<torch::Tensor> preds;
+  for (const auto& values : all_values) {
+    preds.push_back(detail::chosen_value(name(), values, action, batch.batch_size(), space));
+  }
+  const auto& pred0 = preds.front();
+  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
+  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  torch::Tensor next_value;
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
+                                                actor_in, {}, "next");
+    const auto [next_probs, next_log_probs] =
+        categorical_policy(name(), actor_network_, next_actor_td, n);
+    const auto next_values = detail::run_q_networks(
+        name(), qvalue_networks_, next, "next", action_key, {}, value_key,
+        [&](size_t i, TensorDict& td) {
+          if (options_.delay_qvalue()) {
+            with_target(qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
+          } else {
+            qvalue_networks_[i]->forward(td);
+          }
+        });
+    const auto min_next = check_values(next_values);
+    next_value = (next_probs * (min_next - alpha * next_log_probs)).sum(-1, /*keepdim=*/true);
+  }
+  check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
+  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
+                                        terminated, batch.batch_dims());
+  const auto weight = batch.find(key("priority_weight"));
+  torch::Tensor loss_qvalue;
+  for (const auto& pred : preds) {
+    const auto term = detail::reduce_td_loss(
+        name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
+    loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
+  }
+  const auto loss_alpha = options_.fixed_alpha()
+                              ? torch::zeros({}, log_alpha_.options())
+                              : -(log_alpha_ * (target_entropy_ - entropy)).mean();
+
+  const auto pred_all = torch::stack(preds).detach();
+  const auto td_error = std::get<0>((pred_all - target).abs().max(0)).squeeze(-1);
+  TensorDict out({{"loss_actor", loss_actor},
+                  {"loss_qvalue", loss_qvalue},
+                  {"loss_alpha", loss_alpha},
+                  {"alpha", alpha},
+                  {"entropy", entropy.mean()}},
+                 {});
+  batch.set(key("priority"), td_error);
+  return out;
+}
+
+}  // namespace tdrl::losses

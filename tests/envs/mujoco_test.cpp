@@ -1,0 +1,713 @@
+#include <tdrl/envs/mujoco_env.h>
+#include <tdrl/envs/mujoco_tasks.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+#include "support/temp_dir.h"
+
+namespace tdrl::envs {
+namespace {
+
+using ::testing::HasSubstr;
+using Shape = std::vector<int64_t>;
+using tensordict::testing::TempDir;
+
+// Every test fails when MuJoCo warns, unless it declares the warnings it provokes.
+class MujocoTestBase : public ::testing::Test {
+ protected:
+  void SetUp() override { warnings_before_ = mujoco_warning_count(); }
+  void TearDown() override {
+    if (!expect_warnings_) {
+      EXPECT_EQ(mujoco_warning_count(), warnings_before_) << "MuJoCo raised unexpected warnings";
+    }
+  }
+  void expect_mujoco_warnings() { expect_warnings_ = true; }
+
+ private:
+  int64_t warnings_before_ = 0;
+  bool expect_warnings_ = false;
+};
+
+// Every leaf of `a` equals the same leaf of `b` bit for bit, and they have the same leaves.
+void expect_identical(const TensorDict& a, const TensorDict& b) {
+  const auto keys_a = a.keys(/*include_nested=*/true, /*leaves_only=*/true);
+  const auto keys_b = b.keys(/*include_nested=*/true, /*leaves_only=*/true);
+  ASSERT_EQ(keys_a.size(), keys_b.size());
+  for (const auto& key : keys_a) {
+    ASSERT_TRUE(b.contains(key)) << key.repr();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+  }
+}
+
+torch::Tensor rows(const torch::Tensor& t, int64_t i) { return t.index({i}); }
+
+// ---- Shared conformance tests, run on every task
+// -------------------------------------------------
+
+struct TaskCase {
+  std::string name;
+  std::function<std::unique_ptr<MujocoEnv>(const MujocoEnvOptions&)> make;
+  int64_t obs_dim;
+  int64_t action_dim;
+  double action_bound;
+  int64_t frame_skip;
+  double timestep;
+  int64_t max_episode_steps;
+};
+
+std::ostream& operator<<(std::ostream& os, const TaskCase& task) { return os << task.name; }
+
+template <typename Env>
+std::function<std::unique_ptr<MujocoEnv>(const MujocoEnvOptions&)> maker() {
+  return [](const MujocoEnvOptions& options) { return std::make_unique<Env>(options); };
+}
+
+std::vector<TaskCase> task_cases() {
+  return {
+      {"InvertedPendulum", maker<InvertedPendulumEnv>(), 4, 1, 3.0, 2, 0.02, 1000},
+      {"InvertedDoublePendulum", maker<InvertedDoublePendulumEnv>(), 11, 1, 1.0, 5, 0.01, 1000},
+      {"Reacher", maker<ReacherEnv>(), 11, 2, 1.0, 2, 0.01, 50},
+      {"HalfCheetah", maker<HalfCheetahEnv>(), 17, 6, 1.0, 5, 0.01, 1000},
+      {"Hopper", maker<HopperEnv>(), 11, 3, 1.0, 4, 0.002, 1000},
+      {"Walker2d", maker<Walker2dEnv>(), 17, 6, 1.0, 4, 0.002, 1000},
+      {"Ant", maker<AntEnv>(), 27, 8, 1.0, 5, 0.01, 1000},
+      {"Humanoid", maker<HumanoidEnv>(), 376, 17, 0.4, 5, 0.003, 1000},
+  };
+}
+
+class MujocoTaskTest : public MujocoTestBase, public ::testing::WithParamInterface<TaskCase> {
+ protected:
+  std::unique_ptr<MujocoEnv> make(const MujocoEnvOptions& options = {}) const {
+    return GetParam().make(options);
+  }
+};
+
+TEST_P(MujocoTaskTest, PassesCheckEnvSpecsUnbatchedAndBatched) {
+  auto single = make();
+  EXPECT_NO_THROW(check_env_specs(*single, 5));
+  auto batched = make(MujocoEnvOptions().batch_size({3}).num_threads(2));
+  EXPECT_NO_THROW(check_env_specs(*batched, 5));
+}
+
+TEST_P(MujocoTaskTest, HasTheTaskDimensionsAndSettings) {
+  const auto& task = GetParam();
+  auto env = make(MujocoEnvOptions().batch_size({3}));
+  EXPECT_EQ(env->observation_spec()->get(kObservation)->shape(), (Shape{3, task.obs_dim}));
+  EXPECT_EQ(env->observation_spec()->get(kObservation)->dtype(), torch::kFloat32);
+  const auto bounded = std::dynamic_pointer_cast<Bounded>(env->action_spec());
+  ASSERT_NE(bounded, nullptr);
+  EXPECT_EQ(bounded->shape(), (Shape{3, task.action_dim}));
+  EXPECT_EQ(bounded->dtype(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(bounded->low(),
+                           torch::full({3, task.action_dim}, -task.action_bound, torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(bounded->high(),
+                           torch::full({3, task.action_dim}, task.action_bound, torch::kFloat32)));
+  EXPECT_EQ(env->reward_spec()->shape(), (Shape{3, 1}));
+  EXPECT_EQ(env->frame_skip(), task.frame_skip);
+  EXPECT_DOUBLE_EQ(env->dt(), task.timestep * static_cast<double>(task.frame_skip));
+  EXPECT_EQ(env->max_episode_steps(), task.max_episode_steps);
+}
+
+TEST_P(MujocoTaskTest, SameSeedSameRolloutBitForBit) {
+  auto a = make(MujocoEnvOptions().batch_size({2}));
+  auto b = make(MujocoEnvOptions().batch_size({2}));
+  a->set_seed(7);
+  b->set_seed(7);
+  const auto options = RolloutOptions().break_when_any_done(false);
+  const TensorDict ra = a->rollout(30, nullptr, options);
+  const TensorDict rb = b->rollout(30, nullptr, options);
+  EXPECT_EQ(ra.batch_size(), (Shape{2, 30}));
+  expect_identical(ra, rb);
+  EXPECT_TRUE(torch::isfinite(ra.get({kNext, kObservation})).all().item<bool>());
+
+  auto c = make(MujocoEnvOptions().batch_size({2}));
+  c->set_seed(8);
+  const TensorDict rc = c->rollout(30, nullptr, options);
+  EXPECT_FALSE(torch::equal(ra.get(kObservation), rc.get(kObservation)));
+}
+
+TEST_P(MujocoTaskTest, TwoThreadsGiveTheSameRolloutAsOne) {
+  auto serial = make(MujocoEnvOptions().batch_size({3}).num_threads(1));
+  auto threaded = make(MujocoEnvOptions().batch_size({3}).num_threads(2));
+  EXPECT_EQ(threaded->num_threads(), 2);
+  serial->set_seed(3);
+  threaded->set_seed(3);
+  const auto options = RolloutOptions().break_when_any_done(false);
+  expect_identical(serial->rollout(25, nullptr, options), threaded->rollout(25, nullptr, options));
+}
+
+TEST_P(MujocoTaskTest, BatchedEnvMatchesSingleEnvsFromTheSameStates) {
+  auto batched = make(MujocoEnvOptions().batch_size({3}).num_threads(2));
+  batched->set_seed(11);
+  TensorDict td = batched->reset();
+  const auto qpos = batched->qpos();
+  const auto qvel = batched->qvel();
+  std::vector<std::unique_ptr<MujocoEnv>> singles;
+  for (int64_t i = 0; i < 3; ++i) {
+    singles.push_back(make());
+    singles.back()->set_state(rows(qpos, i), rows(qvel, i));
+  }
+  auto generator = at::detail::createCPUGenerator(5);
+  for (int step = 0; step < 5; ++step) {
+    const auto action = batched->action_spec()->rand(generator);
+    td.set(kAction, action);
+    batched->step(td);
+    for (int64_t i = 0; i < 3; ++i) {
+      TensorDict single_td({{kAction, rows(action, i)}}, {});
+      singles[i]->step(single_td);
+      for (const char* key : {kObservation, kReward, kTerminated, kTruncated}) {
+        EXPECT_TRUE(torch::equal(single_td.get({kNext, key}), rows(td.get({kNext, key}), i)))
+            << "step " << step << ", simulation " << i << ", key " << key;
+      }
+    }
+    td = step_mdp(td);
+  }
+}
+
+TEST_P(MujocoTaskTest, TruncatesAtMaxEpisodeSteps) {
+  auto env =
+      make(MujocoEnvOptions().batch_size({2}).max_episode_steps(4).terminate_when_unhealthy(false));
+  env->set_seed(0);
+  TensorDict td = env->reset();
+  for (int step = 1; step <= 4; ++step) {
+    td.set(kAction, env->action_spec()->zero());
+    env->step(td);
+    const bool last = step == 4;
+    EXPECT_EQ(td.get({kNext, kTruncated}).all().item<bool>(), last) << "step " << step;
+    EXPECT_EQ(td.get({kNext, kDone}).all().item<bool>(), last) << "step " << step;
+    EXPECT_FALSE(td.get({kNext, kTerminated}).any().item<bool>()) << "step " << step;
+    td = step_mdp(td);
+  }
+  // A reset starts a new episode: its first step is not truncated.
+  td = env->reset();
+  td.set(kAction, env->action_spec()->zero());
+  env->step(td);
+  EXPECT_FALSE(td.get({kNext, kTruncated}).any().item<bool>());
+}
+
+TEST_P(MujocoTaskTest, ResetMaskResetsOnlySelectedSimulations) {
+  auto env = make(MujocoEnvOptions().batch_size({2}));
+  env->set_seed(1);
+  TensorDict td = env->reset();
+  for (int step = 0; step < 3; ++step) {
+    td.set(kAction, env->action_spec()->rand(env->generator()));
+    env->step(td);
+    td = step_mdp(td);
+  }
+  const auto qpos_before = env->qpos();
+  const auto obs_before = env->current_observation();
+  td.set(kReset, torch::tensor({true, false}).view({2, 1}));
+  td = env->reset(td);
+  const auto qpos_after = env->qpos();
+  EXPECT_TRUE(torch::equal(rows(qpos_after, 1), rows(qpos_before, 1)));
+  EXPECT_FALSE(torch::equal(rows(qpos_after, 0), rows(qpos_before, 0)));
+  EXPECT_TRUE(torch::equal(rows(td.get(kObservation), 1), rows(obs_before, 1)));
+  EXPECT_TRUE(torch::equal(td.get(kObservation), env->current_observation()));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTasks, MujocoTaskTest, ::testing::ValuesIn(task_cases()),
+                         [](const ::testing::TestParamInfo<TaskCase>& info) {
+                           return info.param.name;
+                         });
+
+// ---- Task-specific rules
+// -------------------------------------------------------------------------
+
+class MujocoTaskRuleTest : public MujocoTestBase {
+ protected:
+  // Sets the single env's state to its reset state with `edits` applied to qpos, takes one
+  // step with a zero action and returns the stepped TensorDict.
+  static TensorDict step_from(MujocoEnv& env, const std::vector<std::pair<int64_t, double>>& edits,
+                              std::optional<torch::Tensor> action = std::nullopt) {
+    env.set_seed(0);
+    TensorDict td = env.reset();
+    auto qpos = env.qpos().clone();
+    for (const auto& edit : edits) qpos.index_put_({edit.first}, edit.second);
+    env.set_state(qpos, env.qvel());
+    td.set(kAction, action ? *action : env.action_spec()->zero());
+    return env.step(td);
+  }
+  static bool terminated(const TensorDict& td) { return td.get({kNext, kTerminated}).item<bool>(); }
+  static double reward(const TensorDict& td) { return td.get({kNext, kReward}).item<double>(); }
+};
+
+TEST_F(MujocoTaskRuleTest, InvertedPendulumTerminatesWhenThePoleLeansPast02) {
+  InvertedPendulumEnv env;
+  const TensorDict upright = step_from(env, {{1, 0.05}});
+  EXPECT_FALSE(terminated(upright));
+  EXPECT_EQ(reward(upright), 1.0);
+  const TensorDict fallen = step_from(env, {{1, 0.25}});
+  EXPECT_TRUE(terminated(fallen));
+  EXPECT_TRUE(fallen.get({kNext, kDone}).item<bool>());
+  EXPECT_EQ(reward(fallen), 1.0);
+  EXPECT_TRUE(terminated(step_from(env, {{1, -0.25}})));
+}
+
+TEST_F(MujocoTaskRuleTest, InvertedDoublePendulumTerminatesWhenTheTipDropsToOne) {
+  InvertedDoublePendulumEnv env;
+  const TensorDict upright = step_from(env, {{1, 0.0}, {2, 0.0}});
+  EXPECT_FALSE(terminated(upright));
+  // Upright, the tip is at y = 1.2 (2 - 0.8 distance penalty): the reward is near 10 - 0.64.
+  EXPECT_NEAR(reward(upright), 10.0 - 0.64, 0.05);
+  EXPECT_TRUE(terminated(step_from(env, {{1, 1.5}})));
+}
+
+TEST_F(MujocoTaskRuleTest, HopperTerminatesWhenTooLowOrTilted) {
+  HopperEnv env;
+  EXPECT_FALSE(terminated(step_from(env, {})));
+  EXPECT_TRUE(terminated(step_from(env, {{1, 0.6}})));  // torso height <= 0.7
+  EXPECT_TRUE(terminated(step_from(env, {{2, 0.3}})));  // |angle| >= 0.2
+  EXPECT_TRUE(terminated(step_from(env, {{2, -0.3}})));
+}
+
+TEST_F(MujocoTaskRuleTest, HopperTerminatesWhenAVelocityLeavesTheHealthyRange) {
+  HopperEnv env;
+  env.set_seed(0);
+  TensorDict td = env.reset();
+  auto qvel = env.qvel().clone();
+  qvel.index_put_({0}, 150.0);  // sliding forward in the air: |qvel| >= 100
+  env.set_state(env.qpos(), qvel);
+  td.set(kAction, env.action_spec()->zero());
+  env.step(td);
+  EXPECT_TRUE(td.get({kNext, kTerminated}).item<bool>());
+}
+
+TEST_F(MujocoTaskRuleTest, HopperRewardIsHealthyPlusForwardVelocityMinusControlCost) {
+  HopperEnv env;
+  env.set_seed(2);
+  TensorDict td = env.reset();
+  const double x_before = env.qpos()[0].item<double>();
+  const auto action = torch::tensor({0.5F, -0.25F, 1.0F});
+  td.set(kAction, action);
+  env.step(td);
+  const double x_after = env.qpos()[0].item<double>();
+  const double expected = 1.0 + (x_after - x_before) / env.dt() - 1e-3 * (0.25 + 0.0625 + 1.0);
+  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), expected, 1e-5);
+}
+
+TEST_F(MujocoTaskRuleTest, UnhealthyWithoutTerminationPaysNoHealthyReward) {
+  HopperEnv env(MujocoEnvOptions().terminate_when_unhealthy(false));
+  env.set_seed(0);
+  TensorDict td = env.reset();
+  auto qpos = env.qpos().clone();
+  qpos.index_put_({1}, 0.6);
+  env.set_state(qpos, env.qvel());
+  const double x_before = env.qpos()[0].item<double>();
+  td.set(kAction, env.action_spec()->zero());
+  env.step(td);
+  EXPECT_FALSE(td.get({kNext, kTerminated}).item<bool>());
+  const double x_after = env.qpos()[0].item<double>();
+  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), (x_after - x_before) / env.dt(), 1e-5);
+}
+
+TEST_F(MujocoTaskRuleTest, Walker2dTerminatesOutsideItsHeightAndAngleRanges) {
+  Walker2dEnv env;
+  EXPECT_FALSE(terminated(step_from(env, {})));
+  EXPECT_TRUE(terminated(step_from(env, {{1, 0.75}})));  // height <= 0.8
+  EXPECT_TRUE(terminated(step_from(env, {{1, 2.1}})));   // height >= 2
+  EXPECT_TRUE(terminated(step_from(env, {{2, 1.2}})));   // |angle| >= 1
+  EXPECT_TRUE(terminated(step_from(env, {{2, -1.2}})));
+}
+
+TEST_F(MujocoTaskRuleTest, AntTerminatesWhenTheTorsoLeavesItsHeightRange) {
+  AntEnv env;
+  EXPECT_FALSE(terminated(step_from(env, {})));
+  EXPECT_TRUE(terminated(step_from(env, {{2, 1.5}})));  // z > 1
+}
+
+TEST_F(MujocoTaskRuleTest, HumanoidTerminatesWhenTheTorsoDropsBelowOne) {
+  HumanoidEnv env;
+  EXPECT_FALSE(terminated(step_from(env, {})));
+  EXPECT_TRUE(terminated(step_from(env, {{2, 0.9}})));
+}
+
+TEST_F(MujocoTaskRuleTest, HalfCheetahRewardIsForwardVelocityMinusControlCostAndNeverEnds) {
+  HalfCheetahEnv env;
+  env.set_seed(4);
+  TensorDict td = env.reset();
+  const double x_before = env.qpos()[0].item<double>();
+  const auto action = torch::full({6}, 0.5F);
+  td.set(kAction, action);
+  env.step(td);
+  const double x_after = env.qpos()[0].item<double>();
+  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), (x_after - x_before) / 0.05 - 0.1 * 6 * 0.25,
+              1e-5);
+  EXPECT_FALSE(terminated(step_from(env, {{1, -5.0}, {2, 3.0}})));
+}
+
+TEST_F(MujocoTaskRuleTest, HalfCheetahObservationIsQposWithoutXThenQvel) {
+  HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}));
+  env.set_seed(0);
+  const TensorDict td = env.reset();
+  const auto expected = torch::cat({env.qpos().slice(1, 1), env.qvel()}, 1).to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(td.get(kObservation), expected));
+}
+
+TEST_F(MujocoTaskRuleTest, HumanoidObservationStartsWithQposWithoutXYThenQvel) {
+  HumanoidEnv env;
+  env.set_seed(0);
+  const TensorDict td = env.reset();
+  const auto obs = td.get(kObservation);
+  EXPECT_TRUE(torch::equal(obs.slice(0, 0, 22), env.qpos().slice(0, 2).to(torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(obs.slice(0, 22, 45), env.qvel().to(torch::kFloat32)));
+  // After a step on the ground the contact forces (the last 84 entries) are not all zero.
+  TensorDict stepped = td;
+  for (int i = 0; i < 30; ++i) {
+    stepped.set(kAction, env.action_spec()->zero());
+    env.step(stepped);
+    stepped = step_mdp(stepped);
+  }
+  EXPECT_TRUE(stepped.get(kObservation).slice(0, 376 - 84).abs().sum().item<double>() > 0.0);
+}
+
+TEST_F(MujocoTaskRuleTest, ReacherRewardsTheDistanceBeforeTheStepAndTheControlCost) {
+  ReacherEnv env;
+  env.set_seed(5);
+  TensorDict td = env.reset();
+  const auto to_target = td.get(kObservation).slice(0, 8, 11).to(torch::kFloat64);
+  td.set(kAction, torch::tensor({0.5F, -0.5F}));
+  env.step(td);
+  const double expected = -to_target.norm().item<double>() - 0.5;
+  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), expected, 1e-6);
+  EXPECT_FALSE(td.get({kNext, kTerminated}).item<bool>());
+}
+
+TEST_F(MujocoTaskRuleTest, ReacherTargetStartsInsideTheDiscAtRest) {
+  ReacherEnv env(MujocoEnvOptions().batch_size({64}));
+  env.set_seed(9);
+  env.reset();
+  const auto target = env.qpos().slice(1, 2, 4);
+  EXPECT_TRUE((target.norm(2, 1) < 0.2).all().item<bool>());
+  EXPECT_TRUE((env.qvel().slice(1, 2, 4) == 0).all().item<bool>());
+  EXPECT_TRUE((env.qvel().slice(1, 0, 2).abs() <= 0.005).all().item<bool>());
+  EXPECT_TRUE((env.qpos().slice(1, 0, 2).abs() <= 0.1).all().item<bool>());
+}
+
+TEST_F(MujocoTaskRuleTest, ResetNoiseStaysWithinTheScale) {
+  Walker2dEnv env(MujocoEnvOptions().batch_size({32}));
+  env.set_seed(0);
+  env.reset();
+  const auto qpos0 = torch::tensor({0.0, 1.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, torch::kFloat64);
+  EXPECT_TRUE(((env.qpos() - qpos0).abs() <= 5e-3).all().item<bool>());
+  EXPECT_TRUE((env.qvel().abs() <= 5e-3).all().item<bool>());
+  EXPECT_TRUE(((env.qpos() - qpos0).abs() > 0).any().item<bool>());
+}
+
+// ---- The generic MujocoEnv
+// -----------------------------------------------------------------------
+
+// A block on a rail pushed by a motor; `gear` 1e12 makes any nonzero action blow up.
+std::string write_slider_model(
+    const TempDir& dir, const std::string& gear = "1",
+    const std::string& ctrl = "ctrllimited=\"true\" ctrlrange=\"-1 1\"") {
+  const std::string path = dir / "slider.xml";
+  std::ofstream out(path);
+  out << "<mujoco model=\"slider\">\n"
+         "  <option timestep=\"0.01\"/>\n"
+         "  <worldbody>\n"
+         "    <body name=\"block\">\n"
+         "      <joint name=\"rail\" type=\"slide\" axis=\"1 0 0\"/>\n"
+         "      <geom type=\"box\" size=\"0.1 0.1 0.1\" mass=\"1\"/>\n"
+         "    </body>\n"
+         "  </worldbody>\n"
+         "  <actuator>\n"
+         "    <motor joint=\"rail\" gear=\""
+      << gear << "\" " << ctrl
+      << "/>\n"
+         "  </actuator>\n"
+         "</mujoco>\n";
+  return path;
+}
+
+class MujocoEnvTest : public MujocoTestBase {};
+
+TEST_F(MujocoEnvTest, GenericEnvObservesQposThenQvelWithZeroReward) {
+  TempDir dir;
+  MujocoEnv env(MujocoEnvOptions().model_path(write_slider_model(dir)).batch_size({2}));
+  EXPECT_EQ(env.name(), "MujocoEnv");
+  EXPECT_EQ(env.observation_dim(), 2);
+  EXPECT_EQ(env.max_episode_steps(), 0);
+  EXPECT_NO_THROW(check_env_specs(env));
+  TensorDict td = env.reset();
+  td.set(kAction, torch::full({2, 1}, 1.0F));
+  env.step(td);
+  const auto expected = torch::cat({env.qpos(), env.qvel()}, 1).to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(td.get({kNext, kObservation}), expected));
+  EXPECT_GT(env.qvel()[0][0].item<double>(), 0.0);
+  EXPECT_TRUE(torch::equal(td.get({kNext, kReward}), torch::zeros({2, 1})));
+  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+}
+
+TEST_F(MujocoEnvTest, FrameSkipRunsThatManyMujocoSteps) {
+  TempDir dir;
+  MujocoEnv env(MujocoEnvOptions().model_path(write_slider_model(dir)).frame_skip(3));
+  EXPECT_DOUBLE_EQ(env.dt(), 0.03);
+  TensorDict td = env.reset();
+  td.set(kAction, torch::full({1}, 1.0F));
+  env.step(td);
+  // Semi-implicit Euler, force 1 on mass 1 for 3 steps of 0.01: velocity 0.03.
+  EXPECT_NEAR(env.qvel()[0].item<double>(), 0.03, 1e-12);
+}
+
+TEST_F(MujocoEnvTest, UnlimitedActuatorsGiveAnUnboundedActionSpec) {
+  TempDir dir;
+  MujocoEnv env(
+      MujocoEnvOptions().model_path(write_slider_model(dir, "1", "ctrllimited=\"false\"")));
+  EXPECT_EQ(std::dynamic_pointer_cast<Bounded>(env.action_spec()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<Unbounded>(env.action_spec()), nullptr);
+  EXPECT_EQ(env.action_spec()->shape(), (Shape{1}));
+}
+
+TEST_F(MujocoEnvTest, InstabilityTruncatesWithFiniteObservationsAndLogsOnce) {
+  expect_mujoco_warnings();
+  TempDir dir;
+  MujocoEnv env(MujocoEnvOptions().model_path(write_slider_model(dir, "1e12")).batch_size({2}));
+  const int64_t warnings_before = mujoco_warning_count();
+  TensorDict td = env.reset();
+  ::testing::internal::CaptureStderr();
+  for (int step = 0; step < 2; ++step) {
+    td.set(kAction, torch::tensor({{1.0F}, {0.0F}}));
+    env.step(td);
+    EXPECT_TRUE(td.get({kNext, kTruncated})[0].item<bool>());
+    EXPECT_TRUE(td.get({kNext, kDone})[0].item<bool>());
+    EXPECT_FALSE(td.get({kNext, kTerminated})[0].item<bool>());
+    EXPECT_FALSE(td.get({kNext, kDone})[1].item<bool>());
+    EXPECT_EQ(td.get({kNext, kReward})[0].item<float>(), 0.0F);
+    // The unstable simulation is back at the model's default state.
+    EXPECT_TRUE(torch::equal(td.get({kNext, kObservation})[0], torch::zeros({2})));
+    EXPECT_TRUE(torch::isfinite(td.get({kNext, kObservation})).all().item<bool>());
+    td = step_mdp(td);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("MujocoEnv: simulation 0 became unstable"));
+  EXPECT_THAT(log, HasSubstr("QACC"));
+  EXPECT_EQ(log.find("became unstable"), log.rfind("became unstable")) << log;
+  EXPECT_EQ(env.instability_count(), 2);
+  EXPECT_GT(mujoco_warning_count(), warnings_before);
+
+  // The next reset starts a fresh, stable episode.
+  td = env.reset();
+  td.set(kAction, torch::zeros({2, 1}));
+  env.step(td);
+  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+}
+
+TEST_F(MujocoEnvTest, InstabilityInARolloutNeverCrashesOrYieldsNaN) {
+  expect_mujoco_warnings();
+  TempDir dir;
+  MujocoEnv env(MujocoEnvOptions()
+                    .model_path(write_slider_model(dir, "1e12"))
+                    .batch_size({4})
+                    .num_threads(2));
+  env.set_seed(0);
+  const TensorDict rollout = env.rollout(10, nullptr, RolloutOptions().break_when_any_done(false));
+  EXPECT_TRUE(torch::isfinite(rollout.get({kNext, kObservation})).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(rollout.get({kNext, kReward})).all().item<bool>());
+  EXPECT_TRUE(rollout.get({kNext, kTruncated}).all().item<bool>());
+  EXPECT_EQ(env.instability_count(), 40);
+}
+
+TEST_F(MujocoEnvTest, MissingModelFileThrowsNamingThePathAndTheFix) {
+  try {
+    MujocoEnv env(MujocoEnvOptions().model_path("/nonexistent/robot.xml"));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'/nonexistent/robot.xml' does not exist"));
+    EXPECT_THAT(e.what(), HasSubstr("model_path"));
+  }
+  try {
+    HopperEnv env(MujocoEnvOptions().asset_dir("/nonexistent"));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Hopper-v4"));
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/Hopper.xml"));
+  }
+}
+
+TEST_F(MujocoEnvTest, MalformedModelThrowsWithMujocosMessage) {
+  TempDir dir;
+  const std::string path = dir / "broken.xml";
+  std::ofstream(path) << "<mujoco><worldbody><body><joint type=\"bogus\"/></body></worldbody>"
+                         "</mujoco>";
+  try {
+    MujocoEnv env(MujocoEnvOptions().model_path(path));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("MuJoCo could not load"));
+    EXPECT_THAT(e.what(), HasSubstr("bogus"));
+  }
+}
+
+TEST_F(MujocoEnvTest, GenericEnvWithoutModelPathThrows) {
+  EXPECT_THROW(
+      {
+        try {
+          MujocoEnv env(MujocoEnvOptions{});
+        } catch (const tensordict::ValueError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("no model to load"));
+          throw;
+        }
+      },
+      tensordict::ValueError);
+}
+
+TEST_F(MujocoEnvTest, InvalidOptionsThrowNamingTheOption) {
+  auto message = [](const MujocoEnvOptions& options) {
+    try {
+      HalfCheetahEnv env(options);
+    } catch (const tensordict::ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message(MujocoEnvOptions().num_threads(0)), HasSubstr("num_threads must be >= 1"));
+  EXPECT_THAT(message(MujocoEnvOptions().frame_skip(0)), HasSubstr("frame_skip must be >= 1"));
+  EXPECT_THAT(message(MujocoEnvOptions().reset_noise_scale(-1.0)),
+              HasSubstr("reset_noise_scale must be finite and >= 0"));
+  EXPECT_THAT(message(MujocoEnvOptions().max_episode_steps(-1)),
+              HasSubstr("max_episode_steps must be >= 0"));
+}
+
+TEST_F(MujocoEnvTest, ReplacementModelWithOtherDimensionsIsRejected) {
+  try {
+    HalfCheetahEnv env(MujocoEnvOptions().model_path(default_mujoco_asset_dir() + "/Hopper.xml"));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has nq=6, nv=6, nu=3"));
+    EXPECT_THAT(e.what(), HasSubstr("the task needs nq=9, nv=9, nu=6"));
+  }
+}
+
+TEST_F(MujocoEnvTest, UnknownBodyNameListsTheModelsBodies) {
+  HopperEnv env;
+  EXPECT_EQ(env.body_id("torso"), 1);
+  try {
+    env.body_id("thihg");
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no body named 'thihg'"));
+    EXPECT_THAT(e.what(), HasSubstr("'thigh'"));
+  }
+}
+
+TEST_F(MujocoEnvTest, SetStateRejectsWrongShapesDtypesAndNonFiniteValues) {
+  HopperEnv env(MujocoEnvOptions().batch_size({2}));
+  const auto qpos = env.qpos();
+  const auto qvel = env.qvel();
+  try {
+    env.set_state(torch::zeros({2, 5}, torch::kFloat64), qvel);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("qpos must have shape [2, 6]"));
+    EXPECT_THAT(e.what(), HasSubstr("got [2, 5]"));
+  }
+  EXPECT_THROW(env.set_state(qpos.to(torch::kInt64), qvel), tensordict::TypeError);
+  auto bad = qvel.clone();
+  bad.index_put_({0, 0}, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THROW(env.set_state(qpos, bad), tensordict::ValueError);
+  EXPECT_TRUE(torch::equal(env.qpos(), qpos));  // nothing changed
+  EXPECT_TRUE(torch::equal(env.qvel(), qvel));
+}
+
+TEST_F(MujocoEnvTest, BadActionsGetEnvBaseErrors) {
+  HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}));
+  TensorDict td = env.reset();
+  EXPECT_THROW(env.step(td), tensordict::KeyError);
+  td.set(kAction, torch::zeros({2, 5}));
+  EXPECT_THROW(env.step(td), tensordict::ShapeError);
+  auto nan = torch::zeros({2, 6});
+  nan.index_put_({1, 2}, std::numeric_limits<float>::quiet_NaN());
+  td.set(kAction, nan);
+  EXPECT_THROW(env.step(td), tensordict::ValueError);
+}
+
+// A generic env whose after_step hook throws for simulation 3 (a pool thread may run it).
+class ThrowingEnv : public MujocoEnv {
+ public:
+  explicit ThrowingEnv(const MujocoEnvOptions& options)
+      : MujocoEnv("ThrowingEnv", options, MujocoTaskConfig{}) {}
+
+ protected:
+  MujocoStepOutcome after_step(const MujocoView& sim, const float* action,
+                               const MujocoMemo& memo) const override {
+    if (action[0] > 0.5F) throw std::runtime_error("hook failed");
+    return {};
+  }
+};
+
+TEST_F(MujocoEnvTest, AnExceptionInAHookOnAPoolThreadReachesTheCaller) {
+  TempDir dir;
+  ThrowingEnv env(
+      MujocoEnvOptions().model_path(write_slider_model(dir)).batch_size({4}).num_threads(2));
+  TensorDict td = env.reset();
+  td.set(kAction, torch::tensor({{0.0F}, {0.0F}, {0.0F}, {1.0F}}));
+  EXPECT_THROW(
+      {
+        try {
+          env.step(td);
+        } catch (const std::runtime_error& e) {
+          EXPECT_THAT(e.what(), HasSubstr("hook failed"));
+          throw;
+        }
+      },
+      std::runtime_error);
+  EXPECT_FALSE(td.contains(kNext));
+  // The pool is still usable.
+  td.set(kAction, torch::zeros({4, 1}));
+  env.step(td);
+  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+}
+
+TEST_F(MujocoEnvTest, MoreThreadsThanSimulationsAreNotStarted) {
+  HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}).num_threads(8));
+  EXPECT_EQ(env.num_threads(), 2);
+  EXPECT_EQ(env.num_envs(), 2);
+}
+
+TEST_F(MujocoEnvTest, MultiDimensionalBatchSteps) {
+  AntEnv env(MujocoEnvOptions().batch_size({2, 3}).num_threads(2));
+  EXPECT_EQ(env.num_envs(), 6);
+  EXPECT_NO_THROW(check_env_specs(env));
+  EXPECT_EQ(env.qpos().sizes().vec(), (Shape{2, 3, 15}));
+}
+
+TEST_F(MujocoEnvTest, PrintsItsSettings) {
+  HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}));
+  EXPECT_EQ(env.to_string(),
+            "HalfCheetah-v4(batch_size=[2], device=cpu, model=HalfCheetah.xml, frame_skip=5, "
+            "dt=0.05, max_episode_steps=1000, reset_noise_scale=0.1, num_threads=1)");
+  std::ostringstream os;
+  os << MujocoEnvOptions().batch_size({4}).num_threads(2).frame_skip(3);
+  EXPECT_EQ(os.str(),
+            "MujocoEnvOptions(model_path=default, asset_dir=default, batch_size=[4], "
+            "num_threads=2, frame_skip=3, reset_noise_scale=default, max_episode_steps=default, "
+            "terminate_when_unhealthy=true, device=cpu)");
+}
+
+TEST_F(MujocoEnvTest, DefaultAssetDirHoldsEveryTaskModel) {
+  for (const char* file :
+       {"InvertedPendulum.xml", "InvertedDoublePendulum.xml", "Reacher.xml", "HalfCheetah.xml",
+        "Hopper.xml", "Walker2d.xml", "Ant.xml", "Humanoid.xml"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(default_mujoco_asset_dir() + "/" + file)) << file;
+  }
+}
+
+}  // namespace
+}  // namespace tdrl::envs

@@ -1,0 +1,327 @@
+#include <tdrl/losses/dqn.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/modules/q_value.h>
+#include <tensordict/errors.h>
+
+#include "losses/off_policy_fixtures.h"
+
+namespace tdrl::losses {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace tdrl::losses::testing;
+
+// Q(s) = W s (no bias), 2 observations, 2 actions.
+modules::QValueActor linear_q(const torch::Tensor& weight) {
+  torch::nn::Linear linear(torch::nn::LinearOptions(2, 2).bias(false));
+  {
+    torch::NoGradGuard no_grad;
+    linear->weight.copy_(weight);
+  }
+  return modules::QValueActor(linear, modules::QValueActorOptions());
+}
+
+// The DQN loss written out sample by sample: Q = W s, y = r + gamma (1 - term) Q_target(s', a')
+// with a' the argmax of the online (double) or target network at s'.
+struct Reference {
+  double loss = 0;
+  std::vector<double> td_error;
+};
+
+Reference reference_dqn(const torch::Tensor& w_online, const torch::Tensor& w_target,
+                        const torch::Tensor& obs, const std::vector<int64_t>& action,
+                        const torch::Tensor& next_obs, const std::vector<double>& reward,
+                        const std::vector<bool>& terminated, double gamma, bool double_dqn) {
+  auto q = [](const torch::Tensor& w, const torch::Tensor& s, int64_t a) {
+    return w[a][0].item<double>() * s[0].item<double>() +
+           w[a][1].item<double>() * s[1].item<double>();
+  };
+  Reference ref;
+  const int64_t b = obs.size(0);
+  for (int64_t i = 0; i < b; ++i) {
+    const double pred = q(w_online, obs[i], action[i]);
+    const auto& chooser = double_dqn ? w_online : w_target;
+    const int64_t best = q(chooser, next_obs[i], 0) >= q(chooser, next_obs[i], 1) ? 0 : 1;
+    const double next = q(w_target, next_obs[i], best);
+    const double y = reward[i] + gamma * (terminated[i] ? 0.0 : 1.0) * next;
+    ref.loss += (pred - y) * (pred - y) / static_cast<double>(b);
+    ref.td_error.push_back(std::abs(pred - y));
+  }
+  return ref;
+}
+
+struct HandCase {
+  torch::Tensor w = torch::tensor({{1.0f, 0.0f}, {0.0f, 2.0f}});
+  torch::Tensor obs = torch::tensor({{1.0f, 1.0f}, {2.0f, -1.0f}});
+  std::vector<int64_t> action_index{0, 1};
+  torch::Tensor next_obs = torch::tensor({{3.0f, 1.0f}, {0.0f, 4.0f}});
+  std::vector<double> reward{0.5, 1.0};
+  std::vector<bool> terminated{false, true};
+
+  TensorDict batch(bool one_hot = true) const {
+    auto index = torch::tensor(action_index);
+    auto action = one_hot ? torch::one_hot(index, 2).to(torch::kFloat32) : index;
+    return transitions(
+        obs, action, next_obs,
+        torch::tensor({static_cast<float>(reward[0]), static_cast<float>(reward[1])}).unsqueeze(-1),
+        torch::tensor({terminated[0], terminated[1]}).unsqueeze(-1));
+  }
+};
+
+std::shared_ptr<DQNLoss> hand_loss(const HandCase& c, DQNLossOptions options = {}) {
+  auto loss = std::make_shared<DQNLoss>(linear_q(c.w), options);
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.9));
+  return loss;
+}
+
+TEST(DQNLossTest, HandWorkedCaseMatchesThePlainFormula) {
+  HandCase c;
+  auto loss = hand_loss(c);
+  auto batch = c.batch();
+  auto out = loss->forward(batch);
+  const auto ref = reference_dqn(c.w, c.w, c.obs, c.action_index, c.next_obs, c.reward,
+                                 c.terminated, 0.9, false);
+  // (1 - (0.5 + 0.9 * 3))^2 and (-2 - 1)^2, averaged.
+  EXPECT_NEAR(ref.loss, (2.2 * 2.2 + 9.0) / 2, 1e-9);
+  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-5);
+  EXPECT_NEAR(out.get("pred_value").item<double>(), (1.0 - 2.0) / 2, 1e-6);
+  EXPECT_NEAR(out.get("target_value").item<double>(), (3.2 + 1.0) / 2, 1e-5);
+  const auto td_error = batch.get("td_error");
+  ASSERT_EQ(td_error.sizes(), (std::vector<int64_t>{2}));
+  EXPECT_NEAR(td_error[0].item<double>(), ref.td_error[0], 1e-5);
+  EXPECT_NEAR(td_error[1].item<double>(), ref.td_error[1], 1e-5);
+}
+
+TEST(DQNLossTest, CategoricalActionsGiveTheOneHotLoss) {
+  HandCase c;
+  auto one_hot = hand_loss(c)->forward(c.batch(true)).get("loss");
+  auto index = hand_loss(c)->forward(c.batch(false)).get("loss");
+  EXPECT_TRUE(torch::allclose(one_hot, index));
+  auto explicit_space = hand_loss(c, DQNLossOptions().action_space("categorical"));
+  EXPECT_TRUE(torch::allclose(explicit_space->forward(c.batch(false)).get("loss"), one_hot));
+}
+
+TEST(DQNLossTest, TargetNetworkValuesTheNextStateUntilUpdated) {
+  HandCase c;
+  c.terminated = {false, false};
+  auto actor = linear_q(c.w);
+  auto loss = std::make_shared<DQNLoss>(actor);
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.9));
+  const torch::Tensor w_new = torch::tensor({{0.0f, 5.0f}, {1.0f, 0.0f}});
+  {
+    torch::NoGradGuard no_grad;
+    loss->params("value_network").get({"0", "module", "weight"}).copy_(w_new);
+  }
+  auto out = loss->forward(c.batch());
+  auto ref = reference_dqn(w_new, c.w, c.obs, c.action_index, c.next_obs, c.reward, c.terminated,
+                           0.9, false);
+  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+
+  HardUpdate updater(loss, 1);
+  updater.step();
+  out = loss->forward(c.batch());
+  ref = reference_dqn(w_new, w_new, c.obs, c.action_index, c.next_obs, c.reward, c.terminated, 0.9,
+                      false);
+  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+}
+
+TEST(DQNLossTest, DoubleDQNChoosesWithTheOnlineNetworkAndValuesWithTheTarget) {
+  HandCase c;
+  c.terminated = {false, false};
+  auto loss = hand_loss(c, DQNLossOptions().double_dqn(true));
+  const torch::Tensor w_new = torch::tensor({{0.0f, 5.0f}, {1.0f, 0.0f}});
+  {
+    torch::NoGradGuard no_grad;
+    loss->params("value_network").get({"0", "module", "weight"}).copy_(w_new);
+  }
+  const auto out = loss->forward(c.batch());
+  const auto ref = reference_dqn(w_new, c.w, c.obs, c.action_index, c.next_obs, c.reward,
+                                 c.terminated, 0.9, true);
+  const auto plain = reference_dqn(w_new, c.w, c.obs, c.action_index, c.next_obs, c.reward,
+                                   c.terminated, 0.9, false);
+  EXPECT_GT(std::abs(ref.loss - plain.loss), 1.0);  // the case tells the two apart
+  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+}
+
+TEST(DQNLossTest, WithoutDelayValueTheOnlineNetworkGivesTheTarget) {
+  HandCase c;
+  auto loss = hand_loss(c, DQNLossOptions().delay_value(false));
+  EXPECT_FALSE(loss->has_target("value_network"));
+  const torch::Tensor w_new = torch::tensor({{0.0f, 5.0f}, {1.0f, 0.0f}});
+  {
+    torch::NoGradGuard no_grad;
+    loss->params("value_network").get({"0", "module", "weight"}).copy_(w_new);
+  }
+  const auto out = loss->forward(c.batch());
+  const auto ref = reference_dqn(w_new, w_new, c.obs, c.action_index, c.next_obs, c.reward,
+                                 c.terminated, 0.9, false);
+  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+}
+
+TEST(DQNLossTest, GammaComesFromTheValueEstimator) {
+  HandCase c;
+  auto loss = hand_loss(c);
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
+  const auto ref = reference_dqn(c.w, c.w, c.obs, c.action_index, c.next_obs, c.reward,
+                                 c.terminated, 0.5, false);
+  EXPECT_NEAR(loss->forward(c.batch()).get("loss").item<double>(), ref.loss, 1e-5);
+}
+
+TEST(DQNLossTest, GradientReachesTheOnlineNetworkOnly) {
+  torch::manual_seed(0);
+  modules::QValueActor actor(modules::MLP(modules::MLPOptions(3, 4).num_cells({8})));
+  auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().double_dqn(true));
+  auto batch = transitions(torch::randn({6, 3}), torch::randint(0, 4, {6}), torch::randn({6, 3}),
+                           torch::randn({6, 1}), torch::rand({6, 1}) < 0.3);
+  loss->forward(batch).get("loss").backward();
+  EXPECT_TRUE(all_have_grad(*actor));
+  EXPECT_TRUE(untouched_by_autograd(loss->target_params("value_network")));
+  EXPECT_FALSE(batch.get("td_error").requires_grad());
+}
+
+TEST(DQNLossTest, OptimisationDecreasesTheLoss) {
+  torch::manual_seed(1);
+  modules::QValueActor actor(modules::MLP(modules::MLPOptions(3, 4).num_cells({16})));
+  auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().loss_function("smooth_l1"));
+  auto batch = transitions(torch::randn({32, 3}), torch::randint(0, 4, {32}), torch::randn({32, 3}),
+                           torch::randn({32, 1}), torch::rand({32, 1}) < 0.2);
+  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(1e-2));
+  const double first = loss->forward(batch).get("loss").item<double>();
+  double last = first;
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    auto value = loss->forward(batch).get("loss");
+    value.backward();
+    optimizer.step();
+    last = value.item<double>();
+  }
+  EXPECT_LT(last, 0.2 * first);
+}
+
+TEST(DQNLossTest, ImportanceWeightsWeightEachSample) {
+  HandCase c;
+  auto batch = c.batch();
+  batch.set("_weight", torch::tensor({1.0f, 0.0f}));
+  const auto out = hand_loss(c)->forward(batch);
+  // Only the first sample counts: (1 - 3.2)^2 / 2.
+  EXPECT_NEAR(out.get("loss").item<double>(), 2.2 * 2.2 / 2, 1e-4);
+}
+
+TEST(DQNLossTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
+  HandCase c;
+  auto batch = c.batch();
+  batch.del_({"next", "terminated"});
+  try {
+    hand_loss(c)->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("DQNLoss: the batch has no ('next', 'terminated') (the "
+                                    "'terminated' key)"));
+  }
+  EXPECT_FALSE(batch.contains("td_error"));
+}
+
+TEST(DQNLossTest, MissingNextObservationNamesItAndTheNetwork) {
+  HandCase c;
+  auto batch = c.batch();
+  batch.del_({"next", "observation"});
+  try {
+    hand_loss(c)->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the batch has no ('next', 'observation'), an input of the "
+                                    "value_network on the next state"));
+  }
+}
+
+TEST(DQNLossTest, RewardWithoutTrailingDimIsAShapeError) {
+  HandCase c;
+  auto batch = c.batch();
+  batch.set({"next", "reward"}, torch::tensor({0.5f, 1.0f}));
+  try {
+    hand_loss(c)->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("reward has shape [2] but Q(s, a) has shape [2, 1]"));
+  }
+  EXPECT_FALSE(batch.contains("td_error"));
+}
+
+TEST(DQNLossTest, ActionFittingNoActionSpaceIsAShapeError) {
+  HandCase c;
+  auto batch = c.batch();
+  batch.set("action", torch::zeros({2, 3}));
+  try {
+    hand_loss(c)->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the action has shape [2, 3]"));
+    EXPECT_THAT(e.what(), HasSubstr("expected a one-hot action [2, 2] or an integer index [2]"));
+  }
+}
+
+TEST(DQNLossTest, SetKeysRenamesReadAndWrittenKeys) {
+  HandCase c;
+  auto loss = hand_loss(c);
+  loss->set_keys({{"reward", NestedKey{"next", "r"}}, {"priority", NestedKey("prio")}});
+  auto batch = c.batch();
+  batch.rename_key_({"next", "reward"}, {"next", "r"});
+  loss->forward(batch);
+  EXPECT_TRUE(batch.contains("prio"));
+  EXPECT_FALSE(batch.contains("td_error"));
+  EXPECT_EQ(
+      loss->in_keys(),
+      (std::vector<NestedKey>{"action", {"next", "r"}, {"next", "done"}, {"next", "terminated"}}));
+}
+
+TEST(DQNLossTest, ConstructorRejectsBadOptions) {
+  HandCase c;
+  EXPECT_THAT([&] { DQNLoss(linear_q(c.w), DQNLossOptions().loss_function("l3")); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("l3")));
+  EXPECT_THAT([&] { DQNLoss(linear_q(c.w), DQNLossOptions().action_space("binary")); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("unknown action_space 'binary'; valid: 'one_hot', 'categorical'")));
+  EXPECT_THAT(
+      [&] {
+        DQNLoss(tdnn::TensorDictModule(
+            [](const torch::Tensor& x) { return x; },
+            tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action_value"})));
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("has no parameters")));
+  EXPECT_THAT([&] { hand_loss(c)->make_value_estimator(ValueEstimatorType::kGAE); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("GAE is an on-policy advantage estimator")));
+}
+
+TEST(DQNLossTest, ActionSpaceComesFromTheQValueActorWhenItWasGivenOne) {
+  torch::nn::Linear linear(2, 2);
+  DQNLoss given(modules::QValueActor(
+      linear, modules::QValueActorOptions().qvalue(
+                  modules::QValueModuleOptions().action_space("categorical"))));
+  EXPECT_EQ(given.action_space(), "categorical");
+  HandCase c;
+  EXPECT_EQ(hand_loss(c)->action_space(), "");  // the QValueActor's fallback is not used
+  DQNLoss plain(make_action_value_network(2, 2));
+  EXPECT_EQ(plain.action_space(), "");
+}
+
+TEST(DQNLossTest, PrintsItsOptions) {
+  HandCase c;
+  std::ostringstream os;
+  hand_loss(c, DQNLossOptions().double_dqn(true))->pretty_print(os);
+  EXPECT_THAT(os.str(), HasSubstr("DQNLoss(loss_function=l2, delay_value=true, double_dqn=true, "
+                                  "action_space=from batch, value_estimator=TD0Estimator(gamma=0.9"));
+}
+
+}  // namespace
+}  // namespace tdrl::losses

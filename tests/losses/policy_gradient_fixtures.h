@@ -1,0 +1,129 @@
+// Actors, critics and batches shared by the policy-gradient loss tests.
+
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/modules/actors.h>
+#include <tdrl/modules/mlp.h>
+#include <tensordict/nn.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::losses::testing {
+
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+namespace tdnn = tensordict::nn;
+
+constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5 * log(2 pi)
+
+/// log N(x; mu, 1), as a plain formula.
+inline double normal_log_density(double x, double mu, double sigma = 1.0) {
+  const double z = (x - mu) / sigma;
+  return -0.5 * z * z - std::log(sigma) - kHalfLog2Pi;
+}
+
+/// An actor whose distribution over a 1-dim action is `dist` (IndependentNormal by default)
+/// with loc = w * observation (a Linear(1, 1) without bias, weight w) and scale = `scale`:
+/// observation [*, 1] → loc, scale [*, 1]. `linear` receives the Linear.
+inline tdnn::ProbabilisticTensorDictSequential linear_gaussian_actor(
+    double w, torch::nn::Linear* linear = nullptr, double scale = 1.0,
+    tdnn::DistributionClass dist = tdnn::DistributionClass::independent_normal()) {
+  torch::nn::Linear lin(torch::nn::LinearOptions(1, 1).bias(false));
+  {
+    torch::NoGradGuard no_grad;
+    lin->weight.fill_(w);
+  }
+  if (linear) *linear = lin;
+  return tdnn::ProbabilisticTensorDictSequential(
+      tdnn::TensorDictModule(
+          lin, tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"loc"})),
+      tdnn::TensorDictModule([scale](torch::Tensor loc) { return torch::full_like(loc, scale); },
+                             tdnn::TensorDictModuleOptions().in_keys({"loc"}).out_keys({"scale"})),
+      tdnn::ProbabilisticTensorDictModule(dist, tdnn::ProbabilisticTensorDictModuleOptions()
+                                                    .in_keys({"loc", "scale"})
+                                                    .out_keys({"action"})
+                                                    .return_log_prob(true)));
+}
+
+/// A critic V(observation) = w * observation + b on observation [*, 1] writing state_value.
+inline modules::ValueOperator linear_critic(double w, double b,
+                                            torch::nn::Linear* linear = nullptr) {
+  torch::nn::Linear lin(1, 1);
+  {
+    torch::NoGradGuard no_grad;
+    lin->weight.fill_(w);
+    lin->bias.fill_(b);
+  }
+  if (linear) *linear = lin;
+  return modules::ValueOperator(lin);
+}
+
+/// A ProbabilisticActor: MLP(obs_dim → hidden → 2 * act_dim) → NormalParamExtractor →
+/// TanhNormal on [-1, 1], writing action and sample_log_prob.
+inline modules::ProbabilisticActor mlp_tanh_actor(int64_t obs_dim, int64_t act_dim,
+                                                  std::vector<int64_t> hidden) {
+  tdnn::TensorDictSequential net(
+      tdnn::TensorDictModule(
+          modules::MLP(modules::MLPOptions(obs_dim, 2 * act_dim).num_cells(hidden)),
+          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
+      tdnn::TensorDictModule(
+          tdnn::NormalParamExtractor(),
+          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
+  auto spec = std::make_shared<envs::Bounded>(
+      envs::BoundedOptions().low(-1.0).high(1.0).shape({act_dim}).dtype(torch::kFloat32));
+  return modules::ProbabilisticActor(net, spec,
+                                     modules::ProbabilisticActorOptions().return_log_prob(true));
+}
+
+/// A ValueOperator around MLP(obs_dim → hidden → 1).
+inline modules::ValueOperator mlp_critic(int64_t obs_dim, std::vector<int64_t> hidden) {
+  return modules::ValueOperator(modules::MLP(modules::MLPOptions(obs_dim, 1).num_cells(hidden)));
+}
+
+/// A synthetic rollout of batch [B, T]: observation and ("next", "observation") [B, T, obs],
+/// ("next", "reward") [B, T, 1], ("next", "done"/"terminated"/"truncated") [B, T, 1] with a
+/// few terminated and truncated steps, and the actor's action and sample_log_prob drawn under
+/// InteractionType::kRandom without gradient (as a collector writes them, with the
+/// distribution parameters).
+inline TensorDict synthetic_rollout(int64_t batch, int64_t steps, int64_t obs_dim,
+                                    tdnn::ProbabilisticTensorDictSequentialImpl& actor) {
+  const auto obs = torch::randn({batch, steps + 1, obs_dim});
+  const auto terminated = torch::rand({batch, steps, 1}) < 0.1;
+  const auto truncated = (torch::rand({batch, steps, 1}) < 0.1) & ~terminated;
+  TensorDict next({{"observation", obs.narrow(1, 1, steps)},
+                   {"reward", torch::randn({batch, steps, 1})},
+                   {"terminated", terminated},
+                   {"truncated", truncated},
+                   {"done", terminated | truncated}},
+                  {batch, steps});
+  TensorDict td({{"observation", obs.narrow(1, 0, steps)}, {"next", next}}, {batch, steps});
+  torch::NoGradGuard no_grad;
+  tdnn::SetInteractionType random(tdnn::InteractionType::kRandom);
+  actor.forward(td);
+  return td;
+}
+
+/// True when `module` has no parameter with a nonzero gradient.
+inline bool has_no_gradient(const torch::nn::Module& module) {
+  for (const auto& p : module.parameters()) {
+    if (p.grad().defined() && p.grad().abs().sum().item<double>() > 0) return false;
+  }
+  return true;
+}
+
+/// True when every parameter of `module` has a nonzero gradient somewhere.
+inline bool has_gradient(const torch::nn::Module& module) {
+  for (const auto& p : module.parameters()) {
+    if (!p.grad().defined() || p.grad().abs().sum().item<double>() == 0) return false;
+  }
+  return !module.parameters().empty();
+}
+
+}  // namespace tdrl::losses::testing

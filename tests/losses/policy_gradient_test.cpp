@@ -1,0 +1,357 @@
+// A2CLoss, ReinforceLoss and the PolicyGradientLoss behaviours they share with PPO.
+
+#include <tdrl/losses/a2c.h>
+#include <tdrl/losses/ppo.h>
+#include <tdrl/losses/reinforce.h>
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/loss_module.h>
+#include <tensordict/errors.h>
+
+#include "losses/policy_gradient_fixtures.h"
+
+namespace tdrl::losses {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace tdrl::losses::testing;
+
+// observation [[1], [2]], action [[0], [2]], advantage [[1], [-2]], value_target [[0.5], [1]].
+TensorDict hand_batch() {
+  return TensorDict({{"observation", torch::tensor({{1.0f}, {2.0f}})},
+                     {"action", torch::tensor({{0.0f}, {2.0f}})},
+                     {"advantage", torch::tensor({{1.0f}, {-2.0f}})},
+                     {"value_target", torch::tensor({{0.5f}, {1.0f}})}},
+                    {2});
+}
+
+double scalar(const TensorDict& out, const char* key) { return out.get(key).item<double>(); }
+
+// ---- A2CLoss ----------------------------------------------------------------------------
+
+TEST(A2CLossTest, HandWorkedCaseGivesTheKnownTerms) {
+  // Actor loc = 0.5 * observation, scale 2; critic 0.3 * observation + 0.1.
+  auto loss = std::make_shared<A2CLoss>(
+      linear_gaussian_actor(0.5, nullptr, 2.0), linear_critic(0.3, 0.1),
+      A2CLossOptions().loss_critic_type("l1").critic_coef(0.5).entropy_coef(0.1));
+  const auto out = loss->forward(hand_batch());
+  const double lp1 = normal_log_density(0.0, 0.5, 2.0), lp2 = normal_log_density(2.0, 1.0, 2.0);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -(lp1 * 1.0 + lp2 * -2.0) / 2, 1e-5);
+  const double entropy = 0.5 * std::log(2 * M_PI * M_E * 4.0);
+  EXPECT_NEAR(scalar(out, "entropy"), entropy, 1e-5);
+  EXPECT_NEAR(scalar(out, "loss_entropy"), -0.1 * entropy, 1e-6);
+  EXPECT_NEAR(scalar(out, "loss_critic"), 0.5 * (0.1 + 0.3) / 2, 1e-6);
+}
+
+TEST(A2CLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
+  torch::manual_seed(10);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto critic = mlp_critic(3, {8});
+  auto loss = std::make_shared<A2CLoss>(actor, critic);
+  auto batch = synthetic_rollout(3, 5, 3, *actor);
+  loss->forward(batch).get("loss_critic").backward();
+  EXPECT_TRUE(has_gradient(*critic));
+  EXPECT_TRUE(has_no_gradient(*actor));
+  loss->zero_grad();
+  const auto out = loss->forward(batch);
+  (out.get("loss_objective") + out.get("loss_entropy")).backward();
+  EXPECT_TRUE(has_gradient(*actor));
+  EXPECT_TRUE(has_no_gradient(*critic));
+}
+
+TEST(A2CLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
+  torch::manual_seed(11);
+  auto actor = mlp_tanh_actor(3, 2, {16});
+  auto critic = mlp_critic(3, {16});
+  auto loss = std::make_shared<A2CLoss>(actor, critic);
+  auto batch = synthetic_rollout(8, 16, 3, *actor);
+  loss->value_estimator()->forward(batch);
+  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(3e-3));
+  auto total = [&] {
+    const auto out = loss->forward(batch);
+    return out.get("loss_objective") + out.get("loss_critic") + out.get("loss_entropy");
+  };
+  const double initial = total().item<double>();
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    total().backward();
+    optimizer.step();
+  }
+  EXPECT_LT(total().item<double>(), initial - 0.1);
+}
+
+TEST(A2CLossTest, AdvantageOfShapeBIsAShapeError) {
+  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = hand_batch();
+  batch.set("advantage", torch::tensor({1.0f, -2.0f}));
+  try {
+    loss->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: objective: 'advantage' has shape [2] but the "
+                                    "log-prob of the action"));
+  }
+}
+
+TEST(A2CLossTest, MissingActionNamesTheKeyAndItsSetKeysName) {
+  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = hand_batch();
+  batch.del_("action");
+  try {
+    loss->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the batch has no 'action' (the 'action' key)"));
+  }
+}
+
+TEST(A2CLossTest, NullCriticIsRejected) {
+  try {
+    A2CLoss loss(linear_gaussian_actor(0.5).ptr(), nullptr);
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the critic is null"));
+  }
+}
+
+TEST(A2CLossTest, PrintsItsOptions) {
+  A2CLoss loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  std::ostringstream os;
+  loss.pretty_print(os);
+  EXPECT_EQ(os.str(),
+            "A2CLoss(entropy_bonus=true, samples_mc_entropy=1, entropy_coef=0.01, "
+            "critic_coef=1, loss_critic_type=smooth_l1, separate_losses=false, "
+            "clip_value=None)");
+}
+
+// ---- ReinforceLoss ----------------------------------------------------------------------
+
+TEST(ReinforceLossTest, HandWorkedCaseGivesTheKnownTerms) {
+  auto loss = std::make_shared<ReinforceLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                              ReinforceLossOptions().loss_critic_type("l2"));
+  const auto out = loss->forward(hand_batch());
+  const double lp1 = normal_log_density(0.0, 0.5), lp2 = normal_log_density(2.0, 1.0);
+  EXPECT_NEAR(scalar(out, "loss_actor"), -(lp1 * 1.0 + lp2 * -2.0) / 2, 1e-5);
+  EXPECT_NEAR(scalar(out, "loss_value"), (0.01 + 0.09) / 2, 1e-6);
+}
+
+TEST(ReinforceLossTest, WithoutCriticNeedsTheAdvantageAndWritesNoValueLoss) {
+  auto loss = std::make_shared<ReinforceLoss>(linear_gaussian_actor(0.5), nullptr);
+  const auto out = loss->forward(hand_batch());
+  EXPECT_FALSE(out.contains("loss_value"));
+  EXPECT_FALSE(loss->value_estimator());
+  auto batch = hand_batch();
+  batch.del_("advantage");
+  try {
+    loss->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the batch has no 'advantage' (the 'advantage' key) and the "
+                                    "loss has no critic to estimate it"));
+  }
+  EXPECT_THROW(loss->make_value_estimator(), tensordict::ValueError);
+}
+
+TEST(ReinforceLossTest, DelayValueEstimatesNextValuesWithTheTargetCritic) {
+  torch::nn::Linear critic_linear{nullptr};
+  auto critic = linear_critic(1.0, 0.0, &critic_linear);
+  auto loss = std::make_shared<ReinforceLoss>(linear_gaussian_actor(0.5), critic,
+                                              ReinforceLossOptions().delay_value(true));
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
+  {
+    torch::NoGradGuard no_grad;
+    critic_linear->weight.fill_(3.0);  // the target keeps weight 1
+  }
+  // One step: s = 1, s' = 2, r = 1, not terminated; action 0 under loc 0.5.
+  TensorDict next({{"observation", torch::tensor({{{2.0f}}})},
+                   {"reward", torch::tensor({{{1.0f}}})},
+                   {"done", torch::tensor({{{false}}})},
+                   {"terminated", torch::tensor({{{false}}})}},
+                  {1, 1});
+  TensorDict batch({{"observation", torch::tensor({{{1.0f}}})},
+                    {"action", torch::tensor({{{0.0f}}})},
+                    {"next", next}},
+                   {1, 1});
+  const auto out = loss->forward(batch);
+  // advantage = r + gamma * V_target(s') - V(s) = 1 + 0.5 * 2 - 3.
+  const double advantage = 1.0 + 0.5 * 2.0 - 3.0;
+  EXPECT_NEAR(scalar(out, "loss_actor"), -normal_log_density(0.0, 0.5) * advantage, 1e-5);
+
+  out.get("loss_value").backward();
+  const auto& target = loss->target_params("critic_network");
+  for (const auto& key : target.keys(true, true)) {
+    EXPECT_FALSE(target.get(key).requires_grad());
+    EXPECT_FALSE(target.get(key).grad().defined());
+  }
+  EXPECT_TRUE(critic_linear->weight.grad().defined());
+  SoftUpdate updater(loss, 0.5);
+  updater.step();
+  EXPECT_NEAR(target.get({"module", "weight"}).item<double>(), 2.0, 1e-6);
+}
+
+TEST(ReinforceLossTest, DelayValueWithoutCriticIsRejected) {
+  try {
+    ReinforceLoss loss(linear_gaussian_actor(0.5), nullptr,
+                       ReinforceLossOptions().delay_value(true));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ReinforceLoss: delay_value needs a critic"));
+  }
+}
+
+TEST(ReinforceLossTest, ActorLossReachesOnlyTheActor) {
+  torch::manual_seed(12);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto critic = mlp_critic(3, {8});
+  auto loss = std::make_shared<ReinforceLoss>(actor, critic);
+  auto batch = synthetic_rollout(3, 5, 3, *actor);
+  loss->forward(batch).get("loss_actor").backward();
+  EXPECT_TRUE(has_gradient(*actor));
+  EXPECT_TRUE(has_no_gradient(*critic));
+  loss->zero_grad();
+  loss->forward(batch).get("loss_value").backward();
+  EXPECT_TRUE(has_gradient(*critic));
+  EXPECT_TRUE(has_no_gradient(*actor));
+}
+
+TEST(ReinforceLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
+  torch::manual_seed(13);
+  auto actor = mlp_tanh_actor(3, 2, {16});
+  auto critic = mlp_critic(3, {16});
+  auto loss = std::make_shared<ReinforceLoss>(actor, critic);
+  auto batch = synthetic_rollout(8, 16, 3, *actor);
+  loss->value_estimator()->forward(batch);
+  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(3e-3));
+  auto total = [&] {
+    const auto out = loss->forward(batch);
+    return out.get("loss_actor") + out.get("loss_value");
+  };
+  const double initial = total().item<double>();
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    total().backward();
+    optimizer.step();
+  }
+  EXPECT_LT(total().item<double>(), initial - 0.1);
+}
+
+TEST(ReinforceLossTest, PrintsItsOptions) {
+  ReinforceLoss loss(linear_gaussian_actor(0.5), nullptr);
+  std::ostringstream os;
+  loss.pretty_print(os);
+  EXPECT_EQ(os.str(),
+            "ReinforceLoss(delay_value=false, loss_critic_type=smooth_l1, separate_losses=false, "
+            "clip_value=None, critic=false)");
+}
+
+// ---- Shared behaviours ------------------------------------------------------------------
+
+// An actor and a critic on one trunk: observation → hidden (Linear(1, 4)), then a loc head
+// (scale 1) and a value head.
+struct SharedTrunk {
+  torch::nn::Linear trunk{1, 4};
+  tdnn::ProbabilisticTensorDictSequential actor{nullptr};
+  tdnn::TensorDictSequential critic{nullptr};
+
+  SharedTrunk() {
+    tdnn::TensorDictModule trunk_module(
+        trunk, tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"hidden"}));
+    actor = tdnn::ProbabilisticTensorDictSequential(
+        trunk_module,
+        tdnn::TensorDictModule(
+            torch::nn::Linear(4, 1),
+            tdnn::TensorDictModuleOptions().in_keys({"hidden"}).out_keys({"loc"})),
+        tdnn::TensorDictModule(
+            [](torch::Tensor loc) { return torch::ones_like(loc); },
+            tdnn::TensorDictModuleOptions().in_keys({"loc"}).out_keys({"scale"})),
+        tdnn::ProbabilisticTensorDictModule(tdnn::DistributionClass::independent_normal(),
+                                            tdnn::ProbabilisticTensorDictModuleOptions()
+                                                .in_keys({"loc", "scale"})
+                                                .out_keys({"action"})));
+    critic = tdnn::TensorDictSequential(
+        trunk_module,
+        tdnn::TensorDictModule(
+            torch::nn::Linear(4, 1),
+            tdnn::TensorDictModuleOptions().in_keys({"hidden"}).out_keys({"state_value"})));
+  }
+};
+
+TEST(PolicyGradientLossTest, SeparateLossesKeepsTheCriticLossOutOfSharedParameters) {
+  torch::manual_seed(14);
+  for (bool separate : {false, true}) {
+    SharedTrunk net;
+    auto loss = std::make_shared<A2CLoss>(net.actor, net.critic,
+                                          A2CLossOptions().separate_losses(separate));
+    loss->forward(hand_batch()).get("loss_critic").backward();
+    EXPECT_EQ(has_no_gradient(*net.trunk), separate) << "separate_losses " << separate;
+    for (const auto& p : net.trunk->parameters()) EXPECT_TRUE(p.requires_grad());
+    // The objective still trains the trunk.
+    loss->zero_grad();
+    loss->forward(hand_batch()).get("loss_objective").backward();
+    EXPECT_TRUE(has_gradient(*net.trunk));
+  }
+}
+
+TEST(PolicyGradientLossTest, NetworksAreRegisteredForFunctionalUse) {
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  EXPECT_EQ(loss->networks(), (std::vector<std::string>{"actor_network", "critic_network"}));
+  EXPECT_FALSE(loss->has_target("critic_network"));
+  EXPECT_EQ(loss->parameters().size(), 3u);  // actor weight, critic weight and bias
+  EXPECT_EQ(loss->in_keys(), (std::vector<NestedKey>{"action", "sample_log_prob"}));
+  std::vector<std::string> names;
+  for (const auto& entry : loss->keys()) names.push_back(entry.first);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"advantage", "value_target", "value", "sample_log_prob",
+                                      "action", "reward", "done", "terminated"}));
+}
+
+TEST(PolicyGradientLossTest, EstimationNeedsATimeDim) {
+  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  TensorDict batch({{"observation", torch::ones({1})}, {"action", torch::zeros({1})}}, {});
+  try {
+    loss->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the batch has no advantage and batch_size []"));
+  }
+}
+
+TEST(PolicyGradientLossTest, EstimationReadsRewardThroughItsSetKeysName) {
+  torch::manual_seed(15);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto loss = std::make_shared<A2CLoss>(actor, mlp_critic(3, {8}));
+  auto batch = synthetic_rollout(2, 4, 3, *actor);
+  batch.get_tensordict("next").rename_key_("reward", "r");
+  try {
+    loss->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the batch has no ('next', 'reward') (the 'reward' key)"));
+  }
+  loss->set_keys({{"reward", NestedKey{"next", "r"}}});
+  EXPECT_TRUE(loss->forward(batch).contains("loss_objective"));
+}
+
+TEST(PolicyGradientLossTest, CriticWritingAnotherKeyThanTheValueKeyIsNamed) {
+  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  loss->set_keys({{"value", NestedKey("v")}});
+  try {
+    loss->forward(hand_batch());
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the critic writes ['state_value'] but the loss reads the "
+                                    "value from 'v'"));
+  }
+}
+
+}  // namespace
+}  // namespace tdrl::losses

@@ -1,0 +1,454 @@
+#include <tdrl/losses/ppo.h>
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/value_estimators.h>
+#include <tensordict/errors.h>
+
+#include "losses/policy_gradient_fixtures.h"
+
+namespace tdrl::losses {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace tdrl::losses::testing;
+
+// The hand-worked batch: observation [[1], [2]], actions [[0], [2]], advantage [[1], [-2]],
+// value_target [[0.5], [1.0]], and sample_log_prob chosen so that the first ratio is e^0.5
+// (clipped at 1.2) and the second e^-0.1 (inside the clip range), for an actor
+// loc = 0.5 * observation, scale 1.
+struct HandCase {
+  double lp1 = normal_log_density(0.0, 0.5);
+  double lp2 = normal_log_density(2.0, 1.0);
+  double prev1 = lp1 - 0.5;
+  double prev2 = lp2 + 0.1;
+
+  TensorDict batch() const {
+    return TensorDict({{"observation", torch::tensor({{1.0f}, {2.0f}})},
+                       {"action", torch::tensor({{0.0f}, {2.0f}})},
+                       {"sample_log_prob", torch::tensor({float(prev1), float(prev2)})},
+                       {"advantage", torch::tensor({{1.0f}, {-2.0f}})},
+                       {"value_target", torch::tensor({{0.5f}, {1.0f}})}},
+                      {2});
+  }
+};
+
+double scalar(const TensorDict& out, const char* key) { return out.get(key).item<double>(); }
+
+TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  const auto out = loss->forward(c.batch());
+
+  const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
+  const double gain1 = std::min(w1 * 1.0, 1.2 * 1.0);
+  const double gain2 = std::min(w2 * -2.0, std::min(std::max(w2, 0.8), 1.2) * -2.0);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -(gain1 + gain2) / 2, 1e-5);
+  EXPECT_NEAR(scalar(out, "clip_fraction"), 0.5, 1e-6);
+  const double entropy = 0.5 * std::log(2 * M_PI * M_E);  // N(., 1)
+  EXPECT_NEAR(scalar(out, "entropy"), entropy, 1e-5);
+  EXPECT_NEAR(scalar(out, "loss_entropy"), -0.01 * entropy, 1e-6);
+  // Values 0.4 and 0.7 against targets 0.5 and 1.0: smooth L1 of 0.1 and 0.3.
+  EXPECT_NEAR(scalar(out, "loss_critic"), (0.5 * 0.01 + 0.5 * 0.09) / 2, 1e-6);
+  EXPECT_NEAR(scalar(out, "kl_approx"), (-0.5 + 0.1) / 2, 1e-5);
+  EXPECT_NEAR(scalar(out, "ESS"), (w1 + w2) * (w1 + w2) / (w1 * w1 + w2 * w2) / 2, 1e-5);
+  EXPECT_EQ(out.batch_size(), (std::vector<int64_t>{}));
+}
+
+TEST(ClipPPOLossTest, CriticTypeAndCoefficientScaleTheCriticTerm) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(
+      linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+      ClipPPOLossOptions().loss_critic_type("l2").critic_coef(0.5).entropy_bonus(false));
+  const auto out = loss->forward(c.batch());
+  EXPECT_NEAR(scalar(out, "loss_critic"), 0.5 * (0.01 + 0.09) / 2, 1e-6);
+  EXPECT_FALSE(out.contains("loss_entropy"));
+  EXPECT_FALSE(out.contains("entropy"));
+}
+
+TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {
+  HandCase c;
+  auto loss =
+      std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                    ClipPPOLossOptions().loss_critic_type("l2").clip_value(0.1));
+  auto batch = c.batch();
+  // Old values 0.2 and 0.65: the new values 0.4 and 0.7 move by 0.2 (clipped to 0.3) and 0.05.
+  batch.set("state_value", torch::tensor({{0.2f}, {0.65f}}));
+  const auto out = loss->forward(batch);
+  const double unclipped1 = 0.01, clipped1 = (0.5 - 0.3) * (0.5 - 0.3);
+  const double unclipped2 = 0.09;
+  EXPECT_NEAR(scalar(out, "loss_critic"), (std::max(unclipped1, clipped1) + unclipped2) / 2, 1e-6);
+  EXPECT_NEAR(scalar(out, "value_clip_fraction"), 0.5, 1e-6);
+  // The caller's batch keeps its old values.
+  EXPECT_TRUE(torch::allclose(batch.get("state_value"), torch::tensor({{0.2f}, {0.65f}})));
+}
+
+TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                            ClipPPOLossOptions().clip_value(0.1));
+  try {
+    loss->forward(c.batch());
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("clip_value is set but the batch has no"));
+    EXPECT_THAT(e.what(), HasSubstr("state_value"));
+  }
+}
+
+TEST(ClipPPOLossTest, NormalizeAdvantageStandardisesIt) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                            ClipPPOLossOptions().normalize_advantage(true));
+  const auto out = loss->forward(c.batch());
+  // Advantages 1 and -2: mean -0.5, std (unbiased) 3 / sqrt(2).
+  const double s = 3.0 / std::sqrt(2.0);
+  const double a1 = 1.5 / s, a2 = -1.5 / s;
+  const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
+  const double gain1 = std::min(w1 * a1, 1.2 * a1);
+  const double gain2 = std::min(w2 * a2, w2 * a2);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -(gain1 + gain2) / 2, 1e-5);
+}
+
+TEST(ClipPPOLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
+  torch::manual_seed(0);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto critic = mlp_critic(3, {8});
+  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
+  auto batch = synthetic_rollout(4, 5, 3, *actor);
+
+  loss->forward(batch).get("loss_critic").backward();
+  EXPECT_TRUE(has_gradient(*critic));
+  EXPECT_TRUE(has_no_gradient(*actor));
+
+  loss->zero_grad();
+  const auto out = loss->forward(batch);
+  (out.get("loss_objective") + out.get("loss_entropy")).backward();
+  EXPECT_TRUE(has_gradient(*actor));
+  EXPECT_TRUE(has_no_gradient(*critic));
+}
+
+TEST(ClipPPOLossTest, TanhNormalEntropyIsTheMonteCarloEstimate) {
+  torch::manual_seed(1);
+  // TanhNormal(loc 0, scale 1) on [-1, 1]: H = H(N(0, 1)) + E[log(1 - tanh(u)^2)], the
+  // expectation by quadrature.
+  double expectation = 0.0;
+  const double du = 1e-3;
+  for (double u = -10.0; u <= 10.0; u += du) {
+    const double t = std::tanh(u);
+    expectation += std::exp(normal_log_density(u, 0.0)) * std::log(1 - t * t) * du;
+  }
+  const double expected = 0.5 * std::log(2 * M_PI * M_E) + expectation;
+  auto actor = linear_gaussian_actor(0.0, nullptr, 1.0, tdnn::DistributionClass::tanh_normal());
+  auto loss = std::make_shared<ClipPPOLoss>(actor, linear_critic(0.0, 0.0),
+                                            ClipPPOLossOptions().samples_mc_entropy(20000));
+  TensorDict batch({{"observation", torch::zeros({4, 1})},
+                    {"action", torch::zeros({4, 1})},
+                    {"sample_log_prob", torch::zeros({4})},
+                    {"advantage", torch::zeros({4, 1})},
+                    {"value_target", torch::zeros({4, 1})}},
+                   {4});
+  EXPECT_NEAR(scalar(loss->forward(batch), "entropy"), expected, 0.02);
+}
+
+TEST(ClipPPOLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
+  torch::manual_seed(2);
+  auto actor = mlp_tanh_actor(3, 2, {16});
+  auto critic = mlp_critic(3, {16});
+  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
+  auto batch = synthetic_rollout(8, 16, 3, *actor);
+  loss->value_estimator()->forward(batch);  // advantage and value_target, as before PPO epochs
+  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(3e-3));
+  auto total = [&] {
+    const auto out = loss->forward(batch);
+    return out.get("loss_objective") + out.get("loss_critic") + out.get("loss_entropy");
+  };
+  const double initial = total().item<double>();
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    total().backward();
+    optimizer.step();
+  }
+  const auto out = loss->forward(batch);
+  EXPECT_LT(total().item<double>(), initial - 0.05);
+  EXPECT_GT(scalar(out, "clip_fraction"), 0.0);  // the policy moved past the clip range
+}
+
+TEST(ClipPPOLossTest, MissingAdvantageIsEstimatedWithGAEWithoutWritingTheBatch) {
+  torch::manual_seed(3);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto critic = mlp_critic(3, {8});
+  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
+  auto batch = synthetic_rollout(2, 6, 3, *actor);
+  const auto out = loss->forward(batch);
+  EXPECT_FALSE(batch.contains("advantage"));
+  EXPECT_FALSE(batch.contains("value_target"));
+  EXPECT_FALSE(batch.contains({"next", "state_value"}));
+
+  // The same terms with the advantage computed beforehand by a GAE module.
+  GAE gae(critic.ptr(), ValueEstimatorOptions().gamma(0.99).lmbda(0.95));
+  auto precomputed = batch.clone(false);
+  gae(precomputed);
+  const auto expected = loss->forward(precomputed);
+  for (const char* key : {"loss_objective", "loss_critic", "kl_approx"}) {
+    EXPECT_NEAR(scalar(out, key), scalar(expected, key), 1e-6) << key;
+  }
+}
+
+TEST(ClipPPOLossTest, MakeValueEstimatorSwitchesToTD0) {
+  torch::Tensor reward = torch::tensor({{{1.0f}}, {{2.0f}}});
+  TensorDict next({{"observation", torch::tensor({{{1.0f}}, {{-1.0f}}})},
+                   {"reward", reward},
+                   {"done", torch::tensor({{{false}}, {{true}}})},
+                   {"terminated", torch::tensor({{{false}}, {{true}}})}},
+                  {2, 1});
+  TensorDict batch({{"observation", torch::tensor({{{0.0f}}, {{0.0f}}})},
+                    {"action", torch::zeros({2, 1, 1})},
+                    {"sample_log_prob", torch::full({2, 1}, float(normal_log_density(0, 0)))},
+                    {"next", next}},
+                   {2, 1});
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(2.0, 0.5),
+                                            ClipPPOLossOptions().loss_critic_type("l2"));
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
+  const auto out = loss->forward(batch);
+  // V(s) = 0.5 for both; V(s') = 2.5 (not terminated) and bootstrapping cut (terminated).
+  const double target1 = 1.0 + 0.5 * 2.5, target2 = 2.0;
+  const double expected =
+      ((target1 - 0.5) * (target1 - 0.5) + (target2 - 0.5) * (target2 - 0.5)) / 2;
+  EXPECT_NEAR(scalar(out, "loss_critic"), expected, 1e-5);
+  EXPECT_EQ(loss->value_estimator()->name(), "TD0Estimator");
+}
+
+TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  loss->set_keys({{"advantage", NestedKey("adv")},
+                  {"sample_log_prob", NestedKey{"collector", "log_prob"}},
+                  {"reward", NestedKey{"next", "r"}}});
+  auto batch = c.batch();
+  batch.rename_key_("advantage", "adv");
+  batch.set({"collector", "log_prob"}, batch.pop("sample_log_prob"));
+  const auto renamed = loss->forward(batch);
+  auto reference =
+      std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  EXPECT_NEAR(scalar(renamed, "loss_objective"),
+              scalar(reference->forward(c.batch()), "loss_objective"), 1e-6);
+  EXPECT_EQ(loss->value_estimator()->key("reward"), (NestedKey{"next", "r"}));
+  EXPECT_EQ(loss->value_estimator()->key("advantage"), NestedKey("adv"));
+}
+
+TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = c.batch();
+  batch.del_("sample_log_prob");
+  try {
+    loss->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ClipPPOLoss: the batch has no 'sample_log_prob'"));
+    EXPECT_THAT(e.what(), HasSubstr("set_keys({{\"sample_log_prob\""));
+  }
+}
+
+TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = c.batch();
+  batch.set("advantage", torch::tensor({1.0f, -2.0f}));
+  try {
+    loss->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'advantage' has shape [2] but the log-weight"));
+    EXPECT_THAT(e.what(), HasSubstr("has shape [2, 1]"));
+  }
+}
+
+TEST(ClipPPOLossTest, ValueTargetOfShapeBAgainstValueB1IsAShapeError) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = c.batch();
+  batch.set("value_target", torch::tensor({0.5f, 1.0f}));
+  try {
+    loss->forward(batch);
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("critic loss: 'value_target' has shape [2] but "
+                                    "'state_value' has shape [2, 1]"));
+  }
+}
+
+TEST(ClipPPOLossTest, RewardOfShapeBTAgainstValueBT1IsAShapeErrorWhenEstimating) {
+  torch::manual_seed(4);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto loss = std::make_shared<ClipPPOLoss>(actor, mlp_critic(3, {8}));
+  auto batch = synthetic_rollout(2, 4, 3, *actor);
+  batch.set({"next", "reward"}, torch::randn({2, 4}));
+  EXPECT_THROW(loss->forward(batch), tensordict::ShapeError);
+}
+
+TEST(ClipPPOLossTest, SampleLogProbRequiringGradIsRejected) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = c.batch();
+  batch.set("sample_log_prob", batch.get("sample_log_prob").clone().requires_grad_());
+  try {
+    loss->forward(batch);
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("requires grad; it must be the log-probability recorded at "
+                                    "collection time"));
+  }
+}
+
+TEST(ClipPPOLossTest, InvalidOptionsAreRejectedListingValidValues) {
+  auto build = [](ClipPPOLossOptions o) {
+    return std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
+  };
+  try {
+    build(ClipPPOLossOptions().loss_critic_type("huber"));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ClipPPOLoss: loss_critic_type is 'huber'; valid: 'l1', "
+                                    "'l2', 'smooth_l1'"));
+  }
+  try {
+    build(ClipPPOLossOptions().clip_epsilon(1.5));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("clip_epsilon is 1.5; it must be in (0, 1)"));
+  }
+  EXPECT_THROW(build(ClipPPOLossOptions().samples_mc_entropy(0)), tensordict::ValueError);
+  EXPECT_THROW(build(ClipPPOLossOptions().clip_value(0.0)), tensordict::ValueError);
+  EXPECT_THROW(std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5).ptr(), nullptr),
+               tensordict::ValueError);
+}
+
+TEST(ClipPPOLossTest, PrintsItsOptions) {
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                            ClipPPOLossOptions().clip_value(0.5));
+  std::ostringstream os;
+  loss->pretty_print(os);
+  EXPECT_EQ(os.str(),
+            "ClipPPOLoss(clip_epsilon=0.2, entropy_bonus=true, samples_mc_entropy=1, "
+            "entropy_coef=0.01, critic_coef=1, loss_critic_type=smooth_l1, "
+            "normalize_advantage=false, separate_losses=false, clip_value=0.5)");
+}
+
+TEST(PPOLossTest, ObjectiveIsTheUnclippedWeightedAdvantage) {
+  HandCase c;
+  auto loss = std::make_shared<PPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  const auto out = loss->forward(c.batch());
+  const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -(w1 * 1.0 + w2 * -2.0) / 2, 1e-5);
+  EXPECT_FALSE(out.contains("clip_fraction"));
+  std::ostringstream os;
+  loss->pretty_print(os);
+  EXPECT_THAT(os.str(), HasSubstr("PPOLoss(entropy_bonus=true"));
+}
+
+// KL(N(m1, 1) || N(m2, 1)) = (m1 - m2)^2 / 2 for the hand case: stored loc 0.5 * o + 0.2 (the
+// collecting policy), current loc 0.5 * o.
+TEST(KLPENPPOLossTest, HandWorkedCaseAddsTheClosedFormKLPenaltyAndAdaptsBeta) {
+  HandCase c;
+  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                             KLPENPPOLossOptions().beta(0.5).dtarg(0.01));
+  auto batch = c.batch();
+  batch.set("loc", torch::tensor({{0.7f}, {1.2f}}));
+  batch.set("scale", torch::ones({2, 1}));
+  const auto out = loss->forward(batch);
+  const double kl = 0.2 * 0.2 / 2;
+  const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
+  EXPECT_NEAR(scalar(out, "kl"), kl, 1e-6);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -((w1 * 1.0 - 0.5 * kl) + (w2 * -2.0 - 0.5 * kl)) / 2,
+              1e-5);
+  // KL 0.02 > 1.5 * dtarg: beta doubles after the forward.
+  EXPECT_DOUBLE_EQ(loss->beta(), 1.0);
+  // Matching parameters: KL 0 < dtarg / 1.5, beta halves.
+  batch.set("loc", torch::tensor({{0.5f}, {1.0f}}));
+  EXPECT_NEAR(scalar(loss->forward(batch), "kl"), 0.0, 1e-7);
+  EXPECT_DOUBLE_EQ(loss->beta(), 0.5);
+}
+
+TEST(KLPENPPOLossTest, TanhNormalKLIsTheMonteCarloEstimateOfTheGaussianKL) {
+  torch::manual_seed(5);
+  auto actor = linear_gaussian_actor(0.0, nullptr, 1.0, tdnn::DistributionClass::tanh_normal());
+  auto loss = std::make_shared<KLPENPPOLoss>(actor, linear_critic(0.0, 0.0),
+                                             KLPENPPOLossOptions().samples_mc_kl(20000));
+  TensorDict batch({{"observation", torch::zeros({2, 1})},
+                    {"action", torch::zeros({2, 1})},
+                    {"sample_log_prob", torch::zeros({2})},
+                    {"advantage", torch::zeros({2, 1})},
+                    {"value_target", torch::zeros({2, 1})},
+                    {"loc", torch::full({2, 1}, 0.3f)},
+                    {"scale", torch::full({2, 1}, 1.0f)}},
+                   {2});
+  // tanh is a bijection, so the KL is that of the Gaussians N(0.3, 1) and N(0, 1).
+  EXPECT_NEAR(scalar(loss->forward(batch), "kl"), 0.3 * 0.3 / 2, 0.01);
+}
+
+TEST(KLPENPPOLossTest, MissingDistributionParameterNamesIt) {
+  HandCase c;
+  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto batch = c.batch();
+  batch.set("loc", torch::zeros({2, 1}));
+  try {
+    loss->forward(batch);
+    FAIL() << "expected KeyError";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("KLPENPPOLoss: the batch has no 'scale', the 'scale' "
+                                    "parameter of the collecting policy's distribution"));
+  }
+  EXPECT_DOUBLE_EQ(loss->beta(), 1.0);  // unchanged by the failed forward
+}
+
+TEST(KLPENPPOLossTest, KLPenaltyGradientReachesTheActorOnly) {
+  torch::manual_seed(6);
+  auto actor = mlp_tanh_actor(3, 2, {8});
+  auto critic = mlp_critic(3, {8});
+  auto loss = std::make_shared<KLPENPPOLoss>(actor, critic);
+  auto batch = synthetic_rollout(4, 5, 3, *actor);
+  const auto out = loss->forward(batch);
+  out.get("loss_objective").backward();
+  EXPECT_TRUE(has_gradient(*actor));
+  EXPECT_TRUE(has_no_gradient(*critic));
+}
+
+TEST(KLPENPPOLossTest, InvalidOptionsAreRejected) {
+  auto build = [](KLPENPPOLossOptions o) {
+    return std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
+  };
+  try {
+    build(KLPENPPOLossOptions().decrement(2.0));
+    FAIL() << "expected ValueError";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("KLPENPPOLoss: decrement is 2; it must be in (0, 1]"));
+  }
+  EXPECT_THROW(build(KLPENPPOLossOptions().dtarg(0.0)), tensordict::ValueError);
+  EXPECT_THROW(build(KLPENPPOLossOptions().increment(0.5)), tensordict::ValueError);
+  EXPECT_THROW(build(KLPENPPOLossOptions().samples_mc_kl(0)), tensordict::ValueError);
+}
+
+TEST(KLPENPPOLossTest, BetaIsABufferSavedWithTheLoss) {
+  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                             KLPENPPOLossOptions().beta(0.25));
+  const auto buffers = loss->named_buffers(/*recurse=*/false);
+  ASSERT_TRUE(buffers.contains("beta"));
+  EXPECT_DOUBLE_EQ(buffers["beta"].item<double>(), 0.25);
+  std::ostringstream os;
+  loss->pretty_print(os);
+  EXPECT_THAT(os.str(), HasSubstr("KLPENPPOLoss(dtarg=0.01, beta=0.25, increment=2, "
+                                  "decrement=0.5, samples_mc_kl=1, entropy_bonus=true"));
+}
+
+}  // namespace
+}  // namespace tdrl::losses

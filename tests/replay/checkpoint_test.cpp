@@ -1,0 +1,159 @@
+// ReplayBuffer::dumps / loads: storage contents, sampler state and writer cursor come back, so
+// a resumed buffer samples from the same distribution (the same samples, for the same seed).
+
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "replay/replay_test_util.h"
+#include "support/temp_dir.h"
+
+namespace tdrl::replay {
+namespace {
+
+using namespace tdrl::replay::testing;
+using tensordict::testing::TempDir;
+namespace fs = std::filesystem;
+
+std::unique_ptr<TensorDictPrioritizedReplayBuffer> prioritized(std::shared_ptr<Storage> storage) {
+  return std::make_unique<TensorDictPrioritizedReplayBuffer>(
+      std::move(storage), PrioritizedSamplerOptions(0.8, 0.6).eps(1e-3));
+}
+
+void expect_same_samples(ReplayBuffer& a, ReplayBuffer& b, int64_t batch_size) {
+  torch::manual_seed(99);
+  auto [x, x_info] = a.sample_with_info(batch_size);
+  torch::manual_seed(99);
+  auto [y, y_info] = b.sample_with_info(batch_size);
+  EXPECT_TRUE(x_info.index.equal(y_info.index));
+  EXPECT_TRUE(x.get("observation").equal(y.get("observation")));
+  EXPECT_TRUE(x.get({"next", "reward"}).equal(y.get({"next", "reward"})));
+  if (x_info.weight.defined()) {
+    EXPECT_TRUE(x_info.weight.equal(y_info.weight));
+  }
+}
+
+TEST(CheckpointTest, RoundTripRestoresDataPrioritiesAndCursor) {
+  TempDir dir;
+  auto rb = prioritized(std::make_shared<LazyTensorStorage>(16));
+  rb->extend(transitions(20));  // wraps: cursor 4
+  rb->update_priority(torch::arange(16), torch::arange(16).to(torch::kDouble).pow(2));
+  rb->dumps(dir / "ckpt");
+
+  auto resumed = prioritized(std::make_shared<LazyTensorStorage>(16));
+  resumed->loads(dir / "ckpt");
+  EXPECT_EQ(resumed->size(), 16);
+  EXPECT_TRUE(resumed->prioritized_sampler().priorities(16).equal(
+      rb->prioritized_sampler().priorities(16)));
+  EXPECT_EQ(resumed->prioritized_sampler().max_priority(),
+            rb->prioritized_sampler().max_priority());
+  expect_same_samples(*rb, *resumed, 64);
+  // The cursor came back: the next write lands where the original's would.
+  EXPECT_EQ(values_of(resumed->extend(transitions(2, 50))), (std::vector<int64_t>{4, 5}));
+}
+
+TEST(CheckpointTest, MemmapStorageCheckpointsWithoutCopyingItsFiles) {
+  TempDir dir;
+  auto rb = prioritized(std::make_shared<LazyMemmapStorage>(32, dir / "data"));
+  rb->extend(transitions(10, 3));
+  rb->update_priority(torch::arange(10), torch::rand({10}, torch::kDouble));
+  rb->dumps(dir / "ckpt");
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "ckpt/storage"))
+    EXPECT_NE(entry.path().extension(), ".memmap") << entry.path();
+
+  // A buffer built on another folder adopts the one the checkpoint names.
+  auto storage = std::make_shared<LazyMemmapStorage>(32, dir / "elsewhere");
+  auto resumed = prioritized(storage);
+  resumed->loads(dir / "ckpt");
+  EXPECT_EQ(storage->scratch_dir(), dir / "data");
+  EXPECT_TRUE(storage->data().is_memmap());
+  expect_same_samples(*rb, *resumed, 32);
+}
+
+TEST(CheckpointTest, ListStorageEntriesComeBack) {
+  TempDir dir;
+  TensorDictReplayBuffer rb(std::make_shared<ListStorage>(8));
+  rb.add(TensorDict({{"obs", torch::zeros({3})}}));
+  rb.add(TensorDict({{"obs", torch::ones({2})}, {"tag", "second"}}));
+  rb.dumps(dir / "ckpt");
+  auto storage = std::make_shared<ListStorage>(8);
+  TensorDictReplayBuffer resumed(storage);
+  resumed.loads(dir / "ckpt");
+  EXPECT_EQ(resumed.size(), 2);
+  EXPECT_TRUE(storage->at(1).get("obs").equal(torch::ones({2})));
+  EXPECT_EQ(storage->at(1).get_non_tensor<std::string>("tag"), "second");
+}
+
+TEST(CheckpointTest, AnEpochWithoutReplacementResumesWhereItStopped) {
+  TempDir dir;
+  auto make = [] {
+    return std::make_unique<ReplayBuffer>(std::make_shared<LazyTensorStorage>(6),
+                                          std::make_shared<SamplerWithoutReplacement>(
+                                              SamplerWithoutReplacementOptions().shuffle(false)));
+  };
+  auto rb = make();
+  rb->extend(transitions(6));
+  rb->sample(2);
+  rb->dumps(dir / "ckpt");
+  auto resumed = make();
+  resumed->loads(dir / "ckpt");
+  EXPECT_EQ(values_of(resumed->sample_with_info(4).second.index),
+            (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_TRUE(resumed->sampler()->ran_out());
+}
+
+TEST(CheckpointTest, MaxValueWriterKeepsItsRanks) {
+  TempDir dir;
+  auto make = [] {
+    return std::make_unique<ReplayBuffer>(
+        std::make_shared<LazyTensorStorage>(3), nullptr,
+        std::make_shared<TensorDictMaxValueWriter>(NestedKey{"next", "reward"}));
+  };
+  auto rb = make();
+  rb->extend(transitions(3, 10));
+  rb->dumps(dir / "ckpt");
+  auto resumed = make();
+  resumed->loads(dir / "ckpt");
+  EXPECT_EQ(resumed->extend(transitions(1, 5)).numel(), 0);  // below every stored rank
+  EXPECT_EQ(resumed->extend(transitions(1, 20)).numel(), 1);
+}
+
+TEST(CheckpointTest, LoadingOtherComponentsThrowsAndChangesNothing) {
+  TempDir dir;
+  TensorDictReplayBuffer uniform(std::make_shared<LazyTensorStorage>(16));
+  uniform.extend(transitions(8));
+  uniform.dumps(dir / "ckpt");
+  auto rb = prioritized(std::make_shared<LazyTensorStorage>(16));
+  rb->extend(transitions(3, 40));
+  EXPECT_THAT([&] { rb->loads(dir / "ckpt"); },
+              ThrowsMessage<ValueError>(AllOf(HasSubstr("holds a RandomSampler"),
+                                              HasSubstr("this is a PrioritizedSampler"))));
+  EXPECT_EQ(rb->size(), 3);
+  EXPECT_EQ(sorted_values(row_values(rb->storage()->get(torch::arange(3)))),
+            (std::vector<int64_t>{40, 41, 42}));
+
+  auto small = prioritized(std::make_shared<LazyTensorStorage>(8));
+  EXPECT_THAT([&] { small->loads(dir / "ckpt"); },
+              ThrowsMessage<ValueError>(HasSubstr("max_size 16")));
+}
+
+TEST(CheckpointTest, LoadingAMissingFolderNamesThePath) {
+  TempDir dir;
+  TensorDictReplayBuffer rb(std::make_shared<LazyTensorStorage>(4));
+  EXPECT_THAT([&] { rb.loads(dir / "nothing"); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("TensorDictReplayBuffer::loads"),
+                                         HasSubstr(dir / "nothing/storage"))));
+}
+
+TEST(CheckpointTest, AnEmptyBufferRoundTrips) {
+  TempDir dir;
+  TensorDictReplayBuffer rb(std::make_shared<LazyTensorStorage>(4));
+  rb.dumps(dir / "ckpt");
+  TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(4));
+  resumed.loads(dir / "ckpt");
+  EXPECT_TRUE(resumed.is_empty());
+}
+
+}  // namespace
+}  // namespace tdrl::replay
