@@ -7,6 +7,8 @@
 // - BM_Step/Bare: on the env itself;
 // - BM_Step/<Transform>: on TransformedEnv(env, <Transform>) (Empty: no transform, i.e. the
 //   wrapper alone: the nested reset/step calls and the shallow copy of the root).
+// - two Composes of several transforms, to show that costs add up per transform, not per
+//   wrapper.
 // The table reports the added microseconds per step against Bare. FrameSkipTransform(2)
 // steps the env twice per step, so its figure includes one more env step. One intra-op
 // thread (see bench_nn.cpp).
@@ -111,6 +113,18 @@ std::vector<std::pair<std::string, std::function<TransformPtr()>>> cases() {
       {"UnsqueezeTransform", [] { return std::make_shared<UnsqueezeTransform>(-1); }},
       {"ActionScaling", [] { return std::make_shared<ActionScaling>(); }},
       {"FrameSkipTransform(2)", [] { return std::make_shared<FrameSkipTransform>(2); }},
+      {"Compose(StepCounter, RewardSum, InitTracker, ActionScaling)",
+       [] {
+         return Compose::make({std::make_shared<StepCounter>(), std::make_shared<RewardSum>(),
+                               std::make_shared<InitTracker>(), std::make_shared<ActionScaling>()});
+       }},
+      {"Compose(the same, VecNorm)",
+       [] {
+         return Compose::make(
+             {std::make_shared<StepCounter>(), std::make_shared<RewardSum>(),
+              std::make_shared<InitTracker>(), std::make_shared<ActionScaling>(),
+              std::make_shared<VecNorm>(VecNormOptions().in_keys({"observation"}))});
+       }},
   };
 }
 
