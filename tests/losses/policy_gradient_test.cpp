@@ -353,5 +353,63 @@ TEST(PolicyGradientLossTest, CriticWritingAnotherKeyThanTheValueKeyIsNamed) {
   }
 }
 
+// N(loc, scale) without a closed-form entropy, with or without rsample: the generic paths
+// of PolicyGradientLoss::entropy.
+class NormalWithoutEntropy : public tdnn::Distribution {
+ public:
+  NormalWithoutEntropy(torch::Tensor loc, torch::Tensor scale, bool rsample)
+      : Distribution("NormalWithoutEntropy"), inner_(loc, scale), rsample_(rsample) {
+    set_shapes(inner_.batch_shape().vec(), {});
+  }
+  bool has_rsample() const override { return rsample_; }
+  bool has_entropy() const override { return false; }
+
+ protected:
+  torch::Tensor sample_impl(c10::IntArrayRef shape) const override { return inner_.rsample(shape); }
+  torch::Tensor log_prob_impl(const torch::Tensor& value) const override {
+    return inner_.log_prob(value);
+  }
+  std::optional<torch::Tensor> entropy_impl() const override { return std::nullopt; }
+  std::optional<torch::Tensor> mean_impl() const override { return inner_.loc(); }
+  std::optional<torch::Tensor> mode_impl() const override { return inner_.loc(); }
+  torch::Tensor deterministic_sample_impl() const override { return inner_.loc(); }
+  std::vector<std::pair<std::string, torch::Tensor>> printed_params() const override { return {}; }
+
+ private:
+  tdnn::Normal inner_;
+  bool rsample_;
+};
+
+struct EntropyOfA2C : A2CLoss {
+  using A2CLoss::A2CLoss;
+  using PolicyGradientLoss::entropy;
+};
+
+TEST(PolicyGradientLossTest, EntropyWithoutClosedFormIsTheMonteCarloEstimateOverRsamples) {
+  torch::manual_seed(16);
+  EntropyOfA2C loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  const auto loc = torch::zeros({3}, torch::requires_grad());
+  NormalWithoutEntropy dist(loc, torch::full({3}, 2.0), /*rsample=*/true);
+  const auto entropy = loss.entropy(dist, 20000);
+  EXPECT_EQ(entropy.sizes(), (std::vector<int64_t>{3, 1}));
+  const double expected = 0.5 * std::log(2 * M_PI * M_E * 4.0);
+  EXPECT_NEAR(entropy.mean().item<double>(), expected, 0.02);
+  entropy.sum().backward();  // differentiable through the rsamples
+  EXPECT_TRUE(loc.grad().defined());
+}
+
+TEST(PolicyGradientLossTest, EntropyWithoutClosedFormOrRsampleIsATypeError) {
+  EntropyOfA2C loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  NormalWithoutEntropy dist(torch::zeros({3}), torch::ones({3}), /*rsample=*/false);
+  try {
+    loss.entropy(dist, 1);
+    FAIL() << "expected TypeError";
+  } catch (const tensordict::TypeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the actor's NormalWithoutEntropy distribution has "
+                                    "no closed-form entropy and no rsample to estimate it with; "
+                                    "set entropy_bonus(false)"));
+  }
+}
+
 }  // namespace
 }  // namespace tdrl::losses

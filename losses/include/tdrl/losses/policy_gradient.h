@@ -52,8 +52,9 @@ using CriticPtr = std::shared_ptr<tensordict::nn::TensorDictModuleBase>;
 /// estimator (GAE with gamma 0.99, lmbda 0.95 by default, as TorchRL) writes advantage and
 /// value_target into a shallow copy of the batch: the caller's batch is never written to.
 ///
-/// Thread safety: like any torch::nn::Module; forward mutates nothing shared but the networks'
-/// autograd state, so do not run two forwards of one loss concurrently.
+/// Thread safety: like any torch::nn::Module. forward writes only its own outputs and a shallow
+/// copy of the batch, but it toggles requires_grad of shared parameters (separate_losses) and
+/// KLPENPPOLoss adapts its beta: do not run two forwards of one loss concurrently.
 class PolicyGradientLoss : public LossModule {
  public:
   /// Replaces the value estimator by `type` around the critic, with `options`; its keys

@@ -148,8 +148,8 @@ struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
 /// along the first batch dim, averaged over the others) and kl_approx
 /// (`mean(sample_log_prob - log_prob)`).
 ///
-/// Errors: the constructor throws ValueError for a null actor or critic option out of range
-/// (listing valid values); forward throws KeyError for a missing key (naming it and its
+/// Errors: the constructor throws ValueError for a null actor or critic, or an option out of
+/// range (listing valid values); forward throws KeyError for a missing key (naming it and its
 /// set_keys name), ShapeError when sample_log_prob and the actor's log-prob, or the
 /// advantage `[*B, 1]` and the log-weight, or the critic's value and value_target differ in
 /// shape, ValueError when sample_log_prob requires grad.
