@@ -75,14 +75,23 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
     }
     return false;
   };
+  // A nested TensorDict gets its own (shallow) node: sharing the handle would let a later
+  // write into the new root (a partial reset's update) change the stepped data.
+  auto put = [&out](const NestedKey& key, const tensordict::Value& value) {
+    if (const auto* nested = std::get_if<TensorDict>(&value)) {
+      out.set(key, nested->clone(/*recurse=*/false));
+    } else {
+      out.set(key, value);
+    }
+  };
   if (options.keep_other()) {
     for (const auto& [key, value] : td.items()) {
       if (key == NestedKey(kNext) || next.contains(key) || excluded(key)) continue;
-      out.set(key, value);
+      put(key, value);
     }
   }
   for (const auto& [key, value] : next.items()) {
-    if (!excluded(key)) out.set(key, value);
+    if (!excluded(key)) put(key, value);
   }
   return out;
 }

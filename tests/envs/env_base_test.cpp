@@ -288,3 +288,21 @@ TEST(EnvBaseTest, Prints) {
 
 }  // namespace
 }  // namespace tdrl::envs
+
+namespace tdrl::envs {
+namespace {
+
+TEST(EnvBaseTest, StepMdpGivesNestedEntriesTheirOwnNode) {
+  TensorDict next({{"stats", TensorDict({{"count", torch::ones({2, 1})}}, {2})},
+                   {"reward", torch::zeros({2, 1})}},
+                  {2});
+  TensorDict td({{"info", TensorDict({{"x", torch::ones({2, 1})}}, {2})}, {"next", next}}, {2});
+  auto root = step_mdp(td);
+  root.set({"stats", "count"}, torch::zeros({2, 1}));
+  root.set({"info", "x"}, torch::zeros({2, 1}));
+  EXPECT_TRUE(torch::equal(td.get({"next", "stats", "count"}), torch::ones({2, 1})));
+  EXPECT_TRUE(torch::equal(td.get({"info", "x"}), torch::ones({2, 1})));
+}
+
+}  // namespace
+}  // namespace tdrl::envs
