@@ -128,8 +128,149 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
       batch.find(key("priority_weight")));
   const auto td_error = (pred.detach() - target).abs().squeeze(-1);
   TensorDict out(
-      {{"loss", loss}, {"pred_value", pred.detach().mean()}, {"target_value", target.mean()}}, {});
+      {{"loss_value", loss}, {"pred_value", pred.detach().mean()}, {"target_value", target.mean()}}, {});
   batch.set(key("priority"), td_error);
+  return out;
+}
+
+// ---- DistributionalDQNLoss -----------------------------------------------------------------
+
+DistributionalDQNLoss::DistributionalDQNLoss(
+    std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DistributionalDQNLossOptions options)
+    : LossModule("DistributionalDQNLoss",
+                 {{"action", NestedKey("action")},
+                  {"action_value", NestedKey("action_value")},
+                  {"reward", NestedKey{"next", "reward"}},
+                  {"done", NestedKey{"next", "done"}},
+                  {"terminated", NestedKey{"next", "terminated"}},
+                  {"priority", NestedKey("td_error")},
+                  {"priority_weight", NestedKey("_weight")}},
+                 {"action", "reward", "done", "terminated"}),
+      value_network_(std::move(value_network)),
+      options_(std::move(options)) {
+  detail::check_network("DistributionalDQNLoss", "the value_network", value_network_);
+  const auto& support = options_.support();
+  if (!support.defined() || support.dim() != 1 || support.size(0) < 2 ||
+      !support.is_floating_point()) {
+    throw ValueError(
+        "DistributionalDQNLoss: the support must be a 1-D floating tensor of at least 2 atoms"
+        "; got " +
+        (support.defined() ? detail::shape_str(support.sizes()) : std::string("none")));
+  }
+  if (!(support.diff() > 0).all().item<bool>()) {
+    throw ValueError("DistributionalDQNLoss: the support must be increasing (z_1 < ... < z_K)");
+  }
+  if (options_.action_space()) {
+    detail::parse_action_space("DistributionalDQNLoss", *options_.action_space());
+  }
+  support_ = register_buffer("support", support.detach().clone());
+  convert_to_functional("value_network", value_network_, options_.delay_value());
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void DistributionalDQNLoss::make_value_estimator(ValueEstimatorType type,
+                                                 ValueEstimatorOptions options) {
+  if (type != ValueEstimatorType::kTD0) {
+    throw ValueError(name() +
+                     ": the distributional backup is one-step; only td0 is supported, "
+                     "got " +
+                     to_string(type));
+  }
+  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+}
+
+void DistributionalDQNLoss::pretty_print(std::ostream& stream) const {
+  stream << "DistributionalDQNLoss(num_atoms=" << support_.size(0)
+         << ", v_min=" << support_[0].item<double>() << ", v_max=" << support_[-1].item<double>()
+         << ", delay_value=" << (options_.delay_value() ? "true" : "false")
+         << ", gamma=" << value_estimator_->options().gamma() << ")";
+}
+
+torch::Tensor DistributionalDQNLoss::log_probs(const TensorDict& td, int64_t batch_dims) const {
+  const auto values = action_values(name(), td, key("action_value"), value_network_->out_keys());
+  const int64_t k = support_.size(0);
+  if (values.dim() != batch_dims + 2 || values.size(-2) != k) {
+    throw tensordict::ShapeError(
+        name() + ": the action values have shape " + detail::shape_str(values.sizes()) +
+        "; expected log-probabilities [*B, num_atoms=" + std::to_string(k) + ", num_actions]");
+  }
+  return values;
+}
+
+TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const auto& in_keys = value_network_->in_keys();
+  auto td = detail::network_inputs(name(), "the value_network", batch, in_keys);
+  value_network_->forward(td);
+  const auto log_p = log_probs(td, batch.batch_dims());  // [*B, K, n]
+  const int64_t k = log_p.size(-2);
+  const int64_t n = log_p.size(-1);
+  const auto action = get(batch, "action");
+  std::optional<detail::ActionSpace> space;
+  if (options_.action_space()) space = detail::parse_action_space(name(), *options_.action_space());
+  // log p(z | s, a) `[*B, K]` of the taken action.
+  torch::Tensor chosen;
+  if (detail::resolve_action_space(name(), action, batch.batch_size(), n, log_p.sizes(), space) ==
+      detail::ActionSpace::kOneHot) {
+    chosen = (log_p * action.to(log_p.dtype()).unsqueeze(-2)).sum(-1);
+  } else {
+    auto index = detail::action_index(name(), action, n).unsqueeze(-1).unsqueeze(-1);
+    std::vector<int64_t> shape(index.sizes().begin(), index.sizes().end());
+    shape[shape.size() - 2] = k;
+    chosen = log_p.gather(-1, index.expand(shape)).squeeze(-1);
+  }
+
+  std::vector<int64_t> value_shape(batch.batch_size().begin(), batch.batch_size().end());
+  value_shape.push_back(1);
+  const auto value_like = torch::empty(value_shape, torch::TensorOptions().device(torch::kMeta));
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+  check_same_shape("TD target", reward, "reward", value_like, "Q(s, a)");
+  check_same_shape("TD target", done, "done", value_like, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", value_like, "Q(s, a)");
+
+  torch::Tensor projected;  // m `[*B, K]`
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_td = detail::network_inputs(name(), "the value_network on the next state", next,
+                                          in_keys, {}, "next");
+    if (options_.delay_value()) {
+      with_target("value_network", [&] { value_network_->forward(next_td); });
+    } else {
+      value_network_->forward(next_td);
+    }
+    const auto next_p = log_probs(next_td, batch.batch_dims()).exp();
+    const auto support = support_.to(next_p.dtype());
+    const auto q = (next_p * support.unsqueeze(-1)).sum(-2);   // [*B, n]
+    auto best = q.argmax(-1, /*keepdim=*/true).unsqueeze(-1);  // [*B, 1, 1]
+    std::vector<int64_t> shape(best.sizes().begin(), best.sizes().end());
+    shape[shape.size() - 2] = k;
+    const auto p = next_p.gather(-1, best.expand(shape)).squeeze(-1);  // [*B, K]
+    // Each atom moved by the Bellman backup, clamped, then split between its neighbours.
+    const double gamma = value_estimator_->options().gamma();
+    const double v_min = support_[0].item<double>();
+    const double v_max = support_[-1].item<double>();
+    const double dz = (v_max - v_min) / static_cast<double>(k - 1);
+    const auto not_terminated = 1.0 - terminated.to(p.dtype());
+    const auto tz = (reward.to(p.dtype()) + gamma * not_terminated * support).clamp(v_min, v_max);
+    const auto b = (tz - v_min) / dz;
+    auto lower = b.floor();
+    auto upper = b.ceil();
+    // An atom landing exactly on z_j gives its mass to j (lower = upper); move one end so that
+    // the two shares below sum to p.
+    const auto exact = lower == upper;
+    lower = torch::where(exact & (upper > 0), lower - 1, lower);
+    upper = torch::where(exact & (lower == upper) & (lower < k - 1), upper + 1, upper);
+    projected = torch::zeros_like(p)
+                    .scatter_add_(-1, lower.to(torch::kLong), p * (upper - b))
+                    .scatter_add_(-1, upper.to(torch::kLong), p * (b - lower));
+  }
+  const auto per_sample = -(projected * chosen).sum(-1, /*keepdim=*/true);  // [*B, 1]
+  const auto loss = detail::reduce_td_loss(name(), per_sample, batch.find(key("priority_weight")));
+  TensorDict out({{"loss_value", loss}}, {});
+  batch.set(key("priority"), per_sample.detach().squeeze(-1));
   return out;
 }
 

@@ -93,7 +93,7 @@ TEST(DQNLossTest, HandWorkedCaseMatchesThePlainFormula) {
                                  c.terminated, 0.9, false);
   // (1 - (0.5 + 0.9 * 3))^2 and (-2 - 1)^2, averaged.
   EXPECT_NEAR(ref.loss, (2.2 * 2.2 + 9.0) / 2, 1e-9);
-  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-5);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), ref.loss, 1e-5);
   EXPECT_NEAR(out.get("pred_value").item<double>(), (1.0 - 2.0) / 2, 1e-6);
   EXPECT_NEAR(out.get("target_value").item<double>(), (3.2 + 1.0) / 2, 1e-5);
   const auto td_error = batch.get("td_error");
@@ -104,11 +104,11 @@ TEST(DQNLossTest, HandWorkedCaseMatchesThePlainFormula) {
 
 TEST(DQNLossTest, CategoricalActionsGiveTheOneHotLoss) {
   HandCase c;
-  auto one_hot = hand_loss(c)->forward(c.batch(true)).get("loss");
-  auto index = hand_loss(c)->forward(c.batch(false)).get("loss");
+  auto one_hot = hand_loss(c)->forward(c.batch(true)).get("loss_value");
+  auto index = hand_loss(c)->forward(c.batch(false)).get("loss_value");
   EXPECT_TRUE(torch::allclose(one_hot, index));
   auto explicit_space = hand_loss(c, DQNLossOptions().action_space("categorical"));
-  EXPECT_TRUE(torch::allclose(explicit_space->forward(c.batch(false)).get("loss"), one_hot));
+  EXPECT_TRUE(torch::allclose(explicit_space->forward(c.batch(false)).get("loss_value"), one_hot));
 }
 
 TEST(DQNLossTest, TargetNetworkValuesTheNextStateUntilUpdated) {
@@ -125,14 +125,14 @@ TEST(DQNLossTest, TargetNetworkValuesTheNextStateUntilUpdated) {
   auto out = loss->forward(c.batch());
   auto ref = reference_dqn(w_new, c.w, c.obs, c.action_index, c.next_obs, c.reward, c.terminated,
                            0.9, false);
-  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), ref.loss, 1e-4);
 
   HardUpdate updater(loss, 1);
   updater.step();
   out = loss->forward(c.batch());
   ref = reference_dqn(w_new, w_new, c.obs, c.action_index, c.next_obs, c.reward, c.terminated, 0.9,
                       false);
-  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), ref.loss, 1e-4);
 }
 
 TEST(DQNLossTest, DoubleDQNChoosesWithTheOnlineNetworkAndValuesWithTheTarget) {
@@ -150,7 +150,7 @@ TEST(DQNLossTest, DoubleDQNChoosesWithTheOnlineNetworkAndValuesWithTheTarget) {
   const auto plain = reference_dqn(w_new, c.w, c.obs, c.action_index, c.next_obs, c.reward,
                                    c.terminated, 0.9, false);
   EXPECT_GT(std::abs(ref.loss - plain.loss), 1.0);  // the case tells the two apart
-  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), ref.loss, 1e-4);
 }
 
 TEST(DQNLossTest, WithoutDelayValueTheOnlineNetworkGivesTheTarget) {
@@ -165,7 +165,7 @@ TEST(DQNLossTest, WithoutDelayValueTheOnlineNetworkGivesTheTarget) {
   const auto out = loss->forward(c.batch());
   const auto ref = reference_dqn(w_new, w_new, c.obs, c.action_index, c.next_obs, c.reward,
                                  c.terminated, 0.9, false);
-  EXPECT_NEAR(out.get("loss").item<double>(), ref.loss, 1e-4);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), ref.loss, 1e-4);
 }
 
 TEST(DQNLossTest, GammaComesFromTheValueEstimator) {
@@ -174,7 +174,7 @@ TEST(DQNLossTest, GammaComesFromTheValueEstimator) {
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
   const auto ref = reference_dqn(c.w, c.w, c.obs, c.action_index, c.next_obs, c.reward,
                                  c.terminated, 0.5, false);
-  EXPECT_NEAR(loss->forward(c.batch()).get("loss").item<double>(), ref.loss, 1e-5);
+  EXPECT_NEAR(loss->forward(c.batch()).get("loss_value").item<double>(), ref.loss, 1e-5);
 }
 
 TEST(DQNLossTest, GradientReachesTheOnlineNetworkOnly) {
@@ -183,7 +183,7 @@ TEST(DQNLossTest, GradientReachesTheOnlineNetworkOnly) {
   auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().double_dqn(true));
   auto batch = transitions(torch::randn({6, 3}), torch::randint(0, 4, {6}), torch::randn({6, 3}),
                            torch::randn({6, 1}), torch::rand({6, 1}) < 0.3);
-  loss->forward(batch).get("loss").backward();
+  loss->forward(batch).get("loss_value").backward();
   EXPECT_TRUE(all_have_grad(*actor));
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("value_network")));
   EXPECT_FALSE(batch.get("td_error").requires_grad());
@@ -196,11 +196,11 @@ TEST(DQNLossTest, OptimisationDecreasesTheLoss) {
   auto batch = transitions(torch::randn({32, 3}), torch::randint(0, 4, {32}), torch::randn({32, 3}),
                            torch::randn({32, 1}), torch::rand({32, 1}) < 0.2);
   torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(1e-2));
-  const double first = loss->forward(batch).get("loss").item<double>();
+  const double first = loss->forward(batch).get("loss_value").item<double>();
   double last = first;
   for (int step = 0; step < 100; ++step) {
     optimizer.zero_grad();
-    auto value = loss->forward(batch).get("loss");
+    auto value = loss->forward(batch).get("loss_value");
     value.backward();
     optimizer.step();
     last = value.item<double>();
@@ -214,7 +214,7 @@ TEST(DQNLossTest, ImportanceWeightsWeightEachSample) {
   batch.set("_weight", torch::tensor({1.0f, 0.0f}));
   const auto out = hand_loss(c)->forward(batch);
   // Only the first sample counts: (1 - 3.2)^2 / 2.
-  EXPECT_NEAR(out.get("loss").item<double>(), 2.2 * 2.2 / 2, 1e-4);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), 2.2 * 2.2 / 2, 1e-4);
 }
 
 TEST(DQNLossTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
@@ -319,9 +319,206 @@ TEST(DQNLossTest, PrintsItsOptions) {
   HandCase c;
   std::ostringstream os;
   hand_loss(c, DQNLossOptions().double_dqn(true))->pretty_print(os);
-  EXPECT_THAT(os.str(), HasSubstr("DQNLoss(loss_function=l2, delay_value=true, double_dqn=true, "
-                                  "action_space=from batch, value_estimator=TD0Estimator(gamma=0.9"));
+  EXPECT_THAT(os.str(),
+              HasSubstr("DQNLoss(loss_function=l2, delay_value=true, double_dqn=true, "
+                        "action_space=from batch, value_estimator=TD0Estimator(gamma=0.9"));
 }
+
+// ---- DistributionalDQNLoss -----------------------------------------------------------------
+
+namespace distributional {
+
+// log p(z | s, a) `[B, K, n]` = log_softmax over atoms of a linear map of the observation.
+class AtomNetImpl : public torch::nn::Module {
+ public:
+  AtomNetImpl(int64_t obs_dim, int64_t atoms, int64_t actions)
+      : linear(register_module("linear", torch::nn::Linear(obs_dim, atoms * actions))),
+        atoms_(atoms),
+        actions_(actions) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    return linear(x).view({-1, atoms_, actions_}).log_softmax(-2);
+  }
+  torch::nn::Linear linear;
+
+ private:
+  int64_t atoms_, actions_;
+};
+TORCH_MODULE(AtomNet);
+
+tdnn::TensorDictModule atom_network(const AtomNet& net) {
+  return tdnn::TensorDictModule(
+      net, tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action_value"}));
+}
+
+// The C51 loss written out: probabilities from the logits, the greedy next action under the
+// expected value, each atom's mass shared by distance between the neighbouring atoms.
+std::vector<double> reference_c51(const torch::Tensor& w, const torch::Tensor& bias,
+                                  const torch::Tensor& obs, const std::vector<int64_t>& action,
+                                  const torch::Tensor& next_obs, const std::vector<double>& reward,
+                                  const std::vector<bool>& terminated, const std::vector<double>& z,
+                                  double gamma, int64_t n) {
+  const int64_t k = static_cast<int64_t>(z.size());
+  auto probs = [&](const torch::Tensor& x) {  // [k][n]
+    std::vector<std::vector<double>> logits(k, std::vector<double>(n));
+    for (int64_t j = 0; j < k; ++j) {
+      for (int64_t a = 0; a < n; ++a) {
+        double v = bias[j * n + a].item<double>();
+        for (int64_t d = 0; d < x.size(0); ++d) {
+          v += w[j * n + a][d].item<double>() * x[d].item<double>();
+        }
+        logits[j][a] = v;
+      }
+    }
+    for (int64_t a = 0; a < n; ++a) {
+      double norm = 0;
+      for (int64_t j = 0; j < k; ++j) norm += std::exp(logits[j][a]);
+      for (int64_t j = 0; j < k; ++j) logits[j][a] = std::exp(logits[j][a]) / norm;
+    }
+    return logits;
+  };
+  const double dz = (z.back() - z.front()) / static_cast<double>(k - 1);
+  std::vector<double> losses;
+  for (int64_t i = 0; i < obs.size(0); ++i) {
+    const auto p = probs(obs[i]);
+    const auto next_p = probs(next_obs[i]);
+    int64_t best = 0;
+    double best_q = -1e300;
+    for (int64_t a = 0; a < n; ++a) {
+      double q = 0;
+      for (int64_t j = 0; j < k; ++j) q += z[j] * next_p[j][a];
+      if (q > best_q) {
+        best_q = q;
+        best = a;
+      }
+    }
+    double loss = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      double m = 0;
+      for (int64_t l = 0; l < k; ++l) {
+        double tz = reward[i] + gamma * (terminated[i] ? 0.0 : 1.0) * z[l];
+        tz = std::min(std::max(tz, z.front()), z.back());
+        m += next_p[l][best] * std::max(0.0, 1.0 - std::abs(tz - z[j]) / dz);
+      }
+      loss -= m * std::log(p[j][action[i]]);
+    }
+    losses.push_back(loss);
+  }
+  return losses;
+}
+
+struct C51Case {
+  std::vector<double> z{-1.0, 0.0, 1.0};
+  torch::Tensor obs = torch::tensor({{1.0f, 0.5f}, {-0.5f, 2.0f}});
+  torch::Tensor next_obs = torch::tensor({{0.2f, -1.0f}, {1.5f, 0.5f}});
+  std::vector<int64_t> action{1, 0};
+  std::vector<double> reward{0.3, -0.25};
+  std::vector<bool> terminated{false, true};
+  AtomNet net{2, 3, 2};
+
+  C51Case() {
+    torch::manual_seed(21);
+    torch::NoGradGuard no_grad;
+    net->linear->weight.copy_(torch::randn({6, 2}));
+    net->linear->bias.copy_(torch::randn({6}));
+  }
+  TensorDict batch(bool one_hot = false) const {
+    auto index = torch::tensor(action);
+    return transitions(
+        obs, one_hot ? torch::one_hot(index, 2).to(torch::kFloat32) : index, next_obs,
+        torch::tensor({static_cast<float>(reward[0]), static_cast<float>(reward[1])}).unsqueeze(-1),
+        torch::tensor({static_cast<bool>(terminated[0]), static_cast<bool>(terminated[1])})
+            .unsqueeze(-1));
+  }
+  std::shared_ptr<DistributionalDQNLoss> loss() const {
+    auto out = std::make_shared<DistributionalDQNLoss>(
+        atom_network(net), DistributionalDQNLossOptions(torch::tensor({-1.0f, 0.0f, 1.0f})));
+    out->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.9));
+    return out;
+  }
+};
+
+TEST(DistributionalDQNLossTest, HandWorkedCaseMatchesThePlainProjection) {
+  C51Case c;
+  auto batch = c.batch();
+  const auto out = c.loss()->forward(batch);
+  const auto ref = reference_c51(c.net->linear->weight.detach(), c.net->linear->bias.detach(),
+                                 c.obs, c.action, c.next_obs, c.reward, c.terminated, c.z, 0.9, 2);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), (ref[0] + ref[1]) / 2, 1e-5);
+  EXPECT_NEAR(batch.get("td_error")[0].item<double>(), ref[0], 1e-5);
+  EXPECT_NEAR(batch.get("td_error")[1].item<double>(), ref[1], 1e-5);
+  // One-hot actions give the same loss.
+  EXPECT_NEAR(c.loss()->forward(c.batch(true)).get("loss_value").item<double>(), (ref[0] + ref[1]) / 2,
+              1e-5);
+}
+
+TEST(DistributionalDQNLossTest, AtomsLandingOnTheSupportKeepTheirMass) {
+  // Reward 1 and gamma 1 move atom z_j exactly onto z_{j+1}; the top atom is clamped.
+  C51Case c;
+  c.reward = {1.0, 1.0};
+  c.terminated = {false, false};
+  auto loss = c.loss();
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(1.0));
+  auto batch = c.batch();
+  const auto out = loss->forward(batch);
+  const auto ref = reference_c51(c.net->linear->weight.detach(), c.net->linear->bias.detach(),
+                                 c.obs, c.action, c.next_obs, c.reward, c.terminated, c.z, 1.0, 2);
+  EXPECT_NEAR(out.get("loss_value").item<double>(), (ref[0] + ref[1]) / 2, 1e-5);
+}
+
+TEST(DistributionalDQNLossTest, GradientReachesTheOnlineNetworkAndTheLossDecreases) {
+  C51Case c;
+  auto loss = c.loss();
+  const auto batch = c.batch();
+  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(5e-2));
+  const double first = loss->forward(batch).get("loss_value").item<double>();
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    loss->forward(batch).get("loss_value").backward();
+    optimizer.step();
+  }
+  EXPECT_TRUE(all_have_grad(*c.net));
+  EXPECT_TRUE(untouched_by_autograd(loss->target_params("value_network")));
+  EXPECT_LT(loss->forward(batch).get("loss_value").item<double>(), first - 0.1);
+}
+
+TEST(DistributionalDQNLossTest, RejectsBadSupportsShapesAndEstimators) {
+  C51Case c;
+  EXPECT_THAT(
+      [&] {
+        DistributionalDQNLoss(atom_network(c.net),
+                              DistributionalDQNLossOptions(torch::tensor({1.0f, 0.0f})));
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("must be increasing")));
+  EXPECT_THAT(
+      [&] {
+        DistributionalDQNLoss(atom_network(c.net),
+                              DistributionalDQNLossOptions(torch::tensor({1.0f})));
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("at least 2 atoms")));
+  auto four_atoms = std::make_shared<DistributionalDQNLoss>(
+      atom_network(c.net), DistributionalDQNLossOptions(torch::linspace(-1, 1, 4)));
+  EXPECT_THAT([&] { four_atoms->forward(c.batch()); },
+              ::testing::ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("the action values have shape [2, 3, 2]; expected log-probabilities "
+                            "[*B, num_atoms=4, num_actions]")));
+  EXPECT_THAT([&] { c.loss()->make_value_estimator(ValueEstimatorType::kTDLambda); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("only td0")));
+  auto batch = c.batch();
+  batch.set({"next", "reward"}, torch::zeros({2}));
+  EXPECT_THAT([&] { c.loss()->forward(batch); },
+              ::testing::ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("reward has shape [2] but Q(s, a) has shape [2, 1]")));
+}
+
+TEST(DistributionalDQNLossTest, PrintsItsOptions) {
+  C51Case c;
+  std::ostringstream os;
+  c.loss()->pretty_print(os);
+  EXPECT_EQ(os.str(),
+            "DistributionalDQNLoss(num_atoms=3, v_min=-1, v_max=1, delay_value=true, gamma=0.9)");
+}
+
+}  // namespace distributional
 
 }  // namespace
 }  // namespace tdrl::losses

@@ -285,13 +285,13 @@ inline ActionSpace parse_action_space(const std::string& where, const std::strin
                                "'; valid: 'one_hot', 'categorical'");
 }
 
-/// The value of the taken action `[*B, 1]` from action values `[*B, n]`: a one-hot action
-/// `[*B, n]` or an index `[*B]`. With no declared space the action's shape decides.
-/// ShapeError when the action fits neither (naming both shapes).
-inline torch::Tensor chosen_value(const std::string& where, const torch::Tensor& values,
-                                  const torch::Tensor& action, c10::IntArrayRef batch_size,
-                                  std::optional<ActionSpace> space) {
-  const int64_t n = values.size(-1);
+/// The action space of `action` against `n` actions: `space` when given (checked), else read
+/// from the shape (an integer `[*B]` index or a `[*B, n]` one-hot). ShapeError when the action
+/// fits neither (naming both shapes).
+inline ActionSpace resolve_action_space(const std::string& where, const torch::Tensor& action,
+                                        c10::IntArrayRef batch_size, int64_t n,
+                                        c10::IntArrayRef values_shape,
+                                        std::optional<ActionSpace> space) {
   std::vector<int64_t> one_hot_shape(batch_size.begin(), batch_size.end());
   one_hot_shape.push_back(n);
   const bool is_index = action.sizes().equals(batch_size) && !action.is_floating_point();
@@ -300,23 +300,37 @@ inline torch::Tensor chosen_value(const std::string& where, const torch::Tensor&
     if (is_index) space = ActionSpace::kCategorical;
     if (is_one_hot) space = ActionSpace::kOneHot;
   }
-  if (space == ActionSpace::kOneHot && is_one_hot) {
-    return (values * action.to(values.dtype())).sum(-1, /*keepdim=*/true);
-  }
-  if (space == ActionSpace::kCategorical && action.sizes().equals(batch_size)) {
-    const auto index = action.to(torch::kLong).unsqueeze(-1);
-    if (index.numel() > 0 &&
-        (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= n)) {
-      throw tensordict::ValueError(where + ": an action index is outside [0, " + std::to_string(n) +
-                                   ")");
-    }
-    return values.gather(-1, index);
-  }
+  if (space == ActionSpace::kOneHot && is_one_hot) return *space;
+  if (space == ActionSpace::kCategorical && action.sizes().equals(batch_size)) return *space;
   throw tensordict::ShapeError(where + ": the action has shape " + shape_str(action.sizes()) +
                                " (" + std::string(c10::toString(action.scalar_type())) +
-                               ") but the action values have shape " + shape_str(values.sizes()) +
+                               ") but the action values have shape " + shape_str(values_shape) +
                                "; expected a one-hot action " + shape_str(one_hot_shape) +
                                " or an integer index " + shape_str(batch_size));
+}
+
+/// Integer indices `[*B]` of a categorical action, ValueError when one is outside [0, n).
+inline torch::Tensor action_index(const std::string& where, const torch::Tensor& action,
+                                  int64_t n) {
+  const auto index = action.to(torch::kLong);
+  if (index.numel() > 0 && (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= n)) {
+    throw tensordict::ValueError(where + ": an action index is outside [0, " + std::to_string(n) +
+                                 ")");
+  }
+  return index;
+}
+
+/// The value of the taken action `[*B, 1]` from action values `[*B, n]`: a one-hot action
+/// `[*B, n]` or an index `[*B]` (see resolve_action_space).
+inline torch::Tensor chosen_value(const std::string& where, const torch::Tensor& values,
+                                  const torch::Tensor& action, c10::IntArrayRef batch_size,
+                                  std::optional<ActionSpace> space) {
+  const int64_t n = values.size(-1);
+  if (resolve_action_space(where, action, batch_size, n, values.sizes(), space) ==
+      ActionSpace::kOneHot) {
+    return (values * action.to(values.dtype())).sum(-1, /*keepdim=*/true);
+  }
+  return values.gather(-1, action_index(where, action, n).unsqueeze(-1));
 }
 
 }  // namespace tdrl::losses::detail

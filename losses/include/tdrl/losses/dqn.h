@@ -1,6 +1,7 @@
 #pragma once
 
-/// DQNLoss: deep Q-learning (TorchRL's DQNLoss), with target network and double DQN.
+/// DQNLoss: deep Q-learning (TorchRL's DQNLoss), with target network and double DQN; and
+/// DistributionalDQNLoss (C51, TorchRL's DistributionalDQNLoss).
 
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
+#include <torch/types.h>
 
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
@@ -54,7 +56,8 @@ struct DQNLossOptions {
 /// weights each sample's loss, as prioritized replay asks). Writes into the batch only
 /// priority `[*B]` = |Q(s, a) - y| (detached), after everything else succeeded.
 ///
-/// Returns (batch size []): "loss" (TorchRL's name for the DQN term), and the detached
+/// Returns (batch size []): "loss_value" (TorchRL names it "loss"; every term here is
+/// loss_*), and the detached
 /// diagnostics "pred_value" (mean Q(s, a)) and "target_value" (mean y).
 ///
 /// Networks: "value_network" (with a target when delay_value).
@@ -71,7 +74,7 @@ struct DQNLossOptions {
 /// auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().double_dqn(true));
 /// loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.99));
 /// HardUpdate updater(loss, 100);
-/// auto out = loss->forward(batch);  out.get("loss").backward();
+/// auto out = loss->forward(batch);  out.get("loss_value").backward();
 /// ```
 class DQNLoss : public LossModule {
  public:
@@ -103,6 +106,75 @@ class DQNLoss : public LossModule {
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DQNLossOptions options_;
   std::string action_space_;  // "" when read from each batch
+  std::shared_ptr<ValueEstimatorBase> value_estimator_;
+};
+
+/// Options of DistributionalDQNLoss; the support is required.
+/// Example: `DistributionalDQNLossOptions(torch::linspace(-10, 10, 51))`
+struct DistributionalDQNLossOptions {
+  explicit DistributionalDQNLossOptions(torch::Tensor support) : support_(std::move(support)) {}
+  /// The atoms z_1 < ... < z_K `[K]`, evenly spaced (TorchRL's DistributionalQValueActor
+  /// support), K >= 2.
+  TORCH_ARG(torch::Tensor, support);
+  /// Compute targets with a target copy of the network. Default true.
+  TORCH_ARG(bool, delay_value) = true;
+  /// "one_hot" or "categorical"; default read from each batch's action shape.
+  TORCH_ARG(std::optional<std::string>, action_space);
+};
+
+/// The categorical distributional DQN loss (C51, Bellemare et al. 2017). The value network
+/// writes, under "action_value", log-probabilities `[*B, K, n]` over the K atoms of the
+/// support for each of the n actions (log-softmax over dim -2, TorchRL's
+/// DistributionalQValueActor layout). With p' the target network's distribution at s' for
+/// the greedy action a' = argmax_a sum_k z_k p'(z_k | s', a), each atom is moved to
+/// `Tz_k = r + gamma * (1 - terminated) * z_k`, clamped to [z_1, z_K] and split between its two
+/// neighbouring atoms (the projection m); `loss = mean(-sum_k m_k log p(z_k | s, a))`.
+///
+/// Keys (names for set_keys → defaults): "action" → action, "action_value" → action_value,
+/// "reward", "done", "terminated" (under "next", `[*B, 1]`), "priority" → td_error,
+/// "priority_weight" → _weight. Writes into the batch only priority `[*B]` = each sample's
+/// cross-entropy (TorchRL's), after everything succeeded. Returns "loss_value" (batch size []).
+///
+/// Value estimator: TD(0) only (the projection is a one-step backup); its gamma is used.
+///
+/// Errors: the constructor throws ValueError for a null network or one without parameters, a
+/// support that is not 1-D, has fewer than 2 atoms or is not increasing, an unknown
+/// action_space. forward throws KeyError for a missing key, ShapeError when the action
+/// values are not `[*B, K, n]` or reward/terminated are not `[*B, 1]`.
+/// Example:
+/// ```
+/// auto loss = std::make_shared<DistributionalDQNLoss>(
+///     net, DistributionalDQNLossOptions(torch::linspace(-10, 10, 51)));
+/// ```
+class DistributionalDQNLoss : public LossModule {
+ public:
+  DistributionalDQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
+                        DistributionalDQNLossOptions options);
+  template <typename M>
+  DistributionalDQNLoss(const torch::nn::ModuleHolder<M>& value_network,
+                        DistributionalDQNLossOptions options)
+      : DistributionalDQNLoss(
+            std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
+            std::move(options)) {}
+
+  /// Replaces the value estimator; only TD0 is accepted (ValueError otherwise).
+  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
+  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
+  const DistributionalDQNLossOptions& options() const { return options_; }
+
+  /// `DistributionalDQNLoss(num_atoms=51, v_min=-10, v_max=10, delay_value=true, gamma=0.99)`.
+  void pretty_print(std::ostream& stream) const override;
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override;
+
+ private:
+  // The network's log-probabilities `[*B, K, n]` on `td`, checked.
+  torch::Tensor log_probs(const TensorDict& td, int64_t batch_dims) const;
+
+  std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
+  DistributionalDQNLossOptions options_;
+  torch::Tensor support_;
   std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 

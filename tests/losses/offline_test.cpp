@@ -1,0 +1,376 @@
+#include <tdrl/losses/cql.h>
+#include <tdrl/losses/iql.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+#include "losses/off_policy_fixtures.h"
+
+namespace tdrl::losses {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+using namespace tdrl::losses::testing;
+
+double huber(double d) { return std::abs(d) < 1 ? 0.5 * d * d : std::abs(d) - 0.5; }
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  auto c = t.to(torch::kFloat64).contiguous().view(-1);
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+double logsumexp(const std::vector<double>& v) {
+  const double m = *std::max_element(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += std::exp(x - m);
+  return m + std::log(sum);
+}
+
+// One-dimensional observations and actions. Actor: TanhNormal with loc = 0.5 s + 0.1,
+// scale = exp(0.2 s - 0.7); critics Q_i(s, a) = w_s s + w_a a + c; V(s) = 0.8 s - 0.2.
+struct LinearCritic {
+  double w_s, w_a, c;
+  double operator()(double s, double a) const { return w_s * s + w_a * a + c; }
+};
+
+struct Case {
+  std::vector<double> s{1.0, -2.0, 0.5}, a{0.3, -0.5, 0.9}, s_next{2.0, 1.0, -1.0},
+      r{1.0, 0.0, -0.5};
+  std::vector<bool> term{false, true, false};
+  std::vector<LinearCritic> qs{{1.0, 2.0, 0.1}, {0.5, -1.0, 0.0}};
+  double gamma = 0.9;
+
+  TensorDict batch() const {
+    auto col = [](const std::vector<double>& v) {
+      return torch::tensor(v, torch::kFloat32).unsqueeze(-1);
+    };
+    return transitions(col(s), col(a), col(s_next), col(r),
+                       torch::tensor({static_cast<bool>(term[0]), static_cast<bool>(term[1]),
+                                      static_cast<bool>(term[2])})
+                           .unsqueeze(-1));
+  }
+  double loc(double x) const { return 0.5 * x + 0.1; }
+  double scale(double x) const { return std::exp(0.2 * x - 0.7); }
+  double value(double x) const { return 0.8 * x - 0.2; }
+  // log pi(action | x) of the TanhNormal on [-1, 1].
+  double log_prob(double x, double action) const {
+    const double u = std::atanh(action);
+    const double z = (u - loc(x)) / scale(x);
+    return -0.5 * z * z - std::log(scale(x)) - 0.5 * std::log(2 * M_PI) -
+           std::log(1 - action * action);
+  }
+  // The tanh-squashed action of the standard normal draw `eps`, and its log-density.
+  std::pair<double, double> sample(double x, double eps) const {
+    const double u = loc(x) + scale(x) * eps;
+    const double action = std::tanh(u);
+    return {action, -0.5 * eps * eps - std::log(scale(x)) - 0.5 * std::log(2 * M_PI) -
+                        std::log(1 - action * action)};
+  }
+  double min_q(double x, double action) const {
+    return std::min(qs[0](x, action), qs[1](x, action));
+  }
+};
+
+TanhNormalActor hand_actor() {
+  auto actor = make_tanh_normal_actor(1, 1);
+  set_linear(*actor.linear, torch::tensor({{0.5f}, {0.2f}}), torch::tensor({0.1f, -0.7f}));
+  return actor;
+}
+
+std::vector<modules::ValueOperator> hand_critics(const Case& c) {
+  std::vector<modules::ValueOperator> critics;
+  for (const auto& q : c.qs) {
+    auto critic = make_critic(1, 1);
+    set_linear(*critic, torch::tensor({{static_cast<float>(q.w_s), static_cast<float>(q.w_a)}}),
+               torch::tensor({static_cast<float>(q.c)}));
+    critics.push_back(critic);
+  }
+  return critics;
+}
+
+modules::ValueOperator hand_value() {
+  modules::ValueOperator value(modules::MLP(modules::MLPOptions(1, 1).num_cells({})));
+  set_linear(*value, torch::tensor({{0.8f}}), torch::tensor({-0.2f}));
+  return value;
+}
+
+// ---- IQL -----------------------------------------------------------------------------------
+
+TEST(IQLLossTest, HandWorkedCaseMatchesThePlainFormula) {
+  Case c;
+  const double expectile = 0.7, beta = 3.0;
+  auto loss = std::make_shared<IQLLoss>(hand_actor().actor, hand_critics(c), hand_value(),
+                                        IQLLossOptions().expectile(expectile).temperature(beta));
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(c.gamma));
+  auto batch = c.batch();
+  const auto out = loss->forward(batch);
+  const double n = static_cast<double>(c.s.size());
+  double loss_value = 0, loss_actor = 0, loss_qvalue = 0, entropy = 0;
+  for (size_t i = 0; i < c.s.size(); ++i) {
+    const double diff = c.min_q(c.s[i], c.a[i]) - c.value(c.s[i]);
+    loss_value += (diff < 0 ? 1 - expectile : expectile) * diff * diff / n;
+    const double lp = c.log_prob(c.s[i], c.a[i]);
+    loss_actor -= std::min(std::exp(beta * diff), 100.0) * lp / n;
+    entropy -= lp / n;
+    const double y = c.r[i] + c.gamma * (c.term[i] ? 0.0 : 1.0) * c.value(c.s_next[i]);
+    for (const auto& q : c.qs) loss_qvalue += huber(q(c.s[i], c.a[i]) - y) / n;
+  }
+  EXPECT_NEAR(out.get("loss_value").item<double>(), loss_value, 1e-5);
+  EXPECT_NEAR(out.get("loss_actor").item<double>(), loss_actor, 1e-4);
+  EXPECT_NEAR(out.get("loss_qvalue").item<double>(), loss_qvalue, 1e-5);
+  EXPECT_NEAR(out.get("entropy").item<double>(), entropy, 1e-4);
+  EXPECT_EQ(batch.get("td_error").sizes(), (std::vector<int64_t>{3}));
+}
+
+struct IqlNets {
+  TanhNormalActor actor = make_tanh_normal_actor(3, 2);
+  modules::ValueOperator q1 = make_critic(3, 2, {16});
+  modules::ValueOperator q2 = make_critic(3, 2, {16});
+  modules::ValueOperator value{modules::MLP(modules::MLPOptions(3, 1).num_cells({16}))};
+  std::shared_ptr<IQLLoss> loss(IQLLossOptions options = {}) const {
+    return std::make_shared<IQLLoss>(actor.actor, std::vector<modules::ValueOperator>{q1, q2},
+                                     value, options);
+  }
+};
+
+TEST(IQLLossTest, EachTermTrainsOnlyItsOwnNetwork) {
+  torch::manual_seed(0);
+  IqlNets nets;
+  auto loss = nets.loss();
+  const auto batch = random_batch(6, 3, 2);
+  loss->forward(batch).get("loss_actor").backward();
+  EXPECT_TRUE(all_have_grad(*nets.actor.actor));
+  EXPECT_TRUE(none_has_grad(*nets.value));
+  EXPECT_TRUE(none_has_grad(*nets.q1));
+  clear_grads(*loss);
+  loss->forward(batch).get("loss_value").backward();
+  EXPECT_TRUE(all_have_grad(*nets.value));
+  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(none_has_grad(*nets.q2));
+  clear_grads(*loss);
+  loss->forward(batch).get("loss_qvalue").backward();
+  EXPECT_TRUE(all_have_grad(*nets.q1));
+  EXPECT_TRUE(all_have_grad(*nets.q2));
+  EXPECT_TRUE(none_has_grad(*nets.value));
+  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(untouched_by_autograd(loss->target_params("qvalue_network_0")));
+}
+
+TEST(IQLLossTest, OptimisationDecreasesEachTerm) {
+  torch::manual_seed(1);
+  IqlNets nets;
+  auto loss = nets.loss(IQLLossOptions().expectile(0.7));
+  const auto batch = random_batch(64, 3, 2);
+  // Each term trained alone, the other networks fixed (no sampling: the losses are exact).
+  auto train = [&](const std::string& term, std::vector<torch::Tensor> params) {
+    const double before = loss->forward(batch).get(term).item<double>();
+    torch::optim::Adam optimizer(params, torch::optim::AdamOptions(1e-2));
+    for (int step = 0; step < 100; ++step) {
+      optimizer.zero_grad();
+      loss->forward(batch).get(term).backward();
+      optimizer.step();
+    }
+    return std::make_pair(before, loss->forward(batch).get(term).item<double>());
+  };
+  std::vector<torch::Tensor> q_params = nets.q1->parameters();
+  for (const auto& p : nets.q2->parameters()) q_params.push_back(p);
+  const auto q = train("loss_qvalue", q_params);
+  EXPECT_LT(q.second, 0.5 * q.first);
+  const auto v = train("loss_value", nets.value->parameters());
+  EXPECT_LT(v.second, 0.3 * v.first);
+  const auto actor = train("loss_actor", nets.actor.actor->parameters());
+  EXPECT_LT(actor.second, actor.first - 0.5);
+}
+
+TEST(IQLLossTest, RejectsBadOptionsAndShapes) {
+  IqlNets nets;
+  EXPECT_THAT([&] { nets.loss(IQLLossOptions().expectile(1.0)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("expectile is 1.0")));
+  EXPECT_THAT(
+      [&] {
+        IQLLoss(nets.actor.actor, std::vector<modules::ValueOperator>{nets.q1, nets.q2}, nets.q1);
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("is the value_network")));
+  auto batch = random_batch(4, 3, 2);
+  batch.set({"next", "reward"}, torch::zeros({4}));
+  EXPECT_THAT([&] { nets.loss()->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("IQLLoss: TD target: reward has shape [4] but Q(s, a) has shape "
+                            "[4, 1]")));
+  EXPECT_FALSE(batch.contains("td_error"));
+}
+
+TEST(IQLLossTest, PrintsItsOptions) {
+  IqlNets nets;
+  std::ostringstream os;
+  nets.loss()->pretty_print(os);
+  EXPECT_THAT(os.str(), HasSubstr("IQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, "
+                                  "temperature=1, expectile=0.5, delay_qvalue=true"));
+}
+
+// ---- CQL -----------------------------------------------------------------------------------
+
+std::shared_ptr<CQLLoss> hand_cql(const Case& c, CQLLossOptions options) {
+  auto loss = std::make_shared<CQLLoss>(hand_actor().actor, hand_critics(c), options);
+  loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(c.gamma));
+  return loss;
+}
+
+TEST(CQLLossTest, HandWorkedCaseWithKnownDrawsMatchesThePlainFormula) {
+  Case c;
+  const int64_t b = static_cast<int64_t>(c.s.size()), r = 2;
+  const double alpha = 0.5, temperature = 2.0, weight = 3.0;
+  auto loss = hand_cql(c, CQLLossOptions()
+                              .alpha_init(alpha)
+                              .num_random(r)
+                              .temperature(temperature)
+                              .min_q_weight(weight));
+  // The loss draws, in order: the actor's rsample at s, the backup action at s', the uniform
+  // actions, the policy actions at s and at s'.
+  torch::manual_seed(11);
+  const auto eps_actor = to_vector(torch::randn({b, 1}));
+  const auto eps_backup = to_vector(torch::randn({b, 1}));
+  const auto uniform = to_vector(torch::rand({r, b, 1}));
+  const auto eps_current = to_vector(torch::randn({r, b, 1}));
+  const auto eps_next = to_vector(torch::randn({r, b, 1}));
+  torch::manual_seed(11);
+  const auto out = loss->forward(c.batch());
+
+  double loss_actor = 0, loss_alpha = 0, loss_qvalue = 0, loss_cql = 0;
+  std::vector<double> pred_mean(2, 0.0), lse_mean(2, 0.0);
+  for (int64_t i = 0; i < b; ++i) {
+    const auto [action, log_prob] = c.sample(c.s[i], eps_actor[i]);
+    loss_actor += (alpha * log_prob - c.min_q(c.s[i], action)) / b;
+    loss_alpha += -std::log(alpha) * (log_prob - 1.0) / b;
+    const double next_action = c.sample(c.s_next[i], eps_backup[i]).first;
+    const double y = c.r[i] + c.gamma * (c.term[i] ? 0.0 : 1.0) * c.min_q(c.s_next[i], next_action);
+    for (size_t q = 0; q < 2; ++q) {
+      const double pred = c.qs[q](c.s[i], c.a[i]);
+      loss_qvalue += huber(pred - y) / b;
+      std::vector<double> cat;
+      for (int64_t k = 0; k < r; ++k) {  // uniform actions on [-1, 1]: density 1/2
+        cat.push_back((c.qs[q](c.s[i], uniform[k * b + i] * 2 - 1) - std::log(0.5)) / temperature);
+      }
+      for (int64_t k = 0; k < r; ++k) {  // actions of pi(.|s'), valued at s
+        const auto [na, nlp] = c.sample(c.s_next[i], eps_next[k * b + i]);
+        cat.push_back((c.qs[q](c.s[i], na) - nlp) / temperature);
+      }
+      for (int64_t k = 0; k < r; ++k) {  // actions of pi(.|s)
+        const auto [ca, clp] = c.sample(c.s[i], eps_current[k * b + i]);
+        cat.push_back((c.qs[q](c.s[i], ca) - clp) / temperature);
+      }
+      lse_mean[q] += logsumexp(cat) / b;
+      pred_mean[q] += pred / b;
+    }
+  }
+  for (size_t q = 0; q < 2; ++q) loss_cql += (lse_mean[q] * temperature - pred_mean[q]) * weight;
+  EXPECT_NEAR(out.get("loss_actor").item<double>(), loss_actor, 1e-4);
+  EXPECT_NEAR(out.get("loss_alpha").item<double>(), loss_alpha, 1e-4);
+  EXPECT_NEAR(out.get("loss_qvalue").item<double>(), loss_qvalue, 1e-4);
+  EXPECT_NEAR(out.get("loss_cql").item<double>(), loss_cql, 1e-3);
+  EXPECT_FALSE(out.contains("loss_alpha_prime"));
+}
+
+TEST(CQLLossTest, MaxQBackupWithOneSampleIsTheSampledBackup) {
+  Case c;
+  auto sampled = hand_cql(c, CQLLossOptions().num_random(1));
+  auto max_backup = hand_cql(c, CQLLossOptions().num_random(1).max_q_backup(true));
+  torch::manual_seed(3);
+  const double a = sampled->forward(c.batch()).get("loss_qvalue").item<double>();
+  torch::manual_seed(3);
+  const double b = max_backup->forward(c.batch()).get("loss_qvalue").item<double>();
+  EXPECT_NEAR(a, b, 1e-6);
+}
+
+struct CqlNets {
+  TanhNormalActor actor = make_tanh_normal_actor(3, 2);
+  modules::ValueOperator q1 = make_critic(3, 2, {16});
+  modules::ValueOperator q2 = make_critic(3, 2, {16});
+  std::shared_ptr<CQLLoss> loss(CQLLossOptions options = {}) const {
+    return std::make_shared<CQLLoss>(actor.actor, std::vector<modules::ValueOperator>{q1, q2},
+                                     options);
+  }
+};
+
+TEST(CQLLossTest, PenaltyTrainsOnlyTheCriticsAndAlphaPrimeOnlyItself) {
+  torch::manual_seed(4);
+  CqlNets nets;
+  auto loss = nets.loss(CQLLossOptions().with_lagrange(true).lagrange_thresh(1.0));
+  const auto batch = random_batch(6, 3, 2);
+  auto out = loss->forward(batch);
+  out.get("loss_cql").backward();
+  EXPECT_TRUE(all_have_grad(*nets.q1));
+  EXPECT_TRUE(all_have_grad(*nets.q2));
+  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_FALSE(loss->log_alpha_prime().grad().defined());
+  EXPECT_FALSE(loss->log_alpha().grad().defined());
+  clear_grads(*loss);
+  out = loss->forward(batch);
+  out.get("loss_alpha_prime").backward();
+  EXPECT_TRUE(loss->log_alpha_prime().grad().defined());
+  EXPECT_TRUE(none_has_grad(*nets.q1));
+  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  clear_grads(*loss);
+  loss->forward(batch).get("loss_actor").backward();
+  EXPECT_TRUE(all_have_grad(*nets.actor.actor));
+  EXPECT_TRUE(none_has_grad(*nets.q1));
+  EXPECT_TRUE(untouched_by_autograd(loss->target_params("qvalue_network_1")));
+}
+
+TEST(CQLLossTest, OptimisationDecreasesTheCriticObjective) {
+  torch::manual_seed(5);
+  CqlNets nets;
+  auto loss = nets.loss(CQLLossOptions().num_random(4));
+  const auto batch = random_batch(64, 3, 2);
+  // The objective under one fixed set of draws, before and after training.
+  auto objective = [&] {
+    torch::manual_seed(123);
+    auto out = loss->forward(batch);
+    return (out.get("loss_qvalue") + out.get("loss_cql")).item<double>();
+  };
+  const double before = objective();
+  std::vector<torch::Tensor> params = nets.q1->parameters();
+  for (const auto& p : nets.q2->parameters()) params.push_back(p);
+  torch::optim::Adam optimizer(params, torch::optim::AdamOptions(1e-2));
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    auto out = loss->forward(batch);
+    (out.get("loss_qvalue") + out.get("loss_cql")).backward();
+    optimizer.step();
+  }
+  EXPECT_LT(objective(), before - 0.5);
+}
+
+TEST(CQLLossTest, RejectsBadOptions) {
+  CqlNets nets;
+  EXPECT_THAT([&] { nets.loss(CQLLossOptions().num_random(0)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("num_random is 0")));
+  EXPECT_THAT([&] { nets.loss(CQLLossOptions().temperature(0.0)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("temperature is 0")));
+  EXPECT_THAT([&] { nets.loss(CQLLossOptions().loss_function("huber")); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("huber")));
+}
+
+TEST(CQLLossTest, PrintsItsOptions) {
+  CqlNets nets;
+  std::ostringstream os;
+  nets.loss()->pretty_print(os);
+  EXPECT_THAT(os.str(), HasSubstr("CQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, "
+                                  "min_q_weight=1, temperature=1, num_random=10, "
+                                  "max_q_backup=false, deterministic_backup=true, "
+                                  "with_lagrange=false"));
+}
+
+}  // namespace
+}  // namespace tdrl::losses
