@@ -226,7 +226,7 @@ void dqn_ours(benchmark::State& state) {
   auto& f = dqn_fixture();
   for (auto _ : state) {
     f.loss->zero_grad();
-    f.loss->forward(f.batch).get("loss").backward();
+    f.loss->forward(f.batch).get("loss_value").backward();
     benchmark::DoNotOptimize(f.batch.get("td_error").data_ptr());
   }
 }
