@@ -105,8 +105,7 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
       generator_(at::make_generator<at::CPUGeneratorImpl>(0)) {
   for (auto d : batch_size_) {
     if (d < 0) {
-      throw ValueError(name_ + ": batch_size " + shape_repr(batch_size_) +
-                       " has a negative size");
+      throw ValueError(name_ + ": batch_size " + shape_repr(batch_size_) + " has a negative size");
     }
   }
   observation_spec_ = Composite::make({}, batch_size_);
@@ -131,9 +130,8 @@ void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_
 void EnvBase::set_observation_spec(CompositePtr spec) {
   if (!spec) throw ValueError(name_ + ": the observation spec is null");
   if (spec->shape() != batch_size_) {
-    throw ShapeError(name_ + ": the observation spec has batch shape " +
-                     shape_repr(spec->shape()) + "; it must equal the env's batch_size " +
-                     shape_repr(batch_size_));
+    throw ShapeError(name_ + ": the observation spec has batch shape " + shape_repr(spec->shape()) +
+                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
   }
   observation_spec_ = std::move(spec);
 }
@@ -232,8 +230,8 @@ TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
   const std::string where = name_ + "::reset";
   TensorDict input = tensordict ? *tensordict : TensorDict::empty(batch_size_);
   if (input.batch_size() != batch_size_) {
-    throw ShapeError(where + ": the TensorDict has batch_size " +
-                     shape_repr(input.batch_size()) + "; the env's is " + shape_repr(batch_size_));
+    throw ShapeError(where + ": the TensorDict has batch_size " + shape_repr(input.batch_size()) +
+                     "; the env's is " + shape_repr(batch_size_));
   }
   const auto mask = reset_mask(input, batch_size_, name_);
   TensorDict call = input;
@@ -285,9 +283,9 @@ void EnvBase::check_action(const TensorDict& td) const {
   action_spec_->assert_is_in(*action, action_key_.repr());
   for (const auto& key : state_spec_->keys(true, true)) {
     if (!td.contains(key)) {
-      throw KeyError(where + ": state entry " + key.repr() +
-                     " (declared in the state spec) is missing; keys: " +
-                     keys_repr(td.keys(true, true)));
+      throw KeyError(
+          where + ": state entry " + key.repr() +
+          " (declared in the state spec) is missing; keys: " + keys_repr(td.keys(true, true)));
     }
   }
 }
@@ -310,8 +308,8 @@ TensorDict EnvBase::step(TensorDict tensordict) {
 
 std::pair<TensorDict, TensorDict> EnvBase::step_and_maybe_reset(TensorDict tensordict) {
   TensorDict stepped = step(std::move(tensordict));
-  TensorDict next_root = step_mdp(stepped, StepMdpOptions().action_key(action_key_).reward_key(
-                                               reward_key_));
+  TensorDict next_root =
+      step_mdp(stepped, StepMdpOptions().action_key(action_key_).reward_key(reward_key_));
   const auto done = next_root.get(kDone);
   if (done.any().item<bool>()) {
     next_root.set(kReset, done);
@@ -340,7 +338,8 @@ TensorDict EnvBase::rollout(int64_t max_steps, const Policy& policy,
   } else if (options.tensordict()) {
     td = *options.tensordict();
   } else {
-    throw ValueError(name_ + "::rollout: auto_reset(false) needs a tensordict to start from; "
+    throw ValueError(name_ +
+                     "::rollout: auto_reset(false) needs a tensordict to start from; "
                      "pass RolloutOptions().tensordict(env.reset())");
   }
   std::vector<TensorDict> steps;
@@ -388,14 +387,15 @@ std::ostream& operator<<(std::ostream& stream, const EnvBase& env) {
 
 void check_env_specs(EnvBase& env, int64_t steps) {
   env.set_seed(0);
-  const TensorDict rollout = env.rollout(steps, nullptr, RolloutOptions().break_when_any_done(false));
+  const TensorDict rollout =
+      env.rollout(steps, nullptr, RolloutOptions().break_when_any_done(false));
   std::vector<std::string> problems;
   auto expected_batch = env.batch_size();
   const int64_t t = rollout.batch_size().empty() ? 0 : rollout.batch_size().back();
   expected_batch.push_back(steps);
   if (rollout.batch_size() != expected_batch) {
-    problems.push_back("rollout batch_size is " + shape_repr(rollout.batch_size()) +
-                       ", expected " + shape_repr(expected_batch));
+    problems.push_back("rollout batch_size is " + shape_repr(rollout.batch_size()) + ", expected " +
+                       shape_repr(expected_batch));
   }
   // Each step is checked on its own, so that spec shapes (which hold the env's batch dims
   // only) apply directly.
@@ -428,15 +428,14 @@ void check_env_specs(EnvBase& env, int64_t steps) {
     const auto done = step.find({kNext, kDone});
     const auto terminated = step.find({kNext, kTerminated});
     const auto truncated = step.find({kNext, kTruncated});
-    if (done && terminated && truncated &&
-        !torch::equal(*done, *terminated | *truncated)) {
+    if (done && terminated && truncated && !torch::equal(*done, *terminated | *truncated)) {
       problems.push_back("step " + std::to_string(i) +
                          ": (\"next\", \"done\") differs from terminated | truncated");
     }
   }
   if (!problems.empty()) {
-    std::string report = "check_env_specs(" + env.name() + "): " +
-                         std::to_string(problems.size()) + " mismatch(es):";
+    std::string report = "check_env_specs(" + env.name() + "): " + std::to_string(problems.size()) +
+                         " mismatch(es):";
     for (const auto& p : problems) report += "\n  - " + p;
     throw ValueError(report);
   }

@@ -128,7 +128,8 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
       batch.find(key("priority_weight")));
   const auto td_error = (pred.detach() - target).abs().squeeze(-1);
   TensorDict out(
-      {{"loss_value", loss}, {"pred_value", pred.detach().mean()}, {"target_value", target.mean()}}, {});
+      {{"loss_value", loss}, {"pred_value", pred.detach().mean()}, {"target_value", target.mean()}},
+      {});
   batch.set(key("priority"), td_error);
   return out;
 }

@@ -27,8 +27,8 @@ class WalkEnv : public EnvBase {
       : EnvBase("Walk", EnvBaseOptions().batch_size(batch)), limit_(limit), max_steps_(max_steps) {
     auto full = batch;
     full.push_back(2);
-    set_observation_spec(Composite::make(
-        {{"observation", std::make_shared<Unbounded>(full)}}, batch));
+    set_observation_spec(
+        Composite::make({{"observation", std::make_shared<Unbounded>(full)}}, batch));
     set_action_spec(std::make_shared<Bounded>(
         BoundedOptions().low(-1.0).high(1.0).shape(full).dtype(torch::kFloat32)));
     auto one = batch;
@@ -152,8 +152,8 @@ TEST(EnvBaseTest, RolloutBreaksWhenAnySubEnvIsDone) {
   WalkEnv env({2}, /*limit=*/100.0, /*max_steps=*/3);
   auto rollout = env.rollout(10);
   EXPECT_EQ(rollout.batch_size(), (Shape{2, 3}));
-  EXPECT_TRUE(rollout.get({"next", "truncated"}).index({torch::indexing::Slice(), 2}).all()
-                  .item<bool>());
+  EXPECT_TRUE(
+      rollout.get({"next", "truncated"}).index({torch::indexing::Slice(), 2}).all().item<bool>());
 }
 
 TEST(EnvBaseTest, RolloutWithoutBreakResetsDoneSubEnvs) {
@@ -162,8 +162,8 @@ TEST(EnvBaseTest, RolloutWithoutBreakResetsDoneSubEnvs) {
   EXPECT_EQ(rollout.batch_size(), (Shape{2, 7}));
   // After the truncation at step 2, step 3 starts a fresh episode: its root flags are false.
   EXPECT_FALSE(rollout.get("done").index({torch::indexing::Slice(), 3}).any().item<bool>());
-  EXPECT_TRUE(rollout.get({"next", "truncated"}).index({torch::indexing::Slice(), 5}).all()
-                  .item<bool>());
+  EXPECT_TRUE(
+      rollout.get({"next", "truncated"}).index({torch::indexing::Slice(), 5}).all().item<bool>());
 }
 
 TEST(EnvBaseTest, RolloutUsesThePolicy) {
@@ -259,8 +259,12 @@ TEST(EnvBaseTest, CheckEnvSpecsReportsEveryMismatch) {
 TEST(EnvBaseTest, FakeTensordictHasEverySpecdEntry) {
   WalkEnv env({2});
   auto fake = env.fake_tensordict();
-  for (const auto& key : Keys{"observation", "done", "action", {"next", "observation"},
-                              {"next", "reward"}, {"next", "truncated"}}) {
+  for (const auto& key : Keys{"observation",
+                              "done",
+                              "action",
+                              {"next", "observation"},
+                              {"next", "reward"},
+                              {"next", "truncated"}}) {
     EXPECT_TRUE(fake.contains(key)) << key.repr();
   }
 }

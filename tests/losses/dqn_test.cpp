@@ -447,8 +447,8 @@ TEST(DistributionalDQNLossTest, HandWorkedCaseMatchesThePlainProjection) {
   EXPECT_NEAR(batch.get("td_error")[0].item<double>(), ref[0], 1e-5);
   EXPECT_NEAR(batch.get("td_error")[1].item<double>(), ref[1], 1e-5);
   // One-hot actions give the same loss.
-  EXPECT_NEAR(c.loss()->forward(c.batch(true)).get("loss_value").item<double>(), (ref[0] + ref[1]) / 2,
-              1e-5);
+  EXPECT_NEAR(c.loss()->forward(c.batch(true)).get("loss_value").item<double>(),
+              (ref[0] + ref[1]) / 2, 1e-5);
 }
 
 TEST(DistributionalDQNLossTest, AtomsLandingOnTheSupportKeepTheirMass) {

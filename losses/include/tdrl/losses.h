@@ -3,12 +3,12 @@
 /// Umbrella header of tdrl::losses: LossModule and target updaters, value estimators
 /// (functional and keyed) and the algorithm losses.
 
-#include <tdrl/losses/functional/distance.h>
-#include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/a2c.h>
 #include <tdrl/losses/cql.h>
 #include <tdrl/losses/ddpg.h>
 #include <tdrl/losses/dqn.h>
+#include <tdrl/losses/functional/distance.h>
+#include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/iql.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/policy_gradient.h>

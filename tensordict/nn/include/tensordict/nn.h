@@ -8,6 +8,6 @@
 #include <tensordict/nn/distributions.h>
 #include <tensordict/nn/functional.h>
 #include <tensordict/nn/interaction_type.h>
-#include <tensordict/nn/tensordict_module.h>
 #include <tensordict/nn/probabilistic.h>
+#include <tensordict/nn/tensordict_module.h>
 #include <tensordict/nn/tensordict_sequential.h>
