@@ -30,34 +30,6 @@ std::vector<int64_t> prepend(int64_t n, const std::vector<int64_t>& shape) {
 
 std::string shape_repr(c10::IntArrayRef shape) { return tensordict::shape_str(shape); }
 
-// Rethrows `error` with `prefix` in front of its message, keeping its type where it is one of
-// the tensordict errors.
-[[noreturn]] void rethrow_with_prefix(const std::exception_ptr& error, const std::string& prefix) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const tensordict::KeyError& e) {
-    throw tensordict::KeyError(prefix + e.what());
-  } catch (const tensordict::ShapeError& e) {
-    throw tensordict::ShapeError(prefix + e.what());
-  } catch (const tensordict::TypeError& e) {
-    throw tensordict::TypeError(prefix + e.what());
-  } catch (const tensordict::IndexError& e) {
-    throw tensordict::IndexError(prefix + e.what());
-  } catch (const tensordict::DeviceError& e) {
-    throw tensordict::DeviceError(prefix + e.what());
-  } catch (const tensordict::ValueError& e) {
-    throw tensordict::ValueError(prefix + e.what());
-  } catch (const tensordict::Error& e) {
-    throw tensordict::Error(prefix + e.what());
-  } catch (const c10::Error& e) {
-    throw tensordict::Error(prefix + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw std::runtime_error(prefix + e.what());
-  } catch (...) {
-    throw std::runtime_error(prefix + "an exception of unknown type");
-  }
-}
-
 bool same_spec(const TensorSpecPtr& a, const TensorSpecPtr& b) {
   if (!a || !b) return !a && !b;
   return *a == *b;
@@ -230,7 +202,7 @@ void BatchedEnvBase::run_checked(const std::string& op, int64_t count,
   for (int64_t j = 0; j < count; ++j) {
     if (!errors[static_cast<size_t>(j)]) continue;
     const int64_t i = index_of(j);
-    rethrow_with_prefix(errors[static_cast<size_t>(j)], op + ": sub-env " + std::to_string(i) +
+    tensordict::rethrow_with_prefix(errors[static_cast<size_t>(j)], op + ": sub-env " + std::to_string(i) +
                                                             " of " + std::to_string(num_envs()) +
                                                             " (" + envs_[i]->name() + ") threw: ");
   }

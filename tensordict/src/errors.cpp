@@ -4,6 +4,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <c10/util/Exception.h>
+
 namespace tensordict {
 
 std::string shape_str(c10::IntArrayRef shape) {
@@ -42,6 +44,32 @@ std::string closest_names(const std::string& wanted, const std::vector<std::stri
   for (size_t i = 0; i < ranked.size(); ++i) os << (i ? ", '" : "'") << ranked[i].second << "'";
   os << "]";
   return os.str();
+}
+
+[[noreturn]] void rethrow_with_prefix(const std::exception_ptr& error, const std::string& prefix) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const KeyError& e) {
+    throw KeyError(prefix + e.what());
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const TypeError& e) {
+    throw TypeError(prefix + e.what());
+  } catch (const IndexError& e) {
+    throw IndexError(prefix + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(prefix + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  } catch (const c10::Error& e) {
+    throw Error(prefix + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(prefix + e.what());
+  } catch (...) {
+    throw std::runtime_error(prefix + "an exception of unknown type");
+  }
 }
 
 }  // namespace tensordict

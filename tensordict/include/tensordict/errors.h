@@ -6,6 +6,7 @@
 /// operation, the key path, what was expected and what was got, and how to fix the call.
 /// A failed operation leaves the TensorDict it was called on exactly as it was.
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,5 +64,10 @@ std::string shape_str(c10::IntArrayRef shape);
 /// Orders `candidates` by edit distance to `wanted`, closest first, and formats them as
 /// `['a', 'b']` for "unknown name" messages.
 std::string closest_names(const std::string& wanted, const std::vector<std::string>& candidates);
+
+/// Rethrows `error` with `prefix` in front of its message, keeping its type when it is one of
+/// the tensordict errors; a c10::Error becomes a tensordict::Error, any other std::exception
+/// a std::runtime_error. For errors that cross threads or processes ("sub-env 3: ...").
+[[noreturn]] void rethrow_with_prefix(const std::exception_ptr& error, const std::string& prefix);
 
 }  // namespace tensordict

@@ -1,0 +1,322 @@
+#pragma once
+
+/// Collector: steps an env with a policy and yields batches of transitions (TorchRL's
+/// Collector, formerly SyncDataCollector).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/collectors/policy.h>
+#include <tdrl/envs/batched_envs.h>
+#include <tdrl/envs/env_base.h>
+#include <tensordict/nn/interaction_type.h>
+#include <tensordict/tensor_dict.h>
+
+namespace tdrl::collectors {
+
+using envs::EnvBase;
+using envs::EnvFactory;
+using tensordict::NestedKey;
+
+/// The key of the trajectory ids a collector writes: ("collector", "traj_ids").
+inline NestedKey traj_ids_key() { return NestedKey({"collector", "traj_ids"}); }
+/// The key of the validity mask split_trajectories writes: ("collector", "mask").
+inline NestedKey mask_key() { return NestedKey({"collector", "mask"}); }
+
+/// Options of Collector (and, for each worker, of the multi-process and multi-thread
+/// collectors). Names follow TorchRL's collector arguments.
+/// Example: `CollectorOptions().frames_per_batch(1000).total_frames(100000)`
+struct CollectorOptions {
+  /// Frames (env steps of one sub-env) per yielded batch. With an env of batch size `[*B]`
+  /// (numel N), each batch holds `T = frames_per_batch / N` steps of every sub-env, and
+  /// frames_per_batch is rounded up to a multiple of N (with a warning). Required, >= 1.
+  CollectorOptions& frames_per_batch(int64_t v) {
+    frames_per_batch_ = v;
+    return *this;
+  }
+  /// Frames to collect in all; iteration ends after them. -1 (default) never ends. Rounded
+  /// up to a multiple of frames_per_batch (with a warning), so every batch is full.
+  CollectorOptions& total_frames(int64_t v) {
+    total_frames_ = v;
+    return *this;
+  }
+  /// While fewer than this many frames have been collected (counted at the start of a
+  /// batch), the batch uses random actions from the action spec instead of the policy.
+  /// Default 0.
+  CollectorOptions& init_random_frames(int64_t v) {
+    init_random_frames_ = v;
+    return *this;
+  }
+  /// A trajectory is cut after this many steps: its last step gets ("next", "truncated") and
+  /// ("next", "done") true and the sub-env is reset. -1 (default): no limit.
+  CollectorOptions& max_frames_per_traj(int64_t v) {
+    max_frames_per_traj_ = v;
+    return *this;
+  }
+  /// Reset every sub-env at the start of each batch (new trajectory ids). Default false:
+  /// episodes continue across batches.
+  CollectorOptions& reset_at_each_iter(bool v) {
+    reset_at_each_iter_ = v;
+    return *this;
+  }
+  /// Reset the sub-envs whose step is done (partial reset). Default true. When false, the
+  /// policy keeps stepping done sub-envs and the env decides what that means.
+  CollectorOptions& reset_when_done(bool v) {
+    reset_when_done_ = v;
+    return *this;
+  }
+  /// Yield batches split by trajectory (split_trajectories): batch `[num_traj, max_len]`
+  /// with ("collector", "mask"). Default false: batch `[*env_batch, T]`.
+  CollectorOptions& split_trajs(bool v) {
+    split_trajs_ = v;
+    return *this;
+  }
+  /// The interaction type set while the policy runs (SetInteractionType). Default kRandom
+  /// (sample, and exploration modules active).
+  CollectorOptions& exploration_type(tensordict::nn::InteractionType v) {
+    exploration_type_ = v;
+    return *this;
+  }
+  /// Applied to each batch (after split_trajs) before it is yielded.
+  CollectorOptions& postproc(std::function<TensorDict(TensorDict)> v) {
+    postproc_ = std::move(v);
+    return *this;
+  }
+  /// Where yielded batches live. Default: the env's device.
+  CollectorOptions& storing_device(torch::Device v) {
+    storing_device_ = v;
+    return *this;
+  }
+  /// Where the policy runs: its input is moved there and its output back to the env's
+  /// device. Default: the env's device.
+  CollectorOptions& policy_device(torch::Device v) {
+    policy_device_ = v;
+    return *this;
+  }
+  /// Builds the policy of each worker of a multi-worker collector (each then has its own
+  /// weights, updated by update_policy_weights_). Ignored by Collector.
+  CollectorOptions& policy_factory(PolicyFactory v) {
+    policy_factory_ = std::move(v);
+    return *this;
+  }
+
+  int64_t frames_per_batch() const { return frames_per_batch_; }
+  int64_t total_frames() const { return total_frames_; }
+  int64_t init_random_frames() const { return init_random_frames_; }
+  int64_t max_frames_per_traj() const { return max_frames_per_traj_; }
+  bool reset_at_each_iter() const { return reset_at_each_iter_; }
+  bool reset_when_done() const { return reset_when_done_; }
+  bool split_trajs() const { return split_trajs_; }
+  tensordict::nn::InteractionType exploration_type() const { return exploration_type_; }
+  const std::function<TensorDict(TensorDict)>& postproc() const { return postproc_; }
+  const std::optional<torch::Device>& storing_device() const { return storing_device_; }
+  const std::optional<torch::Device>& policy_device() const { return policy_device_; }
+  const PolicyFactory& policy_factory() const { return policy_factory_; }
+
+ private:
+  int64_t frames_per_batch_ = 0;
+  int64_t total_frames_ = -1;
+  int64_t init_random_frames_ = 0;
+  int64_t max_frames_per_traj_ = -1;
+  bool reset_at_each_iter_ = false;
+  bool reset_when_done_ = true;
+  bool split_trajs_ = false;
+  tensordict::nn::InteractionType exploration_type_ = tensordict::nn::InteractionType::kRandom;
+  std::function<TensorDict(TensorDict)> postproc_;
+  std::optional<torch::Device> storing_device_;
+  std::optional<torch::Device> policy_device_;
+  PolicyFactory policy_factory_;
+};
+
+class CollectorBase;
+
+/// Input iterator over a collector's batches (range-for). Advancing collects the next batch;
+/// the end is reached when the collector has collected its total_frames.
+class BatchIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = TensorDict;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const TensorDict*;
+  using reference = const TensorDict&;
+
+  BatchIterator() = default;
+  explicit BatchIterator(CollectorBase* collector);
+  const TensorDict& operator*() const { return *batch_; }
+  const TensorDict* operator->() const { return &*batch_; }
+  BatchIterator& operator++();
+  bool operator==(const BatchIterator& other) const { return done() == other.done(); }
+  bool operator!=(const BatchIterator& other) const { return !(*this == other); }
+
+ private:
+  bool done() const { return !batch_.has_value(); }
+  CollectorBase* collector_ = nullptr;
+  std::optional<TensorDict> batch_;
+};
+
+/// What every collector offers: iteration, counters, weights and shutdown.
+class CollectorBase {
+ public:
+  virtual ~CollectorBase() = default;
+  CollectorBase(const CollectorBase&) = delete;
+  CollectorBase& operator=(const CollectorBase&) = delete;
+
+  /// Collects and returns the next batch, or nullopt once total_frames have been collected
+  /// (or after shutdown()). Throws what the env or the policy throws (see each collector).
+  virtual std::optional<TensorDict> next() = 0;
+  /// Iterates with range-for: `for (const TensorDict& batch : collector)`. Breaking out and
+  /// iterating again continues where the collection stopped.
+  BatchIterator begin() { return BatchIterator(this); }
+  BatchIterator end() { return BatchIterator(); }
+
+  /// Frames collected so far (summed over workers).
+  virtual int64_t frames() const = 0;
+  /// Batches yielded so far.
+  virtual int64_t iterations() const = 0;
+  /// The frames per batch after rounding (see CollectorOptions::frames_per_batch).
+  virtual int64_t frames_per_batch() const = 0;
+  /// The total after rounding; -1 for endless collection.
+  virtual int64_t total_frames() const = 0;
+
+  /// Makes the next batches use the current weights of the policy given at construction
+  /// (for collectors whose workers hold their own copies; a no-op when the policy is shared
+  /// or random).
+  virtual void update_policy_weights_() = 0;
+  /// Seeds the envs (worker i's env gets the seed worker i-1's returned); returns the seed
+  /// the last env returned.
+  virtual uint64_t set_seed(uint64_t seed) = 0;
+  /// Stops the collection and releases workers; next() returns nullopt afterwards.
+  /// Idempotent; never throws.
+  virtual void shutdown() = 0;
+
+  /// The counters (frames, iterations, the next trajectory id) as a TensorDict of int64
+  /// scalars, to save with a checkpoint.
+  virtual TensorDict state_dict() const = 0;
+  /// Restores counters saved by state_dict(): collection goes on from that frame count
+  /// (with freshly reset envs: episodes in flight when the state was saved restart).
+  /// Throws KeyError naming a missing counter and ValueError for a negative one.
+  virtual void load_state_dict(const TensorDict& state) = 0;
+
+ protected:
+  CollectorBase() = default;
+};
+
+/// Steps one env (possibly batched: SerialEnv, ParallelEnv, a natively batched env) with a
+/// policy and yields batches of `frames_per_batch` frames (TorchRL's Collector).
+///
+/// Batches: batch size `[*env_batch, T]` (T = frames_per_batch / env_batch.numel()), each step
+/// holding what the env read and wrote (root observations and flags, the action, "next")
+/// plus everything the policy wrote, and ("collector", "traj_ids") (int64 `[*env_batch, T]`).
+/// Each batch is a new TensorDict (later batches never overwrite it). With split_trajs the
+/// batch is split_trajectories(batch).
+///
+/// Trajectories: ids start at 0 (sub-env i's first trajectory has id i) and each reset
+/// sub-env takes the next unused id, so ids stay unique across batches. Episodes continue
+/// across batches unless reset_at_each_iter.
+///
+/// The policy runs under `SetInteractionType(exploration_type)` and `torch::NoGradGuard`; it
+/// must write the env's action key with the action spec's shape and dtype. A null policy
+/// means random actions (env.rand_action). The first batches use random actions until
+/// init_random_frames have been collected.
+///
+/// Errors: the constructor throws ValueError for a null env (or factory result),
+/// frames_per_batch < 1, total_frames 0 or < -1, negative init_random_frames, or
+/// max_frames_per_traj 0 or < -1. next() throws KeyError when the policy did not write the
+/// action ("the policy must write 'action'"), the env's Shape/Type/ValueError for a wrong
+/// action, and whatever the env or policy throws; the collector then resets its envs before
+/// the next batch (frames already collected in the failed batch are dropped).
+///
+/// Thread safety: one thread at a time; cancel() may be called from any thread.
+///
+/// Example:
+/// ```
+/// Collector collector(make_env("Pendulum-v1"), actor,
+///                     CollectorOptions().frames_per_batch(1000).total_frames(100000));
+/// for (const TensorDict& batch : collector) { /* batch: [1000] */ }
+/// ```
+class Collector : public CollectorBase {
+ public:
+  /// Collects from `env` (shared: the collector steps it, nobody else should meanwhile).
+  Collector(std::shared_ptr<EnvBase> env, CollectorPolicy policy, CollectorOptions options);
+  /// Builds the env with `factory` (once).
+  Collector(const EnvFactory& factory, CollectorPolicy policy, CollectorOptions options);
+  ~Collector() override;
+
+  std::optional<TensorDict> next() override;
+  /// Collects the next batch with random actions (true) or the policy (false), whatever
+  /// init_random_frames says, and ignoring total_frames (for collectors that drive workers
+  /// and count frames themselves). Nullopt only when cancelled or shut down.
+  std::optional<TensorDict> next(bool random_actions);
+  int64_t frames() const override { return frames_; }
+  int64_t iterations() const override { return iterations_; }
+  int64_t frames_per_batch() const override { return frames_per_batch_; }
+  int64_t total_frames() const override { return total_frames_; }
+  /// A no-op: the collector runs the policy it was given.
+  void update_policy_weights_() override {}
+  uint64_t set_seed(uint64_t seed) override;
+  void shutdown() override;
+  TensorDict state_dict() const override;
+  void load_state_dict(const TensorDict& state) override;
+
+  /// Makes the running call to next() (on another thread) stop after its current step, or
+  /// the next call if none is running, and return nullopt, dropping its partial batch; the
+  /// request is used up by that call. The env keeps its state: collection resumes from it.
+  void cancel() { cancel_.store(true); }
+
+  /// The env the collector steps.
+  const std::shared_ptr<EnvBase>& env() const { return env_; }
+  /// The policy the collector runs.
+  const CollectorPolicy& policy() const { return policy_; }
+  /// Steps per batch: frames_per_batch / env_batch.numel().
+  int64_t steps_per_batch() const { return steps_per_batch_; }
+
+ private:
+  // Collects one batch of `steps_per_batch_` steps; nullopt when cancelled.
+  std::optional<TensorDict> collect(bool random);
+  void reset_all();
+  // Runs the policy (or random actions) on `td`; checks that it wrote the action.
+  TensorDict act(TensorDict td, bool random);
+  // Allocates the batch buffer after the first step of a batch, from `step`'s leaves.
+  TensorDict allocate(const TensorDict& step,
+                      std::vector<std::pair<torch::Tensor, NestedKey>>& leaves);
+
+  std::shared_ptr<EnvBase> env_;
+  CollectorPolicy policy_;
+  CollectorOptions options_;
+  int64_t frames_per_batch_ = 0;
+  int64_t total_frames_ = -1;
+  int64_t steps_per_batch_ = 0;
+  int64_t env_numel_ = 1;
+  int64_t frames_ = 0;
+  int64_t iterations_ = 0;
+  int64_t next_traj_id_ = 0;
+  bool shut_down_ = false;
+  std::atomic<bool> cancel_{false};
+  std::optional<TensorDict> current_;  // the root to act on next; nullopt: reset first
+  torch::Tensor traj_ids_;             // int64 [*env_batch]
+  torch::Tensor step_count_;           // int64 [*env_batch]
+};
+
+/// Splits a batch `[*B, T]` into trajectories: a TensorDict of batch `[num_traj, max_len]`
+/// whose row i holds trajectory i's steps in order, padded with zeros (false for bool)
+/// after its end, and `mask_key` (bool `[num_traj, max_len]`, true on real steps).
+/// Trajectories are found from `trajectory_key` (default ("collector", "traj_ids"), int64
+/// `[*B, T]`): consecutive steps of one sub-env with the same id; when the batch has no such
+/// key, from `done_key` (default ("next", "done"), `[*B, T]` or `[*B, T, 1]`): a trajectory
+/// ends after a done step and at the end of each sub-env's row. Rows are ordered by sub-env,
+/// then by time. Throws ValueError for a batch with no batch dims, KeyError when neither key
+/// is present (naming both), ShapeError when the key's shape does not match the batch.
+TensorDict split_trajectories(const TensorDict& batch,
+                              const NestedKey& trajectory_key = traj_ids_key(),
+                              const NestedKey& done_key = NestedKey({"next", "done"}),
+                              const NestedKey& mask_key = tdrl::collectors::mask_key());
+
+}  // namespace tdrl::collectors
