@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the main program: for now the TensorDict demo
-# (examples/tensordict_demo.cpp); the training apps take its place when they exist.
+# Installs what is missing, builds, and runs the main job: PPO on CartPole-v1
+# (configs/ppo_cartpole.yaml, about a minute on 2 cores) with tdrl-train. Arguments go to
+# tdrl-train, e.g. `scripts/run.sh --set seed=1` or `scripts/run.sh --config configs/sac_pendulum.yaml`.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
 build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
 tdrl_configure "$build_dir"
-cmake --build "$build_dir" -j "$(nproc)" --target tensordict_demo
-"$build_dir/examples/tensordict_demo" "$@"
+cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train tdrl-eval tdrl-envs
+config=()
+[[ " $* " == *" --config "* || " $* " == *" --resume "* ]] || config=(--config "$TDRL_ROOT/configs/ppo_cartpole.yaml")
+cd "$TDRL_ROOT"
+"$build_dir/apps/tdrl-train" "${config[@]}" "$@"

@@ -1,0 +1,142 @@
+#pragma once
+
+/// Trainer: the one generic training loop of every algorithm.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tdrl/apps/config.h>
+#include <tdrl/apps/recipe.h>
+#include <tdrl/apps/run_dir.h>
+#include <tdrl/collectors/collector.h>
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
+
+namespace tdrl::apps {
+
+/// Mean and standard deviation of episode returns.
+struct EvalResult {
+  double mean = 0;
+  double std = 0;
+  int64_t episodes = 0;
+};
+
+/// Runs `episodes` episodes of `actor` on `env` (unbatched) with
+/// InteractionType::kDeterministic (categorical mode, TanhNormal's squashed mean) and no
+/// gradient, each up to `max_steps` steps (-1: until done), the env seeded with `seed` first;
+/// the same seed and weights give the same result. Throws ValueError for episodes < 1.
+EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
+                    int64_t episodes, int64_t max_steps, uint64_t seed);
+
+/// When hooks run (see Trainer::add_hook).
+enum class HookPoint {
+  kBatch,       ///< after a batch is collected, before the optimisation
+  kUpdate,      ///< after each gradient step
+  kLog,         ///< after a metrics row is written (metrics() holds it)
+  kEval,        ///< after an evaluation
+  kCheckpoint,  ///< after a checkpoint is committed
+  kEnd,         ///< when the run ends (also when stopped by a signal)
+};
+
+/// The generic loop: collector → (replay buffer) → epochs/minibatches of loss → backward →
+/// gradient clipping → optimiser steps → target updates → priority updates; then policy
+/// weights to the collector, exploration annealing, the learning-rate schedule, metrics,
+/// periodic evaluation and checkpoints, until collector.total_frames.
+///
+/// A run writes into its RunDir: config.yaml (the resolved config), train.log (spdlog),
+/// metrics.csv (frames, episodes, train_return, eval_return, eval_std, the loss terms, fps,
+/// wall_time), learning_curve.svg (at each checkpoint and at the end) and checkpoints/ (loss
+/// networks and targets, optimisers, replay buffer, collector counters, env normalisation,
+/// exploration state, RNG, trainer counters).
+///
+/// Reliability: SIGINT/SIGTERM (StopSignal) end the run after the current batch with a
+/// checkpoint; resume() continues from the last checkpoint (frames, buffer, optimisers,
+/// normalisation, metrics rows after it are dropped). A non-finite loss stops the run with a
+/// tensordict::ValueError naming the term and the frame count; the last checkpoint is kept
+/// (no checkpoint is written after it).
+///
+/// Example:
+/// ```
+/// auto config = Config::load_file("configs/ppo_cartpole.yaml");
+/// Trainer trainer(config, RunDir::create("runs", "ppo_cartpole"));
+/// trainer.add_hook(HookPoint::kLog, [](Trainer& t) { my_logger(t.metrics()); });
+/// trainer.train();
+/// ```
+class Trainer {
+ public:
+  /// Builds the recipe and the collector and writes config.yaml. With `resume`, loads the
+  /// last checkpoint of `run` (std::runtime_error when there is none).
+  Trainer(Config config, RunDir run, bool resume = false);
+  ~Trainer();
+
+  /// Runs until total_frames (or a stop signal). Returns true when total_frames was reached,
+  /// false when stopped early by a signal.
+  bool train();
+  /// Evaluates the current actor with the config's eval settings.
+  EvalResult evaluate_now();
+  /// Writes a checkpoint now; returns its folder.
+  std::string checkpoint();
+
+  void add_hook(HookPoint point, std::function<void(Trainer&)> hook);
+
+  int64_t frames() const { return frames_; }
+  int64_t updates() const { return updates_; }
+  int64_t episodes() const { return episodes_; }
+  const Config& config() const { return config_; }
+  const RunDir& run_dir() const { return run_; }
+  Recipe& recipe() { return *recipe_; }
+  collectors::CollectorBase& collector() { return *collector_; }
+  /// The last collected batch (during kBatch hooks).
+  const TensorDict& batch() const { return batch_; }
+  /// The last metrics row (during kLog hooks).
+  const std::map<std::string, double>& metrics() const { return metrics_; }
+
+ private:
+  void optimize(const TensorDict& batch);
+  void update_on(const TensorDict& minibatch);
+  void record_episodes(const TensorDict& batch);
+  void log_row(double fps, const std::optional<EvalResult>& eval);
+  void truncate_metrics();
+  double wall_time() const;
+  void save_checkpoint_files(const std::string& dir);
+  void load_checkpoint_files(const std::string& dir);
+  void run_hooks(HookPoint point);
+  void apply_lr_schedule();
+  void write_curve();
+
+  Config config_;
+  RunDir run_;
+  std::unique_ptr<Recipe> recipe_;
+  std::unique_ptr<collectors::CollectorBase> collector_;
+  std::unique_ptr<CheckpointStore> checkpoints_;
+  std::unique_ptr<MetricsWriter> metrics_writer_;
+  std::shared_ptr<envs::EnvBase> eval_env_;
+  std::vector<tensordict::NestedKey> replay_keys_;  // the entries stored in the replay buffer
+  std::map<HookPoint, std::vector<std::function<void(Trainer&)>>> hooks_;
+  TensorDict batch_;
+  std::map<std::string, double> metrics_;
+  std::map<std::string, double> loss_sums_;
+  int64_t loss_count_ = 0;
+  std::map<int64_t, double> running_returns_;  // by trajectory id
+  std::vector<double> recent_returns_;         // the last 20 finished episodes
+  std::vector<double> batch_returns_;          // episodes finished in the last batch
+  std::vector<std::pair<double, double>> train_curve_;
+  std::vector<std::pair<double, double>> eval_curve_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
+  int64_t frames_ = 0;
+  int64_t updates_ = 0;
+  int64_t episodes_ = 0;
+  double wall_offset_ = 0;  // wall time of earlier sessions of a resumed run
+};
+
+}  // namespace tdrl::apps

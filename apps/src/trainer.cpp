@@ -1,0 +1,557 @@
+#include <tdrl/apps/trainer.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <tdrl/collectors/distributed_collector.h>
+#include <tdrl/collectors/multi_collector.h>
+#include <tdrl/envs/keys.h>
+#include <tensordict/errors.h>
+#include <tensordict/nn/interaction_type.h>
+
+namespace tdrl::apps {
+
+namespace fs = std::filesystem;
+using tensordict::NestedKey;
+
+namespace {
+
+// Loss terms and diagnostics that get a metrics.csv column when an algorithm writes them.
+const std::vector<std::string> kLossColumns{"loss_objective", "loss_critic", "loss_entropy",
+                                            "loss_value",     "loss_actor",  "loss_qvalue",
+                                            "loss_alpha",     "alpha",       "entropy"};
+
+std::vector<std::string> metric_columns() {
+  std::vector<std::string> columns{"frames",  "episodes", "train_return", "eval_return", "eval_std",
+                                   "updates", "fps",      "wall_time",    "lr"};
+  columns.insert(columns.end(), kLossColumns.begin(), kLossColumns.end());
+  return columns;
+}
+
+void save_tensordict(const TensorDict& td, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  for (const auto& [key, value] : td.flatten_keys(".").items()) {
+    archive.write(key.front(), std::get<torch::Tensor>(value));
+  }
+  archive.save_to(path);
+}
+
+// The entries of `keys` read back from an archive written by save_tensordict.
+TensorDict load_tensordict(const std::string& path, const TensorDict& like) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  TensorDict out = TensorDict::empty({});
+  for (const auto& [key, value] : like.flatten_keys(".").items()) {
+    torch::Tensor t;
+    archive.read(key.front(), t);
+    out.set(key, t);
+  }
+  return out.unflatten_keys(".");
+}
+
+template <class T>
+void save_module(T& module, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  module.save(archive);
+  archive.save_to(path);
+}
+
+template <class T>
+void load_module(T& module, const std::string& path) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  module.load(archive);
+}
+
+std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
+
+std::unique_ptr<collectors::CollectorBase> make_collector(const Config& config, Recipe& recipe,
+                                                          const RunDir& run) {
+  auto options = collectors::CollectorOptions()
+                     .frames_per_batch(config.get_int("collector.frames_per_batch"))
+                     .total_frames(config.get_int("collector.total_frames"))
+                     .init_random_frames(config.get_int("collector.init_random_frames"))
+                     .max_frames_per_traj(config.get_int("collector.max_frames_per_traj"))
+                     .policy_factory(recipe.policy_factory);
+  const auto mode = config.get_string("collector.mode");
+  const auto workers = config.get_int("collector.num_workers");
+  if (mode != "single" && workers < 1) {
+    throw ConfigError("'collector.num_workers' is " + std::to_string(workers) +
+                      "; it must be >= 1");
+  }
+  if (mode == "sync") {
+    return std::make_unique<collectors::MultiSyncCollector>(recipe.train_env_factory, workers,
+                                                            recipe.exploration_policy, options);
+  }
+  if (mode == "async") {
+    return std::make_unique<collectors::MultiAsyncCollector>(recipe.train_env_factory, workers,
+                                                             recipe.exploration_policy, options);
+  }
+  if (mode == "distributed") {
+    auto distributed = collectors::DistributedOptions()
+                           .address(config.get_string("collector.address"))
+                           .port(static_cast<int>(config.get_int("collector.port")))
+                           .num_workers(workers)
+                           .timeout(std::chrono::milliseconds(static_cast<int64_t>(
+                               config.get_float("collector.timeout_s") * 1000)));
+    if (config.get_bool("collector.launch_workers")) {
+      distributed.launch_command({self_executable(), "--config", run.file("config.yaml")});
+    }
+    return std::make_unique<collectors::DistributedCollector>(recipe.exploration_policy, options,
+                                                              distributed);
+  }
+  return std::make_unique<collectors::Collector>(recipe.train_env_factory,
+                                                 recipe.exploration_policy, options);
+}
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<int64_t>(seconds);
+  std::ostringstream os;
+  os << s / 3600 << ":" << (s / 60 % 60 < 10 ? "0" : "") << s / 60 % 60 << ":"
+     << (s % 60 < 10 ? "0" : "") << s % 60;
+  return os.str();
+}
+
+}  // namespace
+
+// ---- evaluate --------------------------------------------------------------------------------
+
+EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
+                    int64_t episodes, int64_t max_steps, uint64_t seed) {
+  if (episodes < 1) {
+    throw tensordict::ValueError("evaluate: episodes is " + std::to_string(episodes) +
+                                 "; it must be >= 1");
+  }
+  torch::NoGradGuard no_grad;
+  tensordict::nn::SetInteractionType deterministic(tensordict::nn::InteractionType::kDeterministic);
+  env.set_seed(seed);
+  const auto mdp = envs::StepMdpOptions().action_key(env.action_key()).reward_key(env.reward_key());
+  const NestedKey next_done({envs::kNext, envs::kDone});
+  const NestedKey next_reward({envs::kNext, env.reward_key()});
+  std::vector<double> returns;
+  for (int64_t e = 0; e < episodes; ++e) {
+    TensorDict td = env.reset();
+    double total = 0;
+    for (int64_t t = 0; max_steps < 0 || t < max_steps; ++t) {
+      td = env.step(actor.forward(td));
+      total += td.get(next_reward).sum().item<double>();
+      if (td.get(next_done).any().item<bool>()) break;
+      td = envs::step_mdp(td, mdp);
+    }
+    returns.push_back(total);
+  }
+  EvalResult result;
+  result.episodes = episodes;
+  result.mean = mean_of(returns);
+  double ss = 0;
+  for (double r : returns) ss += (r - result.mean) * (r - result.mean);
+  result.std = std::sqrt(ss / static_cast<double>(returns.size()));
+  return result;
+}
+
+// ---- Trainer ---------------------------------------------------------------------------------
+
+Trainer::Trainer(Config config, RunDir run, bool resume)
+    : config_(std::move(config)), run_(std::move(run)) {
+  torch::set_num_threads(static_cast<int>(std::max<int64_t>(1, config_.get_int("threads"))));
+  if (!resume) write_file_atomically(run_.file("config.yaml"), config_.to_yaml());
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_.file("train.log"));
+  logger_ = std::make_shared<spdlog::logger>("tdrl.train." + run_.path(), sink);
+  logger_->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  logger_->flush_on(spdlog::level::info);
+  recipe_ = make_recipe(config_);
+  collector_ = make_collector(config_, *recipe_, run_);
+  collector_->set_seed(static_cast<uint64_t>(config_.get_int("seed")));
+  eval_env_ = recipe_->eval_env_factory();
+  if (recipe_->replay) {
+    replay_keys_ = eval_env_->fake_tensordict().keys(true, true);
+    replay_keys_.push_back(collectors::traj_ids_key());
+  }
+  checkpoints_ = std::make_unique<CheckpointStore>(run_.file("checkpoints"));
+  if (resume) {
+    auto latest = checkpoints_->latest();
+    if (!latest) {
+      throw std::runtime_error("--resume " + run_.path() +
+                               ": the run has no checkpoint to resume from (checkpoints/latest "
+                               "is missing); start a new run instead");
+    }
+    load_checkpoint_files(*latest);
+    truncate_metrics();
+    logger_->info("resumed from {} at {} frames", *latest, frames_);
+  } else {
+    logger_->info("run {} ({} on {}), config:\n{}", run_.path(), recipe_->algorithm(),
+                  config_.get_string("env.name"), config_.to_yaml());
+  }
+  metrics_writer_ = std::make_unique<MetricsWriter>(run_.file("metrics.csv"), metric_columns());
+}
+
+Trainer::~Trainer() {
+  if (collector_) collector_->shutdown();
+}
+
+void Trainer::add_hook(HookPoint point, std::function<void(Trainer&)> hook) {
+  hooks_[point].push_back(std::move(hook));
+}
+
+void Trainer::run_hooks(HookPoint point) {
+  auto it = hooks_.find(point);
+  if (it == hooks_.end()) return;
+  for (auto& hook : it->second) hook(*this);
+}
+
+void Trainer::truncate_metrics() {
+  // Rows written after the checkpoint describe batches that are collected again now; a last
+  // row cut short by a kill (no newline, fewer cells) is dropped too.
+  const auto path = run_.file("metrics.csv");
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream content;
+  content << in.rdbuf();
+  in.close();
+  const std::string text = content.str();
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    if (end == std::string::npos) break;  // unterminated last line: cut short
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  if (lines.empty()) return;
+  const auto cells = [](const std::string& line) {
+    return std::count(line.begin(), line.end(), ',') + 1;
+  };
+  const auto header_cells = cells(lines.front());
+  std::string kept = lines.front() + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (cells(lines[i]) != header_cells) continue;
+    const auto frames = std::strtoll(lines[i].substr(0, lines[i].find(',')).c_str(), nullptr, 10);
+    if (frames <= frames_) kept += lines[i] + "\n";
+  }
+  write_file_atomically(path, kept);
+  for (const auto& row : read_metrics(path)) {
+    auto frames = row.find("frames");
+    if (frames == row.end()) continue;
+    auto train = row.find("train_return");
+    if (train != row.end()) train_curve_.emplace_back(frames->second, train->second);
+    auto eval = row.find("eval_return");
+    if (eval != row.end()) eval_curve_.emplace_back(frames->second, eval->second);
+  }
+}
+
+void Trainer::record_episodes(const TensorDict& batch) {
+  const auto rewards = batch.get({envs::kNext, envs::kReward}).reshape({-1}).to(torch::kFloat64);
+  const auto done = batch.get({envs::kNext, envs::kDone}).reshape({-1});
+  const auto ids = batch.get(collectors::traj_ids_key()).reshape({-1});
+  const auto n = ids.numel();
+  if (rewards.numel() != n || done.numel() != n) {
+    throw tensordict::ShapeError(
+        "Trainer: the batch's (\"next\", \"reward\") / (\"next\", \"done\") do not have one "
+        "value per step; the recipes expect a single reward per env step");
+  }
+  const auto r = rewards.contiguous();
+  const auto d = done.to(torch::kBool).contiguous();
+  const auto id = ids.contiguous();
+  const double* rp = r.data_ptr<double>();
+  const bool* dp = d.data_ptr<bool>();
+  const int64_t* ip = id.data_ptr<int64_t>();
+  batch_returns_.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    double& running = running_returns_[ip[i]];
+    running += rp[i];
+    if (dp[i]) {
+      batch_returns_.push_back(running);
+      recent_returns_.push_back(running);
+      running_returns_.erase(ip[i]);
+      ++episodes_;
+    }
+  }
+  if (recent_returns_.size() > 20) {
+    recent_returns_.erase(recent_returns_.begin(), recent_returns_.end() - 20);
+  }
+}
+
+void Trainer::update_on(const TensorDict& minibatch) {
+  auto& groups = recipe_->optimizers;
+  std::vector<OptimizerGroup*> active;
+  for (auto& g : groups) {
+    if (updates_ % g.period == 0) active.push_back(&g);
+  }
+  TensorDict terms = recipe_->loss->forward(minibatch);
+  torch::Tensor total;
+  for (const auto& [key, value] : terms.items()) {
+    const auto name = key.front();
+    const auto& t = std::get<torch::Tensor>(value);
+    if (std::find(kLossColumns.begin(), kLossColumns.end(), name) != kLossColumns.end()) {
+      loss_sums_[name] += t.detach().item<double>();
+    }
+    if (name.rfind("loss_", 0) != 0) continue;
+    bool used = false;
+    for (auto* g : active) {
+      used = used || g->terms.empty() ||
+             std::find(g->terms.begin(), g->terms.end(), name) != g->terms.end();
+    }
+    if (!used) continue;
+    if (!torch::isfinite(t).all().item<bool>()) {
+      const auto last = checkpoints_->latest();
+      throw tensordict::ValueError(
+          "Trainer: the loss term '" + name + "' is " + std::to_string(t.item<double>()) +
+          " (non-finite)" + " at " + std::to_string(frames_) + " frames (update " +
+          std::to_string(updates_) +
+          "); the run stops without writing a checkpoint. The last good checkpoint is " +
+          (last ? *last : std::string("none")) +
+          ". Lower optim.lr, set optim.max_grad_norm, or check the env's rewards");
+    }
+    total = total.defined() ? total + t : t;
+  }
+  ++loss_count_;
+  if (total.defined()) {
+    for (auto& g : groups) g.optimizer->zero_grad();
+    total.backward();
+    const double max_norm = config_.get_float("optim.max_grad_norm");
+    for (auto* g : active) {
+      if (max_norm > 0) {
+        std::vector<torch::Tensor> params;
+        for (const auto& pg : g->optimizer->param_groups()) {
+          params.insert(params.end(), pg.params().begin(), pg.params().end());
+        }
+        torch::nn::utils::clip_grad_norm_(params, max_norm);
+      }
+      g->optimizer->step();
+    }
+  }
+  recipe_->after_update();
+  if (recipe_->replay && config_.get_bool("replay.prioritized")) {
+    recipe_->replay->update_tensordict_priority(minibatch);
+  }
+  ++updates_;
+  run_hooks(HookPoint::kUpdate);
+}
+
+void Trainer::optimize(const TensorDict& batch) {
+  if (recipe_->replay) {
+    auto& replay = *recipe_->replay;
+    // Only what the env wrote: random warm-up batches carry no policy outputs, and the storage
+    // keeps the structure of its first write.
+    replay.extend(batch.select(replay_keys_, /*strict=*/false).reshape({-1}));
+    const auto learning_starts = std::max(config_.get_int("collector.init_random_frames"),
+                                          config_.get_int("replay.batch_size"));
+    if (replay.size() < learning_starts) return;
+    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) update_on(replay.sample());
+    return;
+  }
+  for (int64_t epoch = 0; epoch < recipe_->epochs_per_batch(); ++epoch) {
+    recipe_->before_epoch(batch);
+    const TensorDict flat = batch.reshape({-1});
+    const int64_t n = flat.batch_size()[0];
+    const int64_t size = recipe_->minibatch_size() > 0 ? std::min(recipe_->minibatch_size(), n) : n;
+    const auto perm = torch::randperm(n, torch::kInt64);
+    for (int64_t start = 0; start + size <= n; start += size) {
+      update_on(flat.index({perm.slice(0, start, start + size)}));
+    }
+  }
+}
+
+void Trainer::apply_lr_schedule() {
+  if (config_.get_string("optim.lr_schedule") != "linear") return;
+  const double total = static_cast<double>(collector_->total_frames());
+  const double fraction = std::max(0.0, 1.0 - static_cast<double>(frames_) / total);
+  for (auto& g : recipe_->optimizers) {
+    for (auto& pg : g.optimizer->param_groups()) pg.options().set_lr(g.base_lr * fraction);
+  }
+}
+
+EvalResult Trainer::evaluate_now() {
+  auto result = evaluate(*eval_env_, *recipe_->actor, config_.get_int("eval.episodes"),
+                         config_.get_int("eval.max_steps"),
+                         static_cast<uint64_t>(config_.get_int("seed")) + 1000003);
+  eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
+  logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes", frames_, result.mean,
+                result.std, result.episodes);
+  return result;
+}
+
+void Trainer::write_curve() {
+  write_learning_curve_svg(run_.file("learning_curve.svg"),
+                           recipe_->algorithm() + " on " + config_.get_string("env.name"),
+                           {{"train", train_curve_}, {"eval", eval_curve_}});
+}
+
+void Trainer::save_checkpoint_files(const std::string& dir) {
+  auto& recipe = *recipe_;
+  save_module(*recipe.loss, dir + "/loss.pt");
+  for (auto& g : recipe.optimizers) save_module(*g.optimizer, dir + "/optim_" + g.name + ".pt");
+  for (auto& [name, module] : recipe.extra_modules) save_module(*module, dir + "/" + name + ".pt");
+  if (recipe.replay && config_.get_bool("checkpoint.save_replay")) {
+    recipe.replay->dumps(dir + "/replay");
+  }
+  save_tensordict(collector_->state_dict(), dir + "/collector.pt");
+  for (auto& [name, state] : recipe.env_state) {
+    const auto sd = state->state_dict();
+    if (!sd.keys().empty()) save_tensordict(sd, dir + "/env_" + name + ".pt");
+  }
+  TensorDict trainer = TensorDict::empty({});
+  trainer.set("frames", torch::tensor(frames_, torch::kInt64));
+  trainer.set("updates", torch::tensor(updates_, torch::kInt64));
+  trainer.set("episodes", torch::tensor(episodes_, torch::kInt64));
+  trainer.set("wall_time", torch::tensor(wall_time(), torch::kFloat64));
+  trainer.set("rng", at::detail::getDefaultCPUGenerator().get_state());
+  save_tensordict(trainer, dir + "/trainer.pt");
+}
+
+void Trainer::load_checkpoint_files(const std::string& dir) {
+  auto& recipe = *recipe_;
+  load_module(*recipe.loss, dir + "/loss.pt");
+  for (auto& g : recipe.optimizers) load_module(*g.optimizer, dir + "/optim_" + g.name + ".pt");
+  for (auto& [name, module] : recipe.extra_modules) load_module(*module, dir + "/" + name + ".pt");
+  if (recipe.replay && fs::exists(dir + "/replay")) recipe.replay->loads(dir + "/replay");
+  collector_->load_state_dict(load_tensordict(dir + "/collector.pt", collector_->state_dict()));
+  for (auto& [name, state] : recipe.env_state) {
+    const auto path = dir + "/env_" + name + ".pt";
+    if (!fs::exists(path)) continue;
+    // The structure comes from the file itself: the statistics' keys are the normalised keys.
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    TensorDict sd = TensorDict::empty({});
+    for (const auto& key : archive.keys()) {
+      torch::Tensor t;
+      archive.read(key, t);
+      sd.set(key, t);
+    }
+    state->load_state_dict(sd.unflatten_keys("."));
+  }
+  TensorDict like({{"frames", torch::tensor(int64_t{0})},
+                   {"updates", torch::tensor(int64_t{0})},
+                   {"episodes", torch::tensor(int64_t{0})},
+                   {"wall_time", torch::tensor(0.0, torch::kFloat64)},
+                   {"rng", at::detail::getDefaultCPUGenerator().get_state()}});
+  const auto trainer = load_tensordict(dir + "/trainer.pt", like);
+  frames_ = trainer.get("frames").item<int64_t>();
+  updates_ = trainer.get("updates").item<int64_t>();
+  episodes_ = trainer.get("episodes").item<int64_t>();
+  wall_offset_ = trainer.get("wall_time").item<double>();
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  generator.set_state(trainer.get("rng"));
+  recipe.on_resume(frames_);
+  collector_->update_policy_weights_();
+}
+
+double Trainer::wall_time() const {
+  return wall_offset_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
+}
+
+std::string Trainer::checkpoint() {
+  const auto dir =
+      checkpoints_->write(frames_, [this](const std::string& d) { save_checkpoint_files(d); });
+  write_curve();
+  logger_->info("checkpoint {} at {} frames", dir, frames_);
+  run_hooks(HookPoint::kCheckpoint);
+  return dir;
+}
+
+void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
+  metrics_.clear();
+  metrics_["frames"] = static_cast<double>(frames_);
+  metrics_["episodes"] = static_cast<double>(episodes_);
+  if (!batch_returns_.empty()) {
+    metrics_["train_return"] = mean_of(batch_returns_);
+    train_curve_.emplace_back(static_cast<double>(frames_), metrics_["train_return"]);
+  }
+  if (eval) {
+    metrics_["eval_return"] = eval->mean;
+    metrics_["eval_std"] = eval->std;
+  }
+  metrics_["updates"] = static_cast<double>(updates_);
+  metrics_["fps"] = fps;
+  metrics_["wall_time"] = wall_time();
+  if (!recipe_->optimizers.empty()) {
+    const auto& pg = recipe_->optimizers.front().optimizer->param_groups();
+    if (!pg.empty()) metrics_["lr"] = pg.front().options().get_lr();
+  }
+  for (const auto& [name, sum] : loss_sums_) {
+    if (loss_count_ > 0) metrics_[name] = sum / static_cast<double>(loss_count_);
+  }
+  loss_sums_.clear();
+  loss_count_ = 0;
+  metrics_writer_->write(metrics_);
+  run_hooks(HookPoint::kLog);
+}
+
+bool Trainer::train() {
+  StopSignal::install();
+  StopSignal::reset();  // a signal handled by an earlier train() in this process is done with
+  session_start_ = std::chrono::steady_clock::now();
+  const auto total = collector_->total_frames();
+  ProgressDisplay display(config_.get_string("logger.progress"), total,
+                          std::chrono::duration<double>(config_.get_float("logger.interval_s")));
+  const int64_t eval_every = config_.get_int("eval.interval_frames");
+  const int64_t ckpt_every = config_.get_int("checkpoint.interval_frames");
+  int64_t next_eval = eval_every > 0 ? (frames_ / eval_every + 1) * eval_every : -1;
+  int64_t next_ckpt = ckpt_every > 0 ? (frames_ / ckpt_every + 1) * ckpt_every : -1;
+  const int64_t frames_at_start = frames_;
+  bool completed = true;
+  while (auto batch = collector_->next()) {
+    batch_ = *batch;
+    frames_ = collector_->frames();
+    record_episodes(batch_);
+    run_hooks(HookPoint::kBatch);
+    optimize(batch_);
+    recipe_->after_batch(frames_);
+    collector_->update_policy_weights_();
+    apply_lr_schedule();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
+    const double fps = static_cast<double>(frames_ - frames_at_start) / std::max(elapsed, 1e-9);
+    std::optional<EvalResult> eval;
+    if (next_eval > 0 && frames_ >= next_eval && frames_ < total) {
+      eval = evaluate_now();
+      next_eval += eval_every;
+      run_hooks(HookPoint::kEval);
+    }
+    if (frames_ >= total && total > 0) {
+      eval = evaluate_now();
+      run_hooks(HookPoint::kEval);
+    }
+    log_row(fps, eval);
+    display.update(frames_, fps, mean_of(recent_returns_), wall_time());
+    if (StopSignal::requested()) {
+      logger_->warn("signal {} received at {} frames: checkpointing and stopping",
+                    StopSignal::signal_number(), frames_);
+      completed = total > 0 && frames_ >= total;
+      break;
+    }
+    if (next_ckpt > 0 && frames_ >= next_ckpt && frames_ < total) {
+      checkpoint();
+      next_ckpt += ckpt_every;
+    }
+  }
+  checkpoint();
+  display.finish();
+  collector_->shutdown();
+  logger_->info("{} at {} frames, {} episodes, {} updates, wall time {}",
+                completed ? "finished" : "stopped", frames_, episodes_, updates_,
+                format_duration(wall_time()));
+  run_hooks(HookPoint::kEnd);
+  return completed;
+}
+
+}  // namespace tdrl::apps

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs the learning configs (not in CI: it is a benchmark) and reports each run's final
+# deterministic evaluation return (10 episodes) against its target, with frames, wall time and
+# frames/s; writes the table to docs/results.md and copies the learning curves to
+# docs/results/. Arguments: config names to run (default: every config with a target), e.g.
+#   scripts/learning_suite.sh ppo_cartpole dqn_cartpole
+#   BUILD_DIR=... RUNS_DIR=... scripts/learning_suite.sh
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/common.sh"
+"$TDRL_ROOT/scripts/setup.sh"
+build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
+runs_dir=${RUNS_DIR:-$TDRL_ROOT/runs/learning_suite}
+tdrl_configure "$build_dir"
+cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
+
+# config: target return, the public anchor at that budget
+declare -A target anchor
+target[ppo_cartpole]=475;          anchor[ppo_cartpole]="SB3 zoo 500 @ 100k"
+target[dqn_cartpole]=475;          anchor[dqn_cartpole]="SB3 zoo 500 @ 50k"
+target[a2c_cartpole]=475;          anchor[a2c_cartpole]="SB3 zoo 500 @ 500k"
+target[sac_pendulum]=-200;         anchor[sac_pendulum]="SB3 zoo -157 @ 20k"
+target[td3_pendulum]=-200;         anchor[td3_pendulum]="SB3 zoo -152 @ 20k"
+target[ddpg_pendulum]=-200;        anchor[ddpg_pendulum]="SB3 zoo -152 @ 20k"
+target[ppo_invertedpendulum]=950;  anchor[ppo_invertedpendulum]="CleanRL 963 @ 1M"
+target[ppo_halfcheetah]=1500;      anchor[ppo_halfcheetah]="CleanRL 1443 @ 1M"
+target[sac_halfcheetah]=4000;      anchor[sac_halfcheetah]="CleanRL ~9.6k @ 1M"
+target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
+order=(ppo_cartpole dqn_cartpole a2c_cartpole sac_pendulum td3_pendulum ddpg_pendulum
+  ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah td3_hopper)
+configs=("$@")
+((${#configs[@]})) || configs=("${order[@]}")
+
+mkdir -p "$runs_dir" "$TDRL_ROOT/docs/results"
+results=$TDRL_ROOT/docs/results.md
+rows=()
+for name in "${configs[@]}"; do
+  config=$TDRL_ROOT/configs/$name.yaml
+  [[ -f "$config" ]] || { echo "learning_suite.sh: no config $config" >&2; exit 2; }
+  echo "== $name"
+  start=$(date +%s.%N)
+  "$build_dir/apps/tdrl-train" --config "$config" --set logger.dir="$runs_dir" \
+    --set logger.progress=lines --set eval.episodes=10 | tee "$runs_dir/$name.out"
+  end=$(date +%s.%N)
+  run=$(sed -n 's/^tdrl-train: run folder //p' "$runs_dir/$name.out" | tail -n 1)
+  # The last metrics row with an eval_return: the final evaluation.
+  read -r frames ret std < <(python3 - "$run/metrics.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("eval_return")]
+r = rows[-1]
+print(int(float(r["frames"])), float(r["eval_return"]), float(r["eval_std"] or 0))
+PY
+)
+  wall=$(python3 -c "print(f'{$end - $start:.0f}')")
+  fps=$(python3 -c "print(f'{$frames / ($end - $start):.0f}')")
+  t=${target[$name]:-}
+  verdict="-"
+  [[ -z "$t" ]] || verdict=$(python3 -c "print('met' if $ret >= $t else 'missed')")
+  cp "$run/learning_curve.svg" "$TDRL_ROOT/docs/results/$name.svg"
+  rows+=("| $name | $(printf '%.1f ± %.1f' "$ret" "$std") | ${t:--} | $verdict | $frames | ${wall} s | $fps | ${anchor[$name]:--} |")
+  printf '%s\n' "${rows[-1]}"
+done
+
+{
+  echo "# Learning results"
+  echo
+  echo "Written by \`scripts/learning_suite.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
+  echo "Return: mean ± std over 10 deterministic evaluation episodes at the end of the run."
+  echo "Wall time includes evaluation and checkpoints. MuJoCo tasks use the project's own MJCF"
+  echo "models, not Gymnasium's: their returns compare with the anchors in spirit only."
+  echo
+  echo "| config | return | target | | frames | wall time | frames/s | public anchor |"
+  echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"
+  printf '%s\n' "${rows[@]}"
+  echo
+  for svg in "$TDRL_ROOT"/docs/results/*.svg; do
+    name=$(basename "$svg" .svg)
+    echo "![$name](results/$name.svg)"
+  done
+} > "$results.new"
+# Rows of configs not run this time are kept from the previous table.
+if [[ -f "$results" ]]; then
+  while IFS= read -r line; do
+    name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$line")
+    [[ -n "$name" && " ${configs[*]} " != *" $name "* && "$name" != config ]] || continue
+    sed -i "/^| --- | ---: /a $(printf '%s' "$line" | sed 's/[\/&]/\\&/g')" "$results.new"
+  done < "$results"
+fi
+mv "$results.new" "$results"
+echo "learning_suite.sh: wrote $results"

@@ -1,0 +1,598 @@
+#include "tdrl/apps/run_dir.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <tensordict/errors.h>
+
+#include "support/temp_dir.h"
+
+namespace tdrl::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using tensordict::testing::read_file_bytes;
+using tensordict::testing::TempDir;
+using tensordict::testing::write_file_bytes;
+using ::testing::HasSubstr;
+
+/// Calls `fn`, expects it to throw `E`, and returns the message.
+template <typename E, typename F>
+std::string error_message(F fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return "";
+}
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+std::vector<std::string> entries_of(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string local_stamp(std::time_t t) {
+  std::tm local{};
+  localtime_r(&t, &local);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &local);
+  return buf;
+}
+
+// ---------------------------------------------------------------- RunDir
+
+TEST(RunDirTest, CreateMakesSanitisedTimestampedFolderAndParent) {
+  TempDir tmp;
+  RunDir run = RunDir::create(tmp / "runs/nested", "ppo cartpole/v1");
+  const fs::path path(run.path());
+  EXPECT_TRUE(fs::is_directory(path));
+  EXPECT_EQ(path.parent_path(), fs::path(tmp / "runs/nested"));
+  EXPECT_TRUE(
+      std::regex_match(path.filename().string(), std::regex(R"(ppo_cartpole_v1-\d{8}-\d{6})")))
+      << path.filename();
+}
+
+TEST(RunDirTest, CreateAddsSuffixWhenFolderIsTaken) {
+  TempDir tmp;
+  // Take the names of the next few seconds so the call cannot miss them.
+  const std::time_t now = std::time(nullptr);
+  std::set<std::string> taken;
+  for (int i = 0; i < 5; ++i) {
+    taken.insert("exp-" + local_stamp(now + i));
+    fs::create_directories(tmp.path() / ("exp-" + local_stamp(now + i)));
+  }
+  RunDir second = RunDir::create(tmp.path().string(), "exp");
+  RunDir third = RunDir::create(tmp.path().string(), "exp");
+  const std::string name = fs::path(second.path()).filename();
+  ASSERT_GT(name.size(), 2u);
+  EXPECT_EQ(name.substr(name.size() - 2), "-2");
+  EXPECT_EQ(taken.count(name.substr(0, name.size() - 2)), 1u) << name;
+  EXPECT_NE(third.path(), second.path());
+  EXPECT_TRUE(fs::is_directory(third.path()));
+}
+
+TEST(RunDirTest, CreateThrowsNamingParentThatIsAFile) {
+  TempDir tmp;
+  write_file_bytes(tmp / "file", "x");
+  std::string message =
+      error_message<std::runtime_error>([&] { RunDir::create(tmp / "file", "run"); });
+  EXPECT_THAT(message, HasSubstr("RunDir::create: cannot create the parent folder"));
+  EXPECT_THAT(message, HasSubstr(tmp / "file"));
+}
+
+TEST(RunDirTest, FileJoinsNameToPath) {
+  TempDir tmp;
+  write_file_bytes(tmp / "config.yaml", "a: 1\n");
+  RunDir run = RunDir::open(tmp.path().string());
+  EXPECT_EQ(run.path(), tmp.path().string());
+  EXPECT_EQ(run.file("metrics.csv"), tmp / "metrics.csv");
+}
+
+TEST(RunDirTest, OpenRejectsFolderWithoutConfigYaml) {
+  TempDir tmp;
+  std::string message =
+      error_message<std::runtime_error>([&] { RunDir::open(tmp.path().string()); });
+  EXPECT_THAT(message, HasSubstr("is not a run folder: no config.yaml"));
+  EXPECT_THAT(message, HasSubstr(tmp.path().string()));
+}
+
+TEST(RunDirTest, OpenRejectsMissingFolder) {
+  TempDir tmp;
+  std::string message = error_message<std::runtime_error>([&] { RunDir::open(tmp / "nope"); });
+  EXPECT_THAT(message, HasSubstr("is not a run folder: no such folder"));
+}
+
+TEST(RunDirTest, WriteFileAtomicallyReplacesContentAndLeavesNoTemporaryFile) {
+  TempDir tmp;
+  write_file_atomically(tmp / "a.txt", "first");
+  write_file_atomically(tmp / "a.txt", "second\n");
+  EXPECT_EQ(read_file_bytes(tmp / "a.txt"), "second\n");
+  EXPECT_EQ(entries_of(tmp.path()), std::vector<std::string>{"a.txt"});
+}
+
+TEST(RunDirTest, WriteFileAtomicallyThrowsNamingPathWhenFolderIsMissing) {
+  TempDir tmp;
+  std::string message =
+      error_message<std::runtime_error>([&] { write_file_atomically(tmp / "missing/a.txt", "x"); });
+  EXPECT_THAT(message, HasSubstr("write_file_atomically"));
+  EXPECT_THAT(message, HasSubstr(tmp / "missing/a.txt"));
+}
+
+// ---------------------------------------------------------------- MetricsWriter
+
+TEST(MetricsWriterTest, WritesHeaderAndRowsWithEmptyCellsForMissingValues) {
+  TempDir tmp;
+  MetricsWriter writer(tmp / "metrics.csv", {"frames", "return", "loss"});
+  writer.write({{"frames", 1000}, {"return", 12.5}});
+  writer.write({{"frames", 2000}, {"loss", 0.25}});
+  EXPECT_EQ(read_file_bytes(tmp / "metrics.csv"), "frames,return,loss\n1000,12.5,\n2000,,0.25\n");
+  auto rows = read_metrics(tmp / "metrics.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::map<std::string, double>{{"frames", 1000}, {"return", 12.5}}));
+  EXPECT_EQ(rows[1], (std::map<std::string, double>{{"frames", 2000}, {"loss", 0.25}}));
+}
+
+TEST(MetricsWriterTest, NumbersReadBackExactly) {
+  TempDir tmp;
+  const std::vector<double> values = {0.1,  1.0 / 3.0, 1e-300, 123456789012.0,    -7.0,
+                                      1e20, -2.5e-7,   0.0,    4503599627370497.0};
+  {
+    MetricsWriter writer(tmp / "m.csv", {"v"});
+    for (double v : values) writer.write({{"v", v}});
+  }
+  EXPECT_THAT(read_file_bytes(tmp / "m.csv"), HasSubstr("\n123456789012\n"));
+  auto rows = read_metrics(tmp / "m.csv");
+  ASSERT_EQ(rows.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(rows[i].at("v"), values[i]) << i;
+}
+
+TEST(MetricsWriterTest, NanAndInfinitiesAreWrittenAsWordsAndReadBack) {
+  TempDir tmp;
+  {
+    MetricsWriter writer(tmp / "m.csv", {"a", "b", "c"});
+    writer.write({{"a", std::nan("")},
+                  {"b", std::numeric_limits<double>::infinity()},
+                  {"c", -std::numeric_limits<double>::infinity()}});
+  }
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "a,b,c\nnan,inf,-inf\n");
+  auto rows = read_metrics(tmp / "m.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(std::isnan(rows[0].at("a")));
+  EXPECT_EQ(rows[0].at("b"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(rows[0].at("c"), -std::numeric_limits<double>::infinity());
+}
+
+TEST(MetricsWriterTest, ReopeningWithSameColumnsAppendsWithoutSecondHeader) {
+  TempDir tmp;
+  { MetricsWriter(tmp / "m.csv", {"frames", "return"}).write({{"frames", 1}}); }
+  { MetricsWriter(tmp / "m.csv", {"frames", "return"}).write({{"frames", 2}}); }
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "frames,return\n1,\n2,\n");
+}
+
+TEST(MetricsWriterTest, ReopeningWithDifferentColumnsThrowsAndKeepsFile) {
+  TempDir tmp;
+  { MetricsWriter(tmp / "m.csv", {"frames", "return"}).write({{"frames", 1}}); }
+  std::string message = error_message<std::runtime_error>([&] {
+    MetricsWriter(tmp / "m.csv", {"frames", "loss"});
+  });
+  EXPECT_THAT(message, HasSubstr("has the columns ['frames', 'return']; expected ['frames', "
+                                 "'loss']"));
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "frames,return\n1,\n");
+}
+
+TEST(MetricsWriterTest, EmptyExistingFileGetsHeader) {
+  TempDir tmp;
+  write_file_bytes(tmp / "m.csv", "");
+  MetricsWriter(tmp / "m.csv", {"x"}).write({{"x", 3}});
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "x\n3\n");
+}
+
+TEST(MetricsWriterTest, PartialLastRowFromCrashIsDroppedOnAppend) {
+  TempDir tmp;
+  write_file_bytes(tmp / "m.csv", "frames,return\n1,2\n3,4.");
+  MetricsWriter(tmp / "m.csv", {"frames", "return"}).write({{"frames", 5}, {"return", 6}});
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "frames,return\n1,2\n5,6\n");
+}
+
+TEST(MetricsWriterTest, UnknownKeyThrowsListingColumnsAndWritesNothing) {
+  TempDir tmp;
+  MetricsWriter writer(tmp / "m.csv", {"frames", "return"});
+  std::string message = error_message<tensordict::ValueError>([&] {
+    writer.write({{"frames", 1}, {"retrun", 2}});
+  });
+  EXPECT_THAT(message, HasSubstr("'retrun' is not a column"));
+  EXPECT_THAT(message, HasSubstr("['frames', 'return']"));
+  EXPECT_EQ(read_file_bytes(tmp / "m.csv"), "frames,return\n");
+}
+
+TEST(MetricsWriterTest, InvalidColumnsThrow) {
+  TempDir tmp;
+  EXPECT_THAT(error_message<tensordict::ValueError>([&] { MetricsWriter(tmp / "a.csv", {}); }),
+              HasSubstr("no columns"));
+  EXPECT_THAT(error_message<tensordict::ValueError>([&] {
+                MetricsWriter(tmp / "b.csv", {"x", "y", "x"});
+              }),
+              HasSubstr("column 'x' is given twice"));
+  EXPECT_THAT(error_message<tensordict::ValueError>([&] { MetricsWriter(tmp / "c.csv", {"a,b"}); }),
+              HasSubstr("column name 'a,b' holds ','"));
+}
+
+TEST(MetricsWriterTest, ReadMetricsThrowsForMissingFile) {
+  TempDir tmp;
+  std::string message =
+      error_message<std::runtime_error>([&] { read_metrics(tmp / "missing.csv"); });
+  EXPECT_THAT(message, HasSubstr("read_metrics: cannot open"));
+  EXPECT_THAT(message, HasSubstr("missing.csv"));
+}
+
+TEST(MetricsWriterTest, ReadMetricsThrowsNamingLineOfMalformedRow) {
+  TempDir tmp;
+  write_file_bytes(tmp / "m.csv", "a,b\n1,2\n3\n");
+  EXPECT_THAT(error_message<std::runtime_error>([&] { read_metrics(tmp / "m.csv"); }),
+              HasSubstr("line 3 has 1 cells; the header has 2"));
+  write_file_bytes(tmp / "n.csv", "a,b\n1,x2\n");
+  EXPECT_THAT(error_message<std::runtime_error>([&] { read_metrics(tmp / "n.csv"); }),
+              HasSubstr("line 2 column 'b': 'x2' is not a number"));
+}
+
+TEST(MetricsWriterTest, ReadMetricsOfEmptyFileHasNoRows) {
+  TempDir tmp;
+  write_file_bytes(tmp / "m.csv", "");
+  EXPECT_TRUE(read_metrics(tmp / "m.csv").empty());
+}
+
+// ---------------------------------------------------------------- learning curve
+
+using Series = std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>;
+
+TEST(LearningCurveTest, DrawsOnePolylinePerNonEmptySeriesWithTitleAndLegend) {
+  TempDir tmp;
+  Series series = {{"train", {{0, 10}, {1000, 20}, {2000, 35}}},
+                   {"eval", {{1000, 15}, {2000, 30}}},
+                   {"empty", {}}};
+  write_learning_curve_svg(tmp / "curve.svg", "PPO on CartPole", series);
+  const std::string svg = read_file_bytes(tmp / "curve.svg");
+  EXPECT_EQ(svg.rfind("<?xml version=\"1.0\"", 0), 0u);
+  EXPECT_THAT(svg, HasSubstr("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_THAT(svg, HasSubstr("viewBox=\"0 0 800 480\""));
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  EXPECT_EQ(count_of(svg, "<polyline"), 2u);
+  EXPECT_EQ(count_of(svg, ">PPO on CartPole<"), 2u);  // <title> and the heading
+  EXPECT_THAT(svg, HasSubstr(">train</text>"));
+  EXPECT_THAT(svg, HasSubstr(">eval</text>"));
+  EXPECT_EQ(svg.find(">empty<"), std::string::npos);
+  EXPECT_EQ(count_of(svg, "stroke=\"#1f77b4\""), 2u);  // train: line and legend
+  EXPECT_EQ(count_of(svg, "stroke=\"#ff7f0e\""), 2u);  // eval: line and legend
+  EXPECT_THAT(svg, HasSubstr(">frames</text>"));
+  EXPECT_THAT(svg, HasSubstr(">return</text>"));
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+  EXPECT_EQ(svg.find("href"), std::string::npos);
+}
+
+TEST(LearningCurveTest, FrameTicksUseOneTwoFiveStepsWithSuffixes) {
+  TempDir tmp;
+  write_learning_curve_svg(tmp / "c.svg", "t", {{"train", {{0, 0}, {2.5e6, 100}}}});
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  for (const char* label : {">0<", ">500k<", ">1M<", ">1.5M<", ">2M<", ">2.5M<"}) {
+    EXPECT_THAT(svg, HasSubstr(label));
+  }
+  // Returns 0..100 in steps of 20.
+  for (const char* label : {">20<", ">40<", ">60<", ">80<", ">100<"}) {
+    EXPECT_THAT(svg, HasSubstr(label));
+  }
+  EXPECT_EQ(svg.find(">3M<"), std::string::npos);
+}
+
+TEST(LearningCurveTest, SmallReturnsGetDecimalTicks) {
+  TempDir tmp;
+  write_learning_curve_svg(tmp / "c.svg", "t", {{"train", {{0, 0.0}, {1500, 1.0}}}});
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  for (const char* label : {">0.2<", ">0.4<", ">0.8<", ">1.0<", ">500<", ">1.5k<"}) {
+    EXPECT_THAT(svg, HasSubstr(label));
+  }
+}
+
+TEST(LearningCurveTest, EscapesTitleAndSeriesNames) {
+  TempDir tmp;
+  write_learning_curve_svg(tmp / "c.svg", "a < b & \"c\"", {{"x<y", {{0, 1}, {1, 2}}}});
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  EXPECT_THAT(svg, HasSubstr(">a &lt; b &amp; &quot;c&quot;<"));
+  EXPECT_THAT(svg, HasSubstr(">x&lt;y</text>"));
+}
+
+TEST(LearningCurveTest, EmptyPlotStillHasAxes) {
+  TempDir tmp;
+  write_learning_curve_svg(tmp / "c.svg", "nothing yet", {});
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  EXPECT_EQ(count_of(svg, "<polyline"), 0u);
+  EXPECT_THAT(svg, HasSubstr(">frames</text>"));
+  EXPECT_THAT(svg, HasSubstr(">return</text>"));
+  EXPECT_THAT(svg, HasSubstr("fill=\"none\" stroke=\"#333333\""));
+  EXPECT_THAT(svg, HasSubstr(">nothing yet<"));
+}
+
+TEST(LearningCurveTest, SinglePointSeriesGetsMarkerAndNonFinitePointsAreLeftOut) {
+  TempDir tmp;
+  const double nan = std::nan("");
+  write_learning_curve_svg(tmp / "c.svg", "t",
+                           {{"eval", {{500, 3}}}, {"train", {{0, 1}, {100, nan}, {200, 2}}}});
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  EXPECT_EQ(count_of(svg, "<polyline"), 2u);
+  EXPECT_EQ(count_of(svg, "<circle"), 1u);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  // The train polyline has two points.
+  const size_t train = svg.find("stroke=\"#ff7f0e\" stroke-width=\"1.5\"");
+  ASSERT_NE(train, std::string::npos);
+  const size_t begin = svg.find("points=\"", train) + 8;
+  const std::string points = svg.substr(begin, svg.find('"', begin) - begin);
+  EXPECT_EQ(count_of(points, ","), 2u) << points;
+}
+
+TEST(LearningCurveTest, OutputDependsOnlyOnInput) {
+  TempDir tmp;
+  Series series = {{"train", {{0, -5.5}, {3000, 7.25}, {7000, 3}}}};
+  write_learning_curve_svg(tmp / "a.svg", "t", series);
+  write_learning_curve_svg(tmp / "b.svg", "t", series);
+  EXPECT_EQ(read_file_bytes(tmp / "a.svg"), read_file_bytes(tmp / "b.svg"));
+}
+
+// ---------------------------------------------------------------- ProgressDisplay
+
+TEST(ProgressDisplayTest, LinesModePrintsFirstUpdateThenOncePerInterval) {
+  ProgressDisplay display("lines", 10000, std::chrono::seconds(10));
+  EXPECT_FALSE(display.is_bar());
+  testing::internal::CaptureStdout();
+  display.update(1000, 500, std::nan(""), 0.0);
+  display.update(2000, 500, 1.0, 5.0);
+  display.update(3000, 500, 2.0, 10.0);
+  display.update(4000, 500, 3.0, 12.0);
+  display.finish();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out,
+            "1000/10000 frames (10%) | 500 fps | return n/a | elapsed 0:00:00 | ETA 0:00:18\n"
+            "3000/10000 frames (30%) | 500 fps | return 2 | elapsed 0:00:10 | ETA 0:00:14\n");
+}
+
+TEST(ProgressDisplayTest, LinesModeAlwaysPrintsTheUpdateThatReachesTotal) {
+  ProgressDisplay display("lines", 1000, std::chrono::hours(1));
+  testing::internal::CaptureStdout();
+  display.update(100, 50, 10.0, 2.0);
+  display.update(500, 50, 10.0, 10.0);
+  display.update(1000, 50, 123.456, 20.0);
+  display.update(1100, 50, 123.456, 22.0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(count_of(out, "\n"), 2u) << out;
+  EXPECT_THAT(out, HasSubstr("1000/1000 frames (100%) | 50 fps | return 123.5 | elapsed 0:00:20 "
+                             "| ETA 0:00:00\n"));
+}
+
+TEST(ProgressDisplayTest, BarModeRedrawsOneLineInPlace) {
+  ProgressDisplay display("bar", 10000, std::chrono::seconds(10));
+  EXPECT_TRUE(display.is_bar());
+  testing::internal::CaptureStdout();
+  display.update(5000, 1000, 123.44, 1.0);
+  display.update(6000, 1000, 5.0, 1.5);
+  display.finish();
+  display.finish();
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string first =
+      "\r[###############---------------] 50% 5000/10000 frames | 1000 fps | return 123.4 | "
+      "ETA 0:00:05";
+  const std::string second =
+      "\r[##################------------] 60% 6000/10000 frames | 1000 fps | return 5 | "
+      "ETA 0:00:04";
+  // The shorter second line is padded to wipe the end of the first.
+  EXPECT_EQ(out, first + second + std::string(first.size() - second.size(), ' ') + "\n");
+}
+
+TEST(ProgressDisplayTest, EtaIsUnknownWithoutPositiveFps) {
+  ProgressDisplay display("lines", 100, std::chrono::seconds(0));
+  testing::internal::CaptureStdout();
+  display.update(10, 0.0, 1.0, 0.0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_THAT(out, HasSubstr("| 0 fps |"));
+  EXPECT_THAT(out, HasSubstr("| ETA n/a\n"));
+}
+
+TEST(ProgressDisplayTest, NoneModePrintsNothing) {
+  ProgressDisplay display("none", 100, std::chrono::seconds(0));
+  testing::internal::CaptureStdout();
+  display.update(10, 5.0, 1.0, 0.0);
+  display.update(100, 5.0, 1.0, 1.0);
+  display.finish();
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+}
+
+TEST(ProgressDisplayTest, AutoModeWithoutTtyPrintsLines) {
+  testing::internal::CaptureStdout();  // stdout is now a file, not a TTY
+  ProgressDisplay display("auto", 100, std::chrono::seconds(0));
+  display.update(10, 5.0, 1.0, 0.0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(display.is_bar());
+  EXPECT_EQ(out.rfind("10/100 frames (10%)", 0), 0u) << out;
+}
+
+TEST(ProgressDisplayTest, UnknownModeThrowsListingModes) {
+  EXPECT_THAT(error_message<tensordict::ValueError>(
+                  [] { ProgressDisplay("fancy", 100, std::chrono::seconds(1)); }),
+              HasSubstr("unknown mode 'fancy'; valid modes are ['auto', 'bar', 'lines', 'none']"));
+}
+
+// ---------------------------------------------------------------- CheckpointStore
+
+void write_text(const std::string& folder, const std::string& text) {
+  write_file_bytes((fs::path(folder) / "state.txt").string(), text);
+}
+
+std::string read_text(const std::string& folder) {
+  return read_file_bytes((fs::path(folder) / "state.txt").string());
+}
+
+TEST(CheckpointStoreTest, WriteCommitsFolderAndLatestNamesIt) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  EXPECT_EQ(store.latest(), std::nullopt);
+  std::string folder = store.write(42000, [](const std::string& f) { write_text(f, "a"); });
+  EXPECT_EQ(folder, tmp / "checkpoints/ckpt-000000042000");
+  EXPECT_EQ(read_text(folder), "a");
+  EXPECT_EQ(store.latest(), folder);
+  EXPECT_EQ(read_file_bytes(tmp / "checkpoints/latest"), "ckpt-000000042000\n");
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000042000", "latest"}));
+}
+
+TEST(CheckpointStoreTest, ThrowingFillLeavesLatestUnchangedAndRemovesTemporaryFolder) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  std::string first = store.write(1000, [](const std::string& f) { write_text(f, "a"); });
+  std::string message = error_message<std::runtime_error>([&] {
+    store.write(2000, [](const std::string& f) {
+      write_text(f, "half");
+      throw std::runtime_error("disk on fire");
+    });
+  });
+  EXPECT_EQ(message, "disk on fire");
+  EXPECT_EQ(store.latest(), first);
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000001000", "latest"}));
+}
+
+TEST(CheckpointStoreTest, StaleTemporaryFolderIsIgnoredAndCleanedByNextWrite) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  std::string first = store.write(1000, [](const std::string& f) { write_text(f, "a"); });
+  // A crash while writing frames 5000 left its temporary folder behind.
+  fs::create_directories(tmp.path() / "checkpoints/tmp-ckpt-000000005000-12345");
+  write_text(tmp / "checkpoints/tmp-ckpt-000000005000-12345", "partial");
+  EXPECT_EQ(store.latest(), first);
+  store.write(2000, [](const std::string& f) { write_text(f, "b"); });
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000001000", "ckpt-000000002000", "latest"}));
+}
+
+TEST(CheckpointStoreTest, KeepRemovesOlderCheckpoints) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints", 2);
+  for (int64_t frames : {1000, 2000, 3000, 10000}) {
+    store.write(frames, [frames](const std::string& f) { write_text(f, std::to_string(frames)); });
+  }
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000003000", "ckpt-000000010000", "latest"}));
+  EXPECT_EQ(read_text(*store.latest()), "10000");
+
+  CheckpointStore one(tmp / "one", 1);
+  one.write(1, [](const std::string& f) { write_text(f, "1"); });
+  one.write(2, [](const std::string& f) { write_text(f, "2"); });
+  EXPECT_EQ(entries_of(tmp.path() / "one"),
+            (std::vector<std::string>{"ckpt-000000000002", "latest"}));
+}
+
+TEST(CheckpointStoreTest, RewritingSameFramesReplacesCheckpoint) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  store.write(500, [](const std::string& f) { write_text(f, "old"); });
+  std::string folder = store.write(500, [](const std::string& f) { write_text(f, "new"); });
+  EXPECT_EQ(read_text(folder), "new");
+  EXPECT_EQ(store.latest(), folder);
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000000500", "latest"}));
+}
+
+TEST(CheckpointStoreTest, LatestNamingMissingOrInvalidFolderIsNullopt) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  fs::create_directories(tmp.path() / "checkpoints");
+  write_file_bytes(tmp / "checkpoints/latest", "ckpt-000000009999\n");
+  EXPECT_EQ(store.latest(), std::nullopt);
+  fs::create_directories(tmp.path() / "elsewhere");
+  write_file_bytes(tmp / "checkpoints/latest", "../elsewhere\n");
+  EXPECT_EQ(store.latest(), std::nullopt);
+  write_file_bytes(tmp / "checkpoints/latest", "");
+  EXPECT_EQ(store.latest(), std::nullopt);
+}
+
+TEST(CheckpointStoreTest, InvalidArgumentsThrow) {
+  TempDir tmp;
+  EXPECT_THAT(error_message<tensordict::ValueError>([&] { CheckpointStore(tmp / "c", 0); }),
+              HasSubstr("keep must be >= 1"));
+  CheckpointStore store(tmp / "c");
+  EXPECT_THAT(
+      error_message<tensordict::ValueError>([&] { store.write(-1, [](const std::string&) {}); }),
+      HasSubstr("frames must be >= 0, got -1"));
+}
+
+// ---------------------------------------------------------------- StopSignal
+
+class StopSignalTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    StopSignal::reset();
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+  }
+};
+
+TEST_F(StopSignalTest, SigintSetsFlagInsteadOfKilling) {
+  StopSignal::install();
+  StopSignal::reset();
+  EXPECT_FALSE(StopSignal::requested());
+  EXPECT_EQ(StopSignal::signal_number(), 0);
+  ASSERT_EQ(::raise(SIGINT), 0);
+  EXPECT_TRUE(StopSignal::requested());
+  EXPECT_EQ(StopSignal::signal_number(), SIGINT);
+  StopSignal::reset();
+  EXPECT_FALSE(StopSignal::requested());
+  EXPECT_EQ(StopSignal::signal_number(), 0);
+}
+
+TEST_F(StopSignalTest, SigtermSetsFlagAndResetRearms) {
+  StopSignal::install();
+  StopSignal::reset();
+  ASSERT_EQ(::raise(SIGTERM), 0);
+  EXPECT_EQ(StopSignal::signal_number(), SIGTERM);
+  StopSignal::reset();
+  ASSERT_EQ(::raise(SIGTERM), 0);  // re-armed by reset(): still only sets the flag
+  EXPECT_EQ(StopSignal::signal_number(), SIGTERM);
+}
+
+TEST_F(StopSignalTest, SecondSignalOfSameKindKillsTheProcess) {
+  EXPECT_EXIT(
+      {
+        StopSignal::install();
+        ::raise(SIGINT);
+        if (!StopSignal::requested()) std::_Exit(3);
+        ::raise(SIGINT);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+}
+
+}  // namespace
+}  // namespace tdrl::apps

@@ -1,0 +1,761 @@
+// Tests of the generic training loop: every recipe end to end on a tiny budget, hooks,
+// deterministic evaluation, non-finite losses, stop signals, and resuming (in process, and for
+// real: tdrl-train killed with SIGKILL or stopped with SIGTERM, then run with --resume).
+
+#include "tdrl/apps/trainer.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <tdrl/modules/egreedy.h>
+#include <tensordict/errors.h>
+
+#include "support/temp_dir.h"
+
+extern char** environ;
+
+namespace tdrl::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using tensordict::testing::read_file_bytes;
+using tensordict::testing::TempDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int64_t kBatchFrames = 64;
+constexpr int64_t kTotalFrames = 256;
+
+bool is_on_policy(const std::string& algo) { return algo == "ppo" || algo == "a2c"; }
+
+/// A tiny run of `algo`: 4 batches of 64 frames on CartPole-v1 (ppo, a2c, dqn) or Pendulum-v1
+/// (ddpg, td3, sac). On-policy: 2 epochs of 2 minibatches per batch (4 updates). Off-policy: 2
+/// updates per batch once the buffer holds init_random_frames = 128 (from the second batch).
+std::string tiny_yaml(const std::string& algo) {
+  const bool discrete = is_on_policy(algo) || algo == "dqn";
+  std::ostringstream y;
+  y << "seed: 0\n"
+    << "env:\n  name: " << (discrete ? "CartPole-v1" : "Pendulum-v1") << "\n"
+    << "model:\n  actor_cells: [16, 16]\n  critic_cells: [16, 16]\n"
+    << "algo:\n  name: " << algo << "\n";
+  if (is_on_policy(algo)) {
+    y << "  num_epochs: 2\n  minibatch_size: 32\n";
+  } else {
+    y << "  updates_per_batch: 2\n";
+  }
+  y << "collector:\n  frames_per_batch: " << kBatchFrames << "\n  total_frames: " << kTotalFrames
+    << "\n";
+  if (!is_on_policy(algo)) {
+    y << "  init_random_frames: 128\nreplay:\n  capacity: 1000\n  batch_size: 32\n";
+  }
+  y << "logger:\n  progress: none\n"
+    << "eval:\n  episodes: 1\n  max_steps: 20\n";
+  return y.str();
+}
+
+Config tiny_config(const std::string& algo, const std::vector<std::string>& overrides = {}) {
+  return Config::load_string(tiny_yaml(algo), overrides);
+}
+
+/// Calls `fn`, expects it to throw `E`, and returns the message.
+template <typename E, typename F>
+std::string error_message(F fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return "";
+}
+
+std::string first_line(const std::string& path) {
+  const auto text = read_file_bytes(path);
+  return text.substr(0, text.find('\n'));
+}
+
+std::vector<double> column(const std::vector<std::map<std::string, double>>& rows,
+                           const std::string& name) {
+  std::vector<double> out;
+  for (const auto& row : rows) {
+    auto it = row.find(name);
+    out.push_back(it == row.end() ? std::numeric_limits<double>::quiet_NaN() : it->second);
+  }
+  return out;
+}
+
+/// The names in a folder, sorted.
+std::set<std::string> entries_of(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename());
+  return names;
+}
+
+std::string ckpt_name(int64_t frames) {
+  std::string digits = std::to_string(frames);
+  return "ckpt-" + std::string(12 - digits.size(), '0') + digits;
+}
+
+/// The latest committed checkpoint folder of a run (empty when none).
+std::string latest_checkpoint(const std::string& run_path) {
+  return CheckpointStore(run_path + "/checkpoints").latest().value_or("");
+}
+
+/// The trainer's frame counter stored in a checkpoint folder.
+int64_t checkpoint_frames(const std::string& ckpt) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(ckpt + "/trainer.pt");
+  torch::Tensor frames;
+  archive.read("frames", frames);
+  return frames.item<int64_t>();
+}
+
+void expect_strictly_increasing(const std::vector<double>& v) {
+  for (size_t i = 1; i < v.size(); ++i) {
+    EXPECT_LT(v[i - 1], v[i]) << "rows " << i - 1 << " and " << i;
+  }
+}
+
+/// Resets the stop flag (and re-arms the handlers) when the test starts and ends.
+class StopSignalGuard {
+ public:
+  StopSignalGuard() { StopSignal::reset(); }
+  ~StopSignalGuard() { StopSignal::reset(); }
+};
+
+// ---------------------------------------------------------------- TrainerTest: recipes
+
+const std::string kMetricsHeader =
+    "frames,episodes,train_return,eval_return,eval_std,updates,fps,wall_time,lr,"
+    "loss_objective,loss_critic,loss_entropy,loss_value,loss_actor,loss_qvalue,loss_alpha,"
+    "alpha,entropy";
+
+/// Trains `algo` on the tiny budget and checks the counters, metrics.csv, the checkpoints and
+/// the learning curve.
+void expect_runs_end_to_end(const std::string& algo, const std::vector<std::string>& loss_columns,
+                            const std::set<std::string>& checkpoint_files) {
+  TempDir tmp;
+  Trainer trainer(tiny_config(algo, {"checkpoint.interval_frames=128"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  EXPECT_EQ(trainer.recipe().algorithm(), algo);
+  EXPECT_EQ(trainer.collector().total_frames(), kTotalFrames);
+  EXPECT_EQ(trainer.frames(), kTotalFrames);
+  EXPECT_GT(trainer.episodes(), 0);
+  // On-policy: 2 epochs x 2 minibatches per batch; off-policy: 2 per batch after the first.
+  const std::vector<double> updates_per_row =
+      is_on_policy(algo) ? std::vector<double>{4, 8, 12, 16} : std::vector<double>{0, 2, 4, 6};
+  EXPECT_EQ(trainer.updates(), static_cast<int64_t>(updates_per_row.back()));
+
+  const RunDir& run = trainer.run_dir();
+  EXPECT_EQ(first_line(run.file("metrics.csv")), kMetricsHeader);
+  const auto rows = read_metrics(run.file("metrics.csv"));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_THAT(column(rows, "frames"), ElementsAre(64, 128, 192, 256));
+  EXPECT_EQ(column(rows, "updates"), updates_per_row);
+  EXPECT_EQ(rows.back().at("episodes"), static_cast<double>(trainer.episodes()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE("row " + std::to_string(i));
+    EXPECT_GT(rows[i].at("fps"), 0);
+    EXPECT_GE(rows[i].at("wall_time"), 0);
+    EXPECT_DOUBLE_EQ(rows[i].at("lr"), 3e-4);
+    // eval.interval_frames is 0: only the last row holds an evaluation.
+    EXPECT_EQ(rows[i].count("eval_return"), i + 1 == rows.size() ? 1u : 0u);
+    for (const auto& name : loss_columns) {
+      if (updates_per_row[i] == (i == 0 ? 0 : updates_per_row[i - 1])) {
+        EXPECT_EQ(rows[i].count(name), 0u) << name << " without an update";
+      } else {
+        ASSERT_EQ(rows[i].count(name), 1u) << name;
+        EXPECT_TRUE(std::isfinite(rows[i].at(name))) << name;
+      }
+    }
+  }
+
+  const auto latest = latest_checkpoint(run.path());
+  EXPECT_EQ(fs::path(latest).filename(), ckpt_name(kTotalFrames));
+  EXPECT_EQ(checkpoint_frames(latest), kTotalFrames);
+  EXPECT_EQ(entries_of(latest), checkpoint_files);
+  EXPECT_EQ(checkpoint_frames(run.file("checkpoints/" + ckpt_name(128))), 128);
+  if (checkpoint_files.count("replay")) {
+    EXPECT_FALSE(entries_of(latest + "/replay").empty());
+  }
+  EXPECT_THAT(read_file_bytes(run.file("learning_curve.svg")), HasSubstr("<svg"));
+  EXPECT_THAT(read_file_bytes(run.file("config.yaml")), HasSubstr("name: " + algo));
+  EXPECT_THAT(read_file_bytes(run.file("train.log")), HasSubstr("finished at 256 frames"));
+}
+
+TEST(TrainerTest, PpoRunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end("ppo", {"loss_objective", "loss_critic"},
+                         {"collector.pt", "loss.pt", "optim_all.pt", "trainer.pt"});
+}
+
+TEST(TrainerTest, A2cRunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end("a2c", {"loss_objective", "loss_critic"},
+                         {"collector.pt", "loss.pt", "optim_all.pt", "trainer.pt"});
+}
+
+TEST(TrainerTest, DqnRunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end(
+      "dqn", {"loss_value"},
+      {"collector.pt", "exploration.pt", "loss.pt", "optim_all.pt", "replay", "trainer.pt"});
+}
+
+TEST(TrainerTest, DdpgRunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end(
+      "ddpg", {"loss_actor", "loss_value"},
+      {"collector.pt", "loss.pt", "optim_actor.pt", "optim_critic.pt", "replay", "trainer.pt"});
+}
+
+TEST(TrainerTest, Td3RunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end(
+      "td3", {"loss_actor", "loss_qvalue"},
+      {"collector.pt", "loss.pt", "optim_actor.pt", "optim_critic.pt", "replay", "trainer.pt"});
+}
+
+TEST(TrainerTest, SacRunsEndToEndOnATinyBudget) {
+  expect_runs_end_to_end("sac", {"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"},
+                         {"collector.pt", "loss.pt", "optim_actor.pt", "optim_alpha.pt",
+                          "optim_critic.pt", "replay", "trainer.pt"});
+}
+
+TEST(TrainerTest, SaveReplayFalseLeavesTheBufferOutOfCheckpoints) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("sac", {"checkpoint.save_replay=false"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  EXPECT_EQ(entries_of(latest_checkpoint(trainer.run_dir().path())).count("replay"), 0u);
+}
+
+TEST(TrainerTest, SyncWorkersAndBatchedEnvsRunTheSameLoop) {
+  TempDir tmp;
+  Trainer trainer(
+      tiny_config("ppo", {"collector.mode=sync", "collector.num_workers=2", "env.num_envs=2"}),
+      RunDir::create(tmp.path().string(), "t"));
+  std::vector<int64_t> batch_sizes;
+  trainer.add_hook(HookPoint::kBatch, [&batch_sizes](Trainer& t) {
+    batch_sizes.push_back(t.batch().get({"next", "reward"}).numel());
+  });
+  ASSERT_TRUE(trainer.train());
+  EXPECT_EQ(trainer.frames(), kTotalFrames);
+  EXPECT_EQ(trainer.updates(), 16);
+  EXPECT_EQ(batch_sizes, std::vector<int64_t>(4, kBatchFrames));
+  EXPECT_THAT(column(read_metrics(trainer.run_dir().file("metrics.csv")), "frames"),
+              ElementsAre(64, 128, 192, 256));
+}
+
+TEST(TrainerTest, LinearScheduleDecaysTheLearningRateToZeroAtTotalFrames) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"optim.lr=0.001", "optim.lr_schedule=linear"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  const auto lr = column(read_metrics(trainer.run_dir().file("metrics.csv")), "lr");
+  ASSERT_EQ(lr.size(), 4u);
+  EXPECT_DOUBLE_EQ(lr[0], 0.00075);
+  EXPECT_DOUBLE_EQ(lr[1], 0.0005);
+  EXPECT_DOUBLE_EQ(lr[2], 0.00025);
+  EXPECT_DOUBLE_EQ(lr[3], 0.0);
+}
+
+// ---------------------------------------------------------------- TrainerTest: hooks
+
+TEST(TrainerTest, HooksRunAtTheirPointsTheExpectedNumberOfTimes) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"eval.interval_frames=64", "checkpoint.interval_frames=128"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  std::vector<std::string> events;
+  std::map<std::string, std::vector<int64_t>> frames_at;
+  auto record = [&](const std::string& name) {
+    return [&events, &frames_at, name](Trainer& t) {
+      events.push_back(name);
+      frames_at[name].push_back(t.frames());
+    };
+  };
+  trainer.add_hook(HookPoint::kBatch, record("batch"));
+  trainer.add_hook(HookPoint::kUpdate, record("update"));
+  trainer.add_hook(HookPoint::kLog, record("log"));
+  trainer.add_hook(HookPoint::kEval, record("eval"));
+  trainer.add_hook(HookPoint::kCheckpoint, record("checkpoint"));
+  trainer.add_hook(HookPoint::kEnd, record("end"));
+  std::vector<int64_t> batch_sizes;
+  std::vector<double> logged_frames;
+  trainer.add_hook(HookPoint::kBatch, [&batch_sizes](Trainer& t) {
+    batch_sizes.push_back(t.batch().get({"next", "reward"}).numel());
+  });
+  trainer.add_hook(HookPoint::kLog, [&logged_frames](Trainer& t) {
+    logged_frames.push_back(t.metrics().at("frames"));
+  });
+  ASSERT_TRUE(trainer.train());
+
+  EXPECT_THAT(frames_at["batch"], ElementsAre(64, 128, 192, 256));
+  EXPECT_EQ(batch_sizes, std::vector<int64_t>(4, kBatchFrames));
+  EXPECT_EQ(static_cast<int64_t>(frames_at["update"].size()), trainer.updates());
+  EXPECT_EQ(frames_at["update"].size(), 16u);
+  EXPECT_THAT(frames_at["log"], ElementsAre(64, 128, 192, 256));
+  EXPECT_THAT(logged_frames, ElementsAre(64, 128, 192, 256));
+  // Every eval.interval_frames before the end, and once at the end.
+  EXPECT_THAT(frames_at["eval"], ElementsAre(64, 128, 192, 256));
+  // Every checkpoint.interval_frames before the end, and once at the end.
+  EXPECT_THAT(frames_at["checkpoint"], ElementsAre(128, 256));
+  EXPECT_THAT(frames_at["end"], ElementsAre(256));
+  ASSERT_GE(events.size(), 7u);
+  EXPECT_EQ(events.front(), "batch");
+  EXPECT_EQ(events.back(), "end");
+  // Per batch: the batch, its updates, the evaluation, then the metrics row.
+  const std::vector<std::string> first_batch(events.begin(), events.begin() + 7);
+  EXPECT_THAT(first_batch,
+              ElementsAre("batch", "update", "update", "update", "update", "eval", "log"));
+  const auto rows = read_metrics(trainer.run_dir().file("metrics.csv"));
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) EXPECT_EQ(row.count("eval_return"), 1u);
+}
+
+TEST(TrainerTest, HooksOfOnePointRunInTheOrderAdded) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo"), RunDir::create(tmp.path().string(), "t"));
+  std::vector<int> order;
+  trainer.add_hook(HookPoint::kEnd, [&order](Trainer&) { order.push_back(1); });
+  trainer.add_hook(HookPoint::kEnd, [&order](Trainer&) { order.push_back(2); });
+  ASSERT_TRUE(trainer.train());
+  EXPECT_THAT(order, ElementsAre(1, 2));
+}
+
+// ---------------------------------------------------------------- TrainerTest: failures
+
+TEST(TrainerTest, NonFiniteLossStopsTheRunAndWritesNoNewerCheckpoint) {
+  TempDir tmp;
+  // 1 epoch of 2 minibatches per batch: after the first update at 128 frames the critic is
+  // poisoned; the second update's loss_critic is NaN (the advantages were computed before).
+  Trainer trainer(tiny_config("ppo", {"algo.num_epochs=1", "checkpoint.interval_frames=64"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  bool poisoned = false;
+  trainer.add_hook(HookPoint::kUpdate, [&poisoned](Trainer& t) {
+    if (t.frames() != 128 || poisoned) return;
+    poisoned = true;
+    torch::NoGradGuard no_grad;
+    for (auto& p : t.recipe().loss->network("critic_network")->parameters()) {
+      p.fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+  });
+  int checkpoints = 0;
+  trainer.add_hook(HookPoint::kCheckpoint, [&checkpoints](Trainer&) { ++checkpoints; });
+  const auto message = error_message<tensordict::ValueError>([&] { trainer.train(); });
+  EXPECT_THAT(message, HasSubstr("'loss_critic' is nan"));
+  EXPECT_THAT(message, HasSubstr("at 128 frames"));
+  EXPECT_THAT(message, HasSubstr(ckpt_name(64)));
+  EXPECT_TRUE(poisoned);
+  EXPECT_EQ(checkpoints, 1);
+  const auto run = trainer.run_dir().path();
+  EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(64));
+  EXPECT_EQ(entries_of(run + "/checkpoints"), (std::set<std::string>{ckpt_name(64), "latest"}));
+  // The last good checkpoint holds finite weights.
+  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), 64);
+  for (const auto& p : resumed.recipe().loss->parameters()) {
+    EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  }
+}
+
+TEST(TrainerTest, StopSignalEndsTheRunAfterTheBatchWithACheckpoint) {
+  StopSignalGuard guard;
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo"), RunDir::create(tmp.path().string(), "t"));
+  trainer.add_hook(HookPoint::kBatch, [](Trainer& t) {
+    if (t.frames() == 128) ::raise(SIGINT);
+  });
+  int ends = 0;
+  trainer.add_hook(HookPoint::kEnd, [&ends](Trainer&) { ++ends; });
+  EXPECT_FALSE(trainer.train());
+  EXPECT_EQ(StopSignal::signal_number(), SIGINT);
+  EXPECT_EQ(trainer.frames(), 128);
+  EXPECT_EQ(trainer.updates(), 8);  // the batch was optimised before stopping
+  EXPECT_EQ(ends, 1);
+  const auto run = trainer.run_dir().path();
+  const auto latest = latest_checkpoint(run);
+  EXPECT_EQ(fs::path(latest).filename(), ckpt_name(128));
+  EXPECT_EQ(checkpoint_frames(latest), 128);
+  EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128));
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("signal 2 received at 128 frames"));
+
+  StopSignal::reset();
+  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_TRUE(resumed.train());
+  EXPECT_EQ(resumed.frames(), kTotalFrames);
+  EXPECT_EQ(resumed.updates(), 16);
+}
+
+// ---------------------------------------------------------------- EvaluateTest
+
+TEST(EvaluateTest, SameSeedAndActorGiveTheSameResult) {
+  for (const std::string algo : {"ppo", "sac"}) {
+    SCOPED_TRACE(algo);
+    auto recipe = make_recipe(tiny_config(algo));
+    auto env = recipe->eval_env_factory();
+    const auto a = evaluate(*env, *recipe->actor, 2, 50, 7);
+    const auto b = evaluate(*env, *recipe->actor, 2, 50, 7);
+    auto other_env = recipe->eval_env_factory();
+    const auto c = evaluate(*other_env, *recipe->actor, 2, 50, 7);
+    EXPECT_EQ(a.episodes, 2);
+    EXPECT_TRUE(std::isfinite(a.mean));
+    EXPECT_EQ(a.mean, b.mean);
+    EXPECT_EQ(a.std, b.std);
+    EXPECT_EQ(a.mean, c.mean);
+    EXPECT_EQ(a.std, c.std);
+  }
+}
+
+TEST(EvaluateTest, MaxStepsEndsEachEpisode) {
+  auto recipe = make_recipe(tiny_config("ppo"));
+  auto env = recipe->eval_env_factory();
+  // CartPole pays 1 per step and cannot fall within 5 steps.
+  const auto result = evaluate(*env, *recipe->actor, 3, 5, 0);
+  EXPECT_EQ(result.episodes, 3);
+  EXPECT_DOUBLE_EQ(result.mean, 5.0);
+  EXPECT_DOUBLE_EQ(result.std, 0.0);
+}
+
+TEST(EvaluateTest, FewerThanOneEpisodeThrowsValueError) {
+  auto recipe = make_recipe(tiny_config("ppo"));
+  auto env = recipe->eval_env_factory();
+  EXPECT_THAT(
+      error_message<tensordict::ValueError>([&] { evaluate(*env, *recipe->actor, 0, 10, 0); }),
+      HasSubstr("episodes is 0; it must be >= 1"));
+  EXPECT_THAT(
+      error_message<tensordict::ValueError>([&] { evaluate(*env, *recipe->actor, -3, 10, 0); }),
+      HasSubstr("episodes is -3"));
+}
+
+TEST(EvaluateTest, EvaluateNowTwiceGivesEqualResults) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("sac", {"eval.episodes=2"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  const auto a = trainer.evaluate_now();
+  const auto b = trainer.evaluate_now();
+  EXPECT_EQ(a.episodes, 2);
+  EXPECT_TRUE(std::isfinite(a.mean));
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.std, b.std);
+  EXPECT_THAT(read_file_bytes(trainer.run_dir().file("train.log")), HasSubstr("eval at 0 frames"));
+}
+
+// ---------------------------------------------------------------- ResumeTest: in process
+
+/// Trains the tiny PPO run with a checkpoint every 64 frames and a crash (an exception from a
+/// hook at `crash_point`) at 192 frames; returns the run folder. With kLog the 192 row is
+/// written and its checkpoint is not; with kBatch neither is.
+std::string crashed_run(const TempDir& tmp, const std::string& algo, HookPoint crash_point,
+                        const std::vector<std::string>& overrides = {}) {
+  auto all = overrides;
+  all.push_back("checkpoint.interval_frames=64");
+  Trainer trainer(tiny_config(algo, all), RunDir::create(tmp.path().string(), "t"));
+  trainer.add_hook(crash_point, [](Trainer& t) {
+    if (t.frames() == 192) throw std::runtime_error("simulated crash");
+  });
+  EXPECT_THAT(error_message<std::runtime_error>([&] { trainer.train(); }),
+              HasSubstr("simulated crash"));
+  return trainer.run_dir().path();
+}
+
+TEST(ResumeTest, ResumedTrainerContinuesFromTheLastCheckpoint) {
+  TempDir tmp;
+  const auto run = crashed_run(tmp, "ppo", HookPoint::kLog);
+  EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(128));
+  EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192));
+
+  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), 128);
+  EXPECT_EQ(resumed.updates(), 8);
+  EXPECT_EQ(resumed.collector().frames(), 128);
+  // The row written after the checkpoint is dropped: those frames are collected again.
+  EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128));
+  ASSERT_TRUE(resumed.train());
+  EXPECT_EQ(resumed.frames(), kTotalFrames);
+  EXPECT_EQ(resumed.updates(), 16);
+  const auto rows = read_metrics(run + "/metrics.csv");
+  const auto frames = column(rows, "frames");
+  EXPECT_THAT(frames, ElementsAre(64, 128, 192, 256));
+  expect_strictly_increasing(frames);
+  EXPECT_THAT(column(rows, "updates"), ElementsAre(4, 8, 12, 16));
+  EXPECT_EQ(checkpoint_frames(latest_checkpoint(run)), kTotalFrames);
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("resumed from"));
+}
+
+TEST(ResumeTest, ResumedOffPolicyRunRestoresItsReplayBuffer) {
+  TempDir tmp;
+  const auto run = crashed_run(tmp, "sac", HookPoint::kLog);
+  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), 128);
+  EXPECT_EQ(resumed.updates(), 2);
+  EXPECT_EQ(resumed.recipe().replay->size(), 128);
+  ASSERT_TRUE(resumed.train());
+  EXPECT_EQ(resumed.recipe().replay->size(), kTotalFrames);
+  EXPECT_EQ(resumed.updates(), 6);
+  EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192, 256));
+}
+
+TEST(ResumeTest, ResumeDropsAMetricsRowCutShortByACrash) {
+  TempDir tmp;
+  // Killed while writing the 192 row: rows 64 and 128, then the first character of the next.
+  const auto run = crashed_run(tmp, "ppo", HookPoint::kBatch);
+  EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(128));
+  {
+    std::ofstream out(run + "/metrics.csv", std::ios::app);
+    out << "1";
+  }
+  std::unique_ptr<Trainer> resumed;
+  ASSERT_NO_THROW(resumed = std::make_unique<Trainer>(Config::load_file(run + "/config.yaml"),
+                                                      RunDir::open(run), /*resume=*/true));
+  ASSERT_TRUE(resumed->train());
+  EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192, 256));
+}
+
+TEST(ResumeTest, ResumedDqnAnnealsEpsilonAsAnUninterruptedRun) {
+  TempDir tmp;
+  const std::vector<std::string> schedule{"algo.eps_init=1.0", "algo.eps_end=0.0",
+                                          "algo.annealing_frames=1000"};
+  auto eps_of = [](Trainer& t) {
+    for (const auto& [name, module] : t.recipe().extra_modules) {
+      if (name == "exploration") {
+        return std::dynamic_pointer_cast<modules::EGreedyModuleImpl>(module)->eps();
+      }
+    }
+    ADD_FAILURE() << "no exploration module";
+    return -1.0;
+  };
+  const auto run = crashed_run(tmp, "dqn", HookPoint::kLog, schedule);
+  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), 128);
+  EXPECT_NEAR(eps_of(resumed), 1.0 - 128.0 / 1000.0, 1e-6);  // restored from the checkpoint
+  ASSERT_TRUE(resumed.train());
+  // eps falls by 1/1000 per collected frame, resumed or not: 256 frames in all.
+  EXPECT_NEAR(eps_of(resumed), 1.0 - 256.0 / 1000.0, 1e-6);
+
+  Trainer uninterrupted(tiny_config("dqn", schedule), RunDir::create(tmp.path().string(), "u"));
+  ASSERT_TRUE(uninterrupted.train());
+  EXPECT_NEAR(eps_of(uninterrupted), 1.0 - 256.0 / 1000.0, 1e-6);
+}
+
+TEST(ResumeTest, ResumeWithoutACheckpointThrows) {
+  TempDir tmp;
+  const auto config = tiny_config("ppo");
+  std::string run;
+  {
+    Trainer fresh(config, RunDir::create(tmp.path().string(), "t"));
+    run = fresh.run_dir().path();
+  }
+  const auto message = error_message<std::runtime_error>(
+      [&] { Trainer resumed(config, RunDir::open(run), /*resume=*/true); });
+  EXPECT_THAT(message, HasSubstr("no checkpoint"));
+  EXPECT_THAT(message, HasSubstr(run));
+}
+
+// ---------------------------------------------------------------- ResumeTest: real processes
+
+/// A child process started with posix_spawn, stdout and stderr to `log`; killed (SIGKILL) and
+/// reaped by the destructor when still running, so a failing test leaves no process behind.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& args, const std::string& log) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // The child starts with the default SIGINT/SIGTERM actions and no blocked signal, whatever
+    // this process installed.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0)
+      throw std::runtime_error("posix_spawn " + args[0] + " failed: " + std::to_string(rc));
+  }
+  ~ChildProcess() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status_, 0);
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  /// True while the child has not exited (reaps it when it has).
+  bool running() {
+    if (reaped_) return false;
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+    return !reaped_;
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  /// Waits for the exit up to `timeout`; kills the child then. Returns the wait status, or
+  /// nullopt on timeout.
+  std::optional<int> wait(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status_, 0);
+        reaped_ = true;
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+};
+
+constexpr auto kProcessTimeout = std::chrono::seconds(120);
+// total_frames 40000 is rounded up to whole batches of 256.
+constexpr int64_t kLongTotal = (40000 + 255) / 256 * 256;
+
+/// A PPO CartPole config of ~40k frames (a few seconds) with a checkpoint every 1024 frames.
+std::string write_long_config(const TempDir& tmp) {
+  const auto path = tmp / "ppo_long.yaml";
+  std::ofstream out(path);
+  out << "seed: 0\n"
+      << "env:\n  name: CartPole-v1\n  num_envs: 8\n"
+      << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
+      << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
+      << "collector:\n  frames_per_batch: 256\n  total_frames: 40000\n"
+      << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
+      << "eval:\n  episodes: 1\n  max_steps: 50\n"
+      << "checkpoint:\n  interval_frames: 1024\n";
+  return path;
+}
+
+/// Polls until `logger.dir` holds a run folder with a committed checkpoint; returns the folder
+/// (empty when the child exits or the timeout passes first).
+std::string wait_for_first_checkpoint(ChildProcess& child, const std::string& runs_dir) {
+  const auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
+  while (std::chrono::steady_clock::now() < deadline && child.running()) {
+    std::error_code ec;
+    if (fs::is_directory(runs_dir, ec)) {
+      for (const auto& entry : fs::directory_iterator(runs_dir, ec)) {
+        if (!latest_checkpoint(entry.path().string()).empty()) return entry.path().string();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return "";
+}
+
+/// Frames of a checkpoint folder read from its name (ckpt-<frames>): the folder itself may
+/// already be gone, replaced by newer ones, while the run goes on.
+int64_t frames_from_name(const std::string& ckpt) {
+  return std::stoll(fs::path(ckpt).filename().string().substr(5));
+}
+
+/// Runs `tdrl-train --resume run` to completion and checks the finished run.
+void resume_to_completion(const TempDir& tmp, const std::string& run) {
+  const auto log = tmp / "resume.log";
+  ChildProcess resume({TDRL_TRAIN_EXE, "--resume", run}, log);
+  const auto status = resume.wait(kProcessTimeout);
+  ASSERT_TRUE(status.has_value()) << "tdrl-train --resume did not finish within 120 s";
+  ASSERT_TRUE(WIFEXITED(*status)) << read_file_bytes(log);
+  ASSERT_EQ(WEXITSTATUS(*status), 0) << read_file_bytes(log);
+  EXPECT_THAT(read_file_bytes(log),
+              HasSubstr("finished at " + std::to_string(kLongTotal) + " frames"));
+  const auto latest = latest_checkpoint(run);
+  EXPECT_EQ(fs::path(latest).filename(), ckpt_name(kLongTotal));
+  EXPECT_EQ(checkpoint_frames(latest), kLongTotal);
+  const auto frames = column(read_metrics(run + "/metrics.csv"), "frames");
+  // One row per batch of 256, none twice, none missing.
+  ASSERT_EQ(static_cast<int64_t>(frames.size()), kLongTotal / 256);
+  expect_strictly_increasing(frames);
+  EXPECT_EQ(frames.front(), 256);
+  EXPECT_EQ(frames.back(), static_cast<double>(kLongTotal));
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("resumed from"));
+}
+
+TEST(ResumeTest, KilledTrainProcessResumesToCompletion) {
+  TempDir tmp;
+  const auto config = write_long_config(tmp);
+  std::string run;
+  {
+    ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, tmp / "train.log");
+    run = wait_for_first_checkpoint(train, tmp / "runs");
+    ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(tmp / "train.log");
+    train.signal(SIGKILL);
+    const auto status = train.wait(kProcessTimeout);
+    ASSERT_TRUE(status.has_value());
+    ASSERT_TRUE(WIFSIGNALED(*status)) << "the run ended before it was killed";
+    EXPECT_EQ(WTERMSIG(*status), SIGKILL);
+  }
+  const auto killed_at = latest_checkpoint(run);
+  ASSERT_FALSE(killed_at.empty());
+  EXPECT_LT(checkpoint_frames(killed_at), kLongTotal);
+  resume_to_completion(tmp, run);
+}
+
+TEST(ResumeTest, SigtermStopsWithACheckpointAndStatus130ThenResumes) {
+  TempDir tmp;
+  const auto config = write_long_config(tmp);
+  const auto log = tmp / "train.log";
+  std::string run;
+  {
+    ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, log);
+    run = wait_for_first_checkpoint(train, tmp / "runs");
+    ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(log);
+    const int64_t first = frames_from_name(latest_checkpoint(run));
+    train.signal(SIGTERM);
+    const auto status = train.wait(kProcessTimeout);
+    ASSERT_TRUE(status.has_value());
+    ASSERT_TRUE(WIFEXITED(*status)) << read_file_bytes(log);
+    EXPECT_EQ(WEXITSTATUS(*status), 130) << read_file_bytes(log);
+    const auto stopped = latest_checkpoint(run);
+    const int64_t frames = checkpoint_frames(stopped);
+    EXPECT_GE(frames, first);
+    EXPECT_LT(frames, kLongTotal);
+    EXPECT_EQ(frames % 256, 0);
+    EXPECT_EQ(fs::path(stopped).filename(), ckpt_name(frames));
+    // The stop checkpoint is of the last logged batch.
+    EXPECT_EQ(column(read_metrics(run + "/metrics.csv"), "frames").back(),
+              static_cast<double>(frames));
+    EXPECT_THAT(read_file_bytes(log), HasSubstr("stopped (resume with --resume " + run + ")"));
+    EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("signal 15 received"));
+  }
+  resume_to_completion(tmp, run);
+}
+
+}  // namespace
+}  // namespace tdrl::apps
