@@ -164,6 +164,27 @@ class TargetUpdater {
   std::unique_ptr<losses::HardUpdate> hard_;
 };
 
+// What every off-policy recipe ends with: the replay buffer, target updates after each
+// gradient step, and the update-to-data ratio.
+class OffPolicyRecipe : public Recipe {
+ public:
+  int64_t updates_per_batch() const override { return updates_; }
+  void after_update() override { updater_->step(); }
+
+ protected:
+  using Recipe::Recipe;
+  // Called at the end of a constructor, once `loss` is set.
+  void finish_off_policy(const Config& config) {
+    replay = make_replay(config);
+    updater_ = std::make_unique<TargetUpdater>(config, loss);
+    updates_ = updates_per_batch_of(config);
+  }
+
+ private:
+  std::unique_ptr<TargetUpdater> updater_;
+  int64_t updates_ = 1;
+};
+
 // ---- on-policy: PPO and A2C ----------------------------------------------------------------
 
 class PolicyGradientRecipe : public Recipe {
@@ -232,9 +253,9 @@ class PolicyGradientRecipe : public Recipe {
 
 // ---- DQN -----------------------------------------------------------------------------------
 
-class DQNRecipe : public Recipe {
+class DQNRecipe : public OffPolicyRecipe {
  public:
-  explicit DQNRecipe(const Config& config) : Recipe("dqn") {
+  explicit DQNRecipe(const Config& config) : OffPolicyRecipe("dqn") {
     EnvInfo info = build_envs(config, *this);
     if (!info.num_actions) throw_unsuited(config, info, "a discrete (Categorical or OneHot)");
     auto cells = config.get_int_list("model.actor_cells");
@@ -269,13 +290,9 @@ class DQNRecipe : public Recipe {
     loss = dqn;
     optimizers.push_back(
         group(config, "all", loss->parameters(), config.get_float("optim.lr"), {}));
-    replay = make_replay(config);
-    updater_ = std::make_unique<TargetUpdater>(config, loss);
-    updates_ = updates_per_batch_of(config);
+    finish_off_policy(config);
   }
 
-  int64_t updates_per_batch() const override { return updates_; }
-  void after_update() override { updater_->step(); }
   void after_batch(int64_t frames) override {
     greedy_->step(frames - annealed_);
     annealed_ = frames;
@@ -285,16 +302,15 @@ class DQNRecipe : public Recipe {
 
  private:
   std::shared_ptr<modules::EGreedyModuleImpl> greedy_;
-  std::unique_ptr<TargetUpdater> updater_;
-  int64_t updates_ = 1;
   int64_t annealed_ = 0;
 };
 
 // ---- DDPG and TD3 --------------------------------------------------------------------------
 
-class DeterministicActorRecipe : public Recipe {
+class DeterministicActorRecipe : public OffPolicyRecipe {
  public:
-  explicit DeterministicActorRecipe(const Config& config) : Recipe(config.get_string("algo.name")) {
+  explicit DeterministicActorRecipe(const Config& config)
+      : OffPolicyRecipe(config.get_string("algo.name")) {
     EnvInfo info = build_envs(config, *this);
     if (!info.bounded) throw_unsuited(config, info, "a continuous (Bounded)");
     auto cells = config.get_int_list("model.actor_cells");
@@ -355,24 +371,15 @@ class DeterministicActorRecipe : public Recipe {
       optimizers.push_back(group(config, "critic", network_params(*loss, {"qvalue_network"}),
                                  critic_lr, {"loss_qvalue"}));
     }
-    replay = make_replay(config);
-    updater_ = std::make_unique<TargetUpdater>(config, loss);
-    updates_ = updates_per_batch_of(config);
+    finish_off_policy(config);
   }
-
-  int64_t updates_per_batch() const override { return updates_; }
-  void after_update() override { updater_->step(); }
-
- private:
-  std::unique_ptr<TargetUpdater> updater_;
-  int64_t updates_ = 1;
 };
 
 // ---- SAC -----------------------------------------------------------------------------------
 
-class SACRecipe : public Recipe {
+class SACRecipe : public OffPolicyRecipe {
  public:
-  explicit SACRecipe(const Config& config) : Recipe("sac") {
+  explicit SACRecipe(const Config& config) : OffPolicyRecipe("sac") {
     EnvInfo info = build_envs(config, *this);
     if (!info.bounded) throw_unsuited(config, info, "a continuous (Bounded)");
     auto actor_builder = [config, info]() { return make_stochastic_actor(config, info); };
@@ -415,17 +422,8 @@ class SACRecipe : public Recipe {
       optimizers.push_back(
           group(config, "alpha", alpha, config.get_float("optim.alpha_lr"), {"loss_alpha"}));
     }
-    replay = make_replay(config);
-    updater_ = std::make_unique<TargetUpdater>(config, loss);
-    updates_ = updates_per_batch_of(config);
+    finish_off_policy(config);
   }
-
-  int64_t updates_per_batch() const override { return updates_; }
-  void after_update() override { updater_->step(); }
-
- private:
-  std::unique_ptr<TargetUpdater> updater_;
-  int64_t updates_ = 1;
 };
 
 }  // namespace

@@ -75,6 +75,25 @@ TEST(TanhNormalTest, LogProbIsFiniteForSaturatedSamples) {
   EXPECT_TRUE(torch::isfinite(lp).all().item<bool>());
 }
 
+TEST(TanhNormalTest, LogProbOfTheLatestSampleUsesItsPreTanhValue) {
+  // loc 20, scale 0.1 in float32: every sample rounds to the upper bound, whose atanh pre-image
+  // (about 8.7) is 100 standard deviations from loc; the sample's own pre-tanh value is not.
+  torch::manual_seed(3);
+  const auto loc = torch::full({64, 1}, 20.0);
+  const auto scale = torch::full({64, 1}, 0.1);
+  TanhNormal dist(loc, scale);
+  const auto sample = dist.rsample();
+  ASSERT_TRUE((sample == 1.0f).all().item<bool>());
+  const auto lp = dist.log_prob(sample);
+  // log N(x; 20, 0.1) - log(1 - tanh(x)^2) with x within a few scales of 20: between
+  // roughly -10 + 2 * 18 and 2 * 21 (the Jacobian term dominates), never around -3.8e4.
+  EXPECT_TRUE((lp > 20).all().item<bool>()) << lp.min();
+  EXPECT_TRUE((lp < 50).all().item<bool>()) << lp.max();
+  // An equal tensor that is not the sample goes through atanh (the documented fallback).
+  const auto through_atanh = dist.log_prob(sample.clone());
+  EXPECT_TRUE((through_atanh < -1000).all().item<bool>()) << through_atanh.max();
+}
+
 TEST(TanhNormalTest, RsampleGradientsMatchFiniteDifferences) {
   tdrl_test::expect_gradients_match_finite_differences(
       [](const std::vector<torch::Tensor>& p) {

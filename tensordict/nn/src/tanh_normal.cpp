@@ -26,7 +26,9 @@ torch::Tensor TanhNormal::from_unit(const torch::Tensor& y) const {
 
 torch::Tensor TanhNormal::sample_impl(c10::IntArrayRef sample_shape) const {
   const auto eps = torch::randn(extended_shape(sample_shape), loc_.options());
-  return from_unit(torch::tanh(loc_ + scale_ * eps));
+  last_pre_tanh_ = loc_ + scale_ * eps;
+  last_sample_ = from_unit(torch::tanh(last_pre_tanh_));
+  return last_sample_;
 }
 
 torch::Tensor TanhNormal::log_prob_impl(const torch::Tensor& value) const {
@@ -34,9 +36,14 @@ torch::Tensor TanhNormal::log_prob_impl(const torch::Tensor& value) const {
                          ? std::numeric_limits<double>::epsilon()
                          : std::numeric_limits<float>::epsilon();
   const auto half_width = (high_ - low_) * 0.5;
-  // Pre-image in (-1, 1), kept off the bounds so that atanh stays finite.
-  const auto y = ((value - (high_ + low_) * 0.5) / half_width).clamp(-1 + eps, 1 - eps);
-  const auto x = torch::atanh(y);
+  torch::Tensor x;
+  if (last_sample_.defined() && value.is_same(last_sample_)) {
+    x = last_pre_tanh_;
+  } else {
+    // Pre-image in (-1, 1), kept off the bounds so that atanh stays finite.
+    const auto y = ((value - (high_ + low_) * 0.5) / half_width).clamp(-1 + eps, 1 - eps);
+    x = torch::atanh(y);
+  }
   // log|dz/dx| = log(half_width) + log(1 - tanh(x)^2), the latter in its stable form.
   const auto log_jacobian =
       half_width.log() + 2.0 * (std::log(2.0) - x - torch::softplus(-2.0 * x));

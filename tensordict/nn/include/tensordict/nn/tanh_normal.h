@@ -26,6 +26,11 @@ struct TanhNormalOptions : BoundedOptions<TanhNormalOptions> {};
 /// [-1 + eps, 1 - eps] (eps the dtype's machine epsilon) before atanh, so values exactly at low
 /// or high give a finite log-density and finite gradients; the Jacobian term uses
 /// log(1 - tanh(x)^2) = 2 * (log 2 - x - softplus(-2x)), which does not cancel for large |x|.
+/// The log-density of the tensor the latest sample()/rsample() returned (the same tensor, not an
+/// equal one) is computed from its pre-tanh value instead (torch's TanhTransform with
+/// cache_size=1): a saturated sample, which rounds to a bound in float32, keeps its exact
+/// log-density (through atanh it would be off by orders of magnitude, which derails SAC's
+/// entropy term once the policy saturates).
 ///
 /// Throws like Normal for loc/scale (TypeError, ShapeError, ValueError), ShapeError when
 /// low/high do not broadcast with loc, ValueError unless low < high everywhere or when
@@ -65,6 +70,9 @@ class TanhNormal : public Distribution {
   torch::Tensor low_;
   torch::Tensor high_;
   int64_t event_dims_;
+  // The latest sample and its pre-tanh value (see the class comment).
+  mutable torch::Tensor last_sample_;
+  mutable torch::Tensor last_pre_tanh_;
 };
 
 }  // namespace tensordict::nn
