@@ -132,8 +132,8 @@ MultiCollectorBase::MultiCollectorBase(const std::vector<EnvFactory>& factories,
                                        bool allow_shared_policy)
     : name_(allow_shared_policy ? "MultiSyncCollector" : "MultiAsyncCollector"),
       policy_(std::move(policy)),
-      options_(options),
-      frames_per_batch_(frames_per_batch) {
+      options_(options) {
+  frames_per_batch_ = frames_per_batch;
   check_arguments(name_, factories, policy_, options_, allow_shared_policy);
   TORCH_INTERNAL_ASSERT(frames_per_batch >= 1 && worker_frames_per_batch >= 1);
   const auto total = options_.total_frames();

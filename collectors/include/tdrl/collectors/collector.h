@@ -178,13 +178,13 @@ class CollectorBase {
   BatchIterator end() { return BatchIterator(); }
 
   /// Frames collected so far (summed over workers).
-  virtual int64_t frames() const = 0;
+  int64_t frames() const { return frames_; }
   /// Batches yielded so far.
-  virtual int64_t iterations() const = 0;
+  int64_t iterations() const { return iterations_; }
   /// The frames per batch after rounding (see CollectorOptions::frames_per_batch).
-  virtual int64_t frames_per_batch() const = 0;
+  int64_t frames_per_batch() const { return frames_per_batch_; }
   /// The total after rounding; -1 for endless collection.
-  virtual int64_t total_frames() const = 0;
+  int64_t total_frames() const { return total_frames_; }
 
   /// Makes the next batches use the current weights of the policy given at construction
   /// (for collectors whose workers hold their own copies; a no-op when the policy is shared
@@ -207,6 +207,14 @@ class CollectorBase {
 
  protected:
   CollectorBase() = default;
+  /// True once total_frames have been collected (never for endless collection).
+  bool finished() const { return total_frames_ >= 0 && frames_ >= total_frames_; }
+
+  // The counters every collector keeps; subclasses set them.
+  int64_t frames_per_batch_ = 0;
+  int64_t total_frames_ = -1;
+  int64_t frames_ = 0;
+  int64_t iterations_ = 0;
 };
 
 /// Steps one env (possibly batched: SerialEnv, ParallelEnv, a natively batched env) with a
@@ -255,10 +263,6 @@ class Collector : public CollectorBase {
   /// init_random_frames says, and ignoring total_frames (for collectors that drive workers
   /// and count frames themselves). Nullopt only when cancelled or shut down.
   std::optional<TensorDict> next(bool random_actions);
-  int64_t frames() const override { return frames_; }
-  int64_t iterations() const override { return iterations_; }
-  int64_t frames_per_batch() const override { return frames_per_batch_; }
-  int64_t total_frames() const override { return total_frames_; }
   /// A no-op: the collector runs the policy it was given.
   void update_policy_weights_() override {}
   uint64_t set_seed(uint64_t seed) override;
@@ -291,12 +295,8 @@ class Collector : public CollectorBase {
   std::shared_ptr<EnvBase> env_;
   CollectorPolicy policy_;
   CollectorOptions options_;
-  int64_t frames_per_batch_ = 0;
-  int64_t total_frames_ = -1;
   int64_t steps_per_batch_ = 0;
   int64_t env_numel_ = 1;
-  int64_t frames_ = 0;
-  int64_t iterations_ = 0;
   int64_t next_traj_id_ = 0;
   bool shut_down_ = false;
   std::atomic<bool> cancel_{false};

@@ -161,10 +161,6 @@ class DistributedCollector : public CollectorBase {
   ~DistributedCollector() override;
 
   std::optional<TensorDict> next() override;
-  int64_t frames() const override { return frames_; }
-  int64_t iterations() const override { return iterations_; }
-  int64_t frames_per_batch() const override { return frames_per_batch_; }
-  int64_t total_frames() const override { return total_frames_; }
   void update_policy_weights_() override;
   /// Seeds the workers' collectors now, in rank order (one round trip each): rank 1 gets
   /// `seed`, rank r what rank r-1's Collector::set_seed returned; returns what the last
@@ -194,15 +190,10 @@ class DistributedCollector : public CollectorBase {
   [[noreturn]] void lost(const std::string& operation, int64_t w, const std::exception& error);
   // Shuts down and throws worker w's own error as std::runtime_error("worker rank r: ...").
   [[noreturn]] void worker_failed(int64_t w, const std::string& message);
-  bool finished() const { return total_frames_ >= 0 && frames_ >= total_frames_; }
 
   std::unique_ptr<Impl> impl_;
   CollectorOptions options_;
   DistributedOptions distributed_;
-  int64_t frames_per_batch_ = 0;
-  int64_t total_frames_ = -1;
-  int64_t frames_ = 0;
-  int64_t iterations_ = 0;
   int64_t last_worker_ = -1;
 };
 

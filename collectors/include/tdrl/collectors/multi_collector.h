@@ -54,10 +54,6 @@ class MultiCollectorBase : public CollectorBase {
   ~MultiCollectorBase() override;
 
   int64_t num_workers() const { return static_cast<int64_t>(workers_.size()); }
-  int64_t frames() const override { return frames_; }
-  int64_t iterations() const override { return iterations_; }
-  int64_t frames_per_batch() const override { return frames_per_batch_; }
-  int64_t total_frames() const override { return total_frames_; }
   void update_policy_weights_() override;
   /// Seeds worker 0's env with `seed`, worker w's with what worker w-1's returned; returns
   /// what the last returned. Envs restart from a reset at their next batch. Must not be
@@ -91,7 +87,6 @@ class MultiCollectorBase : public CollectorBase {
   std::pair<int64_t, TensorDict> wait_any();
   /// Waits for worker w's requested batch (as wait_any).
   TensorDict wait_for(int64_t w);
-  bool finished() const { return total_frames_ >= 0 && frames_ >= total_frames_; }
   /// Applies split_trajs and postproc of the options and counts the batch.
   TensorDict finish_batch(TensorDict batch, int64_t frames);
   bool is_shut_down() const { return shut_down_; }
@@ -114,11 +109,7 @@ class MultiCollectorBase : public CollectorBase {
   // Built in the constructor, never resized; each worker thread touches only its own Worker
   // (and the members below under mutex_).
   std::vector<std::unique_ptr<Worker>> workers_;
-  int64_t frames_per_batch_ = 0;
-  int64_t total_frames_ = -1;
   // The trainer thread's counters (workers never read them).
-  int64_t frames_ = 0;
-  int64_t iterations_ = 0;
   bool shut_down_ = false;
   // True when workers run their own policy_factory copies of a policy with weights.
   bool sync_weights_ = false;
