@@ -35,8 +35,9 @@ const std::vector<std::string> kLossColumns{"loss_objective", "loss_critic", "lo
                                             "loss_alpha",     "alpha",       "entropy"};
 
 std::vector<std::string> metric_columns() {
-  std::vector<std::string> columns{"frames",  "episodes", "train_return", "eval_return", "eval_std",
-                                   "updates", "fps",      "wall_time",    "lr"};
+  std::vector<std::string> columns{"frames",    "episodes",   "train_return", "eval_return",
+                                   "eval_std",  "updates",    "fps",          "wall_time",
+                                   "collect_s", "optimize_s", "eval_s",       "lr"};
   columns.insert(columns.end(), kLossColumns.begin(), kLossColumns.end());
   return columns;
 }
@@ -483,6 +484,9 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   metrics_["updates"] = static_cast<double>(updates_);
   metrics_["fps"] = fps;
   metrics_["wall_time"] = wall_time();
+  metrics_["collect_s"] = times_.collect;
+  metrics_["optimize_s"] = times_.optimize;
+  metrics_["eval_s"] = times_.eval;
   if (!recipe_->optimizers.empty()) {
     const auto& pg = recipe_->optimizers.front().optimizer->param_groups();
     if (!pg.empty()) metrics_["lr"] = pg.front().options().get_lr();
@@ -509,7 +513,14 @@ bool Trainer::train() {
   int64_t next_ckpt = ckpt_every > 0 ? (frames_ / ckpt_every + 1) * ckpt_every : -1;
   const int64_t frames_at_start = frames_;
   bool completed = true;
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  auto collect_start = Clock::now();
   while (auto batch = collector_->next()) {
+    const auto collected = Clock::now();
+    times_.collect += seconds(collect_start, collected);
     batch_ = *batch;
     frames_ = collector_->frames();
     record_episodes(batch_);
@@ -518,6 +529,8 @@ bool Trainer::train() {
     recipe_->after_batch(frames_);
     collector_->update_policy_weights_();
     apply_lr_schedule();
+    const auto optimized = Clock::now();
+    times_.optimize += seconds(collected, optimized);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
     const double fps = static_cast<double>(frames_ - frames_at_start) / std::max(elapsed, 1e-9);
@@ -531,6 +544,7 @@ bool Trainer::train() {
       eval = evaluate_now();
       run_hooks(HookPoint::kEval);
     }
+    times_.eval += seconds(optimized, Clock::now());
     log_row(fps, eval);
     display.update(frames_, fps, mean_of(recent_returns_), wall_time());
     if (StopSignal::requested()) {
@@ -540,9 +554,12 @@ bool Trainer::train() {
       break;
     }
     if (next_ckpt > 0 && frames_ >= next_ckpt && frames_ < total) {
+      const auto start = Clock::now();
       checkpoint();
+      times_.eval += seconds(start, Clock::now());
       next_ckpt += ckpt_every;
     }
+    collect_start = Clock::now();
   }
   checkpoint();
   display.finish();
@@ -550,6 +567,13 @@ bool Trainer::train() {
   logger_->info("{} at {} frames, {} episodes, {} updates, wall time {}",
                 completed ? "finished" : "stopped", frames_, episodes_, updates_,
                 format_duration(wall_time()));
+  const double session = seconds(session_start_, Clock::now());
+  const auto share = [session](double t) { return 100.0 * t / std::max(session, 1e-9); };
+  logger_->info(
+      "time this session: collection {:.1f} s ({:.0f}%), optimisation {:.1f} s ({:.0f}%), "
+      "evaluation and checkpoints {:.1f} s ({:.0f}%), other {:.1f} s",
+      times_.collect, share(times_.collect), times_.optimize, share(times_.optimize), times_.eval,
+      share(times_.eval), session - times_.collect - times_.optimize - times_.eval);
   run_hooks(HookPoint::kEnd);
   return completed;
 }

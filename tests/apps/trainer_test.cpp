@@ -151,7 +151,8 @@ class StopSignalGuard {
 // ---------------------------------------------------------------- TrainerTest: recipes
 
 const std::string kMetricsHeader =
-    "frames,episodes,train_return,eval_return,eval_std,updates,fps,wall_time,lr,"
+    "frames,episodes,train_return,eval_return,eval_std,updates,fps,wall_time,collect_s,optimize_s,"
+    "eval_s,lr,"
     "loss_objective,loss_critic,loss_entropy,loss_value,loss_actor,loss_qvalue,loss_alpha,"
     "alpha,entropy";
 

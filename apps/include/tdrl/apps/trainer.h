@@ -53,10 +53,11 @@ enum class HookPoint {
 /// periodic evaluation and checkpoints, until collector.total_frames.
 ///
 /// A run writes into its RunDir: config.yaml (the resolved config), train.log (spdlog),
-/// metrics.csv (frames, episodes, train_return, eval_return, eval_std, the loss terms, fps,
-/// wall_time), learning_curve.svg (at each checkpoint and at the end) and checkpoints/ (loss
-/// networks and targets, optimisers, replay buffer, collector counters, env normalisation,
-/// exploration state, RNG, trainer counters).
+/// metrics.csv (frames, episodes, train_return, eval_return, eval_std, updates, fps,
+/// wall_time, the session's seconds spent collecting / optimising / evaluating and
+/// checkpointing, lr, the loss terms), learning_curve.svg (at each checkpoint and at the end) and
+/// checkpoints/ (loss networks and targets, optimisers, replay buffer, collector counters, env
+/// normalisation, exploration state, RNG, trainer counters).
 ///
 /// Reliability: SIGINT/SIGTERM (StopSignal) end the run after the current batch with a
 /// checkpoint; resume() continues from the last checkpoint (frames, buffer, optimisers,
@@ -136,7 +137,14 @@ class Trainer {
   int64_t frames_ = 0;
   int64_t updates_ = 0;
   int64_t episodes_ = 0;
-  double wall_offset_ = 0;  // wall time of earlier sessions of a resumed run
+  double wall_offset_ = 0;
+  // Seconds of this session spent collecting (env + policy), optimising (loss, backward, steps,
+  // targets, replay) and evaluating/checkpointing.
+  struct {
+    double collect = 0;
+    double optimize = 0;
+    double eval = 0;
+  } times_;  // wall time of earlier sessions of a resumed run
 };
 
 }  // namespace tdrl::apps
