@@ -61,30 +61,38 @@ PY
   printf '%s\n' "${rows[-1]}"
 done
 
+# Rows of configs not run this time are kept from the previous table; rows follow `order`.
+declare -A row_of
+if [[ -f "$results" ]]; then
+  while IFS= read -r line; do
+    name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$line")
+    [[ -n "$name" && "$name" != config ]] && row_of[$name]=$line
+  done < "$results"
+fi
+for row in "${rows[@]}"; do
+  name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$row")
+  row_of[$name]=$row
+done
 {
   echo "# Learning results"
   echo
-  echo "Written by \`scripts/learning_suite.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
+  echo "Written by \`scripts/learning_suite.sh\` (last run $(date -u +%Y-%m-%d)), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
   echo "Return: mean ± std over 10 deterministic evaluation episodes at the end of the run."
   echo "Wall time includes evaluation and checkpoints. MuJoCo tasks use the project's own MJCF"
   echo "models, not Gymnasium's: their returns compare with the anchors in spirit only."
   echo
   echo "| config | return | target | | frames | wall time | frames/s | public anchor |"
   echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"
-  printf '%s\n' "${rows[@]}"
+  for name in "${order[@]}"; do
+    [[ -z "${row_of[$name]:-}" ]] || printf '%s\n' "${row_of[$name]}"
+    unset "row_of[$name]"
+  done
+  for name in "${!row_of[@]}"; do printf '%s\n' "${row_of[$name]}"; done
   echo
   for svg in "$TDRL_ROOT"/docs/results/*.svg; do
     name=$(basename "$svg" .svg)
     echo "![$name](results/$name.svg)"
   done
 } > "$results.new"
-# Rows of configs not run this time are kept from the previous table.
-if [[ -f "$results" ]]; then
-  while IFS= read -r line; do
-    name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$line")
-    [[ -n "$name" && " ${configs[*]} " != *" $name "* && "$name" != config ]] || continue
-    sed -i "/^| --- | ---: /a $(printf '%s' "$line" | sed 's/[\/&]/\\&/g')" "$results.new"
-  done < "$results"
-fi
 mv "$results.new" "$results"
 echo "learning_suite.sh: wrote $results"
