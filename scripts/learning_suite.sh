@@ -63,7 +63,10 @@ done
 
 # Rows of configs not run this time are kept from the previous table; rows follow `order`.
 declare -A row_of
+conditions=""
 if [[ -f "$results" ]]; then
+  # A hand-written "Conditions ..." paragraph (how the runs were made) is kept.
+  conditions=$(awk '/^Conditions/{p=1} p&&/^$/{exit} p' "$results")
   while IFS= read -r line; do
     name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$line")
     [[ -n "$name" && "$name" != config ]] && row_of[$name]=$line
@@ -81,6 +84,7 @@ done
   echo "Wall time includes evaluation and checkpoints. MuJoCo tasks use the project's own MJCF"
   echo "models, not Gymnasium's: their returns compare with the anchors in spirit only."
   echo
+  [[ -z "$conditions" ]] || printf '%s\n\n' "$conditions"
   echo "| config | return | target | | frames | wall time | frames/s | public anchor |"
   echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"
   for name in "${order[@]}"; do
