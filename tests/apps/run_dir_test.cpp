@@ -17,6 +17,7 @@
 
 #include <tensordict/errors.h>
 
+#include "support/error_message.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::apps {
@@ -28,17 +29,7 @@ using tensordict::testing::TempDir;
 using tensordict::testing::write_file_bytes;
 using ::testing::HasSubstr;
 
-/// Calls `fn`, expects it to throw `E`, and returns the message.
-template <typename E, typename F>
-std::string error_message(F fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using tdrl::test_util::error_message;
 
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t count = 0;

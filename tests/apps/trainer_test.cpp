@@ -35,6 +35,7 @@
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
 
+#include "support/error_message.h"
 #include "support/temp_dir.h"
 
 extern char** environ;
@@ -82,17 +83,7 @@ Config tiny_config(const std::string& algo, const std::vector<std::string>& over
   return Config::load_string(tiny_yaml(algo), overrides);
 }
 
-/// Calls `fn`, expects it to throw `E`, and returns the message.
-template <typename E, typename F>
-std::string error_message(F fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using tdrl::test_util::error_message;
 
 std::string first_line(const std::string& path) {
   const auto text = read_file_bytes(path);
