@@ -202,9 +202,10 @@ void BatchedEnvBase::run_checked(const std::string& op, int64_t count,
   for (int64_t j = 0; j < count; ++j) {
     if (!errors[static_cast<size_t>(j)]) continue;
     const int64_t i = index_of(j);
-    tensordict::rethrow_with_prefix(errors[static_cast<size_t>(j)], op + ": sub-env " + std::to_string(i) +
-                                                            " of " + std::to_string(num_envs()) +
-                                                            " (" + envs_[i]->name() + ") threw: ");
+    tensordict::rethrow_with_prefix(errors[static_cast<size_t>(j)],
+                                    op + ": sub-env " + std::to_string(i) + " of " +
+                                        std::to_string(num_envs()) + " (" + envs_[i]->name() +
+                                        ") threw: ");
   }
 }
 

@@ -1,0 +1,146 @@
+// The fixtures shared by the Collector, CollectorPolicy and split_trajectories tests: envs,
+// policies, options and tensor-to-vector helpers.
+
+#pragma once
+
+#include <tdrl/collectors/collector.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/envs/batched_envs.h>
+#include <tdrl/envs/registry.h>
+#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/modules/actors.h>
+#include <tensordict/errors.h>
+#include <tensordict/nn.h>
+#include <tensordict/tensor_dict.h>
+
+#include "support/mock_envs.h"
+
+namespace tdrl::collectors {
+namespace {
+
+using tdrl::testing::CountingEnv;
+using tdrl::testing::NoisyCounterEnv;
+using tdrl::testing::NoisyCounterOptions;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+using tensordict::nn::InteractionType;
+using ::testing::HasSubstr;
+namespace tdnn = tensordict::nn;
+using Shape = std::vector<int64_t>;
+using Ints = std::vector<int64_t>;
+using Floats = std::vector<float>;
+
+const NestedKey kObs("observation");
+const NestedKey kAction("action");
+const NestedKey kNextObs({"next", "observation"});
+const NestedKey kNextDone({"next", "done"});
+const NestedKey kNextTerminated({"next", "terminated"});
+const NestedKey kNextTruncated({"next", "truncated"});
+const NestedKey kNextReward({"next", "reward"});
+
+// ---- Helpers ---------------------------------------------------------------------------------
+
+inline Ints ints(const torch::Tensor& t) {
+  auto flat = t.to(torch::kInt64).contiguous().flatten();
+  return Ints(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+}
+
+inline Floats floats(const torch::Tensor& t) {
+  auto flat = t.to(torch::kFloat32).contiguous().flatten();
+  return Floats(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+}
+
+inline Shape shape(const torch::Tensor& t) { return t.sizes().vec(); }
+
+inline std::shared_ptr<envs::EnvBase> make(const std::string& name, Shape batch = {}) {
+  envs::register_builtin_envs();
+  return envs::make_env(name, envs::EnvOptions().batch_size(std::move(batch)));
+}
+
+inline std::shared_ptr<CountingEnv> counting(Shape batch = {}, int64_t max_count = 100) {
+  return std::make_shared<CountingEnv>(std::move(batch), max_count);
+}
+
+inline CollectorOptions options(int64_t frames_per_batch, int64_t total_frames = -1) {
+  return CollectorOptions().frames_per_batch(frames_per_batch).total_frames(total_frames);
+}
+
+// Every leaf of `a` equals the same leaf of `b`, and both have the same leaves.
+inline void expect_same(const TensorDict& a, const TensorDict& b) {
+  ASSERT_EQ(a.batch_size(), b.batch_size());
+  const auto keys = a.keys(true, true);
+  ASSERT_EQ(keys, b.keys(true, true));
+  for (const auto& key : keys) EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key;
+}
+
+// Writes action = 1 (int64 [*batch, 1], CountingEnv's action) and counts its calls.
+struct ConstantActionPolicy {
+  std::shared_ptr<int64_t> calls = std::make_shared<int64_t>(0);
+  TensorDict operator()(TensorDict td) const {
+    ++*calls;
+    Shape action_shape = td.batch_size();
+    action_shape.push_back(1);
+    td.set(kAction, torch::ones(action_shape, torch::kInt64));
+    return td;
+  }
+};
+
+// A SerialEnv of two CountingEnvs terminating after 2 and 3 steps (out of step).
+inline std::shared_ptr<envs::EnvBase> two_counters() {
+  auto made = std::make_shared<int64_t>(0);
+  return std::make_shared<envs::SerialEnv>(
+      2, [made] { return std::make_shared<CountingEnv>(Shape{}, ++*made == 1 ? 2 : 3); });
+}
+
+// Pendulum actor: loc = Linear(3, 1)(observation), scale = 0.1, Normal, with log-prob.
+inline modules::ProbabilisticActor pendulum_actor(torch::nn::Linear* linear = nullptr) {
+  torch::nn::Linear lin(3, 1);
+  {
+    // Small weights keep loc within [-1, 1] on Pendulum's observations (|theta_dot| <= 8).
+    torch::NoGradGuard no_grad;
+    lin->weight.uniform_(-0.1, 0.1);
+    lin->bias.zero_();
+  }
+  if (linear) *linear = lin;
+  auto spec =
+      std::make_shared<envs::Bounded>(envs::BoundedOptions().low(-2.0).high(2.0).shape({1}));
+  return modules::ProbabilisticActor(
+      tdnn::TensorDictSequential(
+          tdnn::TensorDictModule(
+              lin, tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"loc"})),
+          tdnn::TensorDictModule(
+              [](torch::Tensor loc) { return torch::full_like(loc, 0.1); },
+              tdnn::TensorDictModuleOptions().in_keys({"loc"}).out_keys({"scale"}))),
+      spec,
+      modules::ProbabilisticActorOptions()
+          .distribution_class(tdnn::DistributionClass::normal())
+          .return_log_prob(true));
+}
+
+// Concatenates the batches along their last (time) batch dim.
+inline TensorDict cat_time(const std::vector<TensorDict>& batches) {
+  const auto dims = batches.front().batch_dims();
+  TensorDict out = TensorDict::empty({});
+  for (const auto& key : batches.front().keys(true, true)) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& b : batches) parts.push_back(b.get(key));
+    out.set(key, torch::cat(parts, dims - 1));
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace tdrl::collectors
