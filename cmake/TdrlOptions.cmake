@@ -29,14 +29,48 @@ if(TDRL_SANITIZE)
   endif()
 endif()
 
-# Gives `target` the project's warnings and a private precompiled header for the LibTorch
-# headers it uses (each PCH is built once per target, then every source reuses it).
-function(tdrl_target_defaults target)
-  cmake_parse_arguments(ARG "" "" "PCH" ${ARGN})
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  if(ARG_PCH)
-    target_precompile_headers(${target} PRIVATE ${ARG_PCH})
-  else()
-    target_precompile_headers(${target} PRIVATE <torch/types.h>)
+# Precompiled LibTorch headers, shared. A GCC PCH is only used for sources compiled with the same
+# -fpic/-fpie setting and the same definitions of the macros its headers test (GoogleTest's
+# GTEST_* for instance), and building one costs about as much as compiling a large source. So
+# each target reuses (REUSE_FROM) one of three PCHs instead of building its own: the
+# position-independent libraries', the GoogleTest programs' (which also holds GoogleTest and
+# GoogleMock), and the other executables' (benchmarks, tools, examples). -Winvalid-pch reports a
+# target whose flags no longer match its PCH. Other compilers (clang, for the fuzz build) check
+# flags strictly, so there each target gets its own PCH.
+function(_tdrl_pch_donor name kind)
+  if(TARGET ${name})
+    return()
   endif()
+  add_library(${name} STATIC ${PROJECT_SOURCE_DIR}/cmake/pch_donor.cpp)
+  target_link_libraries(${name} PRIVATE torch)
+  set(headers <torch/torch.h>)
+  if(kind STREQUAL "pic")
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  elseif(kind STREQUAL "test")
+    target_link_libraries(${name} PRIVATE GTest::gtest GTest::gmock)
+    list(APPEND headers <gtest/gtest.h> <gmock/gmock.h>)
+  endif()
+  target_precompile_headers(${name} PRIVATE ${headers})
+endfunction()
+
+# Gives `target` the project's warnings and a precompiled LibTorch header (see above). Call it
+# after target_link_libraries and the POSITION_INDEPENDENT_CODE property: they pick the PCH.
+function(tdrl_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+    return()
+  endif()
+  target_compile_options(${target} PRIVATE -Winvalid-pch)
+  get_target_property(pic ${target} POSITION_INDEPENDENT_CODE)
+  get_target_property(libs ${target} LINK_LIBRARIES)
+  if(pic)
+    set(kind pic)
+  elseif(libs MATCHES "GTest::")
+    set(kind test)
+  else()
+    set(kind exe)
+  endif()
+  _tdrl_pch_donor(tdrl_pch_${kind} ${kind})
+  target_precompile_headers(${target} REUSE_FROM tdrl_pch_${kind})
 endfunction()
