@@ -15,15 +15,9 @@ namespace tdnn = tensordict::nn;
 
 DQNLoss::DQNLoss(std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DQNLossOptions options)
     : LossModule("DQNLoss",
-                 {{"action", NestedKey("action")},
-                  {"action_value", NestedKey("action_value")},
-                  {"value", NestedKey("chosen_action_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+                 detail::off_policy_default_keys({{"action_value", NestedKey("action_value")},
+                                                  {"value", NestedKey("chosen_action_value")}}),
+                 detail::off_policy_in_key_names()),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
   detail::check_network("DQNLoss", "the value_network", value_network_);
@@ -139,14 +133,8 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
 DistributionalDQNLoss::DistributionalDQNLoss(
     std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DistributionalDQNLossOptions options)
     : LossModule("DistributionalDQNLoss",
-                 {{"action", NestedKey("action")},
-                  {"action_value", NestedKey("action_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+                 detail::off_policy_default_keys({{"action_value", NestedKey("action_value")}}),
+                 detail::off_policy_in_key_names()),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
   detail::check_network("DistributionalDQNLoss", "the value_network", value_network_);

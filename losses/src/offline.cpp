@@ -58,16 +58,11 @@ torch::Tensor td_error(const std::vector<torch::Tensor>& preds, const torch::Ten
 
 IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
                  std::shared_ptr<tdnn::TensorDictModuleBase> value_network, IQLLossOptions options)
-    : LossModule("IQLLoss",
-                 {{"action", NestedKey("action")},
-                  {"state_action_value", NestedKey("state_action_value")},
-                  {"value", NestedKey("state_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+    : LossModule(
+          "IQLLoss",
+          detail::off_policy_default_keys({{"state_action_value", NestedKey("state_action_value")},
+                                           {"value", NestedKey("state_value")}}),
+          detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       value_network_(std::move(value_network)),
@@ -221,14 +216,9 @@ TensorDict repeated_inputs(const std::string& where, const std::string& who,
 
 CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options)
     : LossModule("CQLLoss",
-                 {{"action", NestedKey("action")},
-                  {"state_action_value", NestedKey("state_action_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+                 detail::off_policy_default_keys(
+                     {{"state_action_value", NestedKey("state_action_value")}}),
+                 detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {

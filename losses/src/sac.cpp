@@ -31,14 +31,9 @@ std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i)
 
 SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
     : LossModule("SACLoss",
-                 {{"action", NestedKey("action")},
-                  {"state_action_value", NestedKey("state_action_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+                 detail::off_policy_default_keys(
+                     {{"state_action_value", NestedKey("state_action_value")}}),
+                 detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
@@ -196,14 +191,8 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
 DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
                                  DiscreteSACLossOptions options)
     : LossModule("DiscreteSACLoss",
-                 {{"action", NestedKey("action")},
-                  {"action_value", NestedKey("action_value")},
-                  {"reward", NestedKey{"next", "reward"}},
-                  {"done", NestedKey{"next", "done"}},
-                  {"terminated", NestedKey{"next", "terminated"}},
-                  {"priority", NestedKey("td_error")},
-                  {"priority_weight", NestedKey("_weight")}},
-                 {"action", "reward", "done", "terminated"}),
+                 detail::off_policy_default_keys({{"action_value", NestedKey("action_value")}}),
+                 detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,6 +27,27 @@ namespace tdrl::losses::detail {
 
 using tensordict::NestedKey;
 using tensordict::TensorDict;
+
+/// The default keys of an off-policy loss, in the order `set_keys` lists them: "action", then
+/// `network_keys` (what the loss's networks write, e.g. "state_action_value"), then the
+/// transition's reward, done and terminated under "next", and the prioritized-replay keys. These
+/// names are documented in docs/keys.md: change them there first.
+inline std::vector<std::pair<std::string, NestedKey>> off_policy_default_keys(
+    std::vector<std::pair<std::string, NestedKey>> network_keys) {
+  std::vector<std::pair<std::string, NestedKey>> keys{{"action", NestedKey("action")}};
+  keys.insert(keys.end(), network_keys.begin(), network_keys.end());
+  keys.insert(keys.end(), {{"reward", NestedKey{"next", "reward"}},
+                           {"done", NestedKey{"next", "done"}},
+                           {"terminated", NestedKey{"next", "terminated"}},
+                           {"priority", NestedKey("td_error")},
+                           {"priority_weight", NestedKey("_weight")}});
+  return keys;
+}
+
+/// The keys every off-policy loss reads from a batch besides its networks' inputs.
+inline std::vector<std::string> off_policy_in_key_names() {
+  return {"action", "reward", "done", "terminated"};
+}
 
 inline std::string shape_str(c10::IntArrayRef shape) {
   std::ostringstream os;
