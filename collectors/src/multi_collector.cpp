@@ -59,14 +59,47 @@ void check_arguments(const std::string& name, const std::vector<EnvFactory>& fac
   }
 }
 
+std::vector<EnvFactory> replicate(const std::string& name, const EnvFactory& factory,
+                                  int64_t num_workers) {
+  if (num_workers < 1) {
+    throw ValueError(name + ": num_workers is " + std::to_string(num_workers) +
+                     "; it must be >= 1");
+  }
+  return std::vector<EnvFactory>(static_cast<size_t>(num_workers), factory);
+}
+
+const char* collector_name(bool sync) {
+  return sync ? "MultiSyncCollector" : "MultiAsyncCollector";
+}
+
+std::string worker_prefix(int64_t w) { return "worker " + std::to_string(w) + ": "; }
+
+}  // namespace
+
+// ---- MultiCollectorBase ----------------------------------------------------------------------
+
+struct MultiCollectorBase::Worker {
+  enum class Phase { kIdle, kRequested, kRunning, kReady };
+
+  int64_t index = 0;
+  std::unique_ptr<Collector> collector;
+  std::thread thread;
+  // Guarded by mutex_:
+  Phase phase = Phase::kIdle;
+  bool random = false;              // the requested batch uses random actions
+  std::optional<TensorDict> batch;  // the finished batch (kReady without error)
+  std::exception_ptr error;         // the failure (kReady with error)
+  TensorDict state;                 // collector->state_dict() after the last batch
+  int64_t weights_version = 0;      // the weights_version_ the worker's policy holds
+};
+
 // Builds env 0 to read its batch size, and replaces factory 0 by one that hands that env
-// out once (so the env is built only once). `sync` rounds frames_per_batch to a multiple of
-// num_workers * env numel (each worker collects a share) instead of env numel (async), and
-// allows a shared policy. (`policy` is copied by the callers: argument evaluation order is
-// unspecified, so it must not be moved from in the same call.)
-template <class Setup>
-Setup prepare(const std::string& name, const std::vector<EnvFactory>& factories,
-              const CollectorPolicy& policy, const CollectorOptions& options, bool sync) {
+// out once (so the env is built only once). (`policy` is copied by the callers: argument
+// evaluation order is unspecified, so it must not be moved from in the same call.)
+MultiCollectorBase::Setup MultiCollectorBase::prepare(const std::vector<EnvFactory>& factories,
+                                                      const CollectorPolicy& policy,
+                                                      const CollectorOptions& options, bool sync) {
+  const std::string name = collector_name(sync);
   check_arguments(name, factories, policy, options, sync);
   Setup setup;
   setup.factories = factories;
@@ -96,46 +129,14 @@ Setup prepare(const std::string& name, const std::vector<EnvFactory>& factories,
   return setup;
 }
 
-std::vector<EnvFactory> replicate(const std::string& name, const EnvFactory& factory,
-                                  int64_t num_workers) {
-  if (num_workers < 1) {
-    throw ValueError(name + ": num_workers is " + std::to_string(num_workers) +
-                     "; it must be >= 1");
-  }
-  return std::vector<EnvFactory>(static_cast<size_t>(num_workers), factory);
-}
-
-std::string worker_prefix(int64_t w) { return "worker " + std::to_string(w) + ": "; }
-
-}  // namespace
-
-// ---- MultiCollectorBase ----------------------------------------------------------------------
-
-struct MultiCollectorBase::Worker {
-  enum class Phase { kIdle, kRequested, kRunning, kReady };
-
-  int64_t index = 0;
-  std::unique_ptr<Collector> collector;
-  std::thread thread;
-  // Guarded by mutex_:
-  Phase phase = Phase::kIdle;
-  bool random = false;              // the requested batch uses random actions
-  std::optional<TensorDict> batch;  // the finished batch (kReady without error)
-  std::exception_ptr error;         // the failure (kReady with error)
-  TensorDict state;                 // collector->state_dict() after the last batch
-  int64_t weights_version = 0;      // the weights_version_ the worker's policy holds
-};
-
-MultiCollectorBase::MultiCollectorBase(const std::vector<EnvFactory>& factories,
-                                       CollectorPolicy policy, const CollectorOptions& options,
-                                       int64_t frames_per_batch, int64_t worker_frames_per_batch,
-                                       bool allow_shared_policy)
-    : name_(allow_shared_policy ? "MultiSyncCollector" : "MultiAsyncCollector"),
-      policy_(std::move(policy)),
-      options_(options) {
-  frames_per_batch_ = frames_per_batch;
-  check_arguments(name_, factories, policy_, options_, allow_shared_policy);
-  TORCH_INTERNAL_ASSERT(frames_per_batch >= 1 && worker_frames_per_batch >= 1);
+MultiCollectorBase::MultiCollectorBase(Setup setup, CollectorPolicy policy,
+                                       const CollectorOptions& options, bool sync)
+    : name_(collector_name(sync)), policy_(std::move(policy)), options_(options) {
+  const auto& factories = setup.factories;
+  const int64_t worker_frames_per_batch = setup.worker_frames_per_batch;
+  frames_per_batch_ = setup.frames_per_batch;
+  check_arguments(name_, factories, policy_, options_, sync);
+  TORCH_INTERNAL_ASSERT(frames_per_batch_ >= 1 && worker_frames_per_batch >= 1);
   const auto total = options_.total_frames();
   total_frames_ = total;
   if (total > 0 && total % frames_per_batch_ != 0) {
@@ -428,26 +429,14 @@ void MultiCollectorBase::load_state_dict(const TensorDict& state) {
 
 // ---- MultiSyncCollector ----------------------------------------------------------------------
 
-struct MultiSyncCollector::Setup {
-  std::vector<EnvFactory> factories;
-  int64_t frames_per_batch = 0;
-  int64_t worker_frames_per_batch = 0;
-};
-
 MultiSyncCollector::MultiSyncCollector(const std::vector<EnvFactory>& factories,
                                        CollectorPolicy policy, CollectorOptions options)
-    : MultiSyncCollector(prepare<Setup>("MultiSyncCollector", factories, policy, options, true),
-                         policy, options) {}
+    : MultiCollectorBase(prepare(factories, policy, options, true), policy, options, true) {}
 
 MultiSyncCollector::MultiSyncCollector(const EnvFactory& factory, int64_t num_workers,
                                        CollectorPolicy policy, CollectorOptions options)
     : MultiSyncCollector(replicate("MultiSyncCollector", factory, num_workers), std::move(policy),
                          std::move(options)) {}
-
-MultiSyncCollector::MultiSyncCollector(Setup setup, CollectorPolicy policy,
-                                       const CollectorOptions& options)
-    : MultiCollectorBase(setup.factories, std::move(policy), options, setup.frames_per_batch,
-                         setup.worker_frames_per_batch, true) {}
 
 std::optional<TensorDict> MultiSyncCollector::next() {
   if (is_shut_down() || finished()) return std::nullopt;
@@ -462,26 +451,14 @@ std::optional<TensorDict> MultiSyncCollector::next() {
 
 // ---- MultiAsyncCollector ---------------------------------------------------------------------
 
-struct MultiAsyncCollector::Setup {
-  std::vector<EnvFactory> factories;
-  int64_t frames_per_batch = 0;
-  int64_t worker_frames_per_batch = 0;
-};
-
 MultiAsyncCollector::MultiAsyncCollector(const std::vector<EnvFactory>& factories,
                                          CollectorPolicy policy, CollectorOptions options)
-    : MultiAsyncCollector(prepare<Setup>("MultiAsyncCollector", factories, policy, options, false),
-                          policy, options) {}
+    : MultiCollectorBase(prepare(factories, policy, options, false), policy, options, false) {}
 
 MultiAsyncCollector::MultiAsyncCollector(const EnvFactory& factory, int64_t num_workers,
                                          CollectorPolicy policy, CollectorOptions options)
     : MultiAsyncCollector(replicate("MultiAsyncCollector", factory, num_workers), std::move(policy),
                           std::move(options)) {}
-
-MultiAsyncCollector::MultiAsyncCollector(Setup setup, CollectorPolicy policy,
-                                         const CollectorOptions& options)
-    : MultiCollectorBase(setup.factories, std::move(policy), options, setup.frames_per_batch,
-                         setup.worker_frames_per_batch, false) {}
 
 std::optional<TensorDict> MultiAsyncCollector::next() {
   if (is_shut_down() || finished()) return std::nullopt;

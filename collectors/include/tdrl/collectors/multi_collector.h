@@ -75,10 +75,21 @@ class MultiCollectorBase : public CollectorBase {
   void load_state_dict(const TensorDict& state) override;
 
  protected:
-  /// `worker_frames_per_batch` is each worker's batch size in frames.
-  MultiCollectorBase(const std::vector<EnvFactory>& factories, CollectorPolicy policy,
-                     const CollectorOptions& options, int64_t frames_per_batch,
-                     int64_t worker_frames_per_batch, bool allow_shared_policy);
+  /// The factories (the first one handing out the env that prepare() built to read the env's
+  /// batch size) and the rounded frame counts; `worker_frames_per_batch` is each worker's
+  /// batch size in frames.
+  struct Setup {
+    std::vector<EnvFactory> factories;
+    int64_t frames_per_batch = 0;
+    int64_t worker_frames_per_batch = 0;
+  };
+  /// Checks the arguments and rounds frames_per_batch: `sync` (MultiSyncCollector) to a
+  /// multiple of num_workers * env numel, since each worker collects a share, else to a
+  /// multiple of env numel; only `sync` allows a shared policy. Throws ValueError.
+  static Setup prepare(const std::vector<EnvFactory>& factories, const CollectorPolicy& policy,
+                       const CollectorOptions& options, bool sync);
+  MultiCollectorBase(Setup setup, CollectorPolicy policy, const CollectorOptions& options,
+                     bool sync);
 
   /// Asks worker w to collect one batch.
   void request(int64_t w);
@@ -147,12 +158,6 @@ class MultiSyncCollector : public MultiCollectorBase {
   MultiSyncCollector(const EnvFactory& factory, int64_t num_workers, CollectorPolicy policy,
                      CollectorOptions options);
   std::optional<TensorDict> next() override;
-
- private:
-  // The factories (the first one handing out the env built to read the env's batch size)
-  // and the rounded frame counts.
-  struct Setup;
-  MultiSyncCollector(Setup setup, CollectorPolicy policy, const CollectorOptions& options);
 };
 
 /// Yields whichever worker's batch is ready first: each worker collects frames_per_batch
@@ -175,9 +180,6 @@ class MultiAsyncCollector : public MultiCollectorBase {
   int64_t last_worker() const { return last_worker_; }
 
  private:
-  struct Setup;  // as MultiSyncCollector's
-  MultiAsyncCollector(Setup setup, CollectorPolicy policy, const CollectorOptions& options);
-
   bool started_ = false;
   int64_t last_worker_ = -1;
 };
