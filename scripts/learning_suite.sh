@@ -2,9 +2,14 @@
 # Runs the learning configs (not in CI: it is a benchmark) and reports each run's final
 # deterministic evaluation return (10 episodes) against its target, with frames, wall time and
 # frames/s; writes the table to docs/results.md and copies the learning curves to
-# docs/results/. Arguments: config names to run (default: every config with a target), e.g.
+# docs/results/. Arguments: config names to run (default: every config with a target), or
+# --resume with the run folder of a suite run that was stopped (it continues from its last
+# checkpoint and is reported like a fresh run), e.g.
 #   scripts/learning_suite.sh ppo_cartpole dqn_cartpole
+#   scripts/learning_suite.sh --resume runs/learning_suite/sac_halfcheetah-20261123-034317
 #   BUILD_DIR=... RUNS_DIR=... scripts/learning_suite.sh
+# Wall time is the run's own clock (metrics.csv's wall_time), which adds up across a resume and
+# includes evaluation and checkpoints.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
@@ -28,8 +33,15 @@ target[sac_halfcheetah]=4000;      anchor[sac_halfcheetah]="CleanRL ~9.6k @ 1M"
 target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
 order=(ppo_cartpole dqn_cartpole a2c_cartpole sac_pendulum td3_pendulum ddpg_pendulum
   ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah td3_hopper)
-configs=("$@")
-((${#configs[@]})) || configs=("${order[@]}")
+resume_dir=""
+if [[ "${1:-}" == --resume ]]; then
+  [[ -f "${2:-}/config.yaml" ]] || { echo "learning_suite.sh: --resume needs a run folder with a config.yaml" >&2; exit 2; }
+  resume_dir=$(cd "$2" && pwd)
+  configs=("$(sed -n 's/^name: *\([A-Za-z0-9_]*\).*/\1/p' "$resume_dir/config.yaml")")
+else
+  configs=("$@")
+  ((${#configs[@]})) || configs=("${order[@]}")
+fi
 
 mkdir -p "$runs_dir" "$TDRL_ROOT/docs/results"
 results=$TDRL_ROOT/docs/results.md
@@ -38,21 +50,25 @@ for name in "${configs[@]}"; do
   config=$TDRL_ROOT/configs/$name.yaml
   [[ -f "$config" ]] || { echo "learning_suite.sh: no config $config" >&2; exit 2; }
   echo "== $name"
-  start=$(date +%s.%N)
-  "$build_dir/apps/tdrl-train" --config "$config" --set logger.dir="$runs_dir" \
-    --set logger.progress=lines --set eval.episodes=10 | tee "$runs_dir/$name.out"
-  end=$(date +%s.%N)
-  run=$(sed -n 's/^tdrl-train: run folder //p' "$runs_dir/$name.out" | tail -n 1)
-  # The last metrics row with an eval_return: the final evaluation.
-  read -r frames ret std < <(python3 - "$run/metrics.csv" <<'PY'
+  if [[ -n "$resume_dir" ]]; then
+    # The resumed run keeps its config (logger.dir, eval.episodes=10 from the first start).
+    "$build_dir/apps/tdrl-train" --resume "$resume_dir" | tee -a "$runs_dir/$name.out"
+    run=$resume_dir
+  else
+    "$build_dir/apps/tdrl-train" --config "$config" --set logger.dir="$runs_dir" \
+      --set logger.progress=lines --set eval.episodes=10 | tee "$runs_dir/$name.out"
+    run=$(sed -n 's/^tdrl-train: run folder //p' "$runs_dir/$name.out" | tail -n 1)
+  fi
+  # The last metrics row with an eval_return: the final evaluation; wall time from the last row.
+  read -r frames ret std wall fps < <(python3 - "$run/metrics.csv" <<'PY'
 import csv, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("eval_return")]
-r = rows[-1]
-print(int(float(r["frames"])), float(r["eval_return"]), float(r["eval_std"] or 0))
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = [r for r in rows if r.get("eval_return")][-1]
+wall = float(rows[-1]["wall_time"])
+frames = int(float(r["frames"]))
+print(frames, float(r["eval_return"]), float(r["eval_std"] or 0), f"{wall:.0f}", f"{frames / wall:.0f}")
 PY
 )
-  wall=$(python3 -c "print(f'{$end - $start:.0f}')")
-  fps=$(python3 -c "print(f'{$frames / ($end - $start):.0f}')")
   t=${target[$name]:-}
   verdict="-"
   [[ -z "$t" ]] || verdict=$(python3 -c "print('met' if $ret >= $t else 'missed')")
