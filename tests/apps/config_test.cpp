@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/error_message.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::apps {
@@ -18,6 +19,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using tdrl::test_util::error_message;
 using K = ValueKind;
 
 // A schema with one key of every kind, two algorithms and a three-level path.
@@ -57,20 +59,8 @@ Config load_small(const std::string& yaml, const std::vector<std::string>& overr
   return Config::load_string(yaml, overrides, small_schema(), "small.yaml");
 }
 
-// The message of the ConfigError thrown by `load` (fails the test when nothing is thrown).
-template <typename F>
-std::string error_of(F load) {
-  try {
-    load();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError thrown";
-  return "";
-}
-
 std::string small_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  return error_of([&] { load_small(yaml, overrides); });
+  return error_message<ConfigError>([&] { load_small(yaml, overrides); });
 }
 
 const char* kCartPolePpo =
@@ -83,7 +73,8 @@ const char* kCartPolePpo =
 
 std::string training_error(const std::string& yaml,
                            const std::vector<std::string>& overrides = {}) {
-  return error_of([&] { Config::load_string(yaml, overrides, Schema::training(), "run.yaml"); });
+  return error_message<ConfigError>(
+      [&] { Config::load_string(yaml, overrides, Schema::training(), "run.yaml"); });
 }
 
 // ---- Schema ------------------------------------------------------------------------------------
@@ -401,7 +392,7 @@ TEST(ConfigTest, DuplicateKeyIsReported) {
 }
 
 TEST(ConfigTest, MalformedYamlNamesSourceAndLine) {
-  const std::string message = error_of([] {
+  const std::string message = error_message<ConfigError>([] {
     Config::load_string("algo:\n  name: ppo\n gamma: 0.9\n", {}, small_schema(), "bad.yaml");
   });
   EXPECT_THAT(message, HasSubstr("invalid config bad.yaml: invalid YAML at line 3"));
@@ -578,11 +569,11 @@ TEST(ConfigTest, LoadFileNamesTheFileInMessages) {
   tensordict::testing::TempDir dir;
   const std::string path = dir / "run.yaml";
   tensordict::testing::write_file_bytes(path, std::string(kCartPolePpo) + "algo: {gama: 1}\n");
-  const std::string message = error_of([&] { Config::load_file(path); });
+  const std::string message = error_message<ConfigError>([&] { Config::load_file(path); });
   EXPECT_THAT(message, HasSubstr("unknown key 'algo.gama' (" + path + " line 7)"));
   tensordict::testing::write_file_bytes(path, kCartPolePpo);
   EXPECT_EQ(Config::load_file(path, {"seed=3"}).get_int("seed"), 3);
-  EXPECT_THAT(error_of([&] { Config::load_file(dir / "missing.yaml"); }),
+  EXPECT_THAT(error_message<ConfigError>([&] { Config::load_file(dir / "missing.yaml"); }),
               HasSubstr("cannot read '" + (dir / "missing.yaml") + "'"));
 }
 

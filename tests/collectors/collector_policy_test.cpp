@@ -147,13 +147,10 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithMissingKeyThrowsKeyErrorAndChange
   TensorDict weights = snapshot(source);
   const NestedKey dropped = weights.keys(true, true).back();
   weights.del_(dropped);
-  try {
-    load_policy_weights(target, weights);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(dropped.repr()));
-    EXPECT_THAT(e.what(), HasSubstr("missing from the weights"));
-  }
+  const std::string message =
+      error_message<tensordict::KeyError>([&] { load_policy_weights(target, weights); });
+  EXPECT_THAT(message, HasSubstr(dropped.repr()));
+  EXPECT_THAT(message, HasSubstr("missing from the weights"));
   expect_same(policy_weights(target), before);
 }
 
@@ -164,13 +161,10 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithExtraKeyThrowsKeyErrorAndChangesN
   const TensorDict before = snapshot(target);
   TensorDict weights = snapshot(source);
   weights.set("zzz_extra", torch::zeros({2}));
-  try {
-    load_policy_weights(target, weights);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'zzz_extra'"));
-    EXPECT_THAT(e.what(), HasSubstr("not a weight of the policy"));
-  }
+  const std::string message =
+      error_message<tensordict::KeyError>([&] { load_policy_weights(target, weights); });
+  EXPECT_THAT(message, HasSubstr("'zzz_extra'"));
+  EXPECT_THAT(message, HasSubstr("not a weight of the policy"));
   expect_same(policy_weights(target), before);
 }
 
@@ -179,13 +173,10 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithWrongShapeThrowsShapeErrorAndChan
   CollectorPolicy narrow = linear_policy(1);
   CollectorPolicy target = linear_policy(2);
   const TensorDict before = snapshot(target);
-  try {
-    load_policy_weights(target, policy_weights(narrow));
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("load_policy_weights"));
-    EXPECT_THAT(e.what(), HasSubstr("[2] Float in the policy but [1] Float in the weights"));
-  }
+  const std::string message = error_message<tensordict::ShapeError>(
+      [&] { load_policy_weights(target, policy_weights(narrow)); });
+  EXPECT_THAT(message, HasSubstr("load_policy_weights"));
+  EXPECT_THAT(message, HasSubstr("[2] Float in the policy but [1] Float in the weights"));
   expect_same(policy_weights(target), before);
 }
 
@@ -202,12 +193,9 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithWrongDtypeThrowsAndChangesNothing
 TEST(CollectorPolicyTest, LoadPolicyWeightsIntoAPolicyWithoutWeightsThrowsValueError) {
   CollectorPolicy plain = [](TensorDict td) { return td; };
   CollectorPolicy module = linear_policy(2);
-  try {
-    load_policy_weights(plain, policy_weights(module));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the policy has no weights module"));
-  }
+  const std::string message = error_message<tensordict::ValueError>(
+      [&] { load_policy_weights(plain, policy_weights(module)); });
+  EXPECT_THAT(message, HasSubstr("the policy has no weights module"));
   EXPECT_NO_THROW(load_policy_weights(plain, TensorDict::empty({})));
 }
 

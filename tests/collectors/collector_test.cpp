@@ -525,12 +525,8 @@ TEST(CollectorTest, PolicyThatDoesNotWriteTheActionThrowsKeyErrorAndNextBatchRes
     return td;
   };
   Collector collector(counting(), policy, options(4));
-  try {
-    collector.next();
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the policy did not write the action 'action'"));
-  }
+  const std::string message = error_message<tensordict::KeyError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("the policy did not write the action 'action'"));
   EXPECT_EQ(collector.frames(), 0);
   EXPECT_EQ(collector.iterations(), 0);
   // The two steps of the failed batch are dropped and the env starts afresh.
@@ -550,13 +546,9 @@ TEST(CollectorTest, WrongActionShapeThrowsTheEnvsShapeErrorAndNextBatchWorks) {
     return td;
   };
   Collector collector(counting(), policy, options(4));
-  try {
-    collector.next();
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("action 'action' has shape [2]"));
-    EXPECT_THAT(e.what(), HasSubstr("the action spec expects [1]"));
-  }
+  const std::string message = error_message<tensordict::ShapeError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("action 'action' has shape [2]"));
+  EXPECT_THAT(message, HasSubstr("the action spec expects [1]"));
   auto batch = collector.next();
   ASSERT_TRUE(batch.has_value());
   EXPECT_EQ(floats(batch->get(kObs)), (Floats{0, 1, 2, 3}));
@@ -565,12 +557,8 @@ TEST(CollectorTest, WrongActionShapeThrowsTheEnvsShapeErrorAndNextBatchWorks) {
 TEST(CollectorTest, EnvErrorsPropagateAndTheNextBatchStartsFromAReset) {
   auto env = std::make_shared<NoisyCounterEnv>(NoisyCounterOptions().fail_at_step(3));
   Collector collector(env, nullptr, options(4));
-  try {
-    collector.next();
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("step 3 fails on purpose"));
-  }
+  const std::string message = error_message<tensordict::ValueError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("step 3 fails on purpose"));
   auto batch = collector.next();
   ASSERT_TRUE(batch.has_value());
   EXPECT_EQ(ints(batch->get({"stats", "count"})), (Ints{0, 1, 2, 3}));
@@ -579,12 +567,7 @@ TEST(CollectorTest, EnvErrorsPropagateAndTheNextBatchStartsFromAReset) {
 
 template <class F>
 void expect_value_error(F&& build, const std::string& message) {
-  try {
-    build();
-    FAIL() << "expected ValueError with " << message;
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(message));
-  }
+  EXPECT_THAT(error_message<tensordict::ValueError>(build), HasSubstr(message));
 }
 
 TEST(CollectorTest, ConstructorRejectsInvalidArguments) {
@@ -760,21 +743,15 @@ TEST(CollectorTest, LoadStateDictRejectsMissingOrNegativeCountersAndKeepsItsOwn)
   TensorDict missing = collector.state_dict();
   missing.set("frames", torch::tensor(int64_t{30}));
   missing.del_("iterations");
-  try {
-    collector.load_state_dict(missing);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'iterations'"));
-  }
+  const std::string message =
+      error_message<tensordict::KeyError>([&] { collector.load_state_dict(missing); });
+  EXPECT_THAT(message, HasSubstr("'iterations'"));
   EXPECT_EQ(collector.frames(), 3);
   TensorDict negative = collector.state_dict();
   negative.set("frames", torch::tensor(int64_t{-4}));
-  try {
-    collector.load_state_dict(negative);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'frames' is -4"));
-  }
+  const std::string message2 =
+      error_message<tensordict::ValueError>([&] { collector.load_state_dict(negative); });
+  EXPECT_THAT(message2, HasSubstr("'frames' is -4"));
   EXPECT_EQ(collector.frames(), 3);
   EXPECT_EQ(collector.iterations(), 1);
   // The episode in flight was not interrupted by the failed loads.

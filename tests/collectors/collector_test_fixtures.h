@@ -26,11 +26,13 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/error_message.h"
 #include "support/mock_envs.h"
 
 namespace tdrl::collectors {
 namespace {
 
+using tdrl::test_util::error_message;
 using tdrl::testing::CountingEnv;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <support/error_message.h>
 #include <support/mock_envs.h>
 #include <tdrl/envs/registry.h>
 #include <tensordict/errors.h>
@@ -20,6 +21,7 @@
 namespace tdrl::collectors {
 namespace {
 
+using tdrl::test_util::error_message;
 using tdrl::testing::CountingEnv;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
@@ -249,13 +251,9 @@ TEST(MultiSyncCollectorTest, WorkerErrorIsRethrownWithWorkerIndexThenNextReturns
   MultiSyncCollector collector({noisy({2}), noisy({2}, 5)}, nullptr,
                                CollectorOptions().frames_per_batch(16));
   ASSERT_TRUE(collector.next().has_value());
-  try {
-    collector.next();
-    FAIL() << "expected the worker's error";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("worker 1: "));
-    EXPECT_THAT(e.what(), HasSubstr("NoisyCounterEnv: step 5 fails on purpose"));
-  }
+  const std::string message = error_message<tensordict::ValueError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("worker 1: "));
+  EXPECT_THAT(message, HasSubstr("NoisyCounterEnv: step 5 fails on purpose"));
   EXPECT_FALSE(collector.next().has_value());
   EXPECT_FALSE(collector.next().has_value());
   EXPECT_EQ(collector.iterations(), 1);
@@ -265,13 +263,9 @@ TEST(MultiSyncCollectorTest, WorkerErrorIsRethrownWithWorkerIndexThenNextReturns
 TEST(MultiSyncCollectorTest, PolicyThatDoesNotWriteTheActionThrowsKeyError) {
   MultiSyncCollector collector(noisy({2}), 2, CollectorPolicy([](TensorDict td) { return td; }),
                                CollectorOptions().frames_per_batch(8));
-  try {
-    collector.next();
-    FAIL() << "expected a KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("worker "));
-    EXPECT_THAT(e.what(), HasSubstr("did not write the action 'action'"));
-  }
+  const std::string message = error_message<tensordict::KeyError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("worker "));
+  EXPECT_THAT(message, HasSubstr("did not write the action 'action'"));
   EXPECT_FALSE(collector.next().has_value());
 }
 
@@ -338,22 +332,17 @@ TEST(MultiSyncCollectorTest, LoadStateDictNamesMissingKeyAndLeavesCountersUnchan
                                CollectorOptions().frames_per_batch(4));
   collector.next();
   const TensorDict state = collector.state_dict();
-  try {
+  const std::string message = error_message<tensordict::KeyError>([&] {
     collector.load_state_dict(state.exclude(std::vector<NestedKey>{NestedKey("frames")}));
-    FAIL() << "expected a KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiSyncCollector::load_state_dict"));
-    EXPECT_THAT(e.what(), HasSubstr("'frames'"));
-  }
+  });
+  EXPECT_THAT(message, HasSubstr("MultiSyncCollector::load_state_dict"));
+  EXPECT_THAT(message, HasSubstr("'frames'"));
   TensorDict no_worker = state.clone();
   no_worker.del_({"workers", "w1"});
   no_worker.set("frames", torch::tensor(int64_t{100}));
-  try {
-    collector.load_state_dict(no_worker);
-    FAIL() << "expected a KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("('workers', 'w1')"));
-  }
+  const std::string message2 =
+      error_message<tensordict::KeyError>([&] { collector.load_state_dict(no_worker); });
+  EXPECT_THAT(message2, HasSubstr("('workers', 'w1')"));
   EXPECT_EQ(collector.frames(), 4);
 }
 
@@ -362,30 +351,23 @@ TEST(MultiSyncCollectorTest, ConstructorRejectsBadArgumentsNamingTheFix) {
   EXPECT_THROW(MultiSyncCollector(std::vector<EnvFactory>{}, nullptr, options),
                tensordict::ValueError);
   EXPECT_THROW(MultiSyncCollector(noisy(), 0, nullptr, options), tensordict::ValueError);
-  try {
-    MultiSyncCollector(noisy(), 2, nullptr, CollectorOptions());
-    FAIL() << "expected a ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("frames_per_batch is 0"));
-  }
-  try {
+  const std::string message = error_message<tensordict::ValueError>(
+      [&] { MultiSyncCollector(noisy(), 2, nullptr, CollectorOptions()); });
+  EXPECT_THAT(message, HasSubstr("frames_per_batch is 0"));
+  const std::string message2 = error_message<tensordict::ValueError>([&] {
     MultiSyncCollector(noisy(), 2, nullptr, CollectorOptions(options).max_frames_per_traj(0));
-    FAIL() << "expected a ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiSyncCollector: worker 0: "));
-    EXPECT_THAT(e.what(), HasSubstr("max_frames_per_traj is 0"));
-  }
+  });
+  EXPECT_THAT(message2, HasSubstr("MultiSyncCollector: worker 0: "));
+  EXPECT_THAT(message2, HasSubstr("max_frames_per_traj is 0"));
 }
 
 TEST(MultiSyncCollectorTest, FactoryPolicyThatDoesNotMatchTheTrainersIsRejected) {
   LinearPolicy trainer(0.25);
-  try {
+  const std::string message = error_message<tensordict::ShapeError>([&] {
     MultiSyncCollector(noisy(), 2, trainer.module,
                        CollectorOptions().frames_per_batch(8).policy_factory(linear_factory(3)));
-    FAIL() << "expected a ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiSyncCollector: worker 0: load_policy_weights"));
-  }
+  });
+  EXPECT_THAT(message, HasSubstr("MultiSyncCollector: worker 0: load_policy_weights"));
 }
 
 // ---- MultiAsyncCollector ---------------------------------------------------------------------
@@ -425,13 +407,11 @@ TEST(MultiAsyncCollectorTest, YieldsFromBothWorkers) {
 
 TEST(MultiAsyncCollectorTest, RefusesSharedPolicyWithoutFactory) {
   LinearPolicy trainer(0.25);
-  try {
+  const std::string message = error_message<tensordict::ValueError>([&] {
     MultiAsyncCollector(noisy(), 2, trainer.module, CollectorOptions().frames_per_batch(8));
-    FAIL() << "expected a ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiAsyncCollector"));
-    EXPECT_THAT(e.what(), HasSubstr("CollectorOptions().policy_factory(...)"));
-  }
+  });
+  EXPECT_THAT(message, HasSubstr("MultiAsyncCollector"));
+  EXPECT_THAT(message, HasSubstr("CollectorOptions().policy_factory(...)"));
 }
 
 TEST(MultiAsyncCollectorTest, UpdatePolicyWeightsReachesWorkersAtTheirNextBatch) {
@@ -495,13 +475,9 @@ TEST(MultiAsyncCollectorTest, EarlyBreakThenDestructionCancelsBatchesInFlight) {
 TEST(MultiAsyncCollectorTest, WorkerErrorIsRethrownThenNextReturnsNullopt) {
   MultiAsyncCollector collector({noisy({2}, 3), noisy({2}, 3)}, nullptr,
                                 CollectorOptions().frames_per_batch(8));
-  try {
-    collector.next();
-    FAIL() << "expected the worker's error";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("worker "));
-    EXPECT_THAT(e.what(), HasSubstr("step 3 fails on purpose"));
-  }
+  const std::string message = error_message<tensordict::ValueError>([&] { collector.next(); });
+  EXPECT_THAT(message, HasSubstr("worker "));
+  EXPECT_THAT(message, HasSubstr("step 3 fails on purpose"));
   EXPECT_FALSE(collector.next().has_value());
 }
 
@@ -510,13 +486,9 @@ TEST(MultiAsyncCollectorTest, SetSeedWhileWorkersCollectThrows) {
                                 CollectorOptions().frames_per_batch(20));
   collector.set_seed(1);  // before the first next(): fine
   collector.next();
-  try {
-    collector.set_seed(2);
-    FAIL() << "expected an Error";
-  } catch (const tensordict::Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiAsyncCollector::set_seed"));
-    EXPECT_THAT(e.what(), HasSubstr("is collecting"));
-  }
+  const std::string message = error_message<tensordict::Error>([&] { collector.set_seed(2); });
+  EXPECT_THAT(message, HasSubstr("MultiAsyncCollector::set_seed"));
+  EXPECT_THAT(message, HasSubstr("is collecting"));
 }
 
 TEST(MultiAsyncCollectorTest, StateDictWhileCollectingCountsYieldedFrames) {

@@ -118,45 +118,33 @@ TEST(SplitTrajectoriesTest, HonoursCustomKeys) {
 
 TEST(SplitTrajectoriesTest, RejectsABatchWithoutBatchDims) {
   TensorDict batch({{"obs", torch::zeros({3})}, {{"collector", "traj_ids"}, torch::tensor(0)}});
-  try {
-    split_trajectories(batch);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no batch dims"));
-  }
+  const std::string message =
+      error_message<tensordict::ValueError>([&] { split_trajectories(batch); });
+  EXPECT_THAT(message, HasSubstr("no batch dims"));
 }
 
 TEST(SplitTrajectoriesTest, RejectsABatchWithNeitherIdsNorDone) {
   TensorDict batch({{"obs", torch::zeros({2, 4})}}, {2, 4});
-  try {
-    split_trajectories(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("('collector', 'traj_ids')"));
-    EXPECT_THAT(e.what(), HasSubstr("('next', 'done')"));
-  }
+  const std::string message =
+      error_message<tensordict::KeyError>([&] { split_trajectories(batch); });
+  EXPECT_THAT(message, HasSubstr("('collector', 'traj_ids')"));
+  EXPECT_THAT(message, HasSubstr("('next', 'done')"));
 }
 
 TEST(SplitTrajectoriesTest, RejectsIdsOrDoneOfTheWrongShape) {
   TensorDict ids_batch({{"obs", torch::zeros({2, 4})},
                         {{"collector", "traj_ids"}, torch::zeros({2, 4, 1}, torch::kInt64)}},
                        {2, 4});
-  try {
-    split_trajectories(ids_batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("[2, 4, 1]"));
-    EXPECT_THAT(e.what(), HasSubstr("expected the batch size [2, 4]"));
-  }
+  const std::string message =
+      error_message<tensordict::ShapeError>([&] { split_trajectories(ids_batch); });
+  EXPECT_THAT(message, HasSubstr("[2, 4, 1]"));
+  EXPECT_THAT(message, HasSubstr("expected the batch size [2, 4]"));
   TensorDict done_batch(
       {{"obs", torch::zeros({2, 4})}, {{"next", "done"}, torch::zeros({2, 4, 2}, torch::kBool)}},
       {2, 4});
-  try {
-    split_trajectories(done_batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("('next', 'done') is [2, 4, 2]"));
-  }
+  const std::string message2 =
+      error_message<tensordict::ShapeError>([&] { split_trajectories(done_batch); });
+  EXPECT_THAT(message2, HasSubstr("('next', 'done') is [2, 4, 2]"));
 }
 
 TEST(SplitTrajectoriesTest, CollectorBatchSplitsIntoConstantIdRows) {
