@@ -135,7 +135,8 @@ MultiCollectorBase::MultiCollectorBase(Setup setup, CollectorPolicy policy,
   const auto& factories = setup.factories;
   const int64_t worker_frames_per_batch = setup.worker_frames_per_batch;
   frames_per_batch_ = setup.frames_per_batch;
-  check_arguments(name_, factories, policy_, options_, sync);
+  // prepare() has checked the arguments: a Setup only comes from there.
+  TORCH_INTERNAL_ASSERT(!factories.empty());
   TORCH_INTERNAL_ASSERT(frames_per_batch_ >= 1 && worker_frames_per_batch >= 1);
   const auto total = options_.total_frames();
   total_frames_ = total;

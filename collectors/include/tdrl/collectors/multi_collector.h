@@ -88,6 +88,7 @@ class MultiCollectorBase : public CollectorBase {
   /// multiple of env numel; only `sync` allows a shared policy. Throws ValueError.
   static Setup prepare(const std::vector<EnvFactory>& factories, const CollectorPolicy& policy,
                        const CollectorOptions& options, bool sync);
+  /// `setup` is what prepare() returned for the same arguments (it is not checked again).
   MultiCollectorBase(Setup setup, CollectorPolicy policy, const CollectorOptions& options,
                      bool sync);
 
