@@ -1,103 +1,30 @@
-// The config engine: loading, validation against a Schema, overrides, typed reads, printing.
+// The config engine: YAML (plus --set overrides) into typed sections, and the sections back
+// into YAML. Every visitor walks the sections' one `fields` declaration.
 
 #include <tdrl/apps/config.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <climits>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
-namespace tdrl::apps {
+#include <yaml-cpp/yaml.h>
 
-std::string to_string(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::kBool:
-      return "bool";
-    case ValueKind::kInt:
-      return "int";
-    case ValueKind::kFloat:
-      return "float";
-    case ValueKind::kString:
-      return "string";
-    case ValueKind::kIntList:
-      return "list of int";
-    case ValueKind::kFloatList:
-      return "list of float";
-    case ValueKind::kStringList:
-      return "list of string";
-    case ValueKind::kMap:
-      return "map";
-    case ValueKind::kMapList:
-      return "list of maps";
-  }
-  return "unknown kind";
-}
+#include <tdrl/apps/registry.h>
+
+#include "detail/config_text.h"
+
+namespace tdrl::apps {
 
 namespace {
 
-// ---- scalars ----------------------------------------------------------------------------------
+using detail::join;
 
 // yaml-cpp tags plain scalars "?" and quoted ones "!": a quoted "0.5" is a string.
 bool is_plain(const YAML::Node& node) { return node.Tag() == "?"; }
-
-bool parse_bool(const std::string& text, bool* out) {
-  if (text == "true" || text == "True" || text == "TRUE") {
-    *out = true;
-    return true;
-  }
-  if (text == "false" || text == "False" || text == "FALSE") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-bool all_digits(const std::string& text, size_t begin, size_t end) {
-  if (begin >= end) return false;
-  for (size_t i = begin; i < end; ++i)
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
-  return true;
-}
-
-// A decimal integer with an optional sign, in range.
-bool parse_int(const std::string& text, int64_t* out) {
-  const size_t begin = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
-  if (!all_digits(text, begin, text.size())) return false;
-  errno = 0;
-  const long long value = std::strtoll(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) return false;
-  *out = static_cast<int64_t>(value);
-  return true;
-}
-
-// A finite decimal number: [+-](digits[.digits] | .digits)[(e|E)[+-]digits].
-bool parse_float(const std::string& text, double* out) {
-  size_t i = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
-  size_t digits = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
-  }
-  if (digits == 0) return false;
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-    const size_t exponent = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    if (i == exponent) return false;
-  }
-  if (i != text.size()) return false;
-  const double value = std::strtod(text.c_str(), nullptr);
-  if (!std::isfinite(value)) return false;
-  *out = value;
-  return true;
-}
 
 // How a value looks in a message: 'text' for scalars, "a list" for sequences, ...
 std::string describe(const YAML::Node& node) {
@@ -116,601 +43,697 @@ std::string describe(const YAML::Node& node) {
   return "nothing";
 }
 
-// ---- suggestions ------------------------------------------------------------------------------
+// ---- reading one value ---------------------------------------------------------------------
+// Each returns "" or the problem, phrased to follow "'path' (where) ".
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
+std::string read(const YAML::Node& node, bool* out) {
+  if (node.IsScalar() && is_plain(node) && detail::parse_bool(node.Scalar(), out)) return "";
+  return "must be a bool, got " + describe(node) + "; write true or false" +
+         (node.IsScalar() && !is_plain(node) ? " without quotes" : "");
+}
+
+std::string read(const YAML::Node& node, int64_t* out) {
+  if (node.IsScalar() && is_plain(node)) {
+    const std::string& text = node.Scalar();
+    if (detail::parse_int(text, out)) return "";
+    double d = 0;
+    if (detail::parse_float(text, &d) && d == std::floor(d) && std::fabs(d) < 9.0e15)
+      return "must be an int, got " + describe(node) + "; write " +
+             std::to_string(static_cast<int64_t>(d));
+    const size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+    if (text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos)
+      return "must be an int, got " + describe(node) + ", out of the 64-bit range";
   }
-  return row[b.size()];
+  return "must be an int, got " + describe(node) + "; write a whole number" +
+         (node.IsScalar() && !is_plain(node) ? " without quotes" : "");
 }
 
-std::string leaf(const std::string& path) {
-  const size_t dot = path.rfind('.');
-  return dot == std::string::npos ? path : path.substr(dot + 1);
+std::string read(const YAML::Node& node, double* out) {
+  if (node.IsScalar() && is_plain(node) && detail::parse_float(node.Scalar(), out)) return "";
+  return "must be a float, got " + describe(node) + "; write a finite number such as 0.5 or 1e-4" +
+         (node.IsScalar() && !is_plain(node) ? " without quotes" : "");
 }
 
-// Distance of a wrong key path to a known one: the edit distance of the paths, or of the last
-// parts plus 2 (a right name in the wrong section: "optim.gamma" for "algo.gamma").
-size_t path_distance(const std::string& wrong, const std::string& known) {
-  return std::min(edit_distance(wrong, known), edit_distance(leaf(wrong), leaf(known)) + 2);
-}
-
-constexpr size_t kCloseDistance = 3;
-constexpr size_t kMaxSuggestions = 3;
-
-// The candidates by distance (closest first, ties in the given order), at most kMaxSuggestions:
-// those at the smallest distance when it is within kCloseDistance, else (when `fallback`) the
-// closest ones whatever their distance.
-std::vector<std::string> closest(const std::string& wanted, const std::vector<std::string>& all,
-                                 bool is_path, bool fallback) {
-  std::vector<std::pair<size_t, size_t>> ranked;  // (distance, index)
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i] == wanted) continue;
-    ranked.emplace_back(is_path ? path_distance(wanted, all[i]) : edit_distance(wanted, all[i]), i);
-  }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> out;
-  for (const auto& r : ranked) {
-    if (out.size() == kMaxSuggestions) break;
-    if (!fallback && (r.first > kCloseDistance || r.first > ranked.front().first)) break;
-    out.push_back(all[r.second]);
-  }
-  return out;
-}
-
-// "a", "a or b", "a, b or c" (with `last` for "or"/"and"); each item quoted when `quote`.
-std::string join(const std::vector<std::string>& items, const std::string& last, bool quote) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += (i + 1 == items.size()) ? " " + last + " " : ", ";
-    out += quote ? "'" + items[i] + "'" : items[i];
-  }
-  return out;
-}
-
-bool contains(const std::vector<std::string>& items, const std::string& item) {
-  return std::find(items.begin(), items.end(), item) != items.end();
-}
-
-// ---- validation of one value -------------------------------------------------------------------
-
-bool is_list(ValueKind kind) {
-  return kind == ValueKind::kIntList || kind == ValueKind::kFloatList ||
-         kind == ValueKind::kStringList;
-}
-
-ValueKind element_kind(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::kIntList:
-      return ValueKind::kInt;
-    case ValueKind::kFloatList:
-      return ValueKind::kFloat;
-    default:
-      return ValueKind::kString;
-  }
-}
-
-// "a float", "an int", ...
-std::string with_article(ValueKind kind) {
-  return (kind == ValueKind::kInt ? "an " : "a ") + to_string(kind);
-}
-
-// An example of a value of `spec`: its default when it shows something, else a generic one.
-std::string example(const KeySpec& spec) {
-  if (!spec.required && !spec.default_yaml.empty() && spec.default_yaml != "[]" &&
-      spec.default_yaml != "{}" && spec.default_yaml != "\"\"")
-    return spec.default_yaml;
-  switch (spec.kind) {
-    case ValueKind::kBool:
-      return "true";
-    case ValueKind::kInt:
-      return "1000";
-    case ValueKind::kFloat:
-      return "0.5";
-    case ValueKind::kString:
-      return spec.choices.empty() ? "text" : spec.choices.front();
-    case ValueKind::kIntList:
-      return "[64, 64]";
-    case ValueKind::kFloatList:
-      return "[0.5, 1.0]";
-    case ValueKind::kStringList:
-      return "[a, b]";
-    case ValueKind::kMap:
-      return "{key: value}";
-    case ValueKind::kMapList:
-      return "[{type: name}]";
-  }
+std::string read(const YAML::Node& node, std::string* out) {
+  if (!node.IsScalar()) return "must be a string, got " + describe(node);
+  *out = node.Scalar();
   return "";
 }
 
-// What is wrong with `scalar` as a value of `kind` (kBool, kInt, kFloat, kString), or "".
-std::string check_scalar(ValueKind kind, const std::vector<std::string>& choices,
-                         const YAML::Node& scalar) {
-  if (!scalar.IsScalar()) return "got " + describe(scalar);
-  const std::string& text = scalar.Scalar();
-  const bool plain = is_plain(scalar);
-  switch (kind) {
-    case ValueKind::kBool: {
-      bool b = false;
-      if (plain && parse_bool(text, &b)) return "";
-      return "got " + describe(scalar) + "; write true or false" + (plain ? "" : " without quotes");
-    }
-    case ValueKind::kInt: {
-      int64_t i = 0;
-      if (plain && parse_int(text, &i)) return "";
-      double d = 0;
-      if (plain && parse_float(text, &d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
-        std::ostringstream whole;
-        whole << static_cast<int64_t>(d);
-        return "got " + describe(scalar) + "; write " + whole.str();
-      }
-      if (plain && !text.empty() &&
-          all_digits(text, (text[0] == '-' || text[0] == '+') ? 1 : 0, text.size()))
-        return "got " + describe(scalar) + ", out of the 64-bit range";
-      return "got " + describe(scalar) + "; write a whole number" +
-             (plain ? "" : " without quotes");
-    }
-    case ValueKind::kFloat: {
-      double d = 0;
-      if (plain && parse_float(text, &d)) return "";
-      return "got " + describe(scalar) + "; write a finite number such as 0.5 or 1e-4" +
-             (plain ? "" : " without quotes");
-    }
-    default:
-      break;
-  }
-  if (choices.empty() || contains(choices, text)) return "";
-  std::string out = "got '" + text + "'; the choices are " + join(choices, "and", false);
-  const auto near = closest(text, choices, false, false);
-  if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
-  return out;
-}
-
-// What is wrong with `value` as a value of `spec` (a full "must be ..., got ..." phrase), or "".
-std::string check_value(const KeySpec& spec, const YAML::Node& value) {
-  const ValueKind kind = spec.kind;
-  if (kind == ValueKind::kBool || kind == ValueKind::kInt || kind == ValueKind::kFloat ||
-      kind == ValueKind::kString) {
-    const std::string issue = check_scalar(kind, spec.choices, value);
-    if (issue.empty()) return "";
-    if (kind == ValueKind::kString && !spec.choices.empty() && value.IsScalar())
-      return "must be one of the choices, " + issue;
-    if (!value.IsScalar())
-      return "must be " + with_article(kind) + ", " + issue + "; write for example " +
-             example(spec);
-    return "must be " + with_article(kind) + ", " + issue;
-  }
-  if (value.IsNull()) return "";  // an empty list or map
-  if (is_list(kind)) {
-    const std::string must = "must be a " + to_string(kind) + " such as " + example(spec);
-    if (!value.IsSequence()) return must + ", got " + describe(value);
-    size_t index = 0;
-    for (const auto& element : value) {
-      const std::string issue = check_scalar(element_kind(kind), spec.choices, element);
-      if (!issue.empty()) return must + "; element " + std::to_string(index) + ": " + issue;
-      ++index;
-    }
+template <class T>
+std::string checked(const T& value, const Constraint& c) {
+  std::string issue;
+  if constexpr (std::is_same_v<T, std::string>) {
+    issue = c.check(value);
+    return issue.empty() ? "" : "is '" + value + "'; " + issue;
+  } else if constexpr (std::is_same_v<T, bool>) {
     return "";
+  } else {
+    issue = c.check(static_cast<double>(value));
+    return issue.empty() ? ""
+                         : "is " + detail::format_number(static_cast<double>(value)) +
+                               "; it must be " + issue;
   }
-  if (kind == ValueKind::kMap) {
-    const std::string must = "must be a map of scalars such as {size: 3, mode: fast}";
-    if (!value.IsMap()) return must + ", got " + describe(value);
-    for (const auto& entry : value) {
-      if (!entry.first.IsScalar()) return must + ", got a key that is " + describe(entry.first);
-      if (!entry.second.IsScalar())
-        return must + "; the value of '" + entry.first.Scalar() + "' is " + describe(entry.second);
-    }
-    return "";
-  }
-  // kMapList
-  const std::string must = "must be a list of maps, each with a 'type', such as [{type: name}]";
-  if (!value.IsSequence()) return must + ", got " + describe(value);
-  size_t index = 0;
-  for (const auto& element : value) {
-    const std::string at = "; element " + std::to_string(index);
-    if (!element.IsMap()) return must + at + " is " + describe(element);
-    const YAML::Node type = element["type"];
-    if (!type) {
-      std::vector<std::string> keys;
-      for (const auto& entry : element)
-        if (entry.first.IsScalar()) keys.push_back(entry.first.Scalar());
-      return must + at + " has no 'type' (its keys: " + join(keys, "and", true) +
-             "); add type: <name> to it";
-    }
-    if (!type.IsScalar()) return must + at + " has a 'type' that is " + describe(type);
-    ++index;
-  }
-  return "";
 }
 
-// A fresh node for a validated value: an empty list or map for null.
-YAML::Node normalized(const KeySpec& spec, const YAML::Node& value) {
-  if (value.IsNull()) {
-    if (spec.kind == ValueKind::kMap) return YAML::Node(YAML::NodeType::Map);
-    return YAML::Node(YAML::NodeType::Sequence);
+// ---- where values came from -----------------------------------------------------------------
+
+struct Origins {
+  std::string source;
+  std::map<std::string, std::string> overrides;  // path -> "--set path=value"
+
+  // The override that set `path` or a section or list holding it; else the file's line.
+  std::string where(const std::string& path, const YAML::Node* node) const {
+    for (std::string p = path; !p.empty();) {
+      const auto it = overrides.find(p);
+      if (it != overrides.end()) return it->second;
+      const size_t cut = p.find_last_of(".[");
+      if (cut == std::string::npos) break;
+      p = p.substr(0, cut);
+    }
+    // A section that only overrides created ("--set replay.capacity=5" for a config without
+    // replay:) is named by the first override inside it.
+    const auto inside = overrides.lower_bound(path + ".");
+    if (inside != overrides.end() && inside->first.compare(0, path.size() + 1, path + ".") == 0)
+      return inside->second;
+    if (node && node->IsDefined()) return source + " line " + std::to_string(node->Mark().line + 1);
+    return source;
   }
-  return YAML::Clone(value);
+};
+
+// ---- the paths a section declares ------------------------------------------------------------
+
+// Collects the full key paths of a section (for suggestions) and the names at its top level.
+class PathCollector : public FieldVisitor {
+ public:
+  explicit PathCollector(std::string prefix) : prefix_(std::move(prefix)) {}
+  std::vector<std::string> paths;
+  std::vector<std::string> names;
+
+#define TDRL_COLLECT(T)                                                       \
+  void field(const char* name, T&, const Constraint&, const char*) override { \
+    names.push_back(name);                                                    \
+    paths.push_back(prefix_ + name);                                          \
+  }
+  TDRL_COLLECT(bool)
+  TDRL_COLLECT(int64_t)
+  TDRL_COLLECT(double)
+  TDRL_COLLECT(std::string)
+  TDRL_COLLECT(std::vector<int64_t>)
+  TDRL_COLLECT(std::vector<double>)
+  TDRL_COLLECT(std::vector<std::string>)
+  TDRL_COLLECT(ScalarMap)
+#undef TDRL_COLLECT
+  void section(const char* name, Section& value, const char*) override {
+    names.push_back(name);
+    PathCollector inner(prefix_ + name + ".");
+    value.fields(inner);
+    paths.insert(paths.end(), inner.paths.begin(), inner.paths.end());
+  }
+  void section_list(const char* name, SectionList&, const char*) override {
+    names.push_back(name);
+    paths.push_back(prefix_ + name);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+std::vector<std::string> names_of(Section& section) {
+  PathCollector c("");
+  section.fields(c);
+  return c.names;
 }
 
-// ---- loading ----------------------------------------------------------------------------------
+// ---- YAML into sections -----------------------------------------------------------------------
 
-// Where a value came from: the file (rank 0, with a line) or the rank-th override.
-struct Origin {
-  int rank = 0;
-  std::string override_text;  // "--set a.b=c" for overrides
+class Loader;
+
+// Reads one YAML map into one section: each declared field from its entry, then the entries
+// that no field declared are reported as unknown.
+class ApplyVisitor : public FieldVisitor {
+ public:
+  ApplyVisitor(Loader& loader, const YAML::Node& map, std::string prefix)
+      : loader_(loader), map_(map), prefix_(std::move(prefix)) {}
+
+  void field(const char* name, bool& value, const Constraint& c, const char* doc) override {
+    scalar(name, value, c, doc);
+  }
+  void field(const char* name, int64_t& value, const Constraint& c, const char* doc) override {
+    scalar(name, value, c, doc);
+  }
+  void field(const char* name, double& value, const Constraint& c, const char* doc) override {
+    scalar(name, value, c, doc);
+  }
+  void field(const char* name, std::string& value, const Constraint& c, const char* doc) override {
+    scalar(name, value, c, doc);
+  }
+  void field(const char* name, std::vector<int64_t>& value, const Constraint& c,
+             const char* doc) override {
+    list(name, value, c, doc);
+  }
+  void field(const char* name, std::vector<double>& value, const Constraint& c,
+             const char* doc) override {
+    list(name, value, c, doc);
+  }
+  void field(const char* name, std::vector<std::string>& value, const Constraint& c,
+             const char* doc) override {
+    list(name, value, c, doc);
+  }
+  void field(const char* name, ScalarMap& value, const Constraint&, const char* doc) override;
+  void section(const char* name, Section& value, const char*) override;
+  void section_list(const char* name, SectionList& value, const char*) override;
+
+  // Reports the entries of the map that no field declared.
+  void report_unknown(Section& section);
+
+ private:
+  // The entry `name` of the map (undefined when absent); marks it as read.
+  YAML::Node entry(const char* name) {
+    read_.insert(name);
+    if (!map_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    for (const auto& e : map_)
+      if (e.first.IsScalar() && e.first.Scalar() == name) return e.second;
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+
+  template <class T>
+  void scalar(const char* name, T& value, const Constraint& c, const char* doc);
+  template <class T>
+  void list(const char* name, std::vector<T>& value, const Constraint& c, const char* doc);
+  void missing(const char* name, const char* doc);
+
+  Loader& loader_;
+  YAML::Node map_;
+  std::string prefix_;
+  std::set<std::string> read_;
 };
 
-struct Given {
-  YAML::Node value;
-  std::string where;  // "cfg.yaml line 12" or "--set a.b=c"
-  int rank = 0;
-  int line = 0;
-};
-
-struct Problem {
-  int rank = 0;
-  int line = 0;
-  std::string text;
-};
-
-struct Unknown {
-  std::string path;
-  std::string where;
-  int rank = 0;
-  int line = 0;
-};
-
-// Gathers the given values of a file and overrides, then validates them together.
 class Loader {
  public:
-  Loader(const Schema& schema, std::string source) : schema_(schema), source_(std::move(source)) {}
+  Loader(Origins origins) : origins_(std::move(origins)) {}
 
-  void add_document(const YAML::Node& root) {
-    const Origin file;
-    if (root.IsNull()) return;
-    if (!root.IsMap()) {
-      add_problem(
-          file, 1,
-          "the document must be a map of sections (env:, algo:, ...), got " + describe(root));
-      return;
+  void problem(const std::string& text) { problems_.push_back(text); }
+  // "'path' (where) <issue>".
+  void problem_at(const std::string& path, const YAML::Node* node, const std::string& issue) {
+    problem("'" + path + "' (" + origins_.where(path, node) + ") " + issue);
+  }
+  const Origins& origins() const { return origins_; }
+
+  // Applies `map` (a map, null or undefined) to `section` at `prefix` ("env.").
+  void apply(Section& section, const YAML::Node& map, const std::string& prefix) {
+    bool known = true;
+    if (auto* choice = dynamic_cast<ChoiceSection*>(&section)) {
+      const YAML::Node key = map.IsMap() ? map[choice->choice_key()] : YAML::Node();
+      known = key && key.IsScalar() && choice->choose(key.Scalar());
     }
-    walk(root, "", file);
+    report_duplicates(map, prefix);
+    ApplyVisitor visitor(*this, map, prefix);
+    section.fields(visitor);
+    // With an unknown choice the other keys cannot be judged; the choice itself is reported.
+    if (known) visitor.report_unknown(section);
   }
 
-  void add_override(const std::string& text, int rank) {
-    Origin origin;
-    origin.rank = rank;
-    origin.override_text = "--set " + text;
-    const size_t eq = text.find('=');
-    std::string path = eq == std::string::npos ? "" : trim(text.substr(0, eq));
-    if (path.empty()) {
-      add_problem(origin, 0,
-                  "override '" + text +
-                      "' must be path=value, e.g. --set algo.gamma=0.98 or --set "
-                      "model.actor_cells=[256,256] (the value is YAML)");
+  void set_all_paths(std::vector<std::string> paths) { all_paths_ = std::move(paths); }
+  const std::vector<std::string>& all_paths() const { return all_paths_; }
+
+  void finish() {
+    if (problems_.empty()) return;
+    std::string message = "invalid config " + origins_.source + " (" +
+                          std::to_string(problems_.size()) +
+                          (problems_.size() == 1 ? " problem):" : " problems):");
+    for (const auto& p : problems_) message += "\n  - " + p;
+    throw ConfigError(message);
+  }
+
+ private:
+  void report_duplicates(const YAML::Node& map, const std::string& prefix) {
+    if (!map.IsMap()) return;
+    std::map<std::string, int> lines;
+    for (const auto& e : map) {
+      if (!e.first.IsScalar()) continue;
+      const int line = e.first.Mark().line + 1;
+      const auto [it, fresh] = lines.emplace(e.first.Scalar(), line);
+      if (!fresh)
+        problem("'" + prefix + e.first.Scalar() + "' is given twice (" + origins_.source +
+                " lines " + std::to_string(it->second) + " and " + std::to_string(line) +
+                "); keep one");
+    }
+  }
+
+  Origins origins_;
+  std::vector<std::string> problems_;
+  std::vector<std::string> all_paths_;
+};
+
+void ApplyVisitor::missing(const char* name, const char* doc) {
+  if (is_required())
+    loader_.problem("missing required key '" + prefix_ + name + "' (" + doc + ") in " +
+                    loader_.origins().source + "; add it there or pass --set " + prefix_ + name +
+                    "=...");
+}
+
+template <class T>
+void ApplyVisitor::scalar(const char* name, T& value, const Constraint& c, const char* doc) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (!node.IsDefined()) return missing(name, doc);
+  if (node.IsNull()) {
+    loader_.problem_at(path, &node, "has no value; write one or remove the key");
+    return;
+  }
+  T parsed{};
+  std::string issue = read(node, &parsed);
+  if (issue.empty()) issue = checked(parsed, c);
+  if (!issue.empty()) {
+    loader_.problem_at(path, &node, issue);
+    return;
+  }
+  value = parsed;
+}
+
+template <class T>
+void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constraint& c,
+                        const char* doc) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (!node.IsDefined()) return missing(name, doc);
+  std::vector<T> parsed;
+  if (!node.IsNull()) {
+    if (!node.IsSequence()) {
+      loader_.problem_at(path, &node, "must be a list such as [64, 64], got " + describe(node));
       return;
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      T element{};
+      std::string issue = read(node[i], &element);
+      if (issue.empty()) issue = checked(element, c);
+      if (!issue.empty()) {
+        loader_.problem_at(path + "[" + std::to_string(i) + "]", &node, issue);
+        return;
+      }
+      parsed.push_back(element);
+    }
+  }
+  value = std::move(parsed);
+}
+
+void ApplyVisitor::field(const char* name, ScalarMap& value, const Constraint&, const char* doc) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (!node.IsDefined()) return missing(name, doc);
+  ScalarMap parsed;
+  if (!node.IsNull()) {
+    if (!node.IsMap()) {
+      loader_.problem_at(path, &node,
+                         "must be a map of scalars such as {size: 3}, got " + describe(node));
+      return;
+    }
+    for (const auto& e : node) {
+      if (!e.first.IsScalar() || !e.second.IsScalar()) {
+        loader_.problem_at(
+            path, &node,
+            "must be a map of scalars such as {size: 3}; an entry is " + describe(e.second));
+        return;
+      }
+      parsed[e.first.Scalar()] = e.second.Scalar();
+    }
+  }
+  value = std::move(parsed);
+}
+
+void ApplyVisitor::section(const char* name, Section& value, const char*) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (node.IsDefined() && !node.IsNull() && !node.IsMap()) {
+    const auto names = names_of(value);
+    loader_.problem_at(
+        path, &node,
+        "must be a section (a map of keys such as " +
+            join(std::vector<std::string>(names.begin(),
+                                          names.begin() + std::min<size_t>(3, names.size())),
+                 "and", false) +
+            "), got " + describe(node));
+    return;
+  }
+  loader_.apply(value, node, path + ".");
+}
+
+void ApplyVisitor::section_list(const char* name, SectionList& value, const char*) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (!node.IsDefined()) return;
+  value.clear();
+  if (node.IsNull()) return;
+  if (!node.IsSequence()) {
+    loader_.problem_at(path, &node,
+                       "must be a list of maps, each with a 'type', such as [{type: name}], got " +
+                           describe(node));
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const YAML::Node element = node[i];
+    if (!element.IsMap()) {
+      loader_.problem_at(at, &element,
+                         "must be a map such as {type: name}, got " + describe(element));
+      continue;
+    }
+    loader_.apply(value.append(), element, at + ".");
+  }
+}
+
+void ApplyVisitor::report_unknown(Section& section) {
+  if (!map_.IsMap()) return;
+  // Keys of another choice (an option of td3 given for ppo) get a hint of their own.
+  auto* choice = dynamic_cast<ChoiceSection*>(&section);
+  for (const auto& e : map_) {
+    if (!e.first.IsScalar()) {
+      loader_.problem("a key in '" + prefix_ + "' (" + loader_.origins().where(prefix_, &e.first) +
+                      ") is " + describe(e.first) + "; keys are names such as 'gamma'");
+      continue;
+    }
+    const std::string key = e.first.Scalar();
+    if (read_.count(key)) continue;
+    const std::string path = prefix_ + key;
+    std::string text =
+        "unknown key '" + path + "' (" + loader_.origins().where(path, &e.first) + ")";
+    if (choice) {
+      std::vector<std::string> owners;
+      for (const auto& other : choice->choices()) {
+        auto probe = choice->make_empty();
+        probe->choose(other);
+        const auto names = names_of(*probe);
+        if (std::find(names.begin(), names.end(), key) != names.end()) owners.push_back(other);
+      }
+      if (!owners.empty()) {
+        const YAML::Node chosen = map_[choice->choice_key()];
+        loader_.problem(text + ": it is an option of " + join(owners, "and", false) +
+                        " only, and " + prefix_ + choice->choice_key() + " is " + chosen.Scalar() +
+                        "; remove it");
+        continue;
+      }
+    }
+    // This section's own keys first (a transform's keys are in no global list).
+    std::vector<std::string> candidates;
+    for (const auto& n : names_of(section)) candidates.push_back(prefix_ + n);
+    for (const auto& p : loader_.all_paths())
+      if (std::find(candidates.begin(), candidates.end(), p) == candidates.end())
+        candidates.push_back(p);
+    const auto near = detail::closest(path, candidates, true);
+    if (!near.empty()) {
+      text += "; did you mean " + join(near, "or", true) + "?";
+    } else {
+      const auto names = names_of(section);
+      const std::string here = prefix_.empty() ? std::string("the document")
+                                               : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
+      text += "; the keys of " + here + " are " + join(names, "and", false) +
+              " (docs/config.md lists every key)";
+    }
+    loader_.problem(text);
+  }
+}
+
+// Sets `parent[key] = value`, except that a map value merges into a map already there, key by
+// key ("--set algo={gamma: 0.9}" keeps the file's algo.name); records each key's override.
+void merge(YAML::Node& parent, const std::string& key, const YAML::Node& value,
+           const std::string& path, const std::string& where, Origins& origins) {
+  YAML::Node existing = parent[key];
+  if (value.IsMap() && existing && existing.IsMap()) {
+    for (const auto& e : value) {
+      if (!e.first.IsScalar()) {
+        existing[e.first] = e.second;
+        continue;
+      }
+      merge(existing, e.first.Scalar(), e.second, path + "." + e.first.Scalar(), where, origins);
+    }
+    return;
+  }
+  parent[key] = value;
+  origins.overrides[path] = where;
+}
+
+// Puts each override's value into the document at its path (creating sections), and records
+// where it came from.
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, Origins& origins,
+                     std::vector<std::string>& problems) {
+  for (const auto& text : overrides) {
+    const std::string where = "--set " + text;
+    const size_t eq = text.find('=');
+    std::string path = eq == std::string::npos ? "" : text.substr(0, eq);
+    path.erase(0, path.find_first_not_of(" \t"));
+    path.erase(path.find_last_not_of(" \t") + 1);
+    if (path.empty() || path.front() == '.' || path.back() == '.' ||
+        path.find("..") != std::string::npos) {
+      problems.push_back("override '" + text +
+                         "' must be path=value, e.g. --set algo.gamma=0.98 or --set "
+                         "model.actor_cells=[256,256] (the value is YAML)");
+      continue;
     }
     YAML::Node value;
     try {
       value = YAML::Load(text.substr(eq + 1));
     } catch (const YAML::Exception& e) {
-      add_problem(origin, 0,
-                  "the value of " + origin.override_text + " is not valid YAML (" + e.msg +
-                      "); quote it if it holds special characters: --set " + path + "='\"...\"'");
-      return;
+      problems.push_back("the value of " + where + " is not valid YAML (" + e.msg +
+                         "); quote it if it holds special characters: --set " + path +
+                         "='\"...\"'");
+      continue;
     }
-    enter(path, 0, value, origin);
-  }
-
-  // Validates everything gathered; fills `values` and `given` or throws one ConfigError.
-  void finish(std::map<std::string, YAML::Node>* values, std::set<std::string>* given) {
-    resolve_algo();
-    for (const auto& entry : given_) {
-      const KeySpec& spec = *schema_.find(entry.first);
-      const Given& g = entry.second;
-      if (!valid_for_algo(spec)) {
-        std::string text = "'" + spec.path + "' (" + g.where + ") is only an option of " +
-                           join(spec.algos, "and", false) + "; algo.name is " + algo_ +
-                           "; remove it";
-        if (spec.algos.size() == 1) text += " or set algo.name: " + spec.algos.front();
-        const auto near = closest(spec.path, valid_paths(), true, false);
-        if (!near.empty()) text += "; did you mean " + join(near, "or", true) + "?";
-        problems_.push_back({g.rank, g.line, text});
-        continue;
+    std::vector<std::string> parts;
+    for (size_t begin = 0;;) {
+      const size_t dot = path.find('.', begin);
+      parts.push_back(path.substr(begin, dot - begin));
+      if (dot == std::string::npos) break;
+      begin = dot + 1;
+    }
+    if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+    YAML::Node cursor = root;
+    std::string walked;
+    bool ok = true;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      walked += (walked.empty() ? "" : ".") + parts[i];
+      if (cursor[parts[i]] && !cursor[parts[i]].IsNull() && !cursor[parts[i]].IsMap()) {
+        problems.push_back(where + ": '" + walked + "' is not a section (it holds " +
+                           describe(cursor[parts[i]]) + ")");
+        ok = false;
+        break;
       }
-      const std::string issue = check_value(spec, g.value);
-      if (!issue.empty())
-        problems_.push_back({g.rank, g.line, "'" + spec.path + "' (" + g.where + ") " + issue});
+      if (!cursor[parts[i]] || cursor[parts[i]].IsNull())
+        cursor[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = cursor[parts[i]];
+      cursor.reset(next);
     }
-    for (const Unknown& u : unknowns_) problems_.push_back({u.rank, u.line, unknown_text(u)});
-    std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
-      return a.rank != b.rank ? a.rank < b.rank : a.line < b.line;
-    });
-    for (const KeySpec& spec : schema_.keys()) {
-      if (!spec.required || given_.count(spec.path) || !valid_for_algo(spec)) continue;
-      problems_.push_back({INT_MAX, 0,
-                           "missing required key '" + spec.path + "' (" + spec.doc +
-                               "); add it to " + source_ + " or pass --set " + spec.path +
-                               "=<value>"});
-    }
-    if (!problems_.empty()) {
-      std::string message = "invalid config " + source_ + " (" + std::to_string(problems_.size()) +
-                            (problems_.size() == 1 ? " problem):" : " problems):");
-      for (const Problem& p : problems_) message += "\n  - " + p.text;
-      throw ConfigError(message);
-    }
-    for (const KeySpec& spec : schema_.keys()) {
-      if (!valid_for_algo(spec)) continue;
-      const auto it = given_.find(spec.path);
-      if (it != given_.end()) {
-        (*values)[spec.path] = normalized(spec, it->second.value);
-        given->insert(spec.path);
-      } else {
-        (*values)[spec.path] = normalized(spec, YAML::Load(spec.default_yaml));
-      }
-    }
-  }
-
- private:
-  static std::string trim(const std::string& text) {
-    const size_t begin = text.find_first_not_of(" \t");
-    if (begin == std::string::npos) return "";
-    return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-  }
-
-  std::string where(const Origin& origin, int line) const {
-    if (origin.rank > 0) return origin.override_text;
-    return source_ + " line " + std::to_string(line);
-  }
-
-  void add_problem(const Origin& origin, int line, const std::string& text) {
-    problems_.push_back({origin.rank, line, text});
-  }
-
-  void walk(const YAML::Node& map, const std::string& prefix, const Origin& origin) {
-    for (const auto& entry : map) {
-      const int line = entry.first.Mark().line + 1;
-      if (!entry.first.IsScalar()) {
-        add_problem(origin, line,
-                    "a key in " +
-                        (prefix.empty() ? std::string("the document") : "'" + prefix + "'") + " (" +
-                        where(origin, line) + ") is " + describe(entry.first) +
-                        "; keys are names such as 'gamma'");
-        continue;
-      }
-      const std::string name = entry.first.Scalar();
-      enter(prefix.empty() ? name : prefix + "." + name, line, entry.second, origin);
-    }
-  }
-
-  void enter(const std::string& path, int line, const YAML::Node& value, const Origin& origin) {
-    const std::string at = where(origin, line);
-    if (schema_.find(path)) {
-      const auto previous = given_.find(path);
-      if (previous != given_.end() && previous->second.rank == origin.rank && origin.rank == 0)
-        add_problem(origin, line,
-                    "'" + path + "' is given twice (" + previous->second.where + " and line " +
-                        std::to_string(line) + "); keep one");
-      given_[path] = Given{value, at, origin.rank, line};
-      return;
-    }
-    if (schema_.is_section(path)) {
-      if (value.IsMap()) {
-        walk(value, path, origin);
-      } else if (!value.IsNull()) {
-        std::vector<std::string> keys;
-        for (const KeySpec& spec : schema_.keys())
-          if (spec.path.compare(0, path.size() + 1, path + ".") == 0 && keys.size() < 3)
-            keys.push_back(spec.path.substr(path.size() + 1));
-        add_problem(origin, line,
-                    "'" + path + "' (" + at + ") must be a section (a map of keys such as " +
-                        join(keys, "and", false) + "), got " + describe(value));
-      }
-      return;
-    }
-    unknowns_.push_back({path, at, origin.rank, line});
-  }
-
-  // algo.name as given (or its default) when it is one of its choices; else no algo checks.
-  void resolve_algo() {
-    const KeySpec* spec = schema_.find("algo.name");
-    if (!spec) return;
-    YAML::Node value;
-    const auto it = given_.find("algo.name");
-    if (it != given_.end()) {
-      value = it->second.value;
-    } else if (!spec->required) {
-      value = YAML::Load(spec->default_yaml);
-    }
-    if (!value.IsScalar()) return;
-    if (!spec->choices.empty() && !contains(spec->choices, value.Scalar())) return;
-    algo_ = value.Scalar();
-    algo_known_ = true;
-  }
-
-  bool valid_for_algo(const KeySpec& spec) const {
-    return spec.algos.empty() || !algo_known_ || contains(spec.algos, algo_);
-  }
-
-  std::vector<std::string> valid_paths() const {
-    std::vector<std::string> out;
-    for (const KeySpec& spec : schema_.keys())
-      if (valid_for_algo(spec)) out.push_back(spec.path);
-    return out;
-  }
-
-  std::string unknown_text(const Unknown& u) const {
-    std::vector<std::string> all;
-    for (const KeySpec& spec : schema_.keys()) all.push_back(spec.path);
-    std::string text = "unknown key '" + u.path + "' (" + u.where + ")";
-    const auto near = closest(u.path, all, true, false);
-    if (near.empty()) {
-      const auto fallback = closest(u.path, all, true, true);
-      return text + "; the closest known keys are " + join(fallback, "and", true) +
-             " (docs/config.md lists every key)";
-    }
-    std::vector<std::string> shown;
-    for (const std::string& path : near) {
-      const KeySpec& spec = *schema_.find(path);
-      shown.push_back("'" + path + "'" +
-                      (valid_for_algo(spec)
-                           ? ""
-                           : " (an option of " + join(spec.algos, "and", false) + " only)"));
-    }
-    return text + "; did you mean " + join(shown, "or", false) + "?";
-  }
-
-  const Schema& schema_;
-  std::string source_;
-  std::map<std::string, Given> given_;
-  std::vector<Unknown> unknowns_;
-  std::vector<Problem> problems_;
-  std::string algo_;
-  bool algo_known_ = false;
-};
-
-// ---- printing ---------------------------------------------------------------------------------
-
-// Emits `node` keeping quoted scalars quoted (yaml-cpp would print "true" as true).
-void emit_node(YAML::Emitter& out, const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      if (is_plain(node)) {
-        out << node.Scalar();
-      } else {
-        out << YAML::DoubleQuoted << node.Scalar();
-      }
-      return;
-    case YAML::NodeType::Sequence:
-      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
-      out << YAML::BeginSeq;
-      for (const auto& element : node) emit_node(out, element);
-      out << YAML::EndSeq;
-      return;
-    case YAML::NodeType::Map:
-      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
-      out << YAML::BeginMap;
-      for (const auto& entry : node) {
-        out << YAML::Key;
-        emit_node(out, entry.first);
-        out << YAML::Value;
-        emit_node(out, entry.second);
-      }
-      out << YAML::EndMap;
-      return;
-    default:
-      out << YAML::Null;
+    if (!ok) continue;
+    merge(cursor, parts.back(), value, path, where, origins);
   }
 }
 
-// The key paths as a tree, children in the order they first appear.
-struct Tree {
-  std::vector<std::pair<std::string, Tree>> children;
-  const KeySpec* spec = nullptr;
-
-  Tree& child(const std::string& name) {
-    for (auto& c : children)
-      if (c.first == name) return c.second;
-    children.emplace_back(name, Tree());
-    return children.back().second;
+RunConfig load(YAML::Node root, const std::vector<std::string>& overrides,
+               const std::string& source) {
+  Origins origins;
+  origins.source = source;
+  std::vector<std::string> early;
+  if (!root.IsNull() && root.IsDefined() && !root.IsMap()) {
+    throw ConfigError("invalid config " + source +
+                      ": the document must be a map of sections (env:, algo:, ...), got " +
+                      describe(root));
   }
+  apply_overrides(root, overrides, origins, early);
+  Loader loader(origins);
+  for (const auto& p : early) loader.problem(p);
+  RunConfig config;
+  // The algorithm decides which keys exist: choose it first, so suggestions know them.
+  const YAML::Node& document = root;
+  const YAML::Node algo = document.IsMap() ? document["algo"] : YAML::Node();
+  if (algo && algo.IsMap() && algo["name"] && algo["name"].IsScalar())
+    config.algo.choose(algo["name"].Scalar());
+  PathCollector all("");
+  config.fields(all);
+  loader.set_all_paths(all.paths);
+  loader.apply(config, root, "");
+  loader.finish();
+  return config;
+}
+
+// ---- sections into YAML ---------------------------------------------------------------------
+
+std::string text_of(bool v) { return v ? "true" : "false"; }
+std::string text_of(int64_t v) { return std::to_string(v); }
+std::string text_of(double v) { return detail::format_number(v); }
+
+class EmitVisitor : public FieldVisitor {
+ public:
+  explicit EmitVisitor(YAML::Emitter& out) : out_(out) {}
+
+  void field(const char* name, bool& v, const Constraint&, const char* doc) override {
+    scalar(name, text_of(v), doc);
+  }
+  void field(const char* name, int64_t& v, const Constraint&, const char* doc) override {
+    scalar(name, text_of(v), doc);
+  }
+  void field(const char* name, double& v, const Constraint&, const char* doc) override {
+    scalar(name, text_of(v), doc);
+  }
+  void field(const char* name, std::string& v, const Constraint&, const char* doc) override {
+    out_ << YAML::Key << name << YAML::Value;
+    string_value(v);
+    out_ << YAML::Comment(doc);
+  }
+  void field(const char* name, std::vector<int64_t>& v, const Constraint&,
+             const char* doc) override {
+    list(name, v, doc);
+  }
+  void field(const char* name, std::vector<double>& v, const Constraint&,
+             const char* doc) override {
+    list(name, v, doc);
+  }
+  void field(const char* name, std::vector<std::string>& v, const Constraint&,
+             const char* doc) override {
+    out_ << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& e : v) string_value(e);
+    out_ << YAML::EndSeq << YAML::Comment(doc);
+  }
+  void field(const char* name, ScalarMap& v, const Constraint&, const char*) override {
+    out_ << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, value] : v) out_ << YAML::Key << key << YAML::Value << value;
+    out_ << YAML::EndMap;
+  }
+  void section(const char* name, Section& value, const char*) override {
+    out_ << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    value.fields(*this);
+    out_ << YAML::EndMap;
+  }
+  void section_list(const char* name, SectionList& value, const char*) override {
+    out_ << YAML::Key << name << YAML::Value << YAML::BeginSeq;
+    for (size_t i = 0; i < value.size(); ++i) {
+      out_ << YAML::BeginMap;
+      value.at(i).fields(*this);
+      out_ << YAML::EndMap;
+    }
+    out_ << YAML::EndSeq;
+  }
+
+ private:
+  // Plain where it reads back as the same string field; quoted when empty or read as null.
+  void string_value(const std::string& v) {
+    if (v.empty() || v == "~" || v == "null" || v == "Null" || v == "NULL")
+      out_ << YAML::DoubleQuoted;
+    out_ << v;
+  }
+  void scalar(const char* name, const std::string& text, const char* doc) {
+    out_ << YAML::Key << name << YAML::Value << text << YAML::Comment(doc);
+  }
+  template <class T>
+  void list(const char* name, const std::vector<T>& v, const char* doc) {
+    out_ << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& e : v) out_ << text_of(e);
+    out_ << YAML::EndSeq << YAML::Comment(doc);
+  }
+  YAML::Emitter& out_;
 };
 
-void emit_tree(YAML::Emitter& out, const Tree& tree,
-               const std::map<std::string, YAML::Node>& values) {
-  out << YAML::BeginMap;
-  for (const auto& c : tree.children) {
-    out << YAML::Key << c.first << YAML::Value;
-    if (!c.second.spec) {
-      emit_tree(out, c.second, values);
-      continue;
-    }
-    const KeySpec& spec = *c.second.spec;
-    const YAML::Node& value = values.at(spec.path);
-    if (is_list(spec.kind)) {
-      out << YAML::Flow << YAML::BeginSeq;
-      for (const auto& element : value) emit_node(out, element);
-      out << YAML::EndSeq;
-    } else {
-      emit_node(out, value);
-    }
-    if (spec.kind != ValueKind::kMap && spec.kind != ValueKind::kMapList && !spec.doc.empty())
-      out << YAML::Comment(spec.doc);
+// ---- sections into docs/config.md -------------------------------------------------------------
+
+std::string escape_cell(std::string text) {
+  for (size_t i = 0; (i = text.find('|', i)) != std::string::npos; i += 2)
+    text.replace(i, 1, "\\|");
+  return text;
+}
+
+class DocsVisitor : public FieldVisitor {
+ public:
+  DocsVisitor(std::string prefix, std::ostringstream& rows,
+              std::vector<std::pair<std::string, Section*>>* nested)
+      : prefix_(std::move(prefix)), rows_(rows), nested_(nested) {}
+
+  void field(const char* name, bool& v, const Constraint& c, const char* doc) override {
+    row(name, "bool", text_of(v), c, doc);
   }
-  out << YAML::EndMap;
+  void field(const char* name, int64_t& v, const Constraint& c, const char* doc) override {
+    row(name, "int", is_required() ? "" : text_of(v), c, doc);
+  }
+  void field(const char* name, double& v, const Constraint& c, const char* doc) override {
+    row(name, "float", text_of(v), c, doc);
+  }
+  void field(const char* name, std::string& v, const Constraint& c, const char* doc) override {
+    row(name, "string", is_required() ? "" : "\"" + v + "\"", c, doc);
+  }
+  void field(const char* name, std::vector<int64_t>& v, const Constraint& c,
+             const char* doc) override {
+    row(name, "list of int", list_text(v), c, doc);
+  }
+  void field(const char* name, std::vector<double>& v, const Constraint& c,
+             const char* doc) override {
+    row(name, "list of float", list_text(v), c, doc);
+  }
+  void field(const char* name, std::vector<std::string>& v, const Constraint& c,
+             const char* doc) override {
+    std::vector<std::string> quoted;
+    for (const auto& e : v) quoted.push_back("\"" + e + "\"");
+    row(name, "list of string", "[" + join(quoted, ",", false) + "]", c, doc);
+  }
+  void field(const char* name, ScalarMap&, const Constraint&, const char* doc) override {
+    row(name, "map", "{}", Constraint(), doc);
+  }
+  void section(const char* name, Section& value, const char*) override {
+    if (nested_) nested_->emplace_back(prefix_ + name, &value);
+  }
+  void section_list(const char* name, SectionList&, const char* doc) override {
+    row(name, "list of maps", "[]", Constraint(), doc);
+  }
+
+ private:
+  template <class T>
+  static std::string list_text(const std::vector<T>& v) {
+    std::vector<std::string> items;
+    for (const auto& e : v) items.push_back(text_of(e));
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out + "]";
+  }
+  void row(const char* name, const char* type, const std::string& value, const Constraint& c,
+           const char* doc) {
+    rows_ << "| `" << prefix_ << name << "` | " << type << " | "
+          << (is_required() ? "required" : "`" + escape_cell(value) + "`") << " | "
+          << escape_cell(c.describe()) << " | " << escape_cell(doc) << " |\n";
+  }
+  std::string prefix_;
+  std::ostringstream& rows_;
+  std::vector<std::pair<std::string, Section*>>* nested_;
+};
+
+void document_section(std::ostringstream& out, const std::string& title, const std::string& prefix,
+                      Section& section) {
+  std::ostringstream rows;
+  std::vector<std::pair<std::string, Section*>> nested;
+  DocsVisitor docs(prefix, rows, &nested);
+  section.fields(docs);
+  if (!rows.str().empty()) {
+    out << "\n## " << title << "\n\n"
+        << "| key | type | default | accepts | description |\n"
+        << "| --- | --- | --- | --- | --- |\n"
+        << rows.str();
+  }
+  for (const auto& [path, inner] : nested) {
+    if (path == "algo") continue;  // one table per algorithm, below
+    document_section(out, "`" + path + ":`", path + ".", *inner);
+  }
 }
 
 }  // namespace
 
-// ---- Schema -----------------------------------------------------------------------------------
-
-Schema::Schema(std::vector<KeySpec> keys) : keys_(std::move(keys)) {
-  for (size_t i = 0; i < keys_.size(); ++i) {
-    const KeySpec& spec = keys_[i];
-    const std::string& path = spec.path;
-    if (path.empty() || path.front() == '.' || path.back() == '.' ||
-        path.find("..") != std::string::npos)
-      throw std::logic_error("Schema: key path '" + path + "' is empty or has an empty part");
-    if (!index_.emplace(path, i).second)
-      throw std::logic_error("Schema: key '" + path + "' is listed twice; keep one");
-  }
-  for (const KeySpec& spec : keys_) {
-    for (size_t dot = spec.path.find('.'); dot != std::string::npos;
-         dot = spec.path.find('.', dot + 1))
-      if (index_.count(spec.path.substr(0, dot)))
-        throw std::logic_error("Schema: '" + spec.path.substr(0, dot) +
-                               "' is both a key and the section of '" + spec.path + "'");
-    if (spec.required) continue;
-    YAML::Node value;
-    try {
-      value = YAML::Load(spec.default_yaml);
-    } catch (const YAML::Exception& e) {
-      throw std::logic_error("Schema: the default of '" + spec.path + "' (" + spec.default_yaml +
-                             ") is not valid YAML: " + e.msg);
-    }
-    const std::string issue = check_value(spec, value);
-    if (!issue.empty())
-      throw std::logic_error("Schema: the default of '" + spec.path + "' (" + spec.default_yaml +
-                             ") " + issue);
-  }
-}
-
-const KeySpec* Schema::find(const std::string& path) const {
-  const auto it = index_.find(path);
-  return it == index_.end() ? nullptr : &keys_[it->second];
-}
-
-bool Schema::is_section(const std::string& path) const {
-  const std::string prefix = path + ".";
-  const auto it = index_.lower_bound(prefix);
-  return it != index_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-}
-
-// ---- Config -----------------------------------------------------------------------------------
-
-Config Config::load_file(const std::string& path, const std::vector<std::string>& overrides,
-                         const Schema& schema) {
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw ConfigError("Config::load_file: cannot read '" + path +
+    throw ConfigError("load_config: cannot read '" + path +
                       "'; check the path (it is relative to the working directory)");
   std::ostringstream text;
   text << in.rdbuf();
-  return load_string(text.str(), overrides, schema, path);
+  return load_config_string(text.str(), overrides, path);
 }
 
-Config Config::load_string(const std::string& yaml, const std::vector<std::string>& overrides,
-                           const Schema& schema, const std::string& source) {
+RunConfig load_config_string(const std::string& yaml, const std::vector<std::string>& overrides,
+                             const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -720,127 +743,82 @@ Config Config::load_string(const std::string& yaml, const std::vector<std::strin
                       std::to_string(e.mark.column + 1) + ": " + e.msg +
                       "; check the indentation and quoting there");
   }
-  Loader loader(schema, source);
-  loader.add_document(root);
-  for (size_t i = 0; i < overrides.size(); ++i)
-    loader.add_override(overrides[i], static_cast<int>(i) + 1);
-  Config config;
-  config.schema_ = &schema;
-  loader.finish(&config.values_, &config.given_);
-  return config;
+  return load(root, overrides, source);
 }
 
-const YAML::Node& Config::lookup(const std::string& path, ValueKind kind,
-                                 const char* getter) const {
-  const std::string call = std::string("Config::") + getter + "('" + path + "')";
-  const KeySpec* spec = schema_ ? schema_->find(path) : nullptr;
-  if (!spec) {
-    std::vector<std::string> all;
-    if (schema_)
-      for (const KeySpec& s : schema_->keys()) all.push_back(s.path);
-    const auto near = closest(path, all, true, false);
-    throw ConfigError(call + ": '" + path + "' is not a key of the schema" +
-                      (near.empty() ? "" : "; did you mean " + join(near, "or", true) + "?"));
+std::vector<std::string> plugins_of(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError("load_config: cannot read '" + path + "'; check the path");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("invalid config " + path + ": invalid YAML at line " +
+                      std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  const auto it = values_.find(path);
-  if (it == values_.end()) {
-    const auto algo = values_.find("algo.name");
-    throw ConfigError(call + ": the key is absent from this config: it is only an option of " +
-                      join(spec->algos, "and", false) + " and algo.name is " +
-                      (algo == values_.end() ? std::string("not set") : algo->second.Scalar()) +
-                      "; check contains('" + path + "') or algo.name first");
-  }
-  if (spec->kind != kind)
-    throw ConfigError(call + ": the key is " + with_article(spec->kind) + ", not " +
-                      with_article(kind) + "; read it with the getter of its kind");
-  return it->second;
-}
-
-bool Config::get_bool(const std::string& path) const {
-  bool out = false;
-  parse_bool(lookup(path, ValueKind::kBool, "get_bool").Scalar(), &out);
-  return out;
-}
-
-int64_t Config::get_int(const std::string& path) const {
-  int64_t out = 0;
-  parse_int(lookup(path, ValueKind::kInt, "get_int").Scalar(), &out);
-  return out;
-}
-
-double Config::get_float(const std::string& path) const {
-  double out = 0;
-  parse_float(lookup(path, ValueKind::kFloat, "get_float").Scalar(), &out);
-  return out;
-}
-
-std::string Config::get_string(const std::string& path) const {
-  return lookup(path, ValueKind::kString, "get_string").Scalar();
-}
-
-std::vector<int64_t> Config::get_int_list(const std::string& path) const {
-  std::vector<int64_t> out;
-  for (const auto& element : lookup(path, ValueKind::kIntList, "get_int_list")) {
-    int64_t value = 0;
-    parse_int(element.Scalar(), &value);
-    out.push_back(value);
-  }
-  return out;
-}
-
-std::vector<double> Config::get_float_list(const std::string& path) const {
-  std::vector<double> out;
-  for (const auto& element : lookup(path, ValueKind::kFloatList, "get_float_list")) {
-    double value = 0;
-    parse_float(element.Scalar(), &value);
-    out.push_back(value);
-  }
-  return out;
-}
-
-std::vector<std::string> Config::get_string_list(const std::string& path) const {
   std::vector<std::string> out;
-  for (const auto& element : lookup(path, ValueKind::kStringList, "get_string_list"))
-    out.push_back(element.Scalar());
+  if (!root.IsMap() || !root["plugins"] || root["plugins"].IsNull()) return out;
+  const YAML::Node list = root["plugins"];
+  if (!list.IsSequence())
+    throw ConfigError("'plugins' (" + path + " line " + std::to_string(list.Mark().line + 1) +
+                      ") must be a list of shared-library paths, got " + describe(list));
+  for (const auto& e : list) {
+    if (!e.IsScalar())
+      throw ConfigError("'plugins' (" + path + ") must be a list of paths; an element is " +
+                        describe(e));
+    out.push_back(e.Scalar());
+  }
   return out;
 }
 
-YAML::Node Config::get_map(const std::string& path) const {
-  return YAML::Clone(lookup(path, ValueKind::kMap, "get_map"));
+std::string to_yaml(const RunConfig& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  EmitVisitor emit(out);
+  // The visitor interface is the same for reading and writing; emitting only reads.
+  const_cast<RunConfig&>(config).fields(emit);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
-std::vector<YAML::Node> Config::get_map_list(const std::string& path) const {
-  std::vector<YAML::Node> out;
-  for (const auto& element : lookup(path, ValueKind::kMapList, "get_map_list"))
-    out.push_back(YAML::Clone(element));
-  return out;
-}
-
-bool Config::is_set(const std::string& path) const {
-  if (!schema_ || !schema_->find(path))
-    throw ConfigError("Config::is_set('" + path + "'): '" + path +
-                      "' is not a key of the schema; check the spelling (docs/config.md)");
-  return given_.count(path) > 0;
-}
-
-std::string Config::to_yaml() const {
-  Tree tree;
-  if (schema_) {
-    for (const KeySpec& spec : schema_->keys()) {
-      if (!values_.count(spec.path)) continue;
-      Tree* node = &tree;
-      size_t begin = 0;
-      for (size_t dot = spec.path.find('.'); dot != std::string::npos;
-           dot = spec.path.find('.', begin)) {
-        node = &node->child(spec.path.substr(begin, dot - begin));
-        begin = dot + 1;
-      }
-      node->child(spec.path.substr(begin)).spec = &spec;
+std::string config_reference_markdown() {
+  register_builtin_components();
+  std::ostringstream out;
+  out << "# Training config reference\n\n"
+      << "Generated from the config sections' declarations (`tdrl-train --config-reference`);\n"
+      << "a test fails when this file differs from what the code declares. How configs are\n"
+      << "loaded, overridden and validated: [apps.md](apps.md).\n";
+  RunConfig config;
+  document_section(out, "Top level and sections", "", config);
+  for (const auto& name : algorithm_names()) {
+    const AlgorithmInfo* info = find_algorithm(name);
+    auto options = info->make_config();
+    out << "\n## `algo.name: " << name << "`\n\n" << info->doc << "\n";
+    std::ostringstream rows;
+    DocsVisitor docs("algo.", rows, nullptr);
+    options->fields(docs);
+    if (!rows.str().empty())
+      out << "\n| key | type | default | accepts | description |\n"
+          << "| --- | --- | --- | --- | --- |\n"
+          << rows.str();
+    if (ReplaySection* replay = options->replay()) {
+      out << "\nWith a replay buffer:\n";
+      document_section(out, "`replay:` (" + name + ")", "replay.", *replay);
     }
   }
-  YAML::Emitter out;
-  emit_tree(out, tree, values_);
-  return std::string(out.c_str()) + "\n";
+  for (const auto& type : transform_types()) {
+    const TransformInfo* info = find_transform(type);
+    auto options = info->make_config();
+    out << "\n## `env.transforms: - type: " << type << "`\n\n" << info->doc << "\n";
+    std::ostringstream rows;
+    DocsVisitor docs("", rows, nullptr);
+    options->fields(docs);
+    if (!rows.str().empty())
+      out << "\n| key | type | default | accepts | description |\n"
+          << "| --- | --- | --- | --- | --- |\n"
+          << rows.str();
+  }
+  return out.str();
 }
 
 }  // namespace tdrl::apps

@@ -22,6 +22,9 @@
 #include <tensordict/errors.h>
 #include <tensordict/nn/interaction_type.h>
 
+#include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/registry.h>
+
 namespace tdrl::apps {
 
 namespace fs = std::filesystem;
@@ -42,80 +45,46 @@ std::vector<std::string> metric_columns() {
   return columns;
 }
 
-void save_tensordict(const TensorDict& td, const std::string& path) {
-  torch::serialize::OutputArchive archive;
-  for (const auto& [key, value] : td.flatten_keys(".").items()) {
-    archive.write(key.front(), std::get<torch::Tensor>(value));
-  }
-  archive.save_to(path);
-}
-
-// The entries of `keys` read back from an archive written by save_tensordict.
-TensorDict load_tensordict(const std::string& path, const TensorDict& like) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(path);
-  TensorDict out = TensorDict::empty({});
-  for (const auto& [key, value] : like.flatten_keys(".").items()) {
-    torch::Tensor t;
-    archive.read(key.front(), t);
-    out.set(key, t);
-  }
-  return out.unflatten_keys(".");
-}
-
-template <class T>
-void save_module(T& module, const std::string& path) {
-  torch::serialize::OutputArchive archive;
-  module.save(archive);
-  archive.save_to(path);
-}
-
-template <class T>
-void load_module(T& module, const std::string& path) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(path);
-  module.load(archive);
-}
-
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
 
-std::unique_ptr<collectors::CollectorBase> make_collector(const Config& config, Recipe& recipe,
+// The collector of `collector.mode`. Distributed workers are this executable started again on
+// the run's config.yaml (which lists the plugins they must load).
+std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
+                                                          const EnvParts& env, Recipe& recipe,
                                                           const RunDir& run) {
   auto options = collectors::CollectorOptions()
-                     .frames_per_batch(config.get_int("collector.frames_per_batch"))
-                     .total_frames(config.get_int("collector.total_frames"))
-                     .init_random_frames(config.get_int("collector.init_random_frames"))
-                     .max_frames_per_traj(config.get_int("collector.max_frames_per_traj"))
+                     .frames_per_batch(c.frames_per_batch)
+                     .total_frames(c.total_frames)
+                     .init_random_frames(c.init_random_frames)
+                     .max_frames_per_traj(c.max_frames_per_traj)
                      .policy_factory(recipe.policy_factory);
-  const auto mode = config.get_string("collector.mode");
-  const auto workers = config.get_int("collector.num_workers");
-  if (mode != "single" && workers < 1) {
-    throw ConfigError("'collector.num_workers' is " + std::to_string(workers) +
-                      "; it must be >= 1");
-  }
-  if (mode == "sync") {
-    return std::make_unique<collectors::MultiSyncCollector>(recipe.train_env_factory, workers,
+  if (c.mode == "sync")
+    return std::make_unique<collectors::MultiSyncCollector>(env.train_env_factory, c.num_workers,
                                                             recipe.exploration_policy, options);
-  }
-  if (mode == "async") {
-    return std::make_unique<collectors::MultiAsyncCollector>(recipe.train_env_factory, workers,
+  if (c.mode == "async")
+    return std::make_unique<collectors::MultiAsyncCollector>(env.train_env_factory, c.num_workers,
                                                              recipe.exploration_policy, options);
-  }
-  if (mode == "distributed") {
-    auto distributed = collectors::DistributedOptions()
-                           .address(config.get_string("collector.address"))
-                           .port(static_cast<int>(config.get_int("collector.port")))
-                           .num_workers(workers)
-                           .timeout(std::chrono::milliseconds(static_cast<int64_t>(
-                               config.get_float("collector.timeout_s") * 1000)));
-    if (config.get_bool("collector.launch_workers")) {
+  if (c.mode == "distributed") {
+    auto distributed =
+        collectors::DistributedOptions()
+            .address(c.address)
+            .port(static_cast<int>(c.port))
+            .num_workers(c.num_workers)
+            .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
+    if (c.launch_workers)
       distributed.launch_command({self_executable(), "--config", run.file("config.yaml")});
-    }
     return std::make_unique<collectors::DistributedCollector>(recipe.exploration_policy, options,
                                                               distributed);
   }
-  return std::make_unique<collectors::Collector>(recipe.train_env_factory,
-                                                 recipe.exploration_policy, options);
+  return std::make_unique<collectors::Collector>(env.train_env_factory, recipe.exploration_policy,
+                                                 options);
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 double mean_of(const std::vector<double>& v) {
@@ -170,18 +139,54 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
 
 // ---- Trainer ---------------------------------------------------------------------------------
 
-Trainer::Trainer(Config config, RunDir run, bool resume)
-    : config_(std::move(config)), run_(std::move(run)) {
-  torch::set_num_threads(static_cast<int>(std::max<int64_t>(1, config_.get_int("threads"))));
-  if (!resume) write_file_atomically(run_.file("config.yaml"), config_.to_yaml());
+RunSeeds derive_seeds(int64_t seed) {
+  // Each stream from its own constant, so that changing one use never shifts another.
+  const auto stream = [seed](uint64_t k) { return splitmix64(static_cast<uint64_t>(seed) ^ k); };
+  RunSeeds s;
+  s.networks = stream(0x6e6574776f726b73ULL);
+  s.envs = stream(0x656e7673ULL);
+  s.eval = stream(0x6576616cULL);
+  s.sampling = stream(0x73616d706c696e67ULL);
+  return s;
+}
+
+std::string to_yaml(const RunSeeds& s) {
+  std::ostringstream os;
+  os << "# Seeds derived from the config's seed (Trainer, derive_seeds)\n"
+     << "networks: " << s.networks << "\nenvs: " << s.envs << "\neval: " << s.eval
+     << "\nsampling: " << s.sampling << "\n";
+  return os.str();
+}
+
+EnvParts Trainer::check(const RunConfig& config) {
+  EnvParts parts = build_env_parts(config.env);
+  check_task_fit(config, parts.info);
+  return parts;
+}
+
+Trainer::Trainer(RunConfig config, RunDir run, bool resume)
+    : config_(std::move(config)), run_(std::move(run)), seeds_(derive_seeds(config_.seed)) {
+  torch::set_num_threads(static_cast<int>(config_.threads));
+  env_ = check(config_);
+  if (!resume) {
+    write_file_atomically(run_.file("config.yaml"), to_yaml(config_));
+    write_file_atomically(run_.file("seeds.yaml"), to_yaml(seeds_));
+  }
   auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run_.file("train.log"));
   logger_ = std::make_shared<spdlog::logger>("tdrl.train." + run_.path(), sink);
   logger_->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
   logger_->flush_on(spdlog::level::info);
-  recipe_ = make_recipe(config_);
-  collector_ = make_collector(config_, *recipe_, run_);
-  collector_->set_seed(static_cast<uint64_t>(config_.get_int("seed")));
-  eval_env_ = recipe_->eval_env_factory();
+  recipe_ = find_algorithm(config_.algo.name)->make_recipe(*config_.algo.options);
+  const RecipeContext context{env_.info, config_.model, config_.optim, config_.collector,
+                              config_.replay()};
+  torch::manual_seed(seeds_.networks);
+  recipe_->build_acting(context);
+  recipe_->build_learning(context);
+  collector_ = make_collector(config_.collector, env_, *recipe_, run_);
+  collector_->set_seed(seeds_.envs);
+  // Minibatches, replay samples and the policy's own sampling draw from this stream.
+  torch::manual_seed(seeds_.sampling);
+  eval_env_ = env_.eval_env_factory();
   if (recipe_->replay) {
     replay_keys_ = eval_env_->fake_tensordict().keys(true, true);
     replay_keys_.push_back(collectors::traj_ids_key());
@@ -198,8 +203,8 @@ Trainer::Trainer(Config config, RunDir run, bool resume)
     truncate_metrics();
     logger_->info("resumed from {} at {} frames", *latest, frames_);
   } else {
-    logger_->info("run {} ({} on {}), config:\n{}", run_.path(), recipe_->algorithm(),
-                  config_.get_string("env.name"), config_.to_yaml());
+    logger_->info("run {} ({} on {}), config:\n{}", run_.path(), config_.algo.name,
+                  config_.env.name, to_yaml(config_));
   }
   metrics_writer_ = std::make_unique<MetricsWriter>(run_.file("metrics.csv"), metric_columns());
 }
@@ -327,7 +332,7 @@ void Trainer::update_on(const TensorDict& minibatch) {
   if (total.defined()) {
     for (auto& g : groups) g.optimizer->zero_grad();
     total.backward();
-    const double max_norm = config_.get_float("optim.max_grad_norm");
+    const double max_norm = config_.optim.max_grad_norm;
     for (auto* g : active) {
       if (max_norm > 0) {
         std::vector<torch::Tensor> params;
@@ -340,7 +345,7 @@ void Trainer::update_on(const TensorDict& minibatch) {
     }
   }
   recipe_->after_update();
-  if (recipe_->replay && config_.get_bool("replay.prioritized")) {
+  if (recipe_->replay && recipe_->updates_priorities()) {
     recipe_->replay->update_tensordict_priority(minibatch);
   }
   ++updates_;
@@ -353,8 +358,8 @@ void Trainer::optimize(const TensorDict& batch) {
     // Only what the env wrote: random warm-up batches carry no policy outputs, and the storage
     // keeps the structure of its first write.
     replay.extend(batch.select(replay_keys_, /*strict=*/false).reshape({-1}));
-    const auto learning_starts = std::max(config_.get_int("collector.init_random_frames"),
-                                          config_.get_int("replay.batch_size"));
+    const auto learning_starts =
+        std::max(config_.collector.init_random_frames, config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;
     for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) update_on(replay.sample());
     return;
@@ -372,7 +377,7 @@ void Trainer::optimize(const TensorDict& batch) {
 }
 
 void Trainer::apply_lr_schedule() {
-  if (config_.get_string("optim.lr_schedule") != "linear") return;
+  if (config_.optim.lr_schedule != "linear") return;
   const double total = static_cast<double>(collector_->total_frames());
   const double fraction = std::max(0.0, 1.0 - static_cast<double>(frames_) / total);
   for (auto& g : recipe_->optimizers) {
@@ -381,9 +386,8 @@ void Trainer::apply_lr_schedule() {
 }
 
 EvalResult Trainer::evaluate_now() {
-  auto result = evaluate(*eval_env_, *recipe_->actor, config_.get_int("eval.episodes"),
-                         config_.get_int("eval.max_steps"),
-                         static_cast<uint64_t>(config_.get_int("seed")) + 1000003);
+  auto result = evaluate(*eval_env_, *recipe_->actor, config_.eval.episodes, config_.eval.max_steps,
+                         seeds_.eval);
   eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
   logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes", frames_, result.mean,
                 result.std, result.episodes);
@@ -392,22 +396,22 @@ EvalResult Trainer::evaluate_now() {
 
 void Trainer::write_curve() {
   write_learning_curve_svg(run_.file("learning_curve.svg"),
-                           recipe_->algorithm() + " on " + config_.get_string("env.name"),
+                           config_.algo.name + " on " + config_.env.name,
                            {{"train", train_curve_}, {"eval", eval_curve_}});
 }
 
 void Trainer::save_checkpoint_files(const std::string& dir) {
   auto& recipe = *recipe_;
-  save_module(*recipe.loss, dir + "/loss.pt");
-  for (auto& g : recipe.optimizers) save_module(*g.optimizer, dir + "/optim_" + g.name + ".pt");
-  for (auto& [name, module] : recipe.extra_modules) save_module(*module, dir + "/" + name + ".pt");
-  if (recipe.replay && config_.get_bool("checkpoint.save_replay")) {
-    recipe.replay->dumps(dir + "/replay");
-  }
-  save_tensordict(collector_->state_dict(), dir + "/collector.pt");
-  for (auto& [name, state] : recipe.env_state) {
-    const auto sd = state->state_dict();
-    if (!sd.keys().empty()) save_tensordict(sd, dir + "/env_" + name + ".pt");
+  TensorDict state = TensorDict::empty({});
+  state.set("actor", module_state(*recipe.actor));
+  state.set("loss", module_state(*recipe.loss));
+  for (auto& g : recipe.optimizers) state.set({"optim", g.name}, optimizer_state(*g.optimizer));
+  for (auto& [name, module] : recipe.exploration_modules)
+    state.set({"exploration", name}, module_state(*module));
+  state.set("collector", collector_->state_dict());
+  for (auto& [name, s] : *env_.env_state) {
+    const auto sd = s->state_dict();
+    if (!sd.keys().empty()) state.set({"env", name}, sd);
   }
   TensorDict trainer = TensorDict::empty({});
   trainer.set("frames", torch::tensor(frames_, torch::kInt64));
@@ -415,36 +419,23 @@ void Trainer::save_checkpoint_files(const std::string& dir) {
   trainer.set("episodes", torch::tensor(episodes_, torch::kInt64));
   trainer.set("wall_time", torch::tensor(wall_time(), torch::kFloat64));
   trainer.set("rng", at::detail::getDefaultCPUGenerator().get_state());
-  save_tensordict(trainer, dir + "/trainer.pt");
+  state.set("trainer", trainer);
+  save_checkpoint_state(state, dir);
+  if (recipe.replay && config_.checkpoint.save_replay) recipe.replay->dumps(dir + "/replay");
 }
 
 void Trainer::load_checkpoint_files(const std::string& dir) {
   auto& recipe = *recipe_;
-  load_module(*recipe.loss, dir + "/loss.pt");
-  for (auto& g : recipe.optimizers) load_module(*g.optimizer, dir + "/optim_" + g.name + ".pt");
-  for (auto& [name, module] : recipe.extra_modules) load_module(*module, dir + "/" + name + ".pt");
+  const TensorDict state = load_checkpoint_state(dir);
+  load_module_state(*recipe.loss, state.get_tensordict("loss"), "loss");
+  for (auto& g : recipe.optimizers)
+    load_optimizer_state(*g.optimizer, state.get_tensordict({"optim", g.name}), g.name);
+  for (auto& [name, module] : recipe.exploration_modules)
+    load_module_state(*module, state.get_tensordict({"exploration", name}), name);
   if (recipe.replay && fs::exists(dir + "/replay")) recipe.replay->loads(dir + "/replay");
-  collector_->load_state_dict(load_tensordict(dir + "/collector.pt", collector_->state_dict()));
-  for (auto& [name, state] : recipe.env_state) {
-    const auto path = dir + "/env_" + name + ".pt";
-    if (!fs::exists(path)) continue;
-    // The structure comes from the file itself: the statistics' keys are the normalised keys.
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
-    TensorDict sd = TensorDict::empty({});
-    for (const auto& key : archive.keys()) {
-      torch::Tensor t;
-      archive.read(key, t);
-      sd.set(key, t);
-    }
-    state->load_state_dict(sd.unflatten_keys("."));
-  }
-  TensorDict like({{"frames", torch::tensor(int64_t{0})},
-                   {"updates", torch::tensor(int64_t{0})},
-                   {"episodes", torch::tensor(int64_t{0})},
-                   {"wall_time", torch::tensor(0.0, torch::kFloat64)},
-                   {"rng", at::detail::getDefaultCPUGenerator().get_state()}});
-  const auto trainer = load_tensordict(dir + "/trainer.pt", like);
+  collector_->load_state_dict(state.get_tensordict("collector"));
+  load_env_state(*env_.env_state, state);
+  const TensorDict trainer = state.get_tensordict("trainer");
   frames_ = trainer.get("frames").item<int64_t>();
   updates_ = trainer.get("updates").item<int64_t>();
   episodes_ = trainer.get("episodes").item<int64_t>();
@@ -453,6 +444,11 @@ void Trainer::load_checkpoint_files(const std::string& dir) {
   generator.set_state(trainer.get("rng"));
   recipe.on_resume(frames_);
   collector_->update_policy_weights_();
+}
+
+void load_env_state(const EnvState& env_state, const TensorDict& state) {
+  for (const auto& [name, s] : env_state)
+    if (state.contains({"env", name})) s->load_state_dict(state.get_tensordict({"env", name}));
 }
 
 double Trainer::wall_time() const {
@@ -505,10 +501,10 @@ bool Trainer::train() {
   StopSignal::reset();  // a signal handled by an earlier train() in this process is done with
   session_start_ = std::chrono::steady_clock::now();
   const auto total = collector_->total_frames();
-  ProgressDisplay display(config_.get_string("logger.progress"), total,
-                          std::chrono::duration<double>(config_.get_float("logger.interval_s")));
-  const int64_t eval_every = config_.get_int("eval.interval_frames");
-  const int64_t ckpt_every = config_.get_int("checkpoint.interval_frames");
+  ProgressDisplay display(config_.logger.progress, total,
+                          std::chrono::duration<double>(config_.logger.interval_s));
+  const int64_t eval_every = config_.eval.interval_frames;
+  const int64_t ckpt_every = config_.checkpoint.interval_frames;
   int64_t next_eval = eval_every > 0 ? (frames_ / eval_every + 1) * eval_every : -1;
   int64_t next_ckpt = ckpt_every > 0 ? (frames_ / ckpt_every + 1) * ckpt_every : -1;
   const int64_t frames_at_start = frames_;

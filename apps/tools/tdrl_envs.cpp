@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <tdrl/apps/registry.h>
+
 #include <tdrl/envs/registry.h>
 
 int main(int argc, char** argv) {
@@ -13,7 +15,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--names-only", specs, "print only the names");
   CLI11_PARSE(app, argc, argv);
   try {
-    tdrl::envs::register_builtin_envs();
+    tdrl::apps::register_builtin_components();
     for (const auto& name : tdrl::envs::list_envs()) {
       std::cout << name << "\n";
       if (!specs) continue;

@@ -1,5 +1,7 @@
 #include <tdrl/envs/mujoco_env.h>
 
+#include <dlfcn.h>
+
 #include <mujoco/mujoco.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -565,6 +567,14 @@ std::string MujocoEnv::to_string() const {
 std::string default_mujoco_asset_dir() {
   if (const char* env = std::getenv("TDRL_ENVS_ASSET_DIR"); env != nullptr && *env != '\0') {
     return env;
+  }
+  // An installed library finds the models it was installed with, wherever the prefix moved.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&default_mujoco_asset_dir), &info) != 0 &&
+      info.dli_fname != nullptr) {
+    const auto beside = std::filesystem::path(info.dli_fname).parent_path().parent_path() /
+                        "share" / "tdrl" / "envs" / "assets";
+    if (std::filesystem::is_directory(beside)) return beside.string();
   }
 #ifdef TDRL_ENVS_SOURCE_ASSET_DIR
   if (std::filesystem::is_directory(TDRL_ENVS_SOURCE_ASSET_DIR)) return TDRL_ENVS_SOURCE_ASSET_DIR;

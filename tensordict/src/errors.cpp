@@ -16,7 +16,6 @@ std::string shape_str(c10::IntArrayRef shape) {
   return os.str();
 }
 
-namespace {
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   std::iota(row.begin(), row.end(), 0);
@@ -31,7 +30,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return row[b.size()];
 }
-}  // namespace
 
 std::string closest_names(const std::string& wanted, const std::vector<std::string>& candidates) {
   std::vector<std::pair<size_t, std::string>> ranked;

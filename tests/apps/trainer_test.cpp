@@ -32,6 +32,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/registry.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
 
@@ -79,8 +81,24 @@ std::string tiny_yaml(const std::string& algo) {
   return y.str();
 }
 
-Config tiny_config(const std::string& algo, const std::vector<std::string>& overrides = {}) {
-  return Config::load_string(tiny_yaml(algo), overrides);
+RunConfig tiny_config(const std::string& algo, const std::vector<std::string>& overrides = {}) {
+  register_builtin_components();
+  return load_config_string(tiny_yaml(algo), overrides);
+}
+
+/// The acting part of `config`'s recipe, as tdrl-eval builds it.
+struct Acting {
+  EnvParts env;
+  std::unique_ptr<Recipe> recipe;
+};
+
+Acting acting_of(const RunConfig& config) {
+  Acting a;
+  a.env = build_env_parts(config.env);
+  a.recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
+  a.recipe->build_acting(
+      RecipeContext{a.env.info, config.model, config.optim, config.collector, config.replay()});
+  return a;
 }
 
 using tdrl::test_util::error_message;
@@ -119,11 +137,7 @@ std::string latest_checkpoint(const std::string& run_path) {
 
 /// The trainer's frame counter stored in a checkpoint folder.
 int64_t checkpoint_frames(const std::string& ckpt) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(ckpt + "/trainer.pt");
-  torch::Tensor frames;
-  archive.read("frames", frames);
-  return frames.item<int64_t>();
+  return load_checkpoint_state(ckpt).get({"trainer", "frames"}).item<int64_t>();
 }
 
 void expect_strictly_increasing(const std::vector<double>& v) {
@@ -150,12 +164,13 @@ const std::string kMetricsHeader =
 /// Trains `algo` on the tiny budget and checks the counters, metrics.csv, the checkpoints and
 /// the learning curve.
 void expect_runs_end_to_end(const std::string& algo, const std::vector<std::string>& loss_columns,
-                            const std::set<std::string>& checkpoint_files) {
+                            const std::set<std::string>& checkpoint_files,
+                            const std::set<std::string>& optimizer_groups) {
   TempDir tmp;
   Trainer trainer(tiny_config(algo, {"checkpoint.interval_frames=128"}),
                   RunDir::create(tmp.path().string(), "t"));
   ASSERT_TRUE(trainer.train());
-  EXPECT_EQ(trainer.recipe().algorithm(), algo);
+  EXPECT_EQ(trainer.config().algo.name, algo);
   EXPECT_EQ(trainer.collector().total_frames(), kTotalFrames);
   EXPECT_EQ(trainer.frames(), kTotalFrames);
   EXPECT_GT(trainer.episodes(), 0);
@@ -192,6 +207,12 @@ void expect_runs_end_to_end(const std::string& algo, const std::vector<std::stri
   EXPECT_EQ(fs::path(latest).filename(), ckpt_name(kTotalFrames));
   EXPECT_EQ(checkpoint_frames(latest), kTotalFrames);
   EXPECT_EQ(entries_of(latest), checkpoint_files);
+  const auto state = load_checkpoint_state(latest);
+  std::set<std::string> groups;
+  for (const auto& key : state.get_tensordict("optim").keys()) groups.insert(key.front());
+  EXPECT_EQ(groups, optimizer_groups);
+  for (const char* entry : {"actor", "loss", "collector", "trainer"})
+    EXPECT_TRUE(state.contains(entry)) << entry;
   EXPECT_EQ(checkpoint_frames(run.file("checkpoints/" + ckpt_name(128))), 128);
   if (checkpoint_files.count("replay")) {
     EXPECT_FALSE(entries_of(latest + "/replay").empty());
@@ -202,37 +223,30 @@ void expect_runs_end_to_end(const std::string& algo, const std::vector<std::stri
 }
 
 TEST(TrainerTest, PpoRunsEndToEndOnATinyBudget) {
-  expect_runs_end_to_end("ppo", {"loss_objective", "loss_critic"},
-                         {"collector.pt", "loss.pt", "optim_all.pt", "trainer.pt"});
+  expect_runs_end_to_end("ppo", {"loss_objective", "loss_critic"}, {"state"}, {"all"});
 }
 
 TEST(TrainerTest, A2cRunsEndToEndOnATinyBudget) {
-  expect_runs_end_to_end("a2c", {"loss_objective", "loss_critic"},
-                         {"collector.pt", "loss.pt", "optim_all.pt", "trainer.pt"});
+  expect_runs_end_to_end("a2c", {"loss_objective", "loss_critic"}, {"state"}, {"all"});
 }
 
 TEST(TrainerTest, DqnRunsEndToEndOnATinyBudget) {
-  expect_runs_end_to_end(
-      "dqn", {"loss_value"},
-      {"collector.pt", "exploration.pt", "loss.pt", "optim_all.pt", "replay", "trainer.pt"});
+  expect_runs_end_to_end("dqn", {"loss_value"}, {"replay", "state"}, {"all"});
 }
 
 TEST(TrainerTest, DdpgRunsEndToEndOnATinyBudget) {
-  expect_runs_end_to_end(
-      "ddpg", {"loss_actor", "loss_value"},
-      {"collector.pt", "loss.pt", "optim_actor.pt", "optim_critic.pt", "replay", "trainer.pt"});
+  expect_runs_end_to_end("ddpg", {"loss_actor", "loss_value"}, {"replay", "state"},
+                         {"actor", "critic"});
 }
 
 TEST(TrainerTest, Td3RunsEndToEndOnATinyBudget) {
-  expect_runs_end_to_end(
-      "td3", {"loss_actor", "loss_qvalue"},
-      {"collector.pt", "loss.pt", "optim_actor.pt", "optim_critic.pt", "replay", "trainer.pt"});
+  expect_runs_end_to_end("td3", {"loss_actor", "loss_qvalue"}, {"replay", "state"},
+                         {"actor", "critic"});
 }
 
 TEST(TrainerTest, SacRunsEndToEndOnATinyBudget) {
   expect_runs_end_to_end("sac", {"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"},
-                         {"collector.pt", "loss.pt", "optim_actor.pt", "optim_alpha.pt",
-                          "optim_critic.pt", "replay", "trainer.pt"});
+                         {"replay", "state"}, {"actor", "alpha", "critic"});
 }
 
 TEST(TrainerTest, SaveReplayFalseLeavesTheBufferOutOfCheckpoints) {
@@ -365,7 +379,7 @@ TEST(TrainerTest, NonFiniteLossStopsTheRunAndWritesNoNewerCheckpoint) {
   EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(64));
   EXPECT_EQ(entries_of(run + "/checkpoints"), (std::set<std::string>{ckpt_name(64), "latest"}));
   // The last good checkpoint holds finite weights.
-  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
   EXPECT_EQ(resumed.frames(), 64);
   for (const auto& p : resumed.recipe().loss->parameters()) {
     EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
@@ -394,7 +408,7 @@ TEST(TrainerTest, StopSignalEndsTheRunAfterTheBatchWithACheckpoint) {
   EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("signal 2 received at 128 frames"));
 
   StopSignal::reset();
-  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
   EXPECT_TRUE(resumed.train());
   EXPECT_EQ(resumed.frames(), kTotalFrames);
   EXPECT_EQ(resumed.updates(), 16);
@@ -405,11 +419,12 @@ TEST(TrainerTest, StopSignalEndsTheRunAfterTheBatchWithACheckpoint) {
 TEST(EvaluateTest, SameSeedAndActorGiveTheSameResult) {
   for (const std::string algo : {"ppo", "sac"}) {
     SCOPED_TRACE(algo);
-    auto recipe = make_recipe(tiny_config(algo));
-    auto env = recipe->eval_env_factory();
+    auto acting = acting_of(tiny_config(algo));
+    auto& recipe = acting.recipe;
+    auto env = acting.env.eval_env_factory();
     const auto a = evaluate(*env, *recipe->actor, 2, 50, 7);
     const auto b = evaluate(*env, *recipe->actor, 2, 50, 7);
-    auto other_env = recipe->eval_env_factory();
+    auto other_env = acting.env.eval_env_factory();
     const auto c = evaluate(*other_env, *recipe->actor, 2, 50, 7);
     EXPECT_EQ(a.episodes, 2);
     EXPECT_TRUE(std::isfinite(a.mean));
@@ -421,8 +436,9 @@ TEST(EvaluateTest, SameSeedAndActorGiveTheSameResult) {
 }
 
 TEST(EvaluateTest, MaxStepsEndsEachEpisode) {
-  auto recipe = make_recipe(tiny_config("ppo"));
-  auto env = recipe->eval_env_factory();
+  auto acting = acting_of(tiny_config("ppo"));
+  auto& recipe = acting.recipe;
+  auto env = acting.env.eval_env_factory();
   // CartPole pays 1 per step and cannot fall within 5 steps.
   const auto result = evaluate(*env, *recipe->actor, 3, 5, 0);
   EXPECT_EQ(result.episodes, 3);
@@ -431,8 +447,9 @@ TEST(EvaluateTest, MaxStepsEndsEachEpisode) {
 }
 
 TEST(EvaluateTest, FewerThanOneEpisodeThrowsValueError) {
-  auto recipe = make_recipe(tiny_config("ppo"));
-  auto env = recipe->eval_env_factory();
+  auto acting = acting_of(tiny_config("ppo"));
+  auto& recipe = acting.recipe;
+  auto env = acting.env.eval_env_factory();
   EXPECT_THAT(
       error_message<tensordict::ValueError>([&] { evaluate(*env, *recipe->actor, 0, 10, 0); }),
       HasSubstr("episodes is 0; it must be >= 1"));
@@ -478,7 +495,7 @@ TEST(ResumeTest, ResumedTrainerContinuesFromTheLastCheckpoint) {
   EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(128));
   EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192));
 
-  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
   EXPECT_EQ(resumed.frames(), 128);
   EXPECT_EQ(resumed.updates(), 8);
   EXPECT_EQ(resumed.collector().frames(), 128);
@@ -499,7 +516,7 @@ TEST(ResumeTest, ResumedTrainerContinuesFromTheLastCheckpoint) {
 TEST(ResumeTest, ResumedOffPolicyRunRestoresItsReplayBuffer) {
   TempDir tmp;
   const auto run = crashed_run(tmp, "sac", HookPoint::kLog);
-  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
   EXPECT_EQ(resumed.frames(), 128);
   EXPECT_EQ(resumed.updates(), 2);
   EXPECT_EQ(resumed.recipe().replay->size(), 128);
@@ -519,7 +536,7 @@ TEST(ResumeTest, ResumeDropsAMetricsRowCutShortByACrash) {
     out << "1";
   }
   std::unique_ptr<Trainer> resumed;
-  ASSERT_NO_THROW(resumed = std::make_unique<Trainer>(Config::load_file(run + "/config.yaml"),
+  ASSERT_NO_THROW(resumed = std::make_unique<Trainer>(load_config(run + "/config.yaml"),
                                                       RunDir::open(run), /*resume=*/true));
   ASSERT_TRUE(resumed->train());
   EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192, 256));
@@ -530,7 +547,7 @@ TEST(ResumeTest, ResumedDqnAnnealsEpsilonAsAnUninterruptedRun) {
   const std::vector<std::string> schedule{"algo.eps_init=1.0", "algo.eps_end=0.0",
                                           "algo.annealing_frames=1000"};
   auto eps_of = [](Trainer& t) {
-    for (const auto& [name, module] : t.recipe().extra_modules) {
+    for (const auto& [name, module] : t.recipe().exploration_modules) {
       if (name == "exploration") {
         return std::dynamic_pointer_cast<modules::EGreedyModuleImpl>(module)->eps();
       }
@@ -539,7 +556,7 @@ TEST(ResumeTest, ResumedDqnAnnealsEpsilonAsAnUninterruptedRun) {
     return -1.0;
   };
   const auto run = crashed_run(tmp, "dqn", HookPoint::kLog, schedule);
-  Trainer resumed(Config::load_file(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
   EXPECT_EQ(resumed.frames(), 128);
   EXPECT_NEAR(eps_of(resumed), 1.0 - 128.0 / 1000.0, 1e-6);  // restored from the checkpoint
   ASSERT_TRUE(resumed.train());
@@ -749,5 +766,93 @@ TEST(ResumeTest, SigtermStopsWithACheckpointAndStatus130ThenResumes) {
   resume_to_completion(tmp, run);
 }
 
+// ---------------------------------------------------------------- Seeds and early refusal
+
+// The columns that measure time differ between two runs; every other cell must not.
+std::vector<std::map<std::string, double>> without_timing(
+    std::vector<std::map<std::string, double>> rows) {
+  for (auto& row : rows)
+    for (const char* c : {"fps", "wall_time", "collect_s", "optimize_s", "eval_s"}) row.erase(c);
+  return rows;
+}
+
+TEST(SeedTest, DeterministicConfigsReproduceTheirMetricsBitForBit) {
+  for (const std::string algo : {"ppo", "a2c", "dqn"}) {
+    SCOPED_TRACE(algo);
+    TempDir tmp;
+    std::vector<std::vector<std::map<std::string, double>>> runs;
+    for (const char* name : {"a", "b"}) {
+      Trainer trainer(tiny_config(algo, {"seed=3"}), RunDir::create(tmp.path().string(), name));
+      ASSERT_TRUE(trainer.train());
+      runs.push_back(without_timing(read_metrics(trainer.run_dir().file("metrics.csv"))));
+    }
+    ASSERT_EQ(runs[0].size(), 4u);
+    EXPECT_EQ(runs[0], runs[1]);
+  }
+}
+
+TEST(SeedTest, EverySubSeedDerivesFromTheOneSeedAndIsRecorded) {
+  const RunSeeds a = derive_seeds(0);
+  const RunSeeds b = derive_seeds(1);
+  EXPECT_EQ(derive_seeds(0).networks, a.networks);
+  const std::set<uint64_t> distinct{a.networks, a.envs, a.eval, a.sampling};
+  EXPECT_EQ(distinct.size(), 4u);
+  EXPECT_NE(a.networks, b.networks);
+  EXPECT_NE(a.eval, b.eval);
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"seed=1"}), RunDir::create(tmp.path().string(), "t"));
+  const auto text = read_file_bytes(trainer.run_dir().file("seeds.yaml"));
+  EXPECT_THAT(text, HasSubstr("networks: " + std::to_string(b.networks)));
+  EXPECT_THAT(text, HasSubstr("eval: " + std::to_string(b.eval)));
+  EXPECT_EQ(trainer.seeds().sampling, b.sampling);
+}
+
+TEST(TrainerCheckTest, AlgorithmThatDoesNotSuitTheTaskIsRefusedNamingTheKeys) {
+  auto config = tiny_config("dqn", {"env.name=Pendulum-v1"});
+  const auto message = error_message<ConfigError>([&] { Trainer::check(config); });
+  EXPECT_THAT(message, HasSubstr("'algo.name' is dqn"));
+  EXPECT_THAT(message, HasSubstr("'env.name' Pendulum-v1"));
+  auto ppo = tiny_config("ppo", {"optim.actor_lr=0.001"});
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(ppo); }),
+              HasSubstr("'optim.actor_lr' is set, but ppo trains one optimiser"));
+}
+
+TEST(TrainToolTest, BadConfigsAreRefusedBeforeAnyRunFolderExists) {
+  TempDir tmp;
+  const std::string config = tmp / "c.yaml";
+  {
+    std::ofstream out(config);
+    out << tiny_yaml("ppo");
+  }
+  const std::string runs = tmp / "runs";
+  const std::vector<std::vector<std::string>> bad{{"collector.total_frames=-1000"},
+                                                  {"collector.frames_per_batch=-64"},
+                                                  {"optim.lr=-0.001"},
+                                                  {"algo.gamma=1.5"},
+                                                  {"algo.num_epochs=-1"},
+                                                  {"threads=-3"},
+                                                  {"device=banana"},
+                                                  {"env.name=NoSuchEnv-v0"},
+                                                  {"collector.port=4294997796"},
+                                                  {"optim.actor_lr=0.001"}};
+  for (const auto& sets : bad) {
+    SCOPED_TRACE(sets.front());
+    std::vector<std::string> args{TDRL_TRAIN_EXE, "--config", config, "--set",
+                                  "logger.dir=" + runs};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    const std::string log = tmp / "log.txt";
+    ChildProcess train(args, log);
+    const auto status = train.wait(std::chrono::seconds(60));
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), 2) << read_file_bytes(log);
+    const std::string key = sets.back().substr(0, sets.back().find('='));
+    EXPECT_THAT(read_file_bytes(log), HasSubstr("'" + key + "'"));
+    EXPECT_FALSE(fs::exists(runs)) << "a refused config left " << runs;
+  }
+}
 }  // namespace
 }  // namespace tdrl::apps

@@ -61,6 +61,10 @@ class ValueError : public Error {
 /// Formats a shape as `[3, 4]`, the form every message uses.
 std::string shape_str(c10::IntArrayRef shape);
 
+/// The Levenshtein distance between `a` and `b` (insertions, deletions, substitutions), which
+/// ranks the suggestions of "unknown name" messages.
+size_t edit_distance(const std::string& a, const std::string& b);
+
 /// Orders `candidates` by edit distance to `wanted`, closest first, and formats them as
 /// `['a', 'b']` for "unknown name" messages.
 std::string closest_names(const std::string& wanted, const std::vector<std::string>& candidates);

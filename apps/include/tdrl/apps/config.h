@@ -1,162 +1,198 @@
 #pragma once
 
-/// The training configuration: a YAML document validated against a schema of known keys,
-/// with typed access by dotted path ("algo.gamma"), command-line overrides and printing.
+/// The training configuration: one typed struct per YAML section, each declaring its fields
+/// once (config_fields.h). Loading turns a YAML file plus `--set` overrides into a RunConfig,
+/// validating everything at once; `to_yaml` writes the resolved config.yaml; docs/config.md is
+/// generated from the same declarations (`config_reference_markdown`).
+///
+/// Validation on load, every problem reported together in one ConfigError, each naming the
+/// full key path and where the value came from ("cfg.yaml line 12" or "--set a.b=c"):
+/// - an unknown key, with the closest known keys ("did you mean 'algo.gamma'?"), and for a key
+///   of another algorithm, which one ("an option of td3 only");
+/// - a wrong type ("'optim.lr' (line 20) must be a float, got 'fast'");
+/// - a value out of its range ("'collector.frames_per_batch' (line 9) is -64; it must be
+///   >= 1") or not among its choices (the choices, closest first);
+/// - a missing required key; a key given twice; an unknown algorithm, env or transform (the
+///   registered names, closest first).
+/// Values by type: bool takes true/false (True, TRUE, False, FALSE); int a whole number
+/// ("1e6" and "2.0" are refused, with the integer to write; never narrowed); float any finite
+/// number; string any scalar; numbers and bools in quotes are strings. An empty value of a
+/// list or map means the empty list or map.
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
+#include <tdrl/apps/config_fields.h>
 
 namespace tdrl::apps {
 
-/// The kind of a config value.
-/// kMap: a free-form map of scalars (e.g. env.options); kMapList: a list of maps, each with
-/// a "type" entry (e.g. env.transforms), validated by whoever reads it.
-enum class ValueKind {
-  kBool,
-  kInt,
-  kFloat,
-  kString,
-  kIntList,
-  kFloatList,
-  kStringList,
-  kMap,
-  kMapList
+/// `replay:` (algorithms with a replay buffer only).
+struct ReplaySection : Section {
+  int64_t capacity = 1'000'000;
+  int64_t batch_size = 256;
+  bool prioritized = false;
+  double alpha = 0.6;
+  double beta = 0.4;
+  void fields(FieldVisitor& v) override;
 };
 
-/// "bool", "int", "float", "string", "list of int", ...
-std::string to_string(ValueKind kind);
-
-/// One known key of the schema.
-struct KeySpec {
-  /// Dotted path: "algo.gamma".
-  std::string path;
-  ValueKind kind = ValueKind::kString;
-  /// The default, as YAML text ("0.99", "[64, 64]", "adam"); ignored when required.
-  std::string default_yaml;
-  /// Must be given by the config file or an override.
-  bool required = false;
-  /// When not empty, the string values accepted (checked on load).
-  std::vector<std::string> choices;
-  /// When not empty, the key is only valid when "algo.name" is one of these.
-  std::vector<std::string> algos;
-  /// One line for docs/config.md and error messages.
-  std::string doc;
-};
-
-/// The schema: every known key. Sections are the first part of the paths.
-class Schema {
+/// The `algo:` options of one algorithm (registered with register_algorithm). The section's
+/// `name` selects which.
+class AlgoConfig : public Section {
  public:
-  Schema() = default;
-  /// Indexes `keys` (their order is the order of to_yaml and docs/config.md).
-  /// Throws std::logic_error (a bug in the table, not a user error) when a path is empty or
-  /// has an empty part, when two keys have the same path, when a path is also a section of
-  /// other keys ("a.b" and "a.b.c"), or when a default does not parse as YAML of its kind or is
-  /// not among its choices.
-  explicit Schema(std::vector<KeySpec> keys);
-  /// The training apps' schema (documented in docs/config.md).
-  static const Schema& training();
-
-  const std::vector<KeySpec>& keys() const { return keys_; }
-  /// The spec of `path`, or null.
-  const KeySpec* find(const std::string& path) const;
-  /// True when `path` is a section of some keys: "env" for "env.name" (not "env.name" itself).
-  bool is_section(const std::string& path) const;
-
- private:
-  std::vector<KeySpec> keys_;
-  std::map<std::string, size_t> index_;
+  /// The replay section the algorithm reads (it then appears in the config as `replay:`), or
+  /// null for algorithms without a replay buffer.
+  virtual ReplaySection* replay() { return nullptr; }
 };
 
-/// Thrown for every config problem; the message names the key path, the YAML line (when the
-/// value came from a file), what was expected and what was got, and a fix.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+/// `algo:`: `name` chooses the registered algorithm, whose AlgoConfig holds the other keys.
+struct AlgoSection : ChoiceSection {
+  std::string name;
+  std::shared_ptr<AlgoConfig> options;
+  void fields(FieldVisitor& v) override;
+  bool choose(const std::string& choice) override;
+  const char* choice_key() const override { return "name"; }
+  std::vector<std::string> choices() const override;
+  std::unique_ptr<ChoiceSection> make_empty() const override {
+    return std::make_unique<AlgoSection>();
+  }
 };
 
-/// A validated configuration: every schema key has a value (given or default), every value
-/// has its schema kind, and no unknown key exists.
-///
-/// Validation on load, all problems reported together in one ConfigError:
-/// - an unknown key: "unknown key 'algo.gama' (line 12); did you mean 'algo.gamma'?" (closest
-///   known keys by edit distance, and for algo keys valid only with other algos, which ones);
-/// - a wrong type: "'optim.lr' (line 20) must be a float, got 'fast'";
-/// - a value not among `choices`: names the choices;
-/// - a missing required key: "missing required key 'env.name' (...doc...)".
-///
-/// Overrides (`--set a.b=c`): the value is parsed as YAML ("a.b=[1, 2]", "a.b=true"), applied
-/// after the file, and validated the same way (the "line" is then "--set a.b=c"). A section
-/// takes a map ("algo={gamma: 0.9, lmbda: 0.9}"). The last override of a key wins.
-///
-/// Values by kind: kBool takes true/false (also True, TRUE, False, FALSE); kInt a whole
-/// number ("1e6" and "2.0" are refused, with the integer to write); kFloat any finite number
-/// (ints and "1e-4" too; .inf and .nan are refused); kString any scalar; numbers and bools
-/// in quotes ("0.5") are strings, so they are refused where a number or bool is expected. The
-/// list kinds take a sequence of such scalars, kMap a map of scalars, kMapList a sequence of
-/// maps each with a scalar "type". An empty value ("options:" with nothing after it) of a
-/// list or map kind means the empty list or map. Keys valid only for some algorithms
-/// (KeySpec::algos) are refused when algo.name is another algorithm, and are then absent
-/// from the Config; every other key not given gets its default.
-///
-/// A Config is immutable after load. It holds yaml-cpp nodes, which are not safe to read
-/// from several threads at once: read it on one thread (the apps read it once into Options).
-class Config {
- public:
-  /// Loads and validates a YAML file, then applies `overrides` ("path=value" strings).
-  /// `schema` must outlive the Config. Throws ConfigError when the file cannot be read, is
-  /// not valid YAML, or has any problem (all of them in one message, one per line).
-  static Config load_file(const std::string& path, const std::vector<std::string>& overrides = {},
-                          const Schema& schema = Schema::training());
-  /// Loads and validates YAML text (`source` names it in messages); as load_file.
-  static Config load_string(const std::string& yaml, const std::vector<std::string>& overrides = {},
-                            const Schema& schema = Schema::training(),
-                            const std::string& source = "<string>");
-
-  /// Typed reads. Each throws ConfigError (a programming error: the message names the path
-  /// and the kind asked) when `path` is not a schema key, is absent from this config (a key of
-  /// another algorithm) or has another kind (get_float does not read an int key).
-  bool get_bool(const std::string& path) const;
-  int64_t get_int(const std::string& path) const;
-  double get_float(const std::string& path) const;
-  std::string get_string(const std::string& path) const;
-  std::vector<int64_t> get_int_list(const std::string& path) const;
-  std::vector<double> get_float_list(const std::string& path) const;
-  std::vector<std::string> get_string_list(const std::string& path) const;
-  /// A kMap value (free-form map of scalars; a copy, possibly empty).
-  YAML::Node get_map(const std::string& path) const;
-  /// A kMapList value (copies of the maps, in order; each has a scalar "type").
-  std::vector<YAML::Node> get_map_list(const std::string& path) const;
-  /// True when the file or an override gave the key (false when it has its default or is
-  /// absent). Throws ConfigError when `path` is not a schema key.
-  bool is_set(const std::string& path) const;
-  /// True when the config has a value for `path` (false for keys of other algorithms and
-  /// paths outside the schema).
-  bool contains(const std::string& path) const { return values_.count(path) > 0; }
-
-  /// The resolved config (every key, defaults included) as YAML, sections in schema order;
-  /// loading it back gives an equal Config (with every key then set). Each scalar or list
-  /// value carries its KeySpec::doc as a trailing comment.
-  std::string to_yaml() const;
-  const Schema& schema() const { return *schema_; }
-
- private:
-  Config() = default;
-  /// The value of `path`, checked to be of `kind`; `getter` names the caller in messages.
-  const YAML::Node& lookup(const std::string& path, ValueKind kind, const char* getter) const;
-
-  const Schema* schema_ = nullptr;
-  /// Every present key (given or default) to its validated value (a node of its own).
-  std::map<std::string, YAML::Node> values_;
-  /// The keys given by the file or an override.
-  std::set<std::string> given_;
+/// One element of `env.transforms`: `type` chooses the registered transform, whose options
+/// section holds the other keys.
+struct TransformSection : ChoiceSection {
+  std::string type;
+  std::shared_ptr<Section> options;
+  void fields(FieldVisitor& v) override;
+  bool choose(const std::string& choice) override;
+  const char* choice_key() const override { return "type"; }
+  std::vector<std::string> choices() const override;
+  std::unique_ptr<ChoiceSection> make_empty() const override {
+    return std::make_unique<TransformSection>();
+  }
 };
+
+/// `env:`.
+struct EnvSection : Section {
+  std::string name;
+  int64_t num_envs = 1;
+  bool parallel = false;
+  int64_t max_episode_steps = -1;
+  ScalarMap options;
+  SectionListOf<TransformSection> transforms;
+  void fields(FieldVisitor& v) override;
+};
+
+/// `model:`.
+struct ModelSection : Section {
+  std::vector<int64_t> actor_cells{64, 64};
+  std::vector<int64_t> critic_cells{64, 64};
+  std::string activation = "tanh";
+  bool layer_norm = false;
+  void fields(FieldVisitor& v) override;
+};
+
+/// `collector:`.
+struct CollectorSection : Section {
+  int64_t frames_per_batch = 1000;
+  int64_t total_frames = 0;
+  int64_t init_random_frames = 0;
+  int64_t max_frames_per_traj = -1;
+  std::string mode = "single";
+  int64_t num_workers = 1;
+  std::string address = "127.0.0.1";
+  int64_t port = 0;
+  bool launch_workers = true;
+  double timeout_s = 120;
+  void fields(FieldVisitor& v) override;
+};
+
+/// `optim:`.
+struct OptimSection : Section {
+  std::string name = "adam";
+  double lr = 3e-4;
+  double actor_lr = -1;
+  double critic_lr = -1;
+  double weight_decay = 0;
+  double eps = 1e-8;
+  double max_grad_norm = 0;
+  std::string lr_schedule = "constant";
+  void fields(FieldVisitor& v) override;
+};
+
+/// `logger:`.
+struct LoggerSection : Section {
+  std::string dir = "runs";
+  std::string progress = "auto";
+  double interval_s = 10;
+  void fields(FieldVisitor& v) override;
+};
+
+/// `eval:`.
+struct EvalSection : Section {
+  int64_t interval_frames = 0;
+  int64_t episodes = 10;
+  int64_t max_steps = -1;
+  void fields(FieldVisitor& v) override;
+};
+
+/// `checkpoint:`.
+struct CheckpointSection : Section {
+  int64_t interval_frames = 0;
+  bool save_replay = true;
+  void fields(FieldVisitor& v) override;
+};
+
+/// The whole run: top-level keys and sections.
+struct RunConfig : Section {
+  std::string name;
+  int64_t seed = 0;
+  int64_t threads = 1;
+  std::string device = "cpu";
+  /// Shared libraries loaded before the config is read (tdrl-train --plugin); recorded so that
+  /// --resume and tdrl-eval load them again.
+  std::vector<std::string> plugins;
+  EnvSection env;
+  ModelSection model;
+  AlgoSection algo;
+  CollectorSection collector;
+  OptimSection optim;
+  LoggerSection logger;
+  EvalSection eval;
+  CheckpointSection checkpoint;
+  void fields(FieldVisitor& v) override;
+
+  /// The algorithm's replay section (null when it has none).
+  const ReplaySection* replay() const { return algo.options ? algo.options->replay() : nullptr; }
+  /// `name`, or `<algo>_<env>` when empty.
+  std::string run_name() const;
+};
+
+/// Loads and validates a YAML file, then applies `overrides` ("path=value"; the value is YAML:
+/// "model.actor_cells=[256, 256]", "algo={name: ppo, gamma: 0.9}"). The last override of a key
+/// wins. Names (algorithms, transforms, envs) are checked against the registries, so register
+/// user components (and load plugins) first. Throws ConfigError when the file cannot be read,
+/// is not valid YAML, or has any problem (all of them, one per line).
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+/// As load_config, from YAML text; `source` names it in messages.
+RunConfig load_config_string(const std::string& yaml,
+                             const std::vector<std::string>& overrides = {},
+                             const std::string& source = "<string>");
+
+/// The `plugins:` list of a config file, read without validating the rest (plugins must load
+/// before the file's algorithm names can be checked). Empty when absent. Throws ConfigError
+/// when the file cannot be read or the list is not a list of strings.
+std::vector<std::string> plugins_of(const std::string& path);
+
+/// The resolved config (every key, defaults included) as YAML; loading it back gives the same
+/// RunConfig. Each value carries its doc as a trailing comment.
+std::string to_yaml(const RunConfig& config);
+
+/// docs/config.md: every section and key with type, default, range and doc, including each
+/// registered algorithm's section and each registered transform's keys.
+std::string config_reference_markdown();
 
 }  // namespace tdrl::apps

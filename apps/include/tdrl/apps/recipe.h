@@ -1,12 +1,14 @@
 #pragma once
 
-/// Recipes: what each algorithm builds from the config (envs, networks, loss, optimisers,
-/// replay buffer, exploration) for the one generic Trainer loop.
+/// Recipes: what an algorithm builds for the one generic Trainer loop, in two parts. The
+/// acting part (exploration policy, evaluation actor, exploration state) is all that
+/// evaluation (tdrl-eval) and collector workers build; the learning part (loss, optimiser
+/// groups, replay buffer, update hooks) is built on top of it by the trainer only. The envs
+/// are not the recipe's: they come from the `env:` section (env_parts.h).
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,9 +17,7 @@
 
 #include <tdrl/apps/config.h>
 #include <tdrl/collectors/policy.h>
-#include <tdrl/envs/batched_envs.h>
-#include <tdrl/envs/env_base.h>
-#include <tdrl/envs/transforms/normalization.h>
+#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/replay/replay_buffer.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -26,11 +26,38 @@ namespace tdrl::apps {
 
 using tensordict::TensorDict;
 
+/// The task's shapes, read from one unbatched evaluation env (with the config's transforms).
+struct EnvInfo {
+  /// The registered env name (env.name).
+  std::string name;
+  /// The size of the flat "observation" entry.
+  int64_t obs_dim = 0;
+  /// The unbatched action spec.
+  envs::TensorSpecPtr action_spec;
+  /// The action spec when it is Bounded (continuous actions), else null.
+  std::shared_ptr<envs::Bounded> bounded;
+  /// The number of actions when the spec is Categorical or OneHot, else nullopt.
+  std::optional<int64_t> num_actions;
+  /// Elements of one action.
+  int64_t action_dim = 1;
+};
+
+/// What a recipe's builders read: the task's shapes and the sections that concern networks,
+/// optimisers and data. Builders never see the whole config.
+struct RecipeContext {
+  const EnvInfo& env;
+  const ModelSection& model;
+  const OptimSection& optim;
+  const CollectorSection& collector;
+  /// Null for algorithms without a replay section.
+  const ReplaySection* replay;
+};
+
 /// One optimiser and the loss terms it minimises. The Trainer sums the `terms` of the groups
-/// that step on an update (all "loss_*" terms when `terms` is empty), backpropagates once,
+/// that step on an update (every "loss_*" term when `terms` is empty), backpropagates once,
 /// clips each stepping group's gradient norm and steps it.
 struct OptimizerGroup {
-  /// "actor", "critic", "alpha", "all", ...: names its files in checkpoints and its metrics.
+  /// "actor", "critic", "alpha", "all", ...: names its state in checkpoints.
   std::string name;
   std::shared_ptr<torch::optim::Optimizer> optimizer;
   /// The loss terms this group minimises; empty: every loss_* term.
@@ -41,42 +68,49 @@ struct OptimizerGroup {
   double base_lr = 0;
 };
 
-/// Everything an algorithm contributes to a run. A recipe's constructor builds the parts from
-/// the config; its hooks default to the common case so that most recipes only build.
+/// An algorithm's parts for one run. A recipe is constructed from its algorithm's config
+/// section (register_algorithm); build_acting() then build_learning() fill the public members.
 ///
 /// On-policy recipes (no replay buffer): each collected batch is optimised for
-/// `epochs_per_batch()` epochs; `before_epoch` prepares the batch (advantages) and the batch
-/// is cut into shuffled minibatches of `minibatch_size()` frames. Off-policy recipes (a replay
+/// `epochs_per_batch()` epochs; `before_epoch` prepares the batch (advantages) and the batch is
+/// cut into shuffled minibatches of `minibatch_size()` frames. Off-policy recipes (a replay
 /// buffer): each batch is added to the buffer and `updates_per_batch()` minibatches are
-/// sampled from it (once the buffer holds init_random_frames).
+/// sampled from it (once the buffer holds init_random_frames and a whole minibatch).
+///
+/// Networks are created in build_acting / build_learning, after the Trainer seeded the
+/// generator, so the same seed gives the same initial weights.
 class Recipe {
  public:
   virtual ~Recipe() = default;
 
-  /// "ppo", "sac", ...
-  const std::string& algorithm() const { return algorithm_; }
+  // ---- the acting part --------------------------------------------------------------------
+  /// Builds exploration_policy, policy_factory, actor and exploration_modules. Throws
+  /// ConfigError naming the key when the task does not suit the config.
+  virtual void build_acting(const RecipeContext& context) = 0;
 
-  /// Builds the training env (batched over env.num_envs, with the config's transforms).
-  envs::EnvFactory train_env_factory;
-  /// Builds one unbatched evaluation env (same task and transforms, sharing normalisation
-  /// statistics with the training env, which it never updates).
-  envs::EnvFactory eval_env_factory;
   /// The policy the collector runs (with exploration); null for random actions.
   collectors::CollectorPolicy exploration_policy;
   /// Builds another exploration policy with the same structure (for collector workers).
   collectors::PolicyFactory policy_factory;
-  /// The actor run deterministically (InteractionType::kMode) for evaluation.
+  /// The actor run deterministically for evaluation; its parameters are what tdrl-eval loads.
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor;
-  /// The modules whose state a checkpoint saves besides the loss (exploration wrappers with
-  /// annealing buffers), by name.
-  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> extra_modules;
+  /// Modules with state besides the actor's parameters (exploration annealing), by name; saved
+  /// in checkpoints.
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> exploration_modules;
+
+  /// After each batch's optimisation: exploration annealing, given the frames so far.
+  virtual void after_batch(int64_t frames) { (void)frames; }
+  /// After a checkpoint taken at `frames` was loaded: brings the recipe's own counters there.
+  virtual void on_resume(int64_t frames) { (void)frames; }
+
+  // ---- the learning part ------------------------------------------------------------------
+  /// Builds loss, optimizers and (off-policy) replay, on the networks of build_acting.
+  virtual void build_learning(const RecipeContext& context) = 0;
+
   std::shared_ptr<losses::LossModule> loss;
   std::vector<OptimizerGroup> optimizers;
   /// Null for on-policy algorithms.
   std::shared_ptr<replay::TensorDictReplayBuffer> replay;
-  /// Running statistics of the env (VecNorm states shared by the training and evaluation
-  /// envs), saved in checkpoints, by name.
-  std::vector<std::pair<std::string, std::shared_ptr<envs::VecNormState>>> env_state;
 
   /// On-policy: optimisation passes over each batch. Default 1.
   virtual int64_t epochs_per_batch() const { return 1; }
@@ -88,25 +122,9 @@ class Recipe {
   virtual void before_epoch(const TensorDict& batch) { (void)batch; }
   /// After each gradient step (all groups stepped): target-network updates.
   virtual void after_update() {}
-  /// After each batch's optimisation: exploration annealing, given the frames so far.
-  virtual void after_batch(int64_t frames) { (void)frames; }
-  /// After a checkpoint taken at `frames` was loaded (--resume): brings the recipe's own
-  /// counters there (e.g. the frames exploration was already annealed for).
-  virtual void on_resume(int64_t frames) { (void)frames; }
-
- protected:
-  explicit Recipe(std::string algorithm) : algorithm_(std::move(algorithm)) {}
-
- private:
-  std::string algorithm_;
+  /// After each gradient step on a sampled minibatch: true when the replay buffer's priorities
+  /// are to be updated from it (prioritized replay).
+  virtual bool updates_priorities() const { return false; }
 };
-
-/// Builds the recipe of `config`'s algo.name (ppo, a2c, dqn, ddpg, td3, sac). Throws
-/// ConfigError when the env does not suit the algorithm (e.g. dqn on a continuous action
-/// space, naming the env, its action spec and the algorithms that fit).
-std::unique_ptr<Recipe> make_recipe(const Config& config);
-
-/// The algorithm names make_recipe knows.
-std::vector<std::string> recipe_names();
 
 }  // namespace tdrl::apps

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <tdrl/apps/config.h>
+#include <tdrl/apps/env_parts.h>
 #include <tdrl/apps/recipe.h>
 #include <tdrl/apps/run_dir.h>
 #include <tdrl/collectors/collector.h>
@@ -36,6 +37,27 @@ struct EvalResult {
 /// the same seed and weights give the same result. Throws ValueError for episodes < 1.
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
                     int64_t episodes, int64_t max_steps, uint64_t seed);
+
+/// The seeds of one run, all derived from the config's `seed` (derive_seeds) and recorded in
+/// the run folder as seeds.yaml.
+struct RunSeeds {
+  /// Seeds the generator before the recipe builds its networks (initial weights).
+  uint64_t networks = 0;
+  /// The training envs (collector.set_seed).
+  uint64_t envs = 0;
+  /// The evaluation env at each evaluation (and tdrl-eval's default).
+  uint64_t eval = 0;
+  /// Seeds the generator after the build: minibatches, replay samples, policy sampling.
+  uint64_t sampling = 0;
+};
+
+/// Every sub-seed of a run from its one seed, each from a stream of its own (splitmix64), so
+/// the same seed gives the same run and changing one use never shifts another.
+RunSeeds derive_seeds(int64_t seed);
+
+/// Loads the "env" entries of a checkpoint state (checkpoint.h) into the envs' shared
+/// statistics; statistics without an entry keep their values.
+void load_env_state(const EnvState& env_state, const TensorDict& state);
 
 /// When hooks run (see Trainer::add_hook).
 enum class HookPoint {
@@ -67,16 +89,22 @@ enum class HookPoint {
 ///
 /// Example:
 /// ```
-/// auto config = Config::load_file("configs/ppo_cartpole.yaml");
-/// Trainer trainer(config, RunDir::create("runs", "ppo_cartpole"));
+/// tdrl::apps::register_builtin_components();
+/// auto config = load_config("configs/ppo_cartpole.yaml");
+/// Trainer::check(config);  // before the run folder exists
+/// Trainer trainer(config, RunDir::create("runs", config.run_name()));
 /// trainer.add_hook(HookPoint::kLog, [](Trainer& t) { my_logger(t.metrics()); });
 /// trainer.train();
 /// ```
 class Trainer {
  public:
-  /// Builds the recipe and the collector and writes config.yaml. With `resume`, loads the
-  /// last checkpoint of `run` (std::runtime_error when there is none).
-  Trainer(Config config, RunDir run, bool resume = false);
+  /// Builds the envs and checks that the config suits the task, without touching the disk:
+  /// call it before creating the run folder. Throws ConfigError naming the keys.
+  static EnvParts check(const RunConfig& config);
+  /// Builds the envs, the recipe (acting then learning part, after seeding the generator with
+  /// the networks seed) and the collector, and writes config.yaml and seeds.yaml. With
+  /// `resume`, loads the last checkpoint of `run` (std::runtime_error when there is none).
+  Trainer(RunConfig config, RunDir run, bool resume = false);
   ~Trainer();
 
   /// Runs until total_frames (or a stop signal). Returns true when total_frames was reached,
@@ -92,7 +120,8 @@ class Trainer {
   int64_t frames() const { return frames_; }
   int64_t updates() const { return updates_; }
   int64_t episodes() const { return episodes_; }
-  const Config& config() const { return config_; }
+  const RunConfig& config() const { return config_; }
+  const RunSeeds& seeds() const { return seeds_; }
   const RunDir& run_dir() const { return run_; }
   Recipe& recipe() { return *recipe_; }
   collectors::CollectorBase& collector() { return *collector_; }
@@ -114,8 +143,10 @@ class Trainer {
   void apply_lr_schedule();
   void write_curve();
 
-  Config config_;
+  RunConfig config_;
   RunDir run_;
+  RunSeeds seeds_;
+  EnvParts env_;
   std::unique_ptr<Recipe> recipe_;
   std::unique_ptr<collectors::CollectorBase> collector_;
   std::unique_ptr<CheckpointStore> checkpoints_;

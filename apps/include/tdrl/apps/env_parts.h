@@ -1,0 +1,44 @@
+#pragma once
+
+/// The envs of a run, built from the `env:` section alone: the training env (batched over
+/// env.num_envs, serial or on threads), the evaluation env (one, unbatched) and the running
+/// statistics the two share, with the task's shapes.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tdrl/apps/config.h>
+#include <tdrl/apps/recipe.h>
+#include <tdrl/envs/batched_envs.h>
+#include <tdrl/envs/transforms/normalization.h>
+
+namespace tdrl::apps {
+
+/// The running statistics shared between the training and evaluation envs (VecNorm), by
+/// name; saved in checkpoints.
+using EnvState = std::vector<std::pair<std::string, std::shared_ptr<envs::VecNormState>>>;
+
+struct EnvParts {
+  /// Builds the training env: env.num_envs sub-envs with env.transforms.
+  envs::EnvFactory train_env_factory;
+  /// Builds one unbatched evaluation env (same task and transforms; VecNorm frozen, sharing
+  /// the training env's statistics).
+  envs::EnvFactory eval_env_factory;
+  /// Shared with every env the factories build.
+  std::shared_ptr<EnvState> env_state;
+  /// The task's shapes, from one evaluation env built here.
+  EnvInfo info;
+};
+
+/// Builds the env factories of `env` and probes one env for its shapes. Throws ConfigError
+/// naming the key when the task cannot be built as configured (an unknown task option, no
+/// flat "observation" entry), with the task's own message.
+EnvParts build_env_parts(const EnvSection& env);
+
+/// Checks that `config` suits the task (the algorithm's own check, e.g. dqn needs discrete
+/// actions). Throws ConfigError naming the keys, listing every problem.
+void check_task_fit(const RunConfig& config, const EnvInfo& info);
+
+}  // namespace tdrl::apps

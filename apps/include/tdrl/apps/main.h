@@ -1,0 +1,40 @@
+#pragma once
+
+/// The command lines of tdrl-train and tdrl-eval, as library functions: the stock executables
+/// are `return train_main(argc, argv);`, and a user's own main registers its components first
+/// and gets the same command line (--config, --set, --resume, --plugin, ...).
+///
+/// Example (a user's trainer, linking tdrl::apps):
+/// ```
+/// int main(int argc, char** argv) {
+///   tdrl::envs::register_env("Drift-v0", make_drift_env);
+///   tdrl::apps::register_algorithm<AWRConfig, AWRRecipe>("awr", "advantage-weighted regression");
+///   return tdrl::apps::train_main(argc, argv);
+/// }
+/// ```
+///
+/// A plugin is a shared library that defines `TDRL_PLUGIN { register_...(...); }`; `--plugin
+/// lib.so` (repeatable) loads it before the config is read, and the run's config.yaml records
+/// it in `plugins:` so that --resume, tdrl-eval and distributed workers load it again.
+
+#include <string>
+
+namespace tdrl::apps {
+
+/// tdrl-train. Returns the process exit code: 0 finished, 130 stopped by SIGINT/SIGTERM (resume
+/// with --resume), 1 a run error, 2 a usage or config error (nothing written then: a config
+/// that cannot start a run leaves no run folder). Registers the built-in components first.
+int train_main(int argc, char** argv);
+
+/// tdrl-eval: evaluates a run's last checkpoint with the deterministic actor. Builds only the
+/// acting part of the recipe. Returns 0, 1 on a run error, 2 on a usage error.
+int eval_main(int argc, char** argv);
+
+/// Loads the shared library `path` and calls its `tdrl_register_plugin` (once per path; the
+/// path is made absolute). Throws ConfigError naming the path and dlerror's reason.
+void load_plugin(const std::string& path);
+
+}  // namespace tdrl::apps
+
+/// Defines a plugin's registration function: `TDRL_PLUGIN { tdrl::apps::register_...; }`.
+#define TDRL_PLUGIN extern "C" __attribute__((visibility("default"))) void tdrl_register_plugin()

@@ -1,0 +1,103 @@
+#include <tdrl/apps/checkpoint.h>
+
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <torch/serialize.h>
+
+#include <tensordict/errors.h>
+
+namespace tdrl::apps {
+
+namespace {
+
+tensordict::NestedKey path_key(const std::string& dotted) {
+  std::stringstream in(dotted);
+  std::string part;
+  std::getline(in, part, '.');
+  tensordict::NestedKey key(part);
+  while (std::getline(in, part, '.'))
+    key = tensordict::NestedKey({key, tensordict::NestedKey(part)});
+  return key;
+}
+
+// Parameters, then buffers, by their dotted module path.
+std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : module.named_parameters()) out.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+}  // namespace
+
+tensordict::TensorDict module_state(const torch::nn::Module& module) {
+  auto state = tensordict::TensorDict::empty({});
+  for (const auto& [name, tensor] : named_tensors(module))
+    state.set(path_key(name), tensor.detach().clone());
+  return state;
+}
+
+void load_module_state(torch::nn::Module& module, const tensordict::TensorDict& state,
+                       const std::string& what) {
+  const auto tensors = named_tensors(module);
+  std::vector<torch::Tensor> sources;
+  for (const auto& [name, tensor] : tensors) {
+    const auto key = path_key(name);
+    if (!state.contains(key))
+      throw tensordict::KeyError("load_module_state: the checkpoint's " + what + " has no entry '" +
+                                 name + "'; it was written by another model (check model.*)");
+    const torch::Tensor source = state.get(key);
+    if (source.sizes() != tensor.sizes())
+      throw tensordict::ShapeError("load_module_state: the checkpoint's " + what + " entry '" +
+                                   name + "' has shape " + tensordict::shape_str(source.sizes()) +
+                                   "; the model's is " + tensordict::shape_str(tensor.sizes()) +
+                                   " (check model.*)");
+    sources.push_back(source);
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].second.copy_(sources[i]);
+}
+
+tensordict::TensorDict optimizer_state(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::string bytes;
+  archive.save_to([&bytes](const void* data, size_t size) -> size_t {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  auto tensor = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  std::memcpy(tensor.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  return tensordict::TensorDict({{"archive", tensor}}, {});
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const tensordict::TensorDict& state,
+                          const std::string& what) {
+  const torch::Tensor bytes = state.get("archive").contiguous();
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
+                      static_cast<size_t>(bytes.numel()));
+    optimizer.load(archive);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("load_optimizer_state: the checkpoint's optimiser '" + what +
+                             "' does not fit this run's optimiser: " + e.what_without_backtrace());
+  }
+}
+
+void save_checkpoint_state(const tensordict::TensorDict& state, const std::string& folder) {
+  state.save((std::filesystem::path(folder) / "state").string());
+}
+
+tensordict::TensorDict load_checkpoint_state(const std::string& folder) {
+  const auto path = (std::filesystem::path(folder) / "state").string();
+  if (!std::filesystem::is_directory(path))
+    throw std::runtime_error("load_checkpoint_state: " + path +
+                             " is missing; the checkpoint folder is incomplete or of an older "
+                             "format");
+  return tensordict::TensorDict::load(path).clone();
+}
+
+}  // namespace tdrl::apps

@@ -1,0 +1,109 @@
+// Constraints of config fields: ranges, exact exceptions and choices, checked and described.
+
+#include <tdrl/apps/config_fields.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "detail/config_text.h"
+
+namespace tdrl::apps {
+
+Constraint at_least(double lo) {
+  Constraint c;
+  c.min_ = lo;
+  return c;
+}
+
+Constraint greater_than(double lo) {
+  Constraint c;
+  c.min_ = lo;
+  c.min_open_ = true;
+  return c;
+}
+
+Constraint at_most(double hi) {
+  Constraint c;
+  c.max_ = hi;
+  return c;
+}
+
+Constraint in_range(double lo, double hi) {
+  Constraint c;
+  c.min_ = lo;
+  c.max_ = hi;
+  return c;
+}
+
+Constraint one_of(std::vector<std::string> choices) {
+  Constraint c;
+  c.choices_ = std::move(choices);
+  return c;
+}
+
+Constraint non_empty() {
+  Constraint c;
+  c.non_empty_ = true;
+  return c;
+}
+
+Constraint& Constraint::or_exactly(double value) {
+  exact_.push_back(value);
+  return *this;
+}
+
+Constraint& Constraint::because(std::string reason) {
+  reason_ = std::move(reason);
+  return *this;
+}
+
+Constraint& Constraint::or_number() {
+  number_ = true;
+  return *this;
+}
+
+std::string Constraint::check(double value) const {
+  for (double e : exact_)
+    if (value == e) return "";
+  const bool low = min_ && (min_open_ ? !(value > *min_) : !(value >= *min_));
+  const bool high = max_ && !(value <= *max_);
+  if (!low && !high) return "";
+  return describe() + (reason_.empty() ? "" : " (" + reason_ + ")");
+}
+
+std::string Constraint::check(const std::string& value) const {
+  if (non_empty_ && value.empty()) return "must not be empty";
+  if (choices_.empty() || std::find(choices_.begin(), choices_.end(), value) != choices_.end())
+    return "";
+  if (number_ && detail::parse_float(value, nullptr)) return "";
+  std::string out = "the choices are " + detail::join(choices_, "and", false);
+  if (number_) out += ", or a number";
+  const auto near = detail::closest(value, choices_, false);
+  if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
+  if (!reason_.empty()) out += " (" + reason_ + ")";
+  return out;
+}
+
+std::string Constraint::describe() const {
+  std::string out;
+  if (!choices_.empty()) {
+    out = "one of: " + detail::join(choices_, "or", false);
+    if (number_) out += ", or a number";
+    return out;
+  }
+  if (non_empty_) return "not empty";
+  if (min_ && max_) {
+    out = (min_open_ ? "in (" : "in [") + detail::format_number(*min_) + ", " +
+          detail::format_number(*max_) + "]";
+  } else if (min_) {
+    out = (min_open_ ? "> " : ">= ") + detail::format_number(*min_);
+  } else if (max_) {
+    out = "<= " + detail::format_number(*max_);
+  }
+  for (double e : exact_) out += (out.empty() ? "" : " or ") + detail::format_number(e);
+  return out.empty() ? "any" : out;
+}
+
+}  // namespace tdrl::apps

@@ -1,0 +1,160 @@
+// The declarations of the training config's sections: every key, its range and its doc, once.
+// docs/config.md is generated from these (tdrl-train --config-reference).
+
+#include <tdrl/apps/config.h>
+
+#include <tdrl/apps/registry.h>
+#include <tdrl/envs/registry.h>
+
+#include "detail/config_text.h"
+
+namespace tdrl::apps {
+
+namespace {
+// Far above any real run, far below what a conversion to milliseconds or frames overflows.
+constexpr double kMaxSeconds = 1e7;
+constexpr double kMaxThreads = 1024;
+constexpr double kMaxWorkers = 1024;
+}  // namespace
+
+void ReplaySection::fields(FieldVisitor& v) {
+  v("capacity", capacity, at_least(1), "transitions kept");
+  v("batch_size", batch_size, at_least(1), "transitions per gradient step");
+  v("prioritized", prioritized, "prioritized replay (priorities from td_error)");
+  v("alpha", alpha, at_least(0), "priority exponent");
+  v("beta", beta, in_range(0, 1), "importance-sampling exponent");
+}
+
+void AlgoSection::fields(FieldVisitor& v) {
+  v.required()("name", name, one_of(algorithm_names()), "the algorithm");
+  if (options) options->fields(v);
+}
+
+bool AlgoSection::choose(const std::string& choice) {
+  options.reset();
+  const AlgorithmInfo* info = find_algorithm(choice);
+  if (!info) return false;
+  name = choice;
+  options = info->make_config();
+  return true;
+}
+
+std::vector<std::string> AlgoSection::choices() const { return algorithm_names(); }
+
+void TransformSection::fields(FieldVisitor& v) {
+  v.required()("type", type, one_of(transform_types()), "the transform");
+  if (options) options->fields(v);
+}
+
+bool TransformSection::choose(const std::string& choice) {
+  options.reset();
+  const TransformInfo* info = find_transform(choice);
+  if (!info) return false;
+  type = choice;
+  options = info->make_config();
+  return true;
+}
+
+std::vector<std::string> TransformSection::choices() const { return transform_types(); }
+
+void EnvSection::fields(FieldVisitor& v) {
+  v.required()("name", name, one_of(envs::list_envs()),
+               "registered env name (tdrl-envs lists them)");
+  v("num_envs", num_envs, in_range(1, 65536), "sub-envs stepped as one batched env");
+  v("parallel", parallel, "step sub-envs on threads (ParallelEnv) instead of one after the other");
+  v("max_episode_steps", max_episode_steps, at_least(1).or_exactly(-1),
+    "truncate episodes after this many steps (-1: the task's own limit)");
+  v("options", options, "task options passed to make_env (docs/envs.md lists each task's)");
+  v.section_list("transforms", transforms,
+                 "transforms applied in order, each {type: <name>, ...} (see below)");
+}
+
+void ModelSection::fields(FieldVisitor& v) {
+  v("actor_cells", actor_cells, at_least(1), "hidden widths of the actor (or Q-network for dqn)");
+  v("critic_cells", critic_cells, at_least(1), "hidden widths of the critic");
+  v("activation", activation,
+    one_of(
+        {"tanh", "relu", "elu", "leaky_relu", "gelu", "selu", "softplus", "sigmoid", "identity"}),
+    "activation of the hidden layers");
+  v("layer_norm", layer_norm, "LayerNorm after each hidden Linear");
+}
+
+void CollectorSection::fields(FieldVisitor& v) {
+  v("frames_per_batch", frames_per_batch, at_least(1), "frames per collected batch (all sub-envs)");
+  v.required()("total_frames", total_frames, at_least(1), "frames to collect in all");
+  v("init_random_frames", init_random_frames, at_least(0),
+    "random actions first (off-policy warm-up)");
+  v("max_frames_per_traj", max_frames_per_traj, at_least(1).or_exactly(-1),
+    "cut trajectories longer than this (-1: never)");
+  v("mode", mode, one_of({"single", "sync", "async", "distributed"}),
+    "one Collector, MultiSync/MultiAsync worker threads, or worker processes");
+  v("num_workers", num_workers, in_range(1, kMaxWorkers),
+    "workers for sync, async and distributed");
+  v("address", address, non_empty(), "distributed: the trainer's host");
+  v("port", port, in_range(0, 65535),
+    "distributed: the TCPStore port (0: any, local workers only)");
+  v("launch_workers", launch_workers,
+    "distributed: start the workers on this host (else start them by hand)");
+  v("timeout_s", timeout_s, in_range(0.001, kMaxSeconds),
+    "distributed: timeout of every exchange, in seconds");
+}
+
+void OptimSection::fields(FieldVisitor& v) {
+  v("name", name, one_of({"adam", "adamw", "sgd", "rmsprop"}), "optimiser");
+  v("lr", lr, greater_than(0), "learning rate");
+  v("actor_lr", actor_lr, greater_than(0).or_exactly(-1),
+    "actor learning rate of ddpg, td3, sac (-1: lr)");
+  v("critic_lr", critic_lr, greater_than(0).or_exactly(-1),
+    "critic learning rate of ddpg, td3, sac (-1: lr)");
+  v("weight_decay", weight_decay, at_least(0), "weight decay");
+  v("eps", eps, greater_than(0), "Adam/RMSprop epsilon");
+  v("max_grad_norm", max_grad_norm, at_least(0), "clip the gradient norm (0: off)");
+  v("lr_schedule", lr_schedule, one_of({"constant", "linear"}),
+    "linear: decay to 0 at total_frames");
+}
+
+void LoggerSection::fields(FieldVisitor& v) {
+  v("dir", dir, non_empty(), "folder of the run folders");
+  v("progress", progress, one_of({"auto", "bar", "lines", "none"}),
+    "terminal output: a progress bar on a TTY, periodic lines otherwise");
+  v("interval_s", interval_s, in_range(0.01, kMaxSeconds), "seconds between log lines");
+}
+
+void EvalSection::fields(FieldVisitor& v) {
+  v("interval_frames", interval_frames, at_least(0),
+    "evaluate every this many frames (0: only at the end)");
+  v("episodes", episodes, in_range(1, 100000), "deterministic evaluation episodes");
+  v("max_steps", max_steps, at_least(1).or_exactly(-1),
+    "step limit per evaluation episode (-1: the env's)");
+}
+
+void CheckpointSection::fields(FieldVisitor& v) {
+  v("interval_frames", interval_frames, at_least(0),
+    "checkpoint every this many frames (0: only at the end and on SIGINT/SIGTERM)");
+  v("save_replay", save_replay, "include the replay buffer in checkpoints");
+}
+
+void RunConfig::fields(FieldVisitor& v) {
+  v("name", name, "run name (default: <algo>_<env>); the run folder is runs/<name>-<time>");
+  v("seed", seed, at_least(0),
+    "the one seed of the run: networks, envs, evaluation and sampling seeds derive from it");
+  v("threads", threads, in_range(1, kMaxThreads), "LibTorch intra-op threads");
+  v("device", device, one_of({"cpu"}).because("only the CPU is supported until devices land"),
+    "device of the networks and losses");
+  v("plugins", plugins, non_empty(),
+    "shared libraries that register components (tdrl-train --plugin adds to it)");
+  v.section("env", env, "the task");
+  v.section("model", model, "the networks");
+  v.section("algo", algo, "the algorithm; its keys depend on algo.name (see below)");
+  v.section("collector", collector, "data collection");
+  if (ReplaySection* r = algo.options ? algo.options->replay() : nullptr)
+    v.section("replay", *r, "the replay buffer (algorithms with one)");
+  v.section("optim", optim, "the optimisers");
+  v.section("logger", logger, "terminal output and the run folder");
+  v.section("eval", eval, "deterministic evaluation");
+  v.section("checkpoint", checkpoint, "checkpoints");
+}
+
+std::string RunConfig::run_name() const { return name.empty() ? algo.name + "_" + env.name : name; }
+
+}  // namespace tdrl::apps

@@ -1,0 +1,30 @@
+#pragma once
+
+// Text helpers of the config layer: reading YAML scalars as numbers, writing numbers back,
+// and the "did you mean" suggestions of its messages.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tdrl::apps::detail {
+
+/// true/false (also True, TRUE, False, FALSE).
+bool parse_bool(const std::string& text, bool* out);
+/// A decimal integer with an optional sign, within 64 bits.
+bool parse_int(const std::string& text, int64_t* out);
+/// A finite decimal number: [+-](digits[.digits] | .digits)[(e|E)[+-]digits]. `out` may be null.
+bool parse_float(const std::string& text, double* out);
+/// The shortest text that reads back to `value` ("0.0003", "1e-08", "120").
+std::string format_number(double value);
+
+/// "a", "a or b", "a, b or c" (`last` is "or" or "and"); each item quoted when `quote`.
+std::string join(const std::vector<std::string>& items, const std::string& last, bool quote);
+
+/// The candidates closest to `wanted` by edit distance (at most 3, closest first, ties in the
+/// given order) that are within a distance of 3 and tied with the closest; with `is_path`, a
+/// right last part in another section ("optim.gamma" for "algo.gamma") counts as close.
+std::vector<std::string> closest(const std::string& wanted, const std::vector<std::string>& all,
+                                 bool is_path);
+
+}  // namespace tdrl::apps::detail

@@ -1,0 +1,138 @@
+#include "detail/recipe_parts.h"
+
+#include <tdrl/replay/prioritized_sampler.h>
+#include <tdrl/replay/samplers.h>
+#include <tdrl/replay/storages.h>
+#include <tensordict/nn/distribution_class.h>
+#include <tensordict/nn/normal_param_extractor.h>
+#include <tensordict/nn/tensordict_sequential.h>
+
+namespace tdrl::apps::detail {
+
+namespace tdnn = tensordict::nn;
+
+modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
+                 const std::vector<int64_t>& cells) {
+  return modules::MLP(modules::MLPOptions(in, out)
+                          .num_cells(cells)
+                          .activation(model.activation)
+                          .layer_norm(model.layer_norm));
+}
+
+ConcatMLPImpl::ConcatMLPImpl(modules::MLP net) : net_(register_module("mlp", std::move(net))) {}
+
+torch::Tensor ConcatMLPImpl::forward(const torch::Tensor& observation,
+                                     const torch::Tensor& action) {
+  return net_->forward(torch::cat({observation, action}, -1));
+}
+
+BoundedActorImpl::BoundedActorImpl(modules::MLP net, const torch::Tensor& low,
+                                   const torch::Tensor& high)
+    : net_(register_module("mlp", std::move(net))),
+      low_(register_buffer("low", low.to(torch::kFloat32))),
+      high_(register_buffer("high", high.to(torch::kFloat32))) {}
+
+torch::Tensor BoundedActorImpl::forward(const torch::Tensor& observation) {
+  return low_ + (high_ - low_) * (torch::tanh(net_->forward(observation)) + 1) / 2;
+}
+
+namespace {
+
+std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimSection& optim,
+                                                        std::vector<torch::Tensor> params,
+                                                        double lr) {
+  const double wd = optim.weight_decay;
+  if (optim.name == "adam")
+    return std::make_shared<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(lr).weight_decay(wd).eps(optim.eps));
+  if (optim.name == "adamw")
+    return std::make_shared<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(lr).weight_decay(wd).eps(optim.eps));
+  if (optim.name == "rmsprop")
+    return std::make_shared<torch::optim::RMSprop>(
+        params, torch::optim::RMSpropOptions(lr).weight_decay(wd).eps(optim.eps));
+  return std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).weight_decay(wd));
+}
+
+}  // namespace
+
+double lr_or_default(const OptimSection& optim, double lr) { return lr > 0 ? lr : optim.lr; }
+
+OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
+                     double lr, std::vector<std::string> terms, int64_t period) {
+  OptimizerGroup g;
+  g.name = std::move(name);
+  g.optimizer = make_optimizer(optim, std::move(params), lr);
+  g.terms = std::move(terms);
+  g.period = period;
+  g.base_lr = lr;
+  return g;
+}
+
+std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
+                                          const std::vector<std::string>& prefixes) {
+  std::vector<torch::Tensor> out;
+  for (const auto& name : loss.networks()) {
+    for (const auto& prefix : prefixes) {
+      if (name.rfind(prefix, 0) == 0) {
+        for (const auto& p : loss.network(name)->parameters()) out.push_back(p);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay) {
+  auto storage = std::make_shared<replay::LazyTensorStorage>(replay.capacity);
+  const auto options = replay::ReplayBufferOptions().batch_size(replay.batch_size);
+  if (replay.prioritized)
+    return std::make_shared<replay::TensorDictPrioritizedReplayBuffer>(
+        storage, replay::PrioritizedSamplerOptions(replay.alpha, replay.beta), options);
+  return std::make_shared<replay::TensorDictReplayBuffer>(
+      storage, std::make_shared<replay::RandomSampler>(), nullptr, options);
+}
+
+modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env) {
+  if (env.num_actions) {
+    tdnn::TensorDictModule logits(
+        mlp(model, env.obs_dim, *env.num_actions, model.actor_cells),
+        tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"logits"}));
+    return modules::ProbabilisticActor(
+        logits, env.action_spec,
+        modules::ProbabilisticActorOptions()
+            .in_keys({"logits"})
+            .distribution_class(tdnn::DistributionClass::categorical())
+            .return_log_prob(true));
+  }
+  TORCH_INTERNAL_ASSERT(env.bounded,
+                        "the algorithm's check admits only discrete or Bounded actions");
+  tdnn::TensorDictSequential net(
+      tdnn::TensorDictModule(
+          mlp(model, env.obs_dim, 2 * env.action_dim, model.actor_cells),
+          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
+      tdnn::TensorDictModule(
+          tdnn::NormalParamExtractor(),
+          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
+  return modules::ProbabilisticActor(
+      net, env.action_spec,
+      modules::ProbabilisticActorOptions()
+          .distribution_class(tdnn::DistributionClass::tanh_normal(
+              tdnn::TanhNormalOptions().low(env.bounded->low()).high(env.bounded->high())))
+          .return_log_prob(true));
+}
+
+std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,
+                                               bool discrete, bool continuous) {
+  const bool ok = (discrete && env.num_actions) || (continuous && env.bounded);
+  if (ok) return {};
+  const std::string need = discrete && continuous ? "a discrete (Categorical or OneHot) or "
+                                                    "continuous (Bounded)"
+                           : discrete             ? "a discrete (Categorical or OneHot)"
+                                                  : "a continuous (Bounded)";
+  return {"'algo.name' is " + algo + ", which needs " + need + " action space, but 'env.name' " +
+          env.name + " has the action spec " + env.action_spec->to_string() +
+          "; use ppo or a2c (either), dqn (discrete) or ddpg/td3/sac (continuous)"};
+}
+
+}  // namespace tdrl::apps::detail

@@ -1,0 +1,71 @@
+#pragma once
+
+// What the built-in recipes share: networks from the model section, optimisers from the optim
+// section, the replay buffer from the replay section, target updates and the stochastic actor.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tdrl/apps/config.h>
+#include <tdrl/apps/recipe.h>
+#include <tdrl/losses/loss_module.h>
+#include <tdrl/modules/actors.h>
+#include <tdrl/modules/mlp.h>
+#include <tdrl/replay/replay_buffer.h>
+
+namespace tdrl::apps::detail {
+
+/// An MLP of `model`'s activation and layer norm.
+modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
+                 const std::vector<int64_t>& cells);
+
+/// Q(s, a) on the concatenation of observation and action.
+class ConcatMLPImpl : public torch::nn::Module {
+ public:
+  explicit ConcatMLPImpl(modules::MLP net);
+  torch::Tensor forward(const torch::Tensor& observation, const torch::Tensor& action);
+
+ private:
+  modules::MLP net_;
+};
+TORCH_MODULE(ConcatMLP);
+
+/// A deterministic actor squashed onto the action bounds: low + (high - low) * (tanh(x) + 1) / 2.
+class BoundedActorImpl : public torch::nn::Module {
+ public:
+  BoundedActorImpl(modules::MLP net, const torch::Tensor& low, const torch::Tensor& high);
+  torch::Tensor forward(const torch::Tensor& observation);
+
+ private:
+  modules::MLP net_;
+  torch::Tensor low_;
+  torch::Tensor high_;
+};
+TORCH_MODULE(BoundedActor);
+
+/// An optimiser group over `params` with `optim`'s optimiser at learning rate `lr`.
+OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
+                     double lr, std::vector<std::string> terms, int64_t period = 1);
+
+/// `lr` when positive, else optim.lr (the -1 of optim.actor_lr / optim.critic_lr).
+double lr_or_default(const OptimSection& optim, double lr);
+
+/// The parameters of the loss's networks whose names start with one of `prefixes`.
+std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
+                                          const std::vector<std::string>& prefixes);
+
+/// A replay buffer from the replay section (lazy tensor storage; prioritized when asked).
+std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay);
+
+/// PPO/A2C/SAC's actor: categorical logits for a discrete task, a TanhNormal on the action
+/// bounds for a continuous one; writes the action and its log-probability.
+modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env);
+
+/// The problems of running an algorithm that needs `need` actions on `env`.
+std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,
+                                               bool discrete, bool continuous);
+
+}  // namespace tdrl::apps::detail

@@ -1,0 +1,111 @@
+#include <tdrl/apps/env_parts.h>
+
+#include <tdrl/apps/registry.h>
+#include <tdrl/envs/registry.h>
+#include <tdrl/envs/specs.h>
+#include <tdrl/envs/transforms.h>
+
+#include "detail/config_text.h"
+
+namespace tdrl::apps {
+
+namespace {
+
+// The YAML reading of a task option: bool, integer, float, then string.
+envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_size) {
+  auto options = envs::EnvOptions().batch_size(std::move(batch_size));
+  for (const auto& [key, text] : env.options) {
+    bool b = false;
+    int64_t i = 0;
+    double d = 0;
+    if (detail::parse_bool(text, &b)) {
+      options.set(key, b);
+    } else if (detail::parse_int(text, &i)) {
+      options.set(key, i);
+    } else if (detail::parse_float(text, &d)) {
+      options.set(key, d);
+    } else {
+      options.set(key, text);
+    }
+  }
+  if (env.max_episode_steps > 0) options.set("max_episode_steps", env.max_episode_steps);
+  return options;
+}
+
+}  // namespace
+
+EnvParts build_env_parts(const EnvSection& env) {
+  EnvParts parts;
+  parts.env_state = std::make_shared<EnvState>();
+  const auto state = parts.env_state;
+  // The transform sections are copied into the factories: they outlive the config.
+  std::vector<TransformSection> transforms = env.transforms.items;
+  auto wrap = [state, transforms](std::shared_ptr<envs::EnvBase> base, bool eval) {
+    if (transforms.empty()) return base;
+    std::vector<envs::TransformPtr> built;
+    for (size_t i = 0; i < transforms.size(); ++i) {
+      TransformContext context;
+      context.eval = eval;
+      context.env_state = state.get();
+      context.index = i;
+      built.push_back(find_transform(transforms[i].type)->build(*transforms[i].options, context));
+    }
+    return std::static_pointer_cast<envs::EnvBase>(
+        std::make_shared<envs::TransformedEnv>(base, std::make_shared<envs::Compose>(built)));
+  };
+  const std::string name = env.name;
+  const auto single = env_options(env, {});
+  parts.eval_env_factory = [name, single, wrap] {
+    return wrap(envs::make_env(name, single), true);
+  };
+  const int64_t num_envs = env.num_envs;
+  if (env.parallel) {
+    parts.train_env_factory = [name, single, num_envs, wrap] {
+      auto batched = std::make_shared<envs::ParallelEnv>(
+          num_envs, [name, single] { return envs::make_env(name, single); });
+      return wrap(batched, false);
+    };
+  } else {
+    const auto batched = env_options(env, {num_envs});
+    parts.train_env_factory = [name, batched, wrap] {
+      return wrap(envs::make_env(name, batched), false);
+    };
+  }
+
+  std::shared_ptr<envs::EnvBase> probe;
+  try {
+    probe = parts.eval_env_factory();
+  } catch (const std::exception& e) {
+    throw ConfigError("env '" + name + "' cannot be built from 'env.options' / " +
+                      "'env.transforms': " + e.what());
+  }
+  EnvInfo& info = parts.info;
+  info.name = name;
+  const auto obs = probe->observation_spec()->find("observation");
+  if (!obs || obs->shape().size() != 1)
+    throw ConfigError("'env.name' is " + name +
+                      ", which has no flat 'observation' entry; the built-in recipes build MLPs "
+                      "on a 1-D observation");
+  info.obs_dim = obs->shape()[0];
+  info.action_spec = probe->action_spec();
+  info.bounded = std::dynamic_pointer_cast<envs::Bounded>(info.action_spec);
+  if (auto c = std::dynamic_pointer_cast<envs::Categorical>(info.action_spec))
+    info.num_actions = c->n();
+  if (auto o = std::dynamic_pointer_cast<envs::OneHot>(info.action_spec)) info.num_actions = o->n();
+  info.action_dim = info.action_spec->numel();
+  return parts;
+}
+
+void check_task_fit(const RunConfig& config, const EnvInfo& info) {
+  const AlgorithmInfo* algo = find_algorithm(config.algo.name);
+  if (!algo || !algo->check) return;
+  const auto problems = algo->check(config, info);
+  if (problems.empty()) return;
+  std::string message = "the config does not suit the task " + info.name + " (" +
+                        std::to_string(problems.size()) +
+                        (problems.size() == 1 ? " problem):" : " problems):");
+  for (const auto& p : problems) message += "\n  - " + p;
+  throw ConfigError(message);
+}
+
+}  // namespace tdrl::apps

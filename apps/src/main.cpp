@@ -1,0 +1,225 @@
+// train_main and eval_main: the command lines of tdrl-train and tdrl-eval, and plugin loading.
+
+#include <tdrl/apps/main.h>
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <torch/torch.h>
+#include <CLI/CLI.hpp>
+
+#include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/config.h>
+#include <tdrl/apps/env_parts.h>
+#include <tdrl/apps/registry.h>
+#include <tdrl/apps/run_dir.h>
+#include <tdrl/apps/trainer.h>
+#include <tdrl/collectors/distributed_collector.h>
+#include <tdrl/envs/registry.h>
+
+namespace tdrl::apps {
+
+namespace fs = std::filesystem;
+
+void load_plugin(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> loaded;
+  std::error_code ec;
+  const std::string absolute = fs::absolute(path, ec).lexically_normal().string();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(absolute)) return;
+  if (!fs::is_regular_file(absolute, ec))
+    throw ConfigError("--plugin " + path + ": no such file (" + absolute + ")");
+  void* handle = ::dlopen(absolute.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    throw ConfigError("--plugin " + path + ": cannot load it: " + ::dlerror() +
+                      " (build it as a shared library linking tdrl::apps)");
+  using Register = void (*)();
+  auto fn = reinterpret_cast<Register>(::dlsym(handle, "tdrl_register_plugin"));
+  if (!fn)
+    throw ConfigError("--plugin " + path +
+                      ": it defines no tdrl_register_plugin; define it with TDRL_PLUGIN { ... } "
+                      "(tdrl/apps/main.h)");
+  fn();
+  loaded.insert(absolute);
+}
+
+namespace {
+
+// Loads the plugins named on the command line and in the config file; returns them all,
+// absolute, in order, without repeats (what config.yaml then records).
+std::vector<std::string> load_plugins(const std::vector<std::string>& given,
+                                      const std::string& config_path) {
+  std::vector<std::string> all;
+  auto add = [&all](const std::string& p) {
+    const std::string absolute = fs::absolute(p).lexically_normal().string();
+    if (std::find(all.begin(), all.end(), absolute) == all.end()) all.push_back(absolute);
+  };
+  if (!config_path.empty())
+    for (const auto& p : plugins_of(config_path)) add(p);
+  for (const auto& p : given) add(p);
+  for (const auto& p : all) load_plugin(p);
+  return all;
+}
+
+std::string plugins_override(const std::vector<std::string>& plugins) {
+  std::string value = "plugins=[";
+  for (size_t i = 0; i < plugins.size(); ++i) value += (i ? ", \"" : "\"") + plugins[i] + "\"";
+  return value + "]";
+}
+
+std::string list_components() {
+  std::string out = "algorithms:";
+  for (const auto& n : algorithm_names()) out += " " + n;
+  out += "\ntransforms:";
+  for (const auto& n : transform_types()) out += " " + n;
+  out += "\nenvs:";
+  for (const auto& n : envs::list_envs()) out += " " + n;
+  return out + "\n";
+}
+
+}  // namespace
+
+int train_main(int argc, char** argv) {
+  register_builtin_components();
+  CLI::App app{"tdrl-train: train an RL agent from a YAML config (docs/apps.md, docs/config.md)"};
+  std::string config_path;
+  std::string resume_dir;
+  std::vector<std::string> overrides;
+  std::vector<std::string> plugins;
+  bool print_config = false;
+  bool reference = false;
+  bool list = false;
+  app.add_option("--config", config_path, "the YAML config file");
+  app.add_option("--set", overrides, "override a key: --set optim.lr=0.001 (repeatable)");
+  app.add_option("--resume", resume_dir,
+                 "continue the run in this folder from its last checkpoint");
+  app.add_option("--plugin", plugins,
+                 "a shared library registering envs, algorithms or transforms (repeatable)");
+  app.add_flag("--print-config", print_config, "print the resolved config and exit");
+  app.add_flag("--config-reference", reference, "print docs/config.md (every key) and exit");
+  app.add_flag("--list", list, "list the registered algorithms, transforms and envs and exit");
+  app.footer("Registered:\n" + list_components());
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!resume_dir.empty() && !config_path.empty()) {
+      std::cerr << "tdrl-train: pass --config or --resume, not both\n";
+      return 2;
+    }
+    if (!resume_dir.empty() && !overrides.empty()) {
+      std::cerr << "tdrl-train: --set cannot change a resumed run (its config.yaml is fixed)\n";
+      return 2;
+    }
+    std::optional<RunDir> run;
+    if (!resume_dir.empty()) {
+      run = RunDir::open(resume_dir);
+      config_path = run->file("config.yaml");
+    }
+    const auto all_plugins = load_plugins(plugins, config_path);
+    if (reference || list) {
+      std::cout << (reference ? config_reference_markdown() : list_components());
+      return 0;
+    }
+    if (config_path.empty()) {
+      std::cerr << "tdrl-train: pass --config FILE (or --resume RUN_DIR); see --help\n";
+      return 2;
+    }
+    if (!all_plugins.empty()) overrides.push_back(plugins_override(all_plugins));
+    RunConfig config;
+    try {
+      config = load_config(config_path, overrides);
+      if (print_config) {
+        std::cout << to_yaml(config);
+        return 0;
+      }
+      if (auto identity = collectors::worker_identity_from_env()) {
+        // A collector worker: the acting part only.
+        torch::set_num_threads(static_cast<int>(config.threads));
+        EnvParts env = build_env_parts(config.env);
+        auto recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
+        recipe->build_acting(
+            RecipeContext{env.info, config.model, config.optim, config.collector, config.replay()});
+        collectors::run_distributed_worker(*identity, env.train_env_factory,
+                                           recipe->exploration_policy);
+        return 0;
+      }
+      // Everything that can be refused is refused before the run folder exists.
+      Trainer::check(config);
+    } catch (const ConfigError& e) {
+      std::cerr << "tdrl-train: " << e.what() << "\n";
+      return 2;
+    }
+    if (!run) run = RunDir::create(config.logger.dir, config.run_name());
+    std::cout << "tdrl-train: run folder " << run->path() << "\n";
+    Trainer trainer(config, *run, /*resume=*/!resume_dir.empty());
+    const bool completed = trainer.train();
+    const auto& m = trainer.metrics();
+    auto eval = m.find("eval_return");
+    std::cout << "tdrl-train: " << (completed ? "finished" : "stopped (resume with --resume ")
+              << (completed ? "" : run->path() + ")") << " at " << trainer.frames() << " frames";
+    if (eval != m.end()) std::cout << ", eval return " << eval->second;
+    std::cout << "\n";
+    return completed ? 0 : 130;
+  } catch (const ConfigError& e) {
+    std::cerr << "tdrl-train: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tdrl-train: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int eval_main(int argc, char** argv) {
+  register_builtin_components();
+  CLI::App app{"tdrl-eval: evaluate a run's last checkpoint with the deterministic actor"};
+  std::string run_path;
+  int64_t episodes = 10;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> plugins;
+  app.add_option("--run", run_path, "the run folder")->required();
+  app.add_option("--episodes", episodes, "episodes to run (default 10)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
+  app.add_option("--plugin", plugins, "a shared library registering components (repeatable)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const RunDir run = RunDir::open(run_path);
+    load_plugins(plugins, run.file("config.yaml"));
+    const RunConfig config = load_config(run.file("config.yaml"));
+    torch::set_num_threads(1);
+    const CheckpointStore store(run.file("checkpoints"));
+    const auto latest = store.latest();
+    if (!latest) {
+      std::cerr << "tdrl-eval: " << run.path() << " has no checkpoint yet\n";
+      return 1;
+    }
+    EnvParts env = build_env_parts(config.env);
+    auto recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
+    recipe->build_acting(
+        RecipeContext{env.info, config.model, config.optim, config.collector, config.replay()});
+    const auto state = load_checkpoint_state(*latest);
+    load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
+    load_env_state(*env.env_state, state);
+    auto eval_env = env.eval_env_factory();
+    const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
+                                 seed ? *seed : derive_seeds(config.seed).eval);
+    std::printf("%s: return %.2f +- %.2f over %lld episodes (checkpoint %s)\n",
+                config.env.name.c_str(), result.mean, result.std,
+                static_cast<long long>(result.episodes), latest->c_str());
+    return 0;
+  } catch (const ConfigError& e) {
+    std::cerr << "tdrl-eval: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tdrl-eval: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace tdrl::apps

@@ -1,0 +1,98 @@
+// The algorithm and transform registries (name -> factory), guarded for use from any thread.
+
+#include <tdrl/apps/registry.h>
+
+#include <map>
+#include <mutex>
+
+#include <tdrl/envs/registry.h>
+
+#include "detail/builtin.h"
+#include "detail/config_text.h"
+
+namespace tdrl::apps {
+
+namespace {
+
+template <class Info>
+class Registry {
+ public:
+  void add(const std::string& name, Info info, const char* what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (name.empty()) throw ConfigError(std::string("register_") + what + ": the name is empty");
+    if (!items_.emplace(name, std::move(info)).second)
+      throw ConfigError(std::string("register_") + what + ": '" + name +
+                        "' is already registered; pick another name (names are never replaced)");
+  }
+  const Info* find(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = items_.find(name);
+    // Entries are never removed, so the pointer stays valid.
+    return it == items_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> names() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& entry : items_) out.push_back(entry.first);
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Info> items_;
+};
+
+Registry<AlgorithmInfo>& algorithms() {
+  static Registry<AlgorithmInfo> registry;
+  return registry;
+}
+
+Registry<TransformInfo>& transforms() {
+  static Registry<TransformInfo> registry;
+  return registry;
+}
+
+}  // namespace
+
+void register_algorithm(AlgorithmInfo info) {
+  if (!info.make_config || !info.make_recipe)
+    throw ConfigError("register_algorithm: '" + info.name +
+                      "' needs make_config and make_recipe (or use register_algorithm<Config, "
+                      "Recipe>(name, doc))");
+  const std::string name = info.name;
+  algorithms().add(name, std::move(info), "algorithm");
+}
+
+const AlgorithmInfo* find_algorithm(const std::string& name) { return algorithms().find(name); }
+
+std::vector<std::string> algorithm_names() { return algorithms().names(); }
+
+void register_transform(TransformInfo info) {
+  if (!info.make_config || !info.build)
+    throw ConfigError("register_transform: '" + info.type + "' needs make_config and build");
+  const std::string type = info.type;
+  transforms().add(type, std::move(info), "transform");
+}
+
+const TransformInfo* find_transform(const std::string& type) { return transforms().find(type); }
+
+std::vector<std::string> transform_types() { return transforms().names(); }
+
+std::shared_ptr<envs::VecNormState> TransformContext::state(const std::string& name) const {
+  for (const auto& [n, s] : *env_state)
+    if (n == name) return s;
+  auto created = std::make_shared<envs::VecNormState>();
+  env_state->emplace_back(name, created);
+  return created;
+}
+
+void register_builtin_components() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    envs::register_builtin_envs();
+    detail::register_builtin_transforms();
+    detail::register_builtin_algorithms();
+  });
+}
+
+}  // namespace tdrl::apps

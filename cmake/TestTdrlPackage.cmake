@@ -1,0 +1,110 @@
+# ctest script: installs the build tree into a scratch prefix, configures and builds
+# tests/package/tdrl_consumer against that prefix alone, then trains and evaluates its user
+# algorithm both through the user's own main (drift_train) and through the installed tools with
+# the user's plugin, and checks that a bad config is refused before any run folder exists.
+# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, SANITIZE, LAUNCHER.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+set(build "${WORK_DIR}/build")
+
+# Runs a command in WORK_DIR (so a stray relative path lands there); fails the test unless it
+# exits with `expect`. Leaves stdout and stderr in `output`.
+function(run expect)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY "${WORK_DIR}"
+    RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  list(JOIN ARGN " " command)
+  if(NOT "${result}" STREQUAL "${expect}")
+    message(FATAL_ERROR "expected exit code ${expect}, got ${result}: ${command}\n${out}\n${err}")
+  endif()
+  message(STATUS "${command}\n${out}")
+  set(output "${out}\n${err}" PARENT_SCOPE)
+endfunction()
+
+# The one run folder under `parent`, into `var`; checks that it holds a complete run.
+function(run_folder parent var)
+  file(GLOB found LIST_DIRECTORIES true "${parent}/*")
+  list(LENGTH found n)
+  if(NOT n EQUAL 1 OR NOT IS_DIRECTORY "${found}")
+    message(FATAL_ERROR "expected one run folder in ${parent}, found: ${found}")
+  endif()
+  foreach(file config.yaml metrics.csv checkpoints/latest)
+    if(NOT EXISTS "${found}/${file}")
+      file(GLOB_RECURSE present RELATIVE "${found}" "${found}/*")
+      message(FATAL_ERROR "run folder ${found} has no ${file}; it holds: ${present}")
+    endif()
+  endforeach()
+  # `latest` names the checkpoint folder; it must be there.
+  file(READ "${found}/checkpoints/latest" latest)
+  string(STRIP "${latest}" latest)
+  if(latest STREQUAL "" OR NOT IS_DIRECTORY "${found}/checkpoints/${latest}")
+    message(FATAL_ERROR "${found}/checkpoints/latest names '${latest}', which is not a folder")
+  endif()
+  set(${var} "${found}" PARENT_SCOPE)
+endfunction()
+
+run(0 ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+
+# The consumer sees the prefix and the system only: no package registry, no source tree.
+set(flags "")
+if(SANITIZE)
+  set(flags "-fsanitize=${SANITIZE}")
+  if(SANITIZE MATCHES "undefined")
+    string(APPEND flags " -fno-sanitize=bool")  # LibTorch's TensorIndex copies (TdrlOptions.cmake)
+  endif()
+endif()
+run(0 ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${build}" -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
+    "-DCMAKE_MODULE_LINKER_FLAGS=${flags}" "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+file(STRINGS "${build}/CMakeCache.txt" tdrl_dir REGEX "^tdrl_DIR:")
+string(FIND "${tdrl_dir}" "=${prefix}/" in_prefix)
+if(in_prefix LESS 0)
+  message(FATAL_ERROR "the consumer found tdrl outside the installed prefix: ${tdrl_dir}")
+endif()
+run(0 ${CMAKE_COMMAND} --build "${build}")
+
+set(drift_train "${build}/drift_train")
+file(READ "${build}/drift_plugin_path.txt" plugin)
+set(config "${SOURCE_DIR}/drift.yaml")
+
+# a. The user's main trains the user's algorithm.
+run(0 "${drift_train}" --config "${config}" --set "logger.dir=${WORK_DIR}/runs_main")
+run_folder("${WORK_DIR}/runs_main" main_run)
+
+# b. ... and evaluates it, as `drift_train eval`.
+run(0 "${drift_train}" eval --run "${main_run}" --episodes 2)
+if(NOT output MATCHES "return")
+  message(FATAL_ERROR "drift_train eval printed no return:\n${output}")
+endif()
+
+# c. The installed tdrl-train trains it from the plugin, and config.yaml records the plugin.
+run(0 "${prefix}/bin/tdrl-train" --plugin "${plugin}" --config "${config}"
+    --set "logger.dir=${WORK_DIR}/runs_plugin")
+run_folder("${WORK_DIR}/runs_plugin" plugin_run)
+file(READ "${plugin_run}/config.yaml" recorded)
+string(FIND "${recorded}" "plugins:" at_key)
+string(FIND "${recorded}" "${plugin}" at_path)
+if(at_key LESS 0 OR at_path LESS at_key)
+  message(FATAL_ERROR "${plugin_run}/config.yaml does not list ${plugin} under plugins:\n"
+                      "${recorded}")
+endif()
+
+# d. The installed tdrl-eval loads the plugin that config.yaml records, without --plugin.
+run(0 "${prefix}/bin/tdrl-eval" --run "${plugin_run}" --episodes 2)
+
+# e. A value outside the user section's range is a config error (2), refused before the run
+#    folder's parent is even created.
+run(2 "${prefix}/bin/tdrl-train" --config "${config}" --set algo.gamma=1.5
+    --set "logger.dir=${WORK_DIR}/runs_bad" --plugin "${plugin}")
+if(NOT output MATCHES "algo.gamma")
+  message(FATAL_ERROR "the error does not name algo.gamma:\n${output}")
+endif()
+if(EXISTS "${WORK_DIR}/runs_bad")
+  message(FATAL_ERROR "a refused config created ${WORK_DIR}/runs_bad")
+endif()
+
+# f. The user's env also trains with a built-in algorithm (drift_pg's keys are ppo's too).
+run(0 "${drift_train}" --config "${config}" --set algo.name=ppo
+    --set "logger.dir=${WORK_DIR}/runs_ppo")
+run_folder("${WORK_DIR}/runs_ppo" ppo_run)

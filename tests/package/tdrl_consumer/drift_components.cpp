@@ -1,0 +1,254 @@
+// Drift-v0 and drift_pg (drift_components.h): a user's env, loss, config section and recipe,
+// using only the installed public headers (tdrl's src/detail helpers are not installed).
+
+#include "drift_components.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tdrl/apps/registry.h>
+#include <tdrl/envs/env_base.h>
+#include <tdrl/envs/registry.h>
+#include <tdrl/losses/functional/value.h>
+#include <tdrl/losses/loss_module.h>
+#include <tdrl/modules/actors.h>
+#include <tdrl/modules/mlp.h>
+#include <tensordict/nn/distribution_class.h>
+#include <tensordict/nn/normal_param_extractor.h>
+#include <tensordict/nn/tensordict_module.h>
+#include <tensordict/nn/tensordict_sequential.h>
+
+namespace drift {
+
+namespace {
+
+namespace apps = tdrl::apps;
+namespace envs = tdrl::envs;
+namespace tdnn = tensordict::nn;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+
+// ---- the env ---------------------------------------------------------------------------------
+
+/// Options of DriftEnv.
+/// Example: `DriftEnvOptions().batch_size({4}).max_episode_steps(50)`
+struct DriftEnvOptions {
+  /// The env's batch size (`[]` = one point). Default `[]`.
+  TORCH_ARG(std::vector<int64_t>, batch_size);
+  /// Steps after which an episode is truncated. Default 50.
+  TORCH_ARG(int64_t, max_episode_steps) = 50;
+};
+
+/// Drift-v0 (see drift_components.h). State and outputs live on the CPU.
+class DriftEnv : public envs::EnvBase {
+ public:
+  explicit DriftEnv(const DriftEnvOptions& options)
+      : EnvBase("Drift-v0", envs::EnvBaseOptions().batch_size(options.batch_size())),
+        options_(options) {
+    const std::vector<int64_t>& batch = batch_size();
+    set_observation_spec(envs::Composite::make(
+        {{envs::kObservation, std::make_shared<envs::Unbounded>(with_last(batch, 2))}}, batch));
+    set_action_spec(std::make_shared<envs::Bounded>(
+        envs::BoundedOptions().low(-1.0).high(1.0).shape(with_last(batch, 1))));
+    set_reward_spec(std::make_shared<envs::Unbounded>(with_last(batch, 1)));
+    position_ = torch::zeros(with_last(batch, 1));
+    drift_ = torch::zeros(with_last(batch, 1));
+    steps_ = torch::zeros(with_last(batch, 1), torch::kInt64);
+  }
+
+ protected:
+  // Resets every point, or those a "_reset" mask [*batch, 1] selects (the collector's partial
+  // resets); all randomness comes from generator(), so a seed fixes the episodes.
+  TensorDict reset_impl(const TensorDict& tensordict) override {
+    const auto position = torch::rand(position_.sizes(), generator()) * 2 - 1;
+    const auto drift = (torch::rand(drift_.sizes(), generator()) * 2 - 1) * kMaxDrift;
+    const auto mask = tensordict.find(envs::kReset);
+    const auto all = torch::ones_like(steps_, torch::kBool);
+    const auto reset = mask ? *mask : all;
+    position_ = torch::where(reset, position, position_);
+    drift_ = torch::where(reset, drift, drift_);
+    steps_ = torch::where(reset, torch::zeros_like(steps_), steps_);
+    return TensorDict({{envs::kObservation, observe()}}, batch_size());
+  }
+
+  // The action was checked against the action spec by EnvBase::step; "done" is filled in there.
+  TensorDict step_impl(const TensorDict& tensordict) override {
+    position_ = position_ + drift_ + kPush * tensordict.get(envs::kAction);
+    steps_ += 1;
+    return TensorDict({{envs::kObservation, observe()},
+                       {envs::kReward, -position_.abs()},
+                       {envs::kTerminated, position_.abs() > kLimit},
+                       {envs::kTruncated, steps_ >= options_.max_episode_steps()}},
+                      batch_size());
+  }
+
+ private:
+  static constexpr double kMaxDrift = 0.1;
+  static constexpr double kPush = 0.2;
+  static constexpr double kLimit = 5.0;
+
+  static std::vector<int64_t> with_last(std::vector<int64_t> shape, int64_t last) {
+    shape.push_back(last);
+    return shape;
+  }
+  // A new tensor each call: outputs never alias the env's state.
+  torch::Tensor observe() const { return torch::cat({position_, drift_}, -1); }
+
+  DriftEnvOptions options_;
+  torch::Tensor position_;
+  torch::Tensor drift_;
+  torch::Tensor steps_;
+};
+
+// ---- the loss --------------------------------------------------------------------------------
+
+/// REINFORCE with a batch baseline on minibatches [B]:
+///   advantage = (value_target - mean(value_target)) / std(value_target)
+///   loss_actor = -mean(advantage * log pi(action | observation))
+/// Keys (set_keys names → defaults): "action" → action, "value_target" → value_target (the
+/// discounted return the recipe writes before each epoch), plus the actor's in keys.
+class DriftPGLoss : public tdrl::losses::LossModule {
+ public:
+  explicit DriftPGLoss(tdrl::modules::ProbabilisticActor actor)
+      : LossModule("DriftPGLoss",
+                   {{"action", NestedKey("action")}, {"value_target", NestedKey("value_target")}},
+                   /*in_key_names=*/{"action", "value_target"}),
+        actor_(actor) {
+    convert_to_functional("actor_network", actor.ptr(), /*create_target=*/false);
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override {
+    const TensorDict td = batch.clone(/*recurse=*/false);  // get_dist writes loc and scale
+    const auto target = get(td, "value_target");
+    // The population std: a one-frame minibatch gets advantage 0, not NaN.
+    const auto advantage =
+        (target - target.mean()) / target.std(/*unbiased=*/false).clamp_min(1e-6);
+    const auto log_prob = actor_->get_dist(td)->log_prob(get(td, "action")).unsqueeze(-1);
+    check_same_shape("actor loss", advantage, "advantage", log_prob, "log_prob");
+    TensorDict out = TensorDict::empty({});
+    out.set("loss_actor", -(advantage * log_prob).mean());
+    return out;
+  }
+
+ private:
+  tdrl::modules::ProbabilisticActor actor_;
+};
+
+// ---- the algorithm ---------------------------------------------------------------------------
+
+/// `algo:` of drift_pg. Its keys are a subset of ppo's, so `--set algo.name=ppo` swaps
+/// algorithms on the same config.
+struct DriftAlgoConfig : apps::AlgoConfig {
+  double gamma = 0.99;
+  int64_t num_epochs = 1;
+  void fields(apps::FieldVisitor& v) override {
+    v("gamma", gamma, apps::in_range(0, 1), "discount of the Monte-Carlo returns");
+    v("num_epochs", num_epochs, apps::at_least(1), "optimisation passes over each batch");
+  }
+};
+
+// A TanhNormal policy on the action bounds, as the built-in ppo's; writes loc, scale, action.
+tdrl::modules::ProbabilisticActor make_actor(const apps::ModelSection& model,
+                                             const apps::EnvInfo& env) {
+  namespace mod = tdrl::modules;
+  tdnn::TensorDictSequential net(
+      tdnn::TensorDictModule(
+          mod::MLP(mod::MLPOptions(env.obs_dim, 2 * env.action_dim)
+                       .num_cells(model.actor_cells)
+                       .activation(model.activation)
+                       .layer_norm(model.layer_norm)),
+          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
+      tdnn::TensorDictModule(
+          tdnn::NormalParamExtractor(),
+          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
+  return mod::ProbabilisticActor(
+      net, env.action_spec,
+      mod::ProbabilisticActorOptions().distribution_class(tdnn::DistributionClass::tanh_normal(
+          tdnn::TanhNormalOptions().low(env.bounded->low()).high(env.bounded->high()))));
+}
+
+class DriftRecipe : public apps::Recipe {
+ public:
+  explicit DriftRecipe(const DriftAlgoConfig& config) : config_(config) {}
+
+  void build_acting(const apps::RecipeContext& context) override {
+    actor_ = make_actor(context.model, context.env);
+    actor = actor_.ptr();
+    exploration_policy = actor_;
+    // Collector workers build their own copy; the lambda outlives the context.
+    policy_factory = [model = context.model, env = context.env] {
+      return tdrl::collectors::CollectorPolicy(make_actor(model, env));
+    };
+  }
+
+  void build_learning(const apps::RecipeContext& context) override {
+    loss = std::make_shared<DriftPGLoss>(actor_);
+    apps::OptimizerGroup all;
+    all.name = "all";
+    all.base_lr = context.optim.lr;
+    all.optimizer = std::make_shared<torch::optim::Adam>(
+        loss->parameters(), torch::optim::AdamOptions(context.optim.lr)
+                                .eps(context.optim.eps)
+                                .weight_decay(context.optim.weight_decay));
+    optimizers.push_back(std::move(all));
+  }
+
+  int64_t epochs_per_batch() const override { return config_.num_epochs; }
+
+  // Discounted returns along time (the batch is [..., T]). No critic: an episode cut by
+  // truncation or by the end of the batch counts as ending there.
+  void before_epoch(const TensorDict& batch) override {
+    const auto reward = batch.get({"next", "reward"});
+    batch.set("value_target", tdrl::losses::functional::td1_return_estimate(
+                                  config_.gamma, torch::zeros_like(reward), reward,
+                                  batch.get({"next", "done"}), batch.get({"next", "terminated"})));
+  }
+
+ private:
+  DriftAlgoConfig config_;
+  tdrl::modules::ProbabilisticActor actor_{nullptr};
+};
+
+// What the config section cannot say alone, checked before a run folder exists.
+std::vector<std::string> check_drift_pg(const apps::RunConfig& config, const apps::EnvInfo& env) {
+  std::vector<std::string> problems;
+  if (!env.bounded)
+    problems.push_back(
+        "'algo.name' is drift_pg, which needs a continuous (Bounded) action "
+        "space, but 'env.name' " +
+        env.name + " has the action spec " + env.action_spec->to_string() + "; use ppo");
+  if (config.optim.name != "adam")
+    problems.push_back("'optim.name' is " + config.optim.name +
+                       ", but drift_pg trains with Adam only; set optim.name: adam");
+  return problems;
+}
+
+}  // namespace
+
+void register_drift_components() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!envs::is_env_registered("Drift-v0")) {
+      envs::register_env("Drift-v0", [](const envs::EnvOptions& options) {
+        options.check_keys("Drift-v0", {"max_episode_steps"});
+        return std::make_shared<DriftEnv>(
+            DriftEnvOptions()
+                .batch_size(options.batch_size())
+                .max_episode_steps(options.get_int("max_episode_steps", 50)));
+      });
+    }
+    if (!apps::find_algorithm("drift_pg")) {
+      apps::register_algorithm<DriftAlgoConfig, DriftRecipe>(
+          "drift_pg", "REINFORCE with a batch baseline (the package test's user algorithm)",
+          check_drift_pg);
+    }
+  });
+}
+
+}  // namespace drift
