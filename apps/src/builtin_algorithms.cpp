@@ -154,6 +154,19 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
   return out;
 }
 
+// The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling.
+void build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
+                             const RecipeContext& context) {
+  actor = make_stochastic_actor(context.model, context.env);
+  recipe.actor = actor.ptr();
+  recipe.exploration_policy = actor;
+  const ModelSection model = context.model;
+  const EnvInfo env = context.env;
+  recipe.policy_factory = [model, env] {
+    return collectors::CollectorPolicy(make_stochastic_actor(model, env));
+  };
+}
+
 template <class Config>
 const Config& options_of(const RunConfig& config) {
   return static_cast<const Config&>(*config.algo.options);
@@ -167,14 +180,7 @@ class PolicyGradientRecipe : public Recipe {
   explicit PolicyGradientRecipe(const Config& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    actor_ = make_stochastic_actor(context.model, context.env);
-    actor = actor_.ptr();
-    exploration_policy = actor_;
-    const ModelSection model = context.model;
-    const EnvInfo env = context.env;
-    policy_factory = [model, env] {
-      return collectors::CollectorPolicy(make_stochastic_actor(model, env));
-    };
+    build_stochastic_acting(*this, actor_, context);
   }
 
   void build_learning(const RecipeContext& context) override {
@@ -399,14 +405,7 @@ class SACRecipe : public OffPolicyRecipe {
   explicit SACRecipe(const SACConfig& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    actor_ = make_stochastic_actor(context.model, context.env);
-    actor = actor_.ptr();
-    exploration_policy = actor_;
-    const ModelSection model = context.model;
-    const EnvInfo env = context.env;
-    policy_factory = [model, env] {
-      return collectors::CollectorPolicy(make_stochastic_actor(model, env));
-    };
+    build_stochastic_acting(*this, actor_, context);
   }
 
   void build_learning(const RecipeContext& context) override {

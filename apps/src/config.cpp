@@ -720,6 +720,17 @@ void document_section(std::ostringstream& out, const std::string& title, const s
   }
 }
 
+// The table of one choice's own keys (an algorithm's, a transform's), when it has any.
+void document_choice(std::ostringstream& out, const std::string& prefix, Section& options) {
+  std::ostringstream rows;
+  DocsVisitor docs(prefix, rows, nullptr);
+  options.fields(docs);
+  if (rows.str().empty()) return;
+  out << "\n| key | type | default | accepts | description |\n"
+      << "| --- | --- | --- | --- | --- |\n"
+      << rows.str();
+}
+
 }  // namespace
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -794,13 +805,7 @@ std::string config_reference_markdown() {
     const AlgorithmInfo* info = find_algorithm(name);
     auto options = info->make_config();
     out << "\n## `algo.name: " << name << "`\n\n" << info->doc << "\n";
-    std::ostringstream rows;
-    DocsVisitor docs("algo.", rows, nullptr);
-    options->fields(docs);
-    if (!rows.str().empty())
-      out << "\n| key | type | default | accepts | description |\n"
-          << "| --- | --- | --- | --- | --- |\n"
-          << rows.str();
+    document_choice(out, "algo.", *options);
     if (ReplaySection* replay = options->replay()) {
       out << "\nWith a replay buffer:\n";
       document_section(out, "`replay:` (" + name + ")", "replay.", *replay);
@@ -810,13 +815,7 @@ std::string config_reference_markdown() {
     const TransformInfo* info = find_transform(type);
     auto options = info->make_config();
     out << "\n## `env.transforms: - type: " << type << "`\n\n" << info->doc << "\n";
-    std::ostringstream rows;
-    DocsVisitor docs("", rows, nullptr);
-    options->fields(docs);
-    if (!rows.str().empty())
-      out << "\n| key | type | default | accepts | description |\n"
-          << "| --- | --- | --- | --- | --- |\n"
-          << rows.str();
+    document_choice(out, "", *options);
   }
   return out.str();
 }
