@@ -357,12 +357,7 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
 
   void build_learning(const RecipeContext& context) override {
     const auto& env = context.env;
-    auto make_critic = [&] {
-      return modules::ValueOperator(
-          ConcatMLP(
-              mlp(context.model, env.obs_dim + env.action_dim, 1, context.model.critic_cells)),
-          modules::ValueOperatorOptions().in_keys({"observation", "action"}));
-    };
+    auto make_critic = [&] { return state_action_critic(context); };
     const double actor_lr = lr_or_default(context.optim, context.optim.actor_lr);
     const double critic_lr = lr_or_default(context.optim, context.optim.critic_lr);
     if constexpr (std::is_same_v<Config, DDPGConfig>) {
@@ -410,12 +405,8 @@ class SACRecipe : public OffPolicyRecipe {
 
   void build_learning(const RecipeContext& context) override {
     const auto& env = context.env;
-    std::vector<modules::ValueOperator> critics;
-    for (int i = 0; i < 2; ++i) {
-      critics.emplace_back(ConcatMLP(mlp(context.model, env.obs_dim + env.action_dim, 1,
-                                         context.model.critic_cells)),
-                           modules::ValueOperatorOptions().in_keys({"observation", "action"}));
-    }
+    std::vector<modules::ValueOperator> critics{state_action_critic(context),
+                                                state_action_critic(context)};
     auto options = losses::SACLossOptions()
                        .loss_function(config_.loss_critic_type)
                        .alpha_init(config_.alpha_init)

@@ -142,9 +142,7 @@ int train_main(int argc, char** argv) {
         // A collector worker: the acting part only.
         torch::set_num_threads(static_cast<int>(config.threads));
         EnvParts env = build_env_parts(config.env);
-        auto recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
-        recipe->build_acting(
-            RecipeContext{env.info, config.model, config.optim, config.collector, config.replay()});
+        auto recipe = make_acting_recipe(config, env.info);
         collectors::run_distributed_worker(*identity, env.train_env_factory,
                                            recipe->exploration_policy);
         return 0;
@@ -200,9 +198,7 @@ int eval_main(int argc, char** argv) {
       return 1;
     }
     EnvParts env = build_env_parts(config.env);
-    auto recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
-    recipe->build_acting(
-        RecipeContext{env.info, config.model, config.optim, config.collector, config.replay()});
+    auto recipe = make_acting_recipe(config, env.info);
     const auto state = load_checkpoint_state(*latest);
     load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
     load_env_state(*env.env_state, state);

@@ -67,6 +67,21 @@ const AlgorithmInfo* find_algorithm(const std::string& name) { return algorithms
 
 std::vector<std::string> algorithm_names() { return algorithms().names(); }
 
+RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env) {
+  return RecipeContext{env, config.model, config.optim, config.collector, config.replay()};
+}
+
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env) {
+  const AlgorithmInfo* info = find_algorithm(config.algo.name);
+  if (!info || !config.algo.options)
+    throw ConfigError("'algo.name' is '" + config.algo.name +
+                      "', which is not a registered algorithm; register it (or load its plugin) "
+                      "before loading the config");
+  auto recipe = info->make_recipe(*config.algo.options);
+  recipe->build_acting(recipe_context(config, env));
+  return recipe;
+}
+
 void register_transform(TransformInfo info) {
   if (!info.make_config || !info.build)
     throw ConfigError("register_transform: '" + info.type + "' needs make_config and build");

@@ -176,12 +176,9 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   logger_ = std::make_shared<spdlog::logger>("tdrl.train." + run_.path(), sink);
   logger_->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
   logger_->flush_on(spdlog::level::info);
-  recipe_ = find_algorithm(config_.algo.name)->make_recipe(*config_.algo.options);
-  const RecipeContext context{env_.info, config_.model, config_.optim, config_.collector,
-                              config_.replay()};
   torch::manual_seed(seeds_.networks);
-  recipe_->build_acting(context);
-  recipe_->build_learning(context);
+  recipe_ = make_acting_recipe(config_, env_.info);
+  recipe_->build_learning(recipe_context(config_, env_.info));
   collector_ = make_collector(config_.collector, env_, *recipe_, run_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.

@@ -95,9 +95,7 @@ struct Acting {
 Acting acting_of(const RunConfig& config) {
   Acting a;
   a.env = build_env_parts(config.env);
-  a.recipe = find_algorithm(config.algo.name)->make_recipe(*config.algo.options);
-  a.recipe->build_acting(
-      RecipeContext{a.env.info, config.model, config.optim, config.collector, config.replay()});
+  a.recipe = make_acting_recipe(config, a.env.info);
   return a;
 }
 

@@ -36,6 +36,13 @@ torch::Tensor BoundedActorImpl::forward(const torch::Tensor& observation) {
   return low_ + (high_ - low_) * (torch::tanh(net_->forward(observation)) + 1) / 2;
 }
 
+modules::ValueOperator state_action_critic(const RecipeContext& context) {
+  const EnvInfo& env = context.env;
+  return modules::ValueOperator(
+      ConcatMLP(mlp(context.model, env.obs_dim + env.action_dim, 1, context.model.critic_cells)),
+      modules::ValueOperatorOptions().in_keys({"observation", "action"}));
+}
+
 namespace {
 
 std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimSection& optim,

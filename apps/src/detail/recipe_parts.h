@@ -46,6 +46,10 @@ class BoundedActorImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BoundedActor);
 
+/// Q(s, a): an MLP of the model's critic cells on the concatenated observation and action,
+/// writing "state_action_value".
+modules::ValueOperator state_action_critic(const RecipeContext& context);
+
 /// An optimiser group over `params` with `optim`'s optimiser at learning rate `lr`.
 OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
                      double lr, std::vector<std::string> terms, int64_t period = 1);

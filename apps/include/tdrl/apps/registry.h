@@ -68,6 +68,14 @@ void register_algorithm(
 
 /// The algorithm registered as `name`, or null.
 const AlgorithmInfo* find_algorithm(const std::string& name);
+
+/// What `config`'s recipe builders read on the task `env`. `config` and `env` must outlive it.
+RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env);
+
+/// The recipe of `config`'s algorithm with its acting part built (what tdrl-eval and collector
+/// workers need; the Trainer then calls build_learning). Seed the generator first for
+/// reproducible weights. Throws ConfigError when algo.name is not registered.
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env);
 /// The registered algorithm names, sorted.
 std::vector<std::string> algorithm_names();
 
