@@ -74,7 +74,7 @@ struct OffPolicyConfig : AlgoConfig {
     v("gamma", gamma, in_range(0, 1), "discount");
     v("loss_critic_type", loss_critic_type, one_of(kCriticLosses), "critic / value loss");
     v("target_update", target_update, one_of({"soft", "hard"}), "target network update");
-    v("tau", tau, greater_than(0).because("tau is in (0, 1]"), "soft update rate");
+    v("tau", tau, greater_than(0).up_to(1), "soft update rate");
     v("hard_update_period", hard_update_period, at_least(1),
       "optimiser steps between hard updates");
     v("updates_per_batch", updates_per_batch, at_least(1).or_exactly(-1),
@@ -136,12 +136,6 @@ struct SACConfig : OffPolicyConfig {
   }
 };
 
-// The tau check the constraint cannot state (a half-open range).
-std::vector<std::string> off_policy_problems(const OffPolicyConfig& c) {
-  if (c.tau > 1) return {"'algo.tau' is " + format_number(c.tau) + "; it must be in (0, 1]"};
-  return {};
-}
-
 // Algorithms with one optimiser refuse the per-network learning rates instead of ignoring them.
 std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
   std::vector<std::string> out;
@@ -165,11 +159,6 @@ void build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
   recipe.policy_factory = [model, env] {
     return collectors::CollectorPolicy(make_stochastic_actor(model, env));
   };
-}
-
-template <class Config>
-const Config& options_of(const RunConfig& config) {
-  return static_cast<const Config&>(*config.algo.options);
 }
 
 // ---- PPO and A2C -----------------------------------------------------------------------------
@@ -440,7 +429,6 @@ class SACRecipe : public OffPolicyRecipe {
 
 // ---- the checks of each algorithm against the task -------------------------------------------
 
-template <class Config>
 std::vector<std::string> check_policy_gradient(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems(config.algo.name, env, true, true);
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
@@ -450,15 +438,11 @@ std::vector<std::string> check_policy_gradient(const RunConfig& config, const En
 std::vector<std::string> check_dqn(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems("dqn", env, true, false);
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
-  for (auto& p : off_policy_problems(options_of<DQNConfig>(config))) out.push_back(std::move(p));
   return out;
 }
 
-template <class Config>
 std::vector<std::string> check_continuous(const RunConfig& config, const EnvInfo& env) {
-  auto out = action_space_problems(config.algo.name, env, false, true);
-  for (auto& p : off_policy_problems(options_of<Config>(config))) out.push_back(std::move(p));
-  return out;
+  return action_space_problems(config.algo.name, env, false, true);
 }
 
 }  // namespace
@@ -466,20 +450,18 @@ std::vector<std::string> check_continuous(const RunConfig& config, const EnvInfo
 void register_builtin_algorithms() {
   register_algorithm<PPOConfig, PolicyGradientRecipe<PPOConfig>>(
       "ppo", "Proximal Policy Optimisation (clipped), GAE advantages; any action space",
-      check_policy_gradient<PPOConfig>);
+      check_policy_gradient);
   register_algorithm<A2CConfig, PolicyGradientRecipe<A2CConfig>>(
-      "a2c", "Advantage Actor-Critic, GAE advantages; any action space",
-      check_policy_gradient<A2CConfig>);
+      "a2c", "Advantage Actor-Critic, GAE advantages; any action space", check_policy_gradient);
   register_algorithm<DQNConfig, DQNRecipe>(
       "dqn", "Deep Q-Network (double DQN by default), epsilon-greedy; discrete actions", check_dqn);
   register_algorithm<DDPGConfig, DeterministicActorRecipe<DDPGConfig>>(
       "ddpg", "Deep Deterministic Policy Gradient, Gaussian exploration; continuous actions",
-      check_continuous<DDPGConfig>);
+      check_continuous);
   register_algorithm<TD3Config, DeterministicActorRecipe<TD3Config>>(
-      "td3", "Twin Delayed DDPG; continuous actions", check_continuous<TD3Config>);
+      "td3", "Twin Delayed DDPG; continuous actions", check_continuous);
   register_algorithm<SACConfig, SACRecipe>(
-      "sac", "Soft Actor-Critic with a learned temperature; continuous actions",
-      check_continuous<SACConfig>);
+      "sac", "Soft Actor-Critic with a learned temperature; continuous actions", check_continuous);
 }
 
 }  // namespace tdrl::apps::detail

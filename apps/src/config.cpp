@@ -595,7 +595,10 @@ class EmitVisitor : public FieldVisitor {
   }
   void field(const char* name, ScalarMap& v, const Constraint&, const char*) override {
     out_ << YAML::Key << name << YAML::Value << YAML::BeginMap;
-    for (const auto& [key, value] : v) out_ << YAML::Key << key << YAML::Value << value;
+    for (const auto& [key, value] : v) {
+      out_ << YAML::Key << key << YAML::Value;
+      string_value(value);
+    }
     out_ << YAML::EndMap;
   }
   void section(const char* name, Section& value, const char*) override {

@@ -54,6 +54,11 @@ Constraint& Constraint::or_exactly(double value) {
   return *this;
 }
 
+Constraint& Constraint::up_to(double hi) {
+  max_ = hi;
+  return *this;
+}
+
 Constraint& Constraint::because(std::string reason) {
   reason_ = std::move(reason);
   return *this;

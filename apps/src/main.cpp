@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -42,10 +43,12 @@ void load_plugin(const std::string& path) {
                       " (build it as a shared library linking tdrl::apps)");
   using Register = void (*)();
   auto fn = reinterpret_cast<Register>(::dlsym(handle, "tdrl_register_plugin"));
-  if (!fn)
+  if (!fn) {
+    ::dlclose(handle);
     throw ConfigError("--plugin " + path +
                       ": it defines no tdrl_register_plugin; define it with TDRL_PLUGIN { ... } "
                       "(tdrl/apps/main.h)");
+  }
   fn();
   loaded.insert(absolute);
 }
@@ -72,6 +75,17 @@ std::string plugins_override(const std::vector<std::string>& plugins) {
   std::string value = "plugins=[";
   for (size_t i = 0; i < plugins.size(); ++i) value += (i ? ", \"" : "\"") + plugins[i] + "\"";
   return value + "]";
+}
+
+// Parses the command line; a code to exit with when it is done (--help: 0) or wrong (2, the
+// usage-error code of main.h, instead of CLI11's own 100+ codes).
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return std::nullopt;
 }
 
 std::string list_components() {
@@ -106,7 +120,7 @@ int train_main(int argc, char** argv) {
   app.add_flag("--config-reference", reference, "print docs/config.md (every key) and exit");
   app.add_flag("--list", list, "list the registered algorithms, transforms and envs and exit");
   app.footer("Registered:\n" + list_components());
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = parse_command_line(app, argc, argv)) return *code;
   try {
     if (!resume_dir.empty() && !config_path.empty()) {
       std::cerr << "tdrl-train: pass --config or --resume, not both\n";
@@ -185,7 +199,7 @@ int eval_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
   app.add_option("--plugin", plugins, "a shared library registering components (repeatable)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = parse_command_line(app, argc, argv)) return *code;
   try {
     const RunDir run = RunDir::open(run_path);
     load_plugins(plugins, run.file("config.yaml"));

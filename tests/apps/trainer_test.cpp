@@ -852,5 +852,15 @@ TEST(TrainToolTest, BadConfigsAreRefusedBeforeAnyRunFolderExists) {
     EXPECT_FALSE(fs::exists(runs)) << "a refused config left " << runs;
   }
 }
+
+TEST(TrainToolTest, ACommandLineThatCannotBeParsedExitsTwo) {
+  TempDir tmp;
+  const std::string log = tmp / "log.txt";
+  ChildProcess train({TDRL_TRAIN_EXE, "--no-such-option"}, log);
+  const auto status = train.wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 2) << read_file_bytes(log);
+}
 }  // namespace
 }  // namespace tdrl::apps

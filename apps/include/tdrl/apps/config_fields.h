@@ -46,6 +46,8 @@ class Constraint {
 
   /// Also accepts exactly `value` ("-1: the task's own limit").
   Constraint& or_exactly(double value);
+  /// Also bounds the value above by `hi` (for half-open ranges: `greater_than(0).up_to(1)`).
+  Constraint& up_to(double hi);
   /// A sentence added to the error message (why the range is what it is).
   Constraint& because(std::string reason);
   /// Also accepts any finite number written as a string field (`"auto"` or a number).
