@@ -32,17 +32,29 @@ using tensordict::NestedKey;
 
 namespace {
 
-// Loss terms and diagnostics that get a metrics.csv column when an algorithm writes them.
-const std::vector<std::string> kLossColumns{"loss_objective", "loss_critic", "loss_entropy",
-                                            "loss_value",     "loss_actor",  "loss_qvalue",
-                                            "loss_alpha",     "alpha",       "entropy"};
-
-std::vector<std::string> metric_columns() {
+// The run's columns, then one per entry the loss declares it writes (LossModule::out_keys).
+std::vector<std::string> metric_columns(const losses::LossModule& loss) {
   std::vector<std::string> columns{"frames",    "episodes",   "train_return", "eval_return",
                                    "eval_std",  "updates",    "fps",          "wall_time",
                                    "collect_s", "optimize_s", "eval_s",       "lr"};
-  columns.insert(columns.end(), kLossColumns.begin(), kLossColumns.end());
+  for (const auto& key : loss.out_keys()) {
+    if (std::find(columns.begin(), columns.end(), key) != columns.end())
+      throw tensordict::ValueError("Trainer: the loss's out key '" + key +
+                                   "' has the name of a metrics column of the run; rename it");
+    columns.push_back(key);
+  }
   return columns;
+}
+
+// Each group minimises terms the loss declares (a misspelt term would silently train nothing).
+void check_groups(const std::vector<OptimizerGroup>& groups, const losses::LossModule& loss) {
+  const auto declared = loss.loss_terms();
+  for (const auto& g : groups)
+    for (const auto& term : g.terms)
+      if (std::find(declared.begin(), declared.end(), term) == declared.end())
+        throw tensordict::KeyError("Trainer: optimiser group '" + g.name + "' minimises '" + term +
+                                   "', which the loss does not write; its loss terms are " +
+                                   tensordict::closest_names(term, declared));
 }
 
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
@@ -179,6 +191,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   torch::manual_seed(seeds_.networks);
   recipe_ = make_acting_recipe(config_, env_.info);
   recipe_->build_learning(recipe_context(config_, env_.info));
+  check_groups(recipe_->optimizers, *recipe_->loss);
   collector_ = make_collector(config_.collector, env_, *recipe_, run_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
@@ -203,7 +216,8 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     logger_->info("run {} ({} on {}), config:\n{}", run_.path(), config_.algo.name,
                   config_.env.name, to_yaml(config_));
   }
-  metrics_writer_ = std::make_unique<MetricsWriter>(run_.file("metrics.csv"), metric_columns());
+  metrics_writer_ =
+      std::make_unique<MetricsWriter>(run_.file("metrics.csv"), metric_columns(*recipe_->loss));
 }
 
 Trainer::~Trainer() {
@@ -303,9 +317,7 @@ void Trainer::update_on(const TensorDict& minibatch) {
   for (const auto& [key, value] : terms.items()) {
     const auto name = key.front();
     const auto& t = std::get<torch::Tensor>(value);
-    if (std::find(kLossColumns.begin(), kLossColumns.end(), name) != kLossColumns.end()) {
-      loss_sums_[name] += t.detach().item<double>();
-    }
+    loss_sums_[name] += t.detach().item<double>();
     if (name.rfind("loss_", 0) != 0) continue;
     bool used = false;
     for (auto* g : active) {

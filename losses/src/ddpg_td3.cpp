@@ -36,6 +36,8 @@ DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
       actor_network_(std::move(actor_network)),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_value", "pred_value", "target_value", "pred_value_max",
+                "target_value_max"});
   detail::check_network("DDPGLoss", "the actor_network", actor_network_);
   detail::check_network("DDPGLoss", "the value_network", value_network_);
   if (actor_network_ == value_network_) {
@@ -146,6 +148,8 @@ TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_qvalue", "pred_value", "state_action_value_actor",
+                "next_state_value", "target_value"});
   detail::check_network("TD3Loss", "the actor_network", actor_network_);
   if (qvalue_networks_.empty()) {
     throw ValueError(

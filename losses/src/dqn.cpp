@@ -20,6 +20,7 @@ DQNLoss::DQNLoss(std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DQNL
                  detail::off_policy_in_key_names()),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
+  set_out_keys({"loss_value", "pred_value", "target_value"});
   detail::check_network("DQNLoss", "the value_network", value_network_);
   functional::check_distance_loss_name("DQNLoss", "loss_function", options_.loss_function());
   if (options_.action_space()) {
@@ -137,6 +138,7 @@ DistributionalDQNLoss::DistributionalDQNLoss(
                  detail::off_policy_in_key_names()),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
+  set_out_keys({"loss_value"});
   detail::check_network("DistributionalDQNLoss", "the value_network", value_network_);
   const auto& support = options_.support();
   if (!support.defined() || support.dim() != 1 || support.size(0) < 2 ||

@@ -49,7 +49,33 @@ LossModule::LossModule(std::string name,
 
 TensorDict LossModule::forward(const TensorDict& batch) {
   for (const auto& key_name : in_key_names_) get(batch, key_name);
-  return forward_impl(batch);
+  TensorDict out = forward_impl(batch);
+  for (const auto& key : out.keys()) {
+    if (std::find(out_keys_.begin(), out_keys_.end(), key.front()) == out_keys_.end())
+      throw KeyError(name() + ": forward wrote '" + key.front() +
+                     "', which is not among its out_keys " + names_repr(out_keys_) +
+                     "; declare every entry the loss writes with set_out_keys in its "
+                     "constructor");
+  }
+  return out;
+}
+
+void LossModule::set_out_keys(std::vector<std::string> keys) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].empty()) throw ValueError(name() + ": set_out_keys: an out key is empty");
+    if (std::find(keys.begin(), keys.begin() + static_cast<long>(i), keys[i]) !=
+        keys.begin() + static_cast<long>(i))
+      throw ValueError(name() + ": set_out_keys: '" + keys[i] + "' is declared twice in " +
+                       names_repr(keys));
+  }
+  out_keys_ = std::move(keys);
+}
+
+std::vector<std::string> LossModule::loss_terms() const {
+  std::vector<std::string> out;
+  for (const auto& k : out_keys_)
+    if (k.rfind("loss_", 0) == 0) out.push_back(k);
+  return out;
 }
 
 LossModule& LossModule::set_keys(const std::map<std::string, NestedKey>& keys) {

@@ -67,6 +67,7 @@ IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
       qvalue_networks_(std::move(qvalue_networks)),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_qvalue", "loss_value", "entropy"});
   detail::check_networks("IQLLoss", actor_network_, qvalue_networks_);
   detail::check_network("IQLLoss", "the value_network", value_network_);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
@@ -222,6 +223,10 @@ CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions 
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
+  std::vector<std::string> out{"loss_actor", "loss_qvalue", "loss_cql",
+                               "loss_alpha", "alpha",       "entropy"};
+  if (options_.with_lagrange()) out.insert(out.end(), {"loss_alpha_prime", "alpha_prime"});
+  set_out_keys(std::move(out));
   detail::check_networks("CQLLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("CQLLoss", "loss_function", options_.loss_function());
   detail::check_alpha_options("CQLLoss", options_.alpha_init(), options_.min_alpha(),

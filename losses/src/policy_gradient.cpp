@@ -283,10 +283,22 @@ void PolicyGradientLoss::check_positive(const std::string& option, double value)
 
 // ---- A2CLoss --------------------------------------------------------------------------------
 
+std::vector<std::string> PolicyGradientLoss::actor_critic_out_keys(const std::string& objective,
+                                                                   const std::string& critic,
+                                                                   bool entropy, bool clip_value) {
+  std::vector<std::string> out{objective};
+  if (entropy) out.insert(out.end(), {"entropy", "loss_entropy"});
+  out.push_back(critic);
+  if (clip_value) out.push_back("value_clip_fraction");
+  return out;
+}
+
 A2CLoss::A2CLoss(ActorPtr actor, CriticPtr critic, A2CLossOptions options)
     : PolicyGradientLoss("A2CLoss", std::move(actor), critic, {}, {"action"},
                          /*critic_target=*/false, options.separate_losses()),
       options_(std::move(options)) {
+  set_out_keys(actor_critic_out_keys("loss_objective", "loss_critic", options_.entropy_bonus(),
+                                     options_.clip_value().has_value()));
   if (!critic) {
     throw ValueError(
         "A2CLoss: the critic is null; pass a value network writing the state value (e.g. a "
@@ -334,6 +346,12 @@ ReinforceLoss::ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOpti
     : PolicyGradientLoss("ReinforceLoss", std::move(actor), std::move(critic), {}, {"action"},
                          options.delay_value(), options.separate_losses()),
       options_(std::move(options)) {
+  if (critic_network()) {
+    set_out_keys(actor_critic_out_keys("loss_actor", "loss_value", /*entropy=*/false,
+                                       options_.clip_value().has_value()));
+  } else {
+    set_out_keys({"loss_actor"});
+  }
   functional::check_distance_loss_name(name(), "loss_critic_type", options_.loss_critic_type());
   if (options_.clip_value()) check_positive("clip_value", *options_.clip_value());
 }

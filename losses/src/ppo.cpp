@@ -43,6 +43,10 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
                          {"action", "sample_log_prob"}, /*critic_target=*/false,
                          options.separate_losses()),
       ppo_options_(std::move(options)) {
+  auto out = actor_critic_out_keys("loss_objective", "loss_critic", ppo_options_.entropy_bonus(),
+                                   ppo_options_.clip_value().has_value());
+  out.insert(out.end(), {"ESS", "kl_approx"});
+  set_out_keys(std::move(out));
   if (!critic) {
     throw ValueError(this->name() +
                      ": the critic is null; pass a value network writing the state value (e.g. "
@@ -138,6 +142,9 @@ void PPOLoss::pretty_print(std::ostream& stream) const {
 ClipPPOLoss::ClipPPOLoss(ActorPtr actor, CriticPtr critic, ClipPPOLossOptions options)
     : PPOLoss("ClipPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options)),
       options_(std::move(options)) {
+  auto out = out_keys();
+  out.push_back("clip_fraction");
+  set_out_keys(std::move(out));
   const double eps = options_.clip_epsilon();
   if (!(eps > 0.0 && eps < 1.0)) {
     std::ostringstream os;
@@ -176,6 +183,9 @@ void ClipPPOLoss::pretty_print(std::ostream& stream) const {
 KLPENPPOLoss::KLPENPPOLoss(ActorPtr actor, CriticPtr critic, KLPENPPOLossOptions options)
     : PPOLoss("KLPENPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options)),
       options_(std::move(options)) {
+  auto out = out_keys();
+  out.push_back("kl");
+  set_out_keys(std::move(out));
   const auto& o = options_;
   std::ostringstream problem;
   if (!(o.dtarg() > 0.0)) {

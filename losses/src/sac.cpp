@@ -37,6 +37,7 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
   detail::check_networks("SACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("SACLoss", "loss_function", options_.loss_function());
   detail::check_alpha_options("SACLoss", options_.alpha_init(), options_.min_alpha(),
@@ -196,6 +197,7 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
   detail::check_networks("DiscreteSACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("DiscreteSACLoss", "loss_function",
                                        options_.loss_function());

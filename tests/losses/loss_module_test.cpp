@@ -26,8 +26,11 @@ class ToyLoss : public LossModule {
                     {"next_observation", NestedKey{"next", "observation"}}},
                    {"observation", "reward", "next_observation"}),
         net_(net) {
+    set_out_keys({"loss_value"});
     convert_to_functional("value_network", net.ptr(), /*create_target=*/true);
   }
+
+  void redeclare(std::vector<std::string> keys) { set_out_keys(std::move(keys)); }
 
   torch::Tensor target_value(const torch::Tensor& x) {
     return with_target("value_network", [&] { return net_(x); });
@@ -49,6 +52,39 @@ class ToyLoss : public LossModule {
 TensorDict batch(int64_t n) {
   TensorDict next({{"observation", torch::randn({n, 3})}, {"reward", torch::randn({n, 1})}}, {n});
   return TensorDict({{"observation", torch::randn({n, 3})}, {"next", next}}, {n});
+}
+
+TEST(LossModuleTest, OutKeysDeclareWhatForwardWrites) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  EXPECT_EQ(loss->out_keys(), std::vector<std::string>{"loss_value"});
+  loss->redeclare({"loss_value", "td_error_mean"});
+  EXPECT_EQ(loss->loss_terms(), std::vector<std::string>{"loss_value"});
+  EXPECT_NO_THROW(loss->forward(batch(4)));  // a subset of the declared entries is fine
+}
+
+TEST(LossModuleTest, ForwardWritingAnUndeclaredEntryThrowsKeyError) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  loss->redeclare({"loss_other"});
+  try {
+    loss->forward(batch(4));
+    FAIL() << "no exception";
+  } catch (const tensordict::KeyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ToyLoss: forward wrote 'loss_value', which is not among its "
+                                    "out_keys ['loss_other']"));
+    EXPECT_THAT(e.what(), HasSubstr("set_out_keys"));
+  }
+}
+
+TEST(LossModuleTest, SetOutKeysRejectsEmptyAndRepeatedNames) {
+  auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
+  EXPECT_THROW(loss->redeclare({"loss_a", ""}), tensordict::ValueError);
+  try {
+    loss->redeclare({"loss_a", "loss_a"});
+    FAIL() << "no exception";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'loss_a' is declared twice"));
+  }
+  EXPECT_EQ(loss->out_keys(), std::vector<std::string>{"loss_value"});  // unchanged
 }
 
 TEST(LossModuleTest, ForwardReturnsLossTermsAndTrainsOnlyTheNetwork) {

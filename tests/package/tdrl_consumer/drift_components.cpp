@@ -119,6 +119,7 @@ class DriftPGLoss : public tdrl::losses::LossModule {
                    {{"action", NestedKey("action")}, {"value_target", NestedKey("value_target")}},
                    /*in_key_names=*/{"action", "value_target"}),
         actor_(actor) {
+    set_out_keys({"loss_actor"});
     convert_to_functional("actor_network", actor.ptr(), /*create_target=*/false);
   }
 

@@ -60,7 +60,8 @@ struct OptimizerGroup {
   /// "actor", "critic", "alpha", "all", ...: names its state in checkpoints.
   std::string name;
   std::shared_ptr<torch::optim::Optimizer> optimizer;
-  /// The loss terms this group minimises; empty: every loss_* term.
+  /// The loss terms this group minimises, among the loss's declared loss_terms(); empty: every
+  /// loss_* term.
   std::vector<std::string> terms;
   /// Steps on updates 0, period, 2 * period, ... (TD3's delayed actor). Default every update.
   int64_t period = 1;

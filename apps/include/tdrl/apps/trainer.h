@@ -77,9 +77,10 @@ enum class HookPoint {
 /// A run writes into its RunDir: config.yaml (the resolved config), train.log (spdlog),
 /// metrics.csv (frames, episodes, train_return, eval_return, eval_std, updates, fps,
 /// wall_time, the session's seconds spent collecting / optimising / evaluating and
-/// checkpointing, lr, the loss terms), learning_curve.svg (at each checkpoint and at the end) and
-/// checkpoints/ (loss networks and targets, optimisers, replay buffer, collector counters, env
-/// normalisation, exploration state, RNG, trainer counters).
+/// checkpointing, lr, then one column per entry the loss declares in out_keys(), each the mean
+/// over the updates since the last row), learning_curve.svg (at each checkpoint and at the end)
+/// and checkpoints/ (checkpoint.h). The Trainer throws KeyError at construction when an
+/// optimiser group names a term the loss does not declare.
 ///
 /// Reliability: SIGINT/SIGTERM (StopSignal) end the run after the current batch with a
 /// checkpoint; resume() continues from the last checkpoint (frames, buffer, optimisers,

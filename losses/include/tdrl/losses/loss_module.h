@@ -29,7 +29,10 @@ using tensordict::TensorDict;
 /// Keys: every key a loss reads or writes has a name ("action", "reward", "value", ...) and a
 /// default (docs/keys.md); `set_keys({{"reward", {"next", "my_reward"}}})` renames them.
 /// `in_keys()` lists the keys forward reads. A batch missing one of them throws KeyError
-/// naming the key and the `set_keys` name that changes it.
+/// naming the key and the `set_keys` name that changes it. `out_keys()` lists the entries
+/// forward writes (TorchRL's out_keys): every loss declares them in its constructor with
+/// `set_out_keys`, and forward throws KeyError when the result holds an undeclared entry, so
+/// the declaration is always true. Trainers read it to make one metrics column per entry.
 ///
 /// Networks: a loss registers its networks with `convert_to_functional`, which makes each a
 /// submodule (its parameters are the loss's parameters) and records its parameters as a
@@ -57,6 +60,11 @@ class LossModule : public torch::nn::Module {
   const std::vector<std::pair<std::string, NestedKey>>& keys() const { return keys_; }
   /// The keys forward reads (for the current set_keys).
   std::vector<NestedKey> in_keys() const;
+  /// The entries forward may write (loss_* terms and diagnostics), in declaration order; a
+  /// forward call writes a subset of them.
+  const std::vector<std::string>& out_keys() const { return out_keys_; }
+  /// The loss_* entries of out_keys(): what an optimiser can minimise.
+  std::vector<std::string> loss_terms() const;
 
   /// The names of the registered networks, in registration order.
   std::vector<std::string> networks() const;
@@ -80,6 +88,9 @@ class LossModule : public torch::nn::Module {
   virtual TensorDict forward_impl(const TensorDict& batch) = 0;
   /// Called after set_keys changed keys (e.g. to forward them to a value estimator).
   virtual void on_keys_changed() {}
+  /// Declares out_keys() (call it in the constructor, after the options are known). Throws
+  /// ValueError for an empty or repeated name.
+  void set_out_keys(std::vector<std::string> keys);
 
   /// Registers `module` as submodule `name` and records its parameters; with
   /// `create_target`, also a detached copy as its target parameters. Throws ValueError for a
@@ -125,6 +136,7 @@ class LossModule : public torch::nn::Module {
 
   std::vector<std::pair<std::string, NestedKey>> keys_;
   std::vector<std::string> in_key_names_;
+  std::vector<std::string> out_keys_;
   std::vector<Network> networks_;
 };
 

@@ -75,6 +75,12 @@ class PolicyGradientLoss : public LossModule {
   const CriticPtr& critic_network() const { return critic_; }
 
  protected:
+  /// The out_keys of an actor-critic loss: `objective`, then "entropy" and "loss_entropy" with an
+  /// entropy bonus, `critic`, and "value_clip_fraction" with a clipped value loss.
+  static std::vector<std::string> actor_critic_out_keys(const std::string& objective,
+                                                        const std::string& critic, bool entropy,
+                                                        bool clip_value);
+
   /// `extra_keys` are declared after "value" (see the class comment for the order);
   /// `in_key_names` are checked present before forward_impl runs. Throws ValueError for a
   /// null actor, or `critic_target` without a critic.
