@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/env_parts.h>
 #include <tdrl/apps/registry.h>

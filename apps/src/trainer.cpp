@@ -23,7 +23,12 @@
 #include <tensordict/nn/interaction_type.h>
 
 #include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/learning_curve.h>
+#include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
+#include <tdrl/apps/stop_signal.h>
+
+#include "detail/file_util.h"
 
 namespace tdrl::apps {
 
@@ -102,14 +107,6 @@ uint64_t splitmix64(uint64_t x) {
 double mean_of(const std::vector<double>& v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-std::string format_duration(double seconds) {
-  const auto s = static_cast<int64_t>(seconds);
-  std::ostringstream os;
-  os << s / 3600 << ":" << (s / 60 % 60 < 10 ? "0" : "") << s / 60 % 60 << ":"
-     << (s % 60 < 10 ? "0" : "") << s % 60;
-  return os.str();
 }
 
 }  // namespace
@@ -571,7 +568,7 @@ bool Trainer::train() {
   collector_->shutdown();
   logger_->info("{} at {} frames, {} episodes, {} updates, wall time {}",
                 completed ? "finished" : "stopped", frames_, episodes_, updates_,
-                format_duration(wall_time()));
+                detail::format_duration(wall_time()));
   const double session = seconds(session_start_, Clock::now());
   const auto share = [session](double t) { return 100.0 * t / std::max(session, 1e-9); };
   logger_->info(

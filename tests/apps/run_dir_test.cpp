@@ -1,5 +1,11 @@
 #include "tdrl/apps/run_dir.h"
 
+#include <tdrl/apps/checkpoint_store.h>
+#include <tdrl/apps/learning_curve.h>
+#include <tdrl/apps/metrics.h>
+#include <tdrl/apps/progress.h>
+#include <tdrl/apps/stop_signal.h>
+
 #include <signal.h>
 
 #include <algorithm>

@@ -34,6 +34,7 @@
 
 #include <tdrl/apps/checkpoint.h>
 #include <tdrl/apps/registry.h>
+#include <tdrl/apps/stop_signal.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
 

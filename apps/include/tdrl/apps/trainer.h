@@ -12,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/env_parts.h>
+#include <tdrl/apps/metrics.h>
 #include <tdrl/apps/recipe.h>
 #include <tdrl/apps/run_dir.h>
 #include <tdrl/collectors/collector.h>

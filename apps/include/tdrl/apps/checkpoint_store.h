@@ -1,0 +1,48 @@
+#pragma once
+
+/// Atomic, crash-consistent checkpoint folders of a run.
+///
+/// Errors: file-system failures throw std::runtime_error naming the path and the system's
+/// reason; invalid arguments throw tensordict::ValueError (also a std::runtime_error).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tdrl::apps {
+
+/// Checkpoints under `<run>/checkpoints/`: each in its own folder `ckpt-<frames>` (frames
+/// zero-padded to 12 digits, so names sort by frames), written into `tmp-...` first, then
+/// renamed, then recorded in the file `latest` (written atomically, holding the folder name
+/// relative to dir()); older checkpoints beyond `keep` are removed after that. A crash at any
+/// point leaves `latest` naming a complete checkpoint (or none).
+///
+/// Files written by `fill` and the folders are fsynced before the rename. Writing the frames
+/// of an existing checkpoint replaces it (on Linux by an atomic exchange of the folders).
+/// Stale `tmp-*` folders left by a crash are ignored by latest() and removed by the next
+/// write(). One writer per folder (not thread- or process-safe).
+/// Example: `CheckpointStore store(run.file("checkpoints"), 2);
+///           store.write(frames, [&](const std::string& folder) { save_all(folder); });`
+class CheckpointStore {
+ public:
+  /// `dir` is created by the first write(). Throws tensordict::ValueError when keep < 1.
+  explicit CheckpointStore(std::string dir, int keep = 2);
+  /// Creates the temporary folder, calls `fill(folder)` to write the files, and commits it.
+  /// Returns the committed folder (`dir()/ckpt-<frames>`). When `fill` throws, the temporary
+  /// folder is removed and the exception propagates (`latest` unchanged). Throws
+  /// tensordict::ValueError when frames < 0, std::runtime_error naming the path when a folder
+  /// cannot be created, synced or renamed.
+  std::string write(int64_t frames, const std::function<void(const std::string&)>& fill);
+  /// The folder `latest` names (`dir()/<name>`), or nullopt when there is none (no `latest`
+  /// file, an empty one, a name that is not a plain folder name, or a missing folder).
+  std::optional<std::string> latest() const;
+  const std::string& dir() const { return dir_; }
+  int keep() const { return keep_; }
+
+ private:
+  std::string dir_;
+  int keep_;
+};
+
+}  // namespace tdrl::apps

@@ -1,0 +1,205 @@
+#include "tdrl/apps/checkpoint_store.h"
+
+#include "tdrl/apps/run_dir.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+#include <vector>
+
+#include <tensordict/errors.h>
+
+#include "detail/file_util.h"
+
+namespace tdrl::apps {
+
+namespace fs = std::filesystem;
+using detail::errno_text;
+using detail::in_quotes;
+
+namespace {
+
+using detail::fsync_dir;
+using detail::fsync_path;
+
+constexpr const char* kCkptPrefix = "ckpt-";
+constexpr const char* kTmpPrefix = "tmp-";
+constexpr const char* kOldPrefix = "old-";
+constexpr const char* kLatestFile = "latest";
+
+std::string ckpt_name(int64_t frames) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "ckpt-%012lld", static_cast<long long>(frames));
+  return buf;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::optional<int64_t> parse_ckpt_name(const std::string& name) {
+  if (!starts_with(name, kCkptPrefix)) return std::nullopt;
+  const std::string digits = name.substr(std::string(kCkptPrefix).size());
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  int64_t frames = 0;
+  auto result = std::from_chars(digits.data(), digits.data() + digits.size(), frames);
+  if (result.ec != std::errc() || result.ptr != digits.data() + digits.size()) return std::nullopt;
+  return frames;
+}
+
+/// fsyncs every file and folder under `root`, then `root`.
+void sync_tree(const fs::path& root) {
+  const std::string op = "CheckpointStore::write";
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    std::error_code ec;
+    if (entry.is_symlink(ec)) continue;
+    if (entry.is_regular_file(ec)) {
+      fsync_path(entry.path(), false, op);
+    } else if (entry.is_directory(ec)) {
+      fsync_path(entry.path(), true, op);
+    }
+  }
+  fsync_path(root, true, op);
+}
+
+/// Removes the leftovers of an interrupted write: `tmp-*` and `old-*` folders, temporary
+/// `latest` files.
+void remove_stale(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (starts_with(name, kTmpPrefix) || starts_with(name, kOldPrefix) ||
+        starts_with(name, std::string(".") + kLatestFile + ".tmp-")) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const auto& path : stale) fs::remove_all(path, ec);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- CheckpointStore
+
+CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {
+  if (keep_ < 1) {
+    throw tensordict::ValueError(
+        "CheckpointStore: keep must be >= 1 (the newest checkpoint is "
+        "always kept), got " +
+        std::to_string(keep_));
+  }
+}
+
+std::string CheckpointStore::write(int64_t frames,
+                                   const std::function<void(const std::string&)>& fill) {
+  if (frames < 0) {
+    throw tensordict::ValueError("CheckpointStore::write: frames must be >= 0, got " +
+                                 std::to_string(frames));
+  }
+  const fs::path dir(dir_);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error("CheckpointStore::write: cannot create " + in_quotes(dir_) + ": " +
+                             ec.message());
+  }
+  remove_stale(dir);
+
+  const std::string name = ckpt_name(frames);
+  const std::string pid = std::to_string(::getpid());
+  const fs::path final_path = dir / name;
+  const fs::path tmp = dir / (kTmpPrefix + name + "-" + pid);
+  if (!fs::create_directory(tmp, ec) || ec) {
+    throw std::runtime_error("CheckpointStore::write: cannot create the temporary folder " +
+                             in_quotes(tmp.string()) + ": " + ec.message());
+  }
+  try {
+    fill(tmp.string());
+    sync_tree(tmp);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+
+  // Commit. The folder `latest` may name is replaced atomically when it already exists.
+  fs::path leftover;
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    int error = errno;
+    bool committed = false;
+    if (error == ENOTEMPTY || error == EEXIST || error == EISDIR || error == ENOTDIR) {
+#ifdef __linux__
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_path.c_str(), RENAME_EXCHANGE) == 0) {
+        leftover = tmp;
+        committed = true;
+      }
+#endif
+      if (!committed) {
+        const fs::path old = dir / (kOldPrefix + name + "-" + pid);
+        if (::rename(final_path.c_str(), old.c_str()) == 0) {
+          if (::rename(tmp.c_str(), final_path.c_str()) == 0) {
+            leftover = old;
+            committed = true;
+          } else {
+            error = errno;
+            ::rename(old.c_str(), final_path.c_str());
+          }
+        } else {
+          error = errno;
+        }
+      }
+    }
+    if (!committed) {
+      fs::remove_all(tmp, ec);
+      throw std::runtime_error("CheckpointStore::write: cannot rename " + in_quotes(tmp.string()) +
+                               " to " + in_quotes(final_path.string()) + ": " + errno_text(error));
+    }
+  }
+  fsync_dir(dir);
+  write_file_atomically((dir / kLatestFile).string(), name + "\n");
+  if (!leftover.empty()) fs::remove_all(leftover, ec);
+
+  // Keep the newest `keep` checkpoints, counting the one just written.
+  std::vector<std::pair<int64_t, fs::path>> others;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string entry = it->path().filename().string();
+    if (entry == name) continue;
+    std::optional<int64_t> f = parse_ckpt_name(entry);
+    if (f) others.emplace_back(*f, it->path());
+  }
+  std::sort(others.begin(), others.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = static_cast<size_t>(keep_ - 1); i < others.size(); ++i) {
+    fs::remove_all(others[i].second, ec);
+  }
+  return final_path.string();
+}
+
+std::optional<std::string> CheckpointStore::latest() const {
+  std::ifstream in(fs::path(dir_) / kLatestFile);
+  if (!in) return std::nullopt;
+  std::string name;
+  std::getline(in, name);
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return std::nullopt;
+  }
+  const fs::path path = fs::path(dir_) / name;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return std::nullopt;
+  return path.string();
+}
+
+}  // namespace tdrl::apps

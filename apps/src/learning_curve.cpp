@@ -1,0 +1,237 @@
+#include "tdrl/apps/learning_curve.h"
+
+#include "tdrl/apps/run_dir.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <system_error>
+
+#include <tensordict/errors.h>
+
+#include "detail/file_util.h"
+
+namespace tdrl::apps {
+
+namespace fs = std::filesystem;
+using detail::errno_text;
+using detail::in_quotes;
+
+namespace {
+
+using detail::printf_string;
+
+struct Axis {
+  double lo = 0.0;
+  double hi = 1.0;
+  double step = 0.2;
+  std::vector<double> ticks;
+};
+
+/// A 1-2-5 step giving about `target` intervals over [min, max], and the tick values.
+Axis nice_axis(double min, double max, int target) {
+  if (!(max > min)) {
+    double d = std::fabs(min) > 0 ? std::fabs(min) * 0.5 : 1.0;
+    min -= d;
+    max += d;
+  }
+  double raw = (max - min) / target;
+  double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double norm = raw / mag;
+  double factor = norm <= 1.0 ? 1.0 : norm <= 2.0 ? 2.0 : norm <= 5.0 ? 5.0 : 10.0;
+  Axis axis;
+  axis.step = factor * mag;
+  axis.lo = std::floor(min / axis.step + 1e-9) * axis.step;
+  axis.hi = std::ceil(max / axis.step - 1e-9) * axis.step;
+  if (!(axis.hi > axis.lo)) axis.hi = axis.lo + axis.step;
+  const int count = static_cast<int>(std::lround((axis.hi - axis.lo) / axis.step));
+  for (int i = 0; i <= count; ++i) {
+    double v = axis.lo + i * axis.step;
+    if (std::fabs(v) < axis.step * 1e-9) v = 0.0;
+    axis.ticks.push_back(v);
+  }
+  return axis;
+}
+
+std::string trim_decimals(std::string s) {
+  if (s.find('.') == std::string::npos) return s;
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  if (s == "-0") s = "0";
+  return s;
+}
+
+/// 500, 1k, 1.5k, 2M, 1.25G.
+std::string format_frames(double v) {
+  const double a = std::fabs(v);
+  const char* suffix = "";
+  double scaled = v;
+  if (a >= 1e9) {
+    scaled = v / 1e9;
+    suffix = "G";
+  } else if (a >= 1e6) {
+    scaled = v / 1e6;
+    suffix = "M";
+  } else if (a >= 1e3) {
+    scaled = v / 1e3;
+    suffix = "k";
+  }
+  return trim_decimals(printf_string("%.3f", scaled)) + suffix;
+}
+
+/// A return tick with as many decimals as the step needs.
+std::string format_tick(double v, double step) {
+  int decimals =
+      step >= 1.0 ? 0 : std::min(9, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  char format[16];
+  std::snprintf(format, sizeof(format), "%%.%df", decimals);
+  std::string s = printf_string(format, v);
+  if (s.find_first_not_of("-0.") == std::string::npos) s = "0";
+  return s;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string coord(double v) { return printf_string("%.2f", v); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- learning curve
+
+void write_learning_curve_svg(
+    const std::string& path, const std::string& title,
+    const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series) {
+  static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                        "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  constexpr double kWidth = 800, kHeight = 480;
+  constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
+
+  double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
+  bool any = false;
+  for (const auto& s : series) {
+    for (const auto& point : s.second) {
+      if (!std::isfinite(point.first) || !std::isfinite(point.second)) continue;
+      if (!any) {
+        x_min = x_max = point.first;
+        y_min = y_max = point.second;
+        any = true;
+      }
+      x_min = std::min(x_min, point.first);
+      x_max = std::max(x_max, point.first);
+      y_min = std::min(y_min, point.second);
+      y_max = std::max(y_max, point.second);
+    }
+  }
+  if (!any) {
+    x_max = 1.0;
+    y_max = 1.0;
+  }
+  const Axis xa = nice_axis(x_min, x_max, 6);
+  const Axis ya = nice_axis(y_min, y_max, 5);
+  auto sx = [&](double x) { return kLeft + (x - xa.lo) / (xa.hi - xa.lo) * (kRight - kLeft); };
+  auto sy = [&](double y) { return kBottom - (y - ya.lo) / (ya.hi - ya.lo) * (kBottom - kTop); };
+
+  std::ostringstream svg;
+  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" viewBox=\"0 0 " << kWidth << " " << kHeight
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<title>" << xml_escape(title) << "</title>\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << coord((kLeft + kRight) / 2) << "\" y=\"28\" text-anchor=\"middle\" "
+      << "font-size=\"16\">" << xml_escape(title) << "</text>\n";
+
+  svg << "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n";
+  for (double t : xa.ticks) {
+    svg << "<line x1=\"" << coord(sx(t)) << "\" y1=\"" << coord(kTop) << "\" x2=\"" << coord(sx(t))
+        << "\" y2=\"" << coord(kBottom) << "\"/>\n";
+  }
+  for (double t : ya.ticks) {
+    svg << "<line x1=\"" << coord(kLeft) << "\" y1=\"" << coord(sy(t)) << "\" x2=\""
+        << coord(kRight) << "\" y2=\"" << coord(sy(t)) << "\"/>\n";
+  }
+  svg << "</g>\n";
+  svg << "<rect x=\"" << coord(kLeft) << "\" y=\"" << coord(kTop) << "\" width=\""
+      << coord(kRight - kLeft) << "\" height=\"" << coord(kBottom - kTop)
+      << "\" fill=\"none\" stroke=\"#333333\"/>\n";
+
+  svg << "<g fill=\"#333333\">\n";
+  for (double t : xa.ticks) {
+    svg << "<text x=\"" << coord(sx(t)) << "\" y=\"" << coord(kBottom + 18)
+        << "\" text-anchor=\"middle\">" << format_frames(t) << "</text>\n";
+  }
+  for (double t : ya.ticks) {
+    svg << "<text x=\"" << coord(kLeft - 8) << "\" y=\"" << coord(sy(t) + 4)
+        << "\" text-anchor=\"end\">" << format_tick(t, ya.step) << "</text>\n";
+  }
+  svg << "<text x=\"" << coord((kLeft + kRight) / 2) << "\" y=\"" << coord(kBottom + 44)
+      << "\" text-anchor=\"middle\">frames</text>\n";
+  svg << "<text x=\"20\" y=\"" << coord((kTop + kBottom) / 2)
+      << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 " << coord((kTop + kBottom) / 2)
+      << ")\">return</text>\n";
+  svg << "</g>\n";
+
+  size_t drawn = 0;
+  for (const auto& s : series) {
+    std::string points;
+    size_t count = 0;
+    double last_x = 0, last_y = 0;
+    for (const auto& point : s.second) {
+      if (!std::isfinite(point.first) || !std::isfinite(point.second)) continue;
+      last_x = sx(point.first);
+      last_y = sy(point.second);
+      if (count++ > 0) points += ' ';
+      points += coord(last_x) + "," + coord(last_y);
+    }
+    if (count == 0) continue;
+    const char* color = kColors[drawn % (sizeof(kColors) / sizeof(kColors[0]))];
+    svg << "<polyline fill=\"none\" stroke=\"" << color
+        << "\" stroke-width=\"1.5\" stroke-linejoin=\"round\" points=\"" << points << "\"/>\n";
+    if (count == 1) {
+      svg << "<circle cx=\"" << coord(last_x) << "\" cy=\"" << coord(last_y) << "\" r=\"3\" fill=\""
+          << color << "\"/>\n";
+    }
+    const double ly = kTop + 10 + 20.0 * static_cast<double>(drawn);
+    svg << "<line x1=\"" << coord(kRight + 16) << "\" y1=\"" << coord(ly) << "\" x2=\""
+        << coord(kRight + 40) << "\" y2=\"" << coord(ly) << "\" stroke=\"" << color
+        << "\" stroke-width=\"2\"/>\n"
+        << "<text x=\"" << coord(kRight + 46) << "\" y=\"" << coord(ly + 4) << "\">"
+        << xml_escape(s.first) << "</text>\n";
+    ++drawn;
+  }
+  svg << "</svg>\n";
+  write_file_atomically(path, svg.str());
+}
+
+}  // namespace tdrl::apps
