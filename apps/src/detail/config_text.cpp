@@ -86,6 +86,10 @@ std::string format_number(double value) {
   return std::string(buf, result.ptr);
 }
 
+std::string text_of(bool value) { return value ? "true" : "false"; }
+std::string text_of(int64_t value) { return std::to_string(value); }
+std::string text_of(double value) { return format_number(value); }
+
 std::string join(const std::vector<std::string>& items, const std::string& last, bool quote) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -18,6 +18,12 @@ bool parse_float(const std::string& text, double* out);
 /// The shortest text that reads back to `value` ("0.0003", "1e-08", "120").
 std::string format_number(double value);
 
+/// A value as config.yaml and docs/config.md write it: true/false, the integer, the shortest
+/// round-trip number.
+std::string text_of(bool value);
+std::string text_of(int64_t value);
+std::string text_of(double value);
+
 /// "a", "a or b", "a, b or c" (`last` is "or" or "and"); each item quoted when `quote`.
 std::string join(const std::vector<std::string>& items, const std::string& last, bool quote);
 
