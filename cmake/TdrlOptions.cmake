@@ -57,6 +57,13 @@ endfunction()
 # after target_link_libraries and the POSITION_INDEPENDENT_CODE property: they pick the PCH.
 function(tdrl_target_defaults target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  # A shared library's calls to its own functions bind inside it instead of through the PLT
+  # (nothing interposes them; plugins only call in). Without it CartPole's step, a chain of
+  # small calls across EnvBase and TensorDict, measured 15-25% slower than the static build.
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY")
+    target_link_options(${target} PRIVATE -Wl,-Bsymbolic-functions)
+  endif()
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     target_precompile_headers(${target} PRIVATE <torch/torch.h>)
     return()
