@@ -32,7 +32,7 @@
 #include <tdrl/modules/mlp.h>
 #include <tensordict/nn/tensordict_module.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {

@@ -28,7 +28,7 @@
 #include <tdrl/envs/cartpole.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -200,14 +200,11 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_envs: torch::set_num_threads(1); CartPole-v1, batch 1 and 1024, "
-               "step with auto-reset\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_envs: torch::set_num_threads(1); CartPole-v1, batch 1 and 1024, "
+              "step with auto-reset\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
 }

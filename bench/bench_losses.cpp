@@ -31,13 +31,13 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses.h>
 #include <tdrl/modules.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -139,8 +139,8 @@ struct PpoFixture {
         tdnn::TensorDictModule(
             tdnn::NormalParamExtractor(),
             tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<envs::Bounded>(
-        envs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
+    auto spec = std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
     actor = modules::ProbabilisticActor(net, spec,
                                         modules::ProbabilisticActorOptions().return_log_prob(true));
     critic = modules::ValueOperator(critic_mlp);
@@ -286,17 +286,13 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_losses: torch::set_num_threads(1); GAE over [8, 256] and [64, 1000]; "
-               "ClipPPOLoss at batch "
-            << tdrl::bench::kPpoBatch << ", observation " << tdrl::bench::kObs
-            << ", hidden 64x64, action " << tdrl::bench::kAction << "\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_losses: torch::set_num_threads(1); GAE over [8, 256] and [64, 1000]; "
+              "ClipPPOLoss at batch "
+           << tdrl::bench::kPpoBatch << ", observation " << tdrl::bench::kObs
+           << ", hidden 64x64, action " << tdrl::bench::kAction << "\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
 }

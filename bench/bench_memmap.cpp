@@ -49,7 +49,7 @@
 
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 #include "scratch_dir.h"
 
 namespace tdrl::bench {

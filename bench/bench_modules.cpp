@@ -23,12 +23,12 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -55,8 +55,8 @@ struct ActorFixture {
         tdnn::TensorDictModule(
             tdnn::NormalParamExtractor(),
             tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<envs::Bounded>(
-        envs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
+    auto spec = std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
     actor = modules::ProbabilisticActor(net, spec,
                                         modules::ProbabilisticActorOptions().return_log_prob(true));
     td = TensorDict({{"observation", obs}}, {kBatch});
@@ -175,16 +175,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_modules: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-            << ", observation " << tdrl::bench::kObs << ", hidden 64x64, action "
-            << tdrl::bench::kAction << "\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_modules: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
+           << ", observation " << tdrl::bench::kObs << ", hidden 64x64, action "
+           << tdrl::bench::kAction << "\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
 }

@@ -24,7 +24,7 @@
 
 #include <tdrl/envs/mujoco_tasks.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -62,9 +62,9 @@ void env_step(benchmark::State& state, int64_t batch, int64_t threads) {
   const auto actions = action_cycle(*env);
   int64_t t = 0;
   for (auto _ : state) {
-    td.set(envs::kAction, actions[t++ % kActionCycle]);
+    td.set(specs::kAction, actions[t++ % kActionCycle]);
     env->step(td);
-    benchmark::DoNotOptimize(td.get({envs::kNext, envs::kObservation}).data_ptr());
+    benchmark::DoNotOptimize(td.get({specs::kNext, specs::kObservation}).data_ptr());
   }
   state.SetItemsProcessed(state.iterations() * batch);
 }
@@ -212,13 +212,10 @@ void print_tables(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_mujoco: torch::set_num_threads(1); MuJoCo " << mj_versionString() << "\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_tables(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_mujoco: torch::set_num_threads(1); MuJoCo " << mj_versionString() << "\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_tables);
 }

@@ -48,7 +48,7 @@
 #include <tensordict/nn/tensordict_sequential.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 

@@ -36,7 +36,7 @@
 #include <tdrl/replay.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 #include "scratch_dir.h"
 
 namespace tdrl::bench {
@@ -355,16 +355,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_replay: torch::set_num_threads(1); transitions of observation "
-            << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
-            << ", next observation/reward/done; 256 rows per call\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_replay: torch::set_num_threads(1); transitions of observation "
+           << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
+           << ", next observation/reward/done; 256 rows per call\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
 }

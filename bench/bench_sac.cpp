@@ -22,13 +22,13 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses.h>
 #include <tdrl/modules.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -49,15 +49,7 @@ MLP make_mlp(int64_t in, int64_t out) {
 }
 
 // Q(s, a) = mlp(cat(observation, action)).
-class QNetImpl : public torch::nn::Module {
- public:
-  QNetImpl() : mlp(register_module("mlp", make_mlp(kObs + kAction, 1))) {}
-  torch::Tensor forward(const torch::Tensor& observation, const torch::Tensor& action) {
-    return mlp(torch::cat({observation, action}, -1));
-  }
-  MLP mlp;
-};
-TORCH_MODULE(QNet);
+modules::ConcatMLP make_qnet() { return modules::ConcatMLP(make_mlp(kObs + kAction, 1)); }
 
 // A deep copy of an MLP's layers (a Sequential, not an MLP, since MLPImpl is not Cloneable).
 torch::nn::Sequential clone_mlp(const MLP& mlp) {
@@ -99,7 +91,7 @@ TensorDict make_batch(bool one_hot_actions) {
 
 struct SacFixture {
   MLP actor_mlp = make_mlp(kObs, 2 * kAction);
-  QNet q1, q2;
+  modules::ConcatMLP q1 = make_qnet(), q2 = make_qnet();
   modules::ProbabilisticActor actor{nullptr};
   std::shared_ptr<losses::SACLoss> loss;
   // Raw side: the same MLPs, cloned targets, its own log alpha.
@@ -115,18 +107,18 @@ struct SacFixture {
         tdnn::TensorDictModule(
             tdnn::NormalParamExtractor(),
             tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<envs::Bounded>(
-        envs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
+    auto spec = std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
     actor = modules::ProbabilisticActor(net, spec);
-    auto critic = [](QNet q) {
+    auto critic = [](modules::ConcatMLP q) {
       return modules::ValueOperator(
           q, modules::ValueOperatorOptions().in_keys({"observation", "action"}));
     };
     loss = std::make_shared<losses::SACLoss>(
         actor, std::vector<modules::ValueOperator>{critic(q1), critic(q2)},
         losses::SACLossOptions());
-    q1_target = clone_mlp(q1->mlp);
-    q2_target = clone_mlp(q2->mlp);
+    q1_target = clone_mlp(q1->mlp());
+    q2_target = clone_mlp(q2->mlp());
   }
 };
 
@@ -176,13 +168,13 @@ void sac_raw(benchmark::State& state) {
     // Actor term, the Q-networks' weights detached.
     const auto [pi_action, log_prob] = sample(f.actor_mlp->forward(obs));
     const auto pi_input = torch::cat({obs, pi_action}, -1);
-    const auto q_pi = torch::min(mlp_detached_weights(f.q1->mlp, pi_input),
-                                 mlp_detached_weights(f.q2->mlp, pi_input));
+    const auto q_pi = torch::min(mlp_detached_weights(f.q1->mlp(), pi_input),
+                                 mlp_detached_weights(f.q2->mlp(), pi_input));
     const auto loss_actor = (alpha * log_prob - q_pi).mean();
     // Q term.
     const auto input = torch::cat({obs, action}, -1);
-    const auto q1_pred = f.q1->mlp->forward(input);
-    const auto q2_pred = f.q2->mlp->forward(input);
+    const auto q1_pred = f.q1->mlp()->forward(input);
+    const auto q2_pred = f.q2->mlp()->forward(input);
     torch::Tensor target;
     {
       torch::NoGradGuard no_grad;
@@ -291,16 +283,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_sac: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-            << ", observation " << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
-            << ", hidden " << tdrl::bench::kHidden << "x" << tdrl::bench::kHidden << " ReLU\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_sac: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
+           << ", observation " << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
+           << ", hidden " << tdrl::bench::kHidden << "x" << tdrl::bench::kHidden << " ReLU\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
 }

@@ -23,7 +23,7 @@
 
 #include <tensordict/tensordict.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -759,20 +759,15 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  // One intra-op thread: the machine is shared and small, and per-call overhead is the
-  // subject here, not parallel kernels.
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-
-  std::cout << "bench_tensordict: torch::set_num_threads(1) (intra-op threads: "
-            << torch::get_num_threads() << "); 10 float leaves [256, 8], batch [256]\n";
-  tdrl::bench::inputs();
-  tdrl::bench::register_benchmarks();
-
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_ratio_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_tensordict: torch::set_num_threads(1) (intra-op threads: "
+           << torch::get_num_threads() << "); 10 float leaves [256, 8], batch [256]\n";
+      },
+      [] {
+        tdrl::bench::inputs();
+        tdrl::bench::register_benchmarks();
+      },
+      tdrl::bench::print_ratio_table);
 }

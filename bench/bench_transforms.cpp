@@ -25,7 +25,7 @@
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/transforms/all.h>
 
-#include "ratio_reporter.h"
+#include "common.h"
 
 namespace tdrl::bench {
 namespace {
@@ -46,12 +46,12 @@ constexpr int64_t kAct = 4;
 class DriftEnv : public EnvBase {
  public:
   DriftEnv() : EnvBase("DriftEnv", envs::EnvBaseOptions().batch_size({kBatch})) {
-    set_observation_spec(envs::Composite::make(
-        {{"observation", std::make_shared<envs::Unbounded>(std::vector<int64_t>{kBatch, kObs})},
-         {"velocity", std::make_shared<envs::Unbounded>(std::vector<int64_t>{kBatch, kObs})}},
+    set_observation_spec(specs::Composite::make(
+        {{"observation", std::make_shared<specs::Unbounded>(std::vector<int64_t>{kBatch, kObs})},
+         {"velocity", std::make_shared<specs::Unbounded>(std::vector<int64_t>{kBatch, kObs})}},
         {kBatch}));
-    set_action_spec(std::make_shared<envs::Bounded>(
-        envs::BoundedOptions().low(-2.0).high(2.0).shape({kBatch, kAct})));
+    set_action_spec(std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-2.0).high(2.0).shape({kBatch, kAct})));
     obs_ = torch::zeros({kBatch, kObs});
   }
 
@@ -181,16 +181,12 @@ void print_table(const RatioReporter& reporter, std::ostream& os) {
 }  // namespace tdrl::bench
 
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  torch::manual_seed(0);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::cout << "bench_transforms: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-            << ", observation and velocity [" << tdrl::bench::kBatch << ", " << tdrl::bench::kObs
-            << "], action [" << tdrl::bench::kBatch << ", " << tdrl::bench::kAct << "]\n";
-  tdrl::bench::register_benchmarks();
-  return tdrl::bench::run_and_print_ratio_table(
-      [](const tdrl::bench::RatioReporter& r, std::ostream& os) {
-        tdrl::bench::print_table(r, os);
-      });
+  return tdrl::bench::benchmark_main(
+      argc, argv,
+      [](std::ostream& os) {
+        os << "bench_transforms: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
+           << ", observation and velocity [" << tdrl::bench::kBatch << ", " << tdrl::bench::kObs
+           << "], action [" << tdrl::bench::kBatch << ", " << tdrl::bench::kAct << "]\n";
+      },
+      tdrl::bench::register_benchmarks, tdrl::bench::print_table);
 }

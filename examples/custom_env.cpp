@@ -18,12 +18,12 @@
 
 namespace example {
 
-using tdrl::envs::Bounded;
-using tdrl::envs::BoundedOptions;
-using tdrl::envs::Composite;
 using tdrl::envs::EnvBase;
 using tdrl::envs::EnvBaseOptions;
-using tdrl::envs::Unbounded;
+using tdrl::specs::Bounded;
+using tdrl::specs::BoundedOptions;
+using tdrl::specs::Composite;
+using tdrl::specs::Unbounded;
 using tensordict::TensorDict;
 
 // ---- 1. Options ---------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ class PointGoalEnv : public EnvBase {
     // Every random draw comes from generator(): same seed, same episode.
     const auto position = torch::rand(position_.sizes(), generator()) * 2 - 1;
     const auto goal = torch::rand(goal_.sizes(), generator()) * 2 - 1;
-    if (auto mask = tensordict.find(tdrl::envs::kReset)) {
+    if (auto mask = tensordict.find(tdrl::specs::kReset)) {
       position_ = torch::where(*mask, position, position_);
       goal_ = torch::where(*mask, goal, goal_);
       steps_ = torch::where(*mask, torch::zeros_like(steps_), steps_);

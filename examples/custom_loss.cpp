@@ -10,9 +10,9 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses.h>
 #include <tdrl/modules.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
@@ -124,8 +124,8 @@ int main() {
       tdnn::TensorDictModule(
           tdnn::NormalParamExtractor(),
           tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-  auto spec = std::make_shared<tdrl::envs::Bounded>(
-      tdrl::envs::BoundedOptions().low(-1.0).high(1.0).shape({kAct}).dtype(torch::kFloat32));
+  auto spec = std::make_shared<tdrl::specs::Bounded>(
+      tdrl::specs::BoundedOptions().low(-1.0).high(1.0).shape({kAct}).dtype(torch::kFloat32));
   ProbabilisticActor actor(param_net, spec);
   ValueOperator critic(MLP(MLPOptions(kObs, 1).num_cells({32, 32})));
 

@@ -8,6 +8,8 @@
 #   scripts/learning_suite.sh ppo_cartpole dqn_cartpole
 #   scripts/learning_suite.sh --resume runs/learning_suite/sac_halfcheetah-20261123-034317
 #   BUILD_DIR=... RUNS_DIR=... scripts/learning_suite.sh
+#   TDRL_TRAIN=/opt/tdrl/bin/tdrl-train scripts/learning_suite.sh   (an installed tdrl-train,
+#     so that rebuilding the tree during a long suite does not change the program under test)
 # Wall time is the run's own clock (metrics.csv's wall_time), which adds up across a resume and
 # includes evaluation and checkpoints.
 set -euo pipefail
@@ -16,8 +18,13 @@ source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
 build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
 runs_dir=${RUNS_DIR:-$TDRL_ROOT/runs/learning_suite}
-tdrl_configure "$build_dir"
-cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
+train=${TDRL_TRAIN:-}
+if [[ -z "$train" ]]; then
+  tdrl_configure "$build_dir"
+  cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
+  train=$build_dir/apps/tdrl-train
+fi
+[[ -x "$train" ]] || { echo "learning_suite.sh: $train is not an executable" >&2; exit 2; }
 
 # config: target return, the public anchor at that budget
 declare -A target anchor
@@ -52,10 +59,10 @@ for name in "${configs[@]}"; do
   echo "== $name"
   if [[ -n "$resume_dir" ]]; then
     # The resumed run keeps its config (logger.dir, eval.episodes=10 from the first start).
-    "$build_dir/apps/tdrl-train" --resume "$resume_dir" | tee -a "$runs_dir/$name.out"
+    "$train" --resume "$resume_dir" | tee -a "$runs_dir/$name.out"
     run=$resume_dir
   else
-    "$build_dir/apps/tdrl-train" --config "$config" --set logger.dir="$runs_dir" \
+    "$train" --config "$config" --set logger.dir="$runs_dir" \
       --set logger.progress=lines --set eval.episodes=10 | tee "$runs_dir/$name.out"
     run=$(sed -n 's/^tdrl-train: run folder //p' "$runs_dir/$name.out" | tail -n 1)
   fi

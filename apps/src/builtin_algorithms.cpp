@@ -243,8 +243,7 @@ class OffPolicyRecipe : public Recipe {
     }
     updates_ = config.updates(context.collector);
   }
-  template <class Loss>
-  void set_gamma(Loss& l, double gamma) {
+  static void set_gamma(losses::LossModule& l, double gamma) {
     l.make_value_estimator(losses::ValueEstimatorType::kTD0,
                            losses::ValueEstimatorOptions().gamma(gamma));
   }
@@ -323,7 +322,7 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
     const EnvInfo env = context.env;
     auto make_actor = [model, env] {
       return tdnn::TensorDictModule(
-          BoundedActor(mlp(model, env.obs_dim, env.action_dim, model.actor_cells),
+          modules::TanhBoundedMLP(mlp(model, env.obs_dim, env.action_dim, model.actor_cells),
                        env.bounded->low(), env.bounded->high()),
           tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action"}));
     };

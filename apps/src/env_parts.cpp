@@ -2,8 +2,8 @@
 
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
-#include <tdrl/envs/specs.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs.h>
 
 #include "detail/config_text.h"
 
@@ -88,10 +88,11 @@ EnvParts build_env_parts(const EnvSection& env) {
                       "on a 1-D observation");
   info.obs_dim = obs->shape()[0];
   info.action_spec = probe->action_spec();
-  info.bounded = std::dynamic_pointer_cast<envs::Bounded>(info.action_spec);
-  if (auto c = std::dynamic_pointer_cast<envs::Categorical>(info.action_spec))
+  info.bounded = std::dynamic_pointer_cast<specs::Bounded>(info.action_spec);
+  if (auto c = std::dynamic_pointer_cast<specs::Categorical>(info.action_spec))
     info.num_actions = c->n();
-  if (auto o = std::dynamic_pointer_cast<envs::OneHot>(info.action_spec)) info.num_actions = o->n();
+  if (auto o = std::dynamic_pointer_cast<specs::OneHot>(info.action_spec))
+    info.num_actions = o->n();
   info.action_dim = info.action_spec->numel();
   return parts;
 }

@@ -18,7 +18,7 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/collectors/multi_collector.h>
-#include <tdrl/envs/keys.h>
+#include <tdrl/specs/keys.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/interaction_type.h>
 
@@ -123,8 +123,8 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
   tensordict::nn::SetInteractionType deterministic(tensordict::nn::InteractionType::kDeterministic);
   env.set_seed(seed);
   const auto mdp = envs::StepMdpOptions().action_key(env.action_key()).reward_key(env.reward_key());
-  const NestedKey next_done({envs::kNext, envs::kDone});
-  const NestedKey next_reward({envs::kNext, env.reward_key()});
+  const NestedKey next_done({specs::kNext, specs::kDone});
+  const NestedKey next_reward({specs::kNext, env.reward_key()});
   std::vector<double> returns;
   for (int64_t e = 0; e < episodes; ++e) {
     TensorDict td = env.reset();
@@ -272,8 +272,8 @@ void Trainer::truncate_metrics() {
 }
 
 void Trainer::record_episodes(const TensorDict& batch) {
-  const auto rewards = batch.get({envs::kNext, envs::kReward}).reshape({-1}).to(torch::kFloat64);
-  const auto done = batch.get({envs::kNext, envs::kDone}).reshape({-1});
+  const auto rewards = batch.get({specs::kNext, specs::kReward}).reshape({-1}).to(torch::kFloat64);
+  const auto done = batch.get({specs::kNext, specs::kDone}).reshape({-1});
   const auto ids = batch.get(collectors::traj_ids_key()).reshape({-1});
   const auto n = ids.numel();
   if (rewards.numel() != n || done.numel() != n) {

@@ -225,8 +225,8 @@ std::optional<TensorDict> Collector::collect(bool random) {
   const auto time_dim = static_cast<int64_t>(env_->batch_size().size());
   const auto mdp =
       envs::StepMdpOptions().action_key(env_->action_key()).reward_key(env_->reward_key());
-  const NestedKey next_done({envs::kNext, envs::kDone});
-  const NestedKey next_truncated({envs::kNext, envs::kTruncated});
+  const NestedKey next_done({specs::kNext, specs::kDone});
+  const NestedKey next_truncated({specs::kNext, specs::kTruncated});
   std::vector<std::pair<torch::Tensor, NestedKey>> leaves;
   TensorDict buffer;
   TensorDict td = *current_;
@@ -270,7 +270,7 @@ std::optional<TensorDict> Collector::collect(bool random) {
       leaves.back().first.select(time_dim, t).copy_(traj_ids_);
       TensorDict next_root = envs::step_mdp(stepped, mdp);
       if (options_.reset_when_done()) {
-        auto done = next_root.get(envs::kDone);
+        auto done = next_root.get(specs::kDone);
         if (done.any().item<bool>()) {
           auto mask = done.reshape(env_->batch_size());
           const auto count = mask.sum().item<int64_t>();
@@ -278,7 +278,7 @@ std::optional<TensorDict> Collector::collect(bool random) {
               mask, torch::arange(next_traj_id_, next_traj_id_ + count, torch::kInt64));
           next_traj_id_ += count;
           step_count_.masked_fill_(mask, 0);
-          next_root.set(envs::kReset, done);
+          next_root.set(specs::kReset, done);
           next_root = env_->reset(next_root);
         }
       }

@@ -30,12 +30,14 @@ std::vector<int64_t> prepend(int64_t n, const std::vector<int64_t>& shape) {
 
 std::string shape_repr(c10::IntArrayRef shape) { return tensordict::shape_str(shape); }
 
-bool same_spec(const TensorSpecPtr& a, const TensorSpecPtr& b) {
+bool same_spec(const specs::TensorSpecPtr& a, const specs::TensorSpecPtr& b) {
   if (!a || !b) return !a && !b;
   return *a == *b;
 }
 
-std::string spec_or_none(const TensorSpecPtr& spec) { return spec ? spec->to_string() : "None"; }
+std::string spec_or_none(const specs::TensorSpecPtr& spec) {
+  return spec ? spec->to_string() : "None";
+}
 
 }  // namespace
 
@@ -102,13 +104,13 @@ BatchedEnvBase::BatchedEnvBase(const std::string& name, std::vector<std::shared_
   set_state_spec(first.state_spec()->expand(batch_size()));
 
   for (const auto& [key, spec] : observation_spec()->items(true, true)) {
-    const auto& leaf = std::get<TensorSpecPtr>(spec);
+    const auto& leaf = std::get<specs::TensorSpecPtr>(spec);
     observation_leaves_.push_back({key, leaf->shape(), leaf->dtype()});
   }
   step_leaves_ = observation_leaves_;
   step_leaves_.push_back({reward_key(), reward_spec()->shape(), reward_spec()->dtype()});
   for (const auto& [key, spec] : full_done_spec()->items(true, true)) {
-    const auto& leaf = std::get<TensorSpecPtr>(spec);
+    const auto& leaf = std::get<specs::TensorSpecPtr>(spec);
     step_leaves_.push_back({key, leaf->shape(), leaf->dtype()});
   }
   if (action_spec()) input_keys_.push_back(action_key());
@@ -226,7 +228,7 @@ TensorDict BatchedEnvBase::reset_impl(const TensorDict& tensordict) {
   // Which sub-envs to reset, and the mask to pass to those reset only in part.
   std::vector<int64_t> targets;
   std::vector<torch::Tensor> sub_masks;
-  const auto mask = tensordict.find(kReset);
+  const auto mask = tensordict.find(specs::kReset);
   if (!mask) {
     for (int64_t i = 0; i < n; ++i) targets.push_back(i);
     sub_masks.resize(static_cast<size_t>(n));
@@ -255,7 +257,7 @@ TensorDict BatchedEnvBase::reset_impl(const TensorDict& tensordict) {
         const int64_t i = targets[static_cast<size_t>(j)];
         TensorDict input = TensorDict::empty(sub_batch);
         if (sub_masks[static_cast<size_t>(j)].defined()) {
-          input.set(kReset, sub_masks[static_cast<size_t>(j)]);
+          input.set(specs::kReset, sub_masks[static_cast<size_t>(j)]);
         }
         const TensorDict reset = envs_[static_cast<size_t>(i)]->reset(input);
         for (size_t k = 0; k < observation_leaves_.size(); ++k) {
@@ -281,7 +283,8 @@ TensorDict BatchedEnvBase::step_impl(const TensorDict& tensordict) {
         for (size_t k = 0; k < input_keys_.size(); ++k) {
           input.set(input_keys_[k], inputs[k].select(0, i));
         }
-        const TensorDict next = envs_[static_cast<size_t>(i)]->step(input).get_tensordict(kNext);
+        const TensorDict next =
+            envs_[static_cast<size_t>(i)]->step(input).get_tensordict(specs::kNext);
         for (size_t k = 0; k < step_leaves_.size(); ++k) {
           write_slice(op, i, step_leaves_[k], next.get(step_leaves_[k].key), out[k]);
         }

@@ -61,31 +61,33 @@ std::vector<int64_t> append(std::vector<int64_t> shape, int64_t dim) {
 }
 
 // An observation spec {"observation": Bounded(low, high)} of shape [*batch, low.size()].
-CompositePtr bounded_observation(const std::vector<int64_t>& batch, torch::Device device,
-                                 const std::vector<double>& low, const std::vector<double>& high) {
+specs::CompositePtr bounded_observation(const std::vector<int64_t>& batch, torch::Device device,
+                                        const std::vector<double>& low,
+                                        const std::vector<double>& high) {
   const auto n = static_cast<int64_t>(low.size());
-  auto spec = std::make_shared<Bounded>(BoundedOptions()
-                                            .low(torch::tensor(low, torch::kFloat64))
-                                            .high(torch::tensor(high, torch::kFloat64))
-                                            .shape(append(batch, n))
-                                            .dtype(torch::kFloat32)
-                                            .device(device));
-  return Composite::make({{kObservation, spec}}, batch);
+  auto spec = std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                                   .low(torch::tensor(low, torch::kFloat64))
+                                                   .high(torch::tensor(high, torch::kFloat64))
+                                                   .shape(append(batch, n))
+                                                   .dtype(torch::kFloat32)
+                                                   .device(device));
+  return specs::Composite::make({{specs::kObservation, spec}}, batch);
 }
 
-TensorSpecPtr categorical_action(int64_t n, const std::vector<int64_t>& batch,
-                                 torch::Device device) {
-  return std::make_shared<Categorical>(n, CategoricalOptions().shape(batch).device(device));
+specs::TensorSpecPtr categorical_action(int64_t n, const std::vector<int64_t>& batch,
+                                        torch::Device device) {
+  return std::make_shared<specs::Categorical>(
+      n, specs::CategoricalOptions().shape(batch).device(device));
 }
 
-TensorSpecPtr bounded_action(double bound, const std::vector<int64_t>& batch,
-                             torch::Device device) {
-  return std::make_shared<Bounded>(BoundedOptions()
-                                       .low(-bound)
-                                       .high(bound)
-                                       .shape(append(batch, 1))
-                                       .dtype(torch::kFloat32)
-                                       .device(device));
+specs::TensorSpecPtr bounded_action(double bound, const std::vector<int64_t>& batch,
+                                    torch::Device device) {
+  return std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                              .low(-bound)
+                                              .high(bound)
+                                              .shape(append(batch, 1))
+                                              .dtype(torch::kFloat32)
+                                              .device(device));
 }
 
 // Gymnasium's Pendulum angle_normalize: (x + pi) mod 2 pi - pi, with a floored modulo.
@@ -216,13 +218,13 @@ void ClassicControlEnv::reset_selected(const bool* mask) {
 }
 
 TensorDict ClassicControlEnv::reset_impl(const TensorDict& tensordict) {
-  if (auto mask = tensordict.find(kReset)) {
+  if (auto mask = tensordict.find(specs::kReset)) {
     const auto flat = mask->to(torch::kCPU, torch::kBool).contiguous();
     reset_selected(flat.data_ptr<bool>());
   } else {
     reset_selected(nullptr);
   }
-  return TensorDict({{kObservation, observe_all()}}, batch_size());
+  return TensorDict({{specs::kObservation, observe_all()}}, batch_size());
 }
 
 TensorDict ClassicControlEnv::step_impl(const TensorDict& tensordict) {
@@ -244,11 +246,11 @@ TensorDict ClassicControlEnv::step_impl(const TensorDict& tensordict) {
     any[i] = term[i] || trunc[i];
     terminated_before_[k] = terminated_before_[k] || term[i];
   }
-  return TensorDict({{kObservation, observe_all()},
+  return TensorDict({{specs::kObservation, observe_all()},
                      {reward_key(), reward},
-                     {kTerminated, terminated},
-                     {kTruncated, truncated},
-                     {kDone, done}},
+                     {specs::kTerminated, terminated},
+                     {specs::kTruncated, truncated},
+                     {specs::kDone, done}},
                     batch_size());
 }
 
@@ -292,9 +294,10 @@ CartPoleEnv::CartPoleEnv(const CartPoleEnvOptions& options)
   require_positive(name(), "tau", options.tau());
   require_positive(name(), "theta_threshold_radians", options.theta_threshold_radians());
   require_positive(name(), "x_threshold", options.x_threshold());
-  set_observation_spec(Composite::make(
-      {{kObservation,
-        std::make_shared<Unbounded>(append(batch_size(), 4), UnboundedOptions().device(device()))}},
+  set_observation_spec(specs::Composite::make(
+      {{specs::kObservation,
+        std::make_shared<specs::Unbounded>(append(batch_size(), 4),
+                                           specs::UnboundedOptions().device(device()))}},
       batch_size()));
   set_action_spec(categorical_action(2, batch_size(), device()));
   reset_all();
@@ -460,7 +463,8 @@ ClassicControlEnv::Layout mountain_car_layout() {
   return layout;
 }
 
-CompositePtr mountain_car_observation(const std::vector<int64_t>& batch, torch::Device device) {
+specs::CompositePtr mountain_car_observation(const std::vector<int64_t>& batch,
+                                             torch::Device device) {
   return bounded_observation(batch, device, {Track::kMinPosition, -Track::kMaxSpeed},
                              {Track::kMaxPosition, Track::kMaxSpeed});
 }

@@ -34,15 +34,15 @@ std::vector<int64_t> with_trailing_one(std::vector<int64_t> batch) {
   return batch;
 }
 
-TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
-  return std::make_shared<Binary>(
-      1, BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
+specs::TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
+  return std::make_shared<specs::Binary>(
+      1, specs::BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
 }
 
 // The mask `[*batch, 1]` of `td`'s "_reset" entry, or an undefined tensor when absent.
 torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch,
                          const std::string& env) {
-  auto mask = td.find(kReset);
+  auto mask = td.find(specs::kReset);
   if (!mask) return {};
   auto m = *mask;
   const auto expected = with_trailing_one(batch);
@@ -60,13 +60,13 @@ torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch
 // ---- step_mdp ------------------------------------------------------------------------------
 
 TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
-  if (!td.contains(kNext)) {
+  if (!td.contains(specs::kNext)) {
     throw KeyError("step_mdp: the TensorDict has no \"next\" entry (run env.step first); keys: " +
                    keys_repr(td.keys()));
   }
-  const TensorDict next = td.get_tensordict(kNext);
+  const TensorDict next = td.get_tensordict(specs::kNext);
   TensorDict out = TensorDict::empty(td.batch_size(), td.device());
-  const std::vector<NestedKey> flags{kDone, kTerminated, kTruncated};
+  const std::vector<NestedKey> flags{specs::kDone, specs::kTerminated, specs::kTruncated};
   auto excluded = [&](const NestedKey& key) {
     if (options.exclude_action() && key == options.action_key()) return true;
     if (options.exclude_reward() && key == options.reward_key()) return true;
@@ -86,7 +86,7 @@ TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
   };
   if (options.keep_other()) {
     for (const auto& [key, value] : td.items()) {
-      if (key == NestedKey(kNext) || next.contains(key) || excluded(key)) continue;
+      if (key == NestedKey(specs::kNext) || next.contains(key) || excluded(key)) continue;
       put(key, value);
     }
   }
@@ -108,14 +108,14 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
       throw ValueError(name_ + ": batch_size " + shape_repr(batch_size_) + " has a negative size");
     }
   }
-  observation_spec_ = Composite::make({}, batch_size_);
-  state_spec_ = Composite::make({}, batch_size_);
-  reward_spec_ = std::make_shared<Unbounded>(with_trailing_one(batch_size_),
-                                             UnboundedOptions().device(device_));
-  done_spec_ = Composite::make({{kDone, flag_spec(batch_size_, device_)},
-                                {kTerminated, flag_spec(batch_size_, device_)},
-                                {kTruncated, flag_spec(batch_size_, device_)}},
-                               batch_size_);
+  observation_spec_ = specs::Composite::make({}, batch_size_);
+  state_spec_ = specs::Composite::make({}, batch_size_);
+  reward_spec_ = std::make_shared<specs::Unbounded>(with_trailing_one(batch_size_),
+                                                    specs::UnboundedOptions().device(device_));
+  done_spec_ = specs::Composite::make({{specs::kDone, flag_spec(batch_size_, device_)},
+                                       {specs::kTerminated, flag_spec(batch_size_, device_)},
+                                       {specs::kTruncated, flag_spec(batch_size_, device_)}},
+                                      batch_size_);
 }
 
 void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const {
@@ -127,7 +127,7 @@ void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_
   }
 }
 
-void EnvBase::set_observation_spec(CompositePtr spec) {
+void EnvBase::set_observation_spec(specs::CompositePtr spec) {
   if (!spec) throw ValueError(name_ + ": the observation spec is null");
   if (spec->shape() != batch_size_) {
     throw ShapeError(name_ + ": the observation spec has batch shape " + shape_repr(spec->shape()) +
@@ -136,27 +136,27 @@ void EnvBase::set_observation_spec(CompositePtr spec) {
   observation_spec_ = std::move(spec);
 }
 
-void EnvBase::set_action_spec(TensorSpecPtr spec, NestedKey key) {
+void EnvBase::set_action_spec(specs::TensorSpecPtr spec, NestedKey key) {
   if (!spec) throw ValueError(name_ + ": the action spec is null");
   check_spec_batch("action spec", spec->shape());
   action_spec_ = std::move(spec);
   action_key_ = std::move(key);
 }
 
-void EnvBase::set_reward_spec(TensorSpecPtr spec, NestedKey key) {
+void EnvBase::set_reward_spec(specs::TensorSpecPtr spec, NestedKey key) {
   if (!spec) throw ValueError(name_ + ": the reward spec is null");
   check_spec_batch("reward spec", spec->shape());
   reward_spec_ = std::move(spec);
   reward_key_ = std::move(key);
 }
 
-void EnvBase::set_done_spec(CompositePtr spec) {
+void EnvBase::set_done_spec(specs::CompositePtr spec) {
   if (!spec) throw ValueError(name_ + ": the done spec is null");
   if (spec->shape() != batch_size_) {
     throw ShapeError(name_ + ": the done spec has batch shape " + shape_repr(spec->shape()) +
                      "; it must equal the env's batch_size " + shape_repr(batch_size_));
   }
-  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+  for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
     if (!spec->find(flag)) {
       throw KeyError(name_ + ": the done spec lacks '" + std::string(flag) +
                      "'; it needs done, terminated and truncated");
@@ -165,7 +165,7 @@ void EnvBase::set_done_spec(CompositePtr spec) {
   done_spec_ = std::move(spec);
 }
 
-void EnvBase::set_state_spec(CompositePtr spec) {
+void EnvBase::set_state_spec(specs::CompositePtr spec) {
   if (!spec) throw ValueError(name_ + ": the state spec is null");
   if (spec->shape() != batch_size_) {
     throw ShapeError(name_ + ": the state spec has batch shape " + shape_repr(spec->shape()) +
@@ -174,15 +174,15 @@ void EnvBase::set_state_spec(CompositePtr spec) {
   state_spec_ = std::move(spec);
 }
 
-TensorSpecPtr EnvBase::done_spec() const { return done_spec_->get(kDone); }
+specs::TensorSpecPtr EnvBase::done_spec() const { return done_spec_->get(specs::kDone); }
 
-CompositePtr EnvBase::full_action_spec() const {
-  if (!action_spec_) return Composite::make({}, batch_size_);
-  return Composite::make({{action_key_, action_spec_}}, batch_size_);
+specs::CompositePtr EnvBase::full_action_spec() const {
+  if (!action_spec_) return specs::Composite::make({}, batch_size_);
+  return specs::Composite::make({{action_key_, action_spec_}}, batch_size_);
 }
 
-CompositePtr EnvBase::full_reward_spec() const {
-  return Composite::make({{reward_key_, reward_spec_}}, batch_size_);
+specs::CompositePtr EnvBase::full_reward_spec() const {
+  return specs::Composite::make({{reward_key_, reward_spec_}}, batch_size_);
 }
 
 uint64_t EnvBase::set_seed(uint64_t seed) { return seed + set_seed_impl(seed); }
@@ -205,16 +205,16 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
     }
     return v.to(torch::kBool);
   };
-  auto terminated = flag(kTerminated);
-  auto truncated = flag(kTruncated);
-  auto done = flag(kDone);
+  auto terminated = flag(specs::kTerminated);
+  auto truncated = flag(specs::kTruncated);
+  auto done = flag(specs::kDone);
   const auto falses = torch::zeros(flag_shape, torch::TensorOptions().dtype(torch::kBool));
   if (!terminated.defined()) terminated = done.defined() && !truncated.defined() ? done : falses;
   if (!truncated.defined()) truncated = falses;
   if (!done.defined()) done = terminated | truncated;
-  td.set(kTerminated, terminated);
-  td.set(kTruncated, truncated);
-  td.set(kDone, done);
+  td.set(specs::kTerminated, terminated);
+  td.set(specs::kTruncated, truncated);
+  td.set(specs::kDone, done);
   for (const auto& key : observation_spec_->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     if (!td.contains(key)) {
       throw KeyError(where + ": the env did not write observation " + key.repr() +
@@ -235,14 +235,14 @@ TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
   }
   const auto mask = reset_mask(input, batch_size_, name_);
   TensorDict call = input;
-  if (mask.defined() && !input.get(kReset).sizes().equals(mask.sizes())) {
+  if (mask.defined() && !input.get(specs::kReset).sizes().equals(mask.sizes())) {
     call = input.clone(/*recurse=*/false);
-    call.set(kReset, mask);
+    call.set(specs::kReset, mask);
   }
   TensorDict out = complete_flags(reset_impl(call), where);
   if (mask.defined()) {
     // Sub-envs not reset keep their flags as they were in the input.
-    for (const char* key : {kDone, kTerminated, kTruncated}) {
+    for (const char* key : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
       if (auto previous = input.find(key)) {
         auto prev = previous->sizes().vec() == batch_size_ ? previous->unsqueeze(-1) : *previous;
         out.set(key, torch::where(mask, out.get(key), prev.to(torch::kBool)));
@@ -250,7 +250,7 @@ TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
     }
   }
   if (!tensordict) return out;
-  if (input.contains(kReset)) input.del_(kReset);
+  if (input.contains(specs::kReset)) input.del_(specs::kReset);
   input.update(out);
   return input;
 }
@@ -302,7 +302,7 @@ TensorDict EnvBase::step(TensorDict tensordict) {
   if (!next.contains(reward_key_)) {
     throw KeyError(where + ": the env did not write the reward " + reward_key_.repr());
   }
-  tensordict.set(kNext, next);
+  tensordict.set(specs::kNext, next);
   return tensordict;
 }
 
@@ -310,9 +310,9 @@ std::pair<TensorDict, TensorDict> EnvBase::step_and_maybe_reset(TensorDict tenso
   TensorDict stepped = step(std::move(tensordict));
   TensorDict next_root =
       step_mdp(stepped, StepMdpOptions().action_key(action_key_).reward_key(reward_key_));
-  const auto done = next_root.get(kDone);
+  const auto done = next_root.get(specs::kDone);
   if (done.any().item<bool>()) {
-    next_root.set(kReset, done);
+    next_root.set(specs::kReset, done);
     next_root = reset(next_root);
   }
   return {stepped, next_root};
@@ -350,7 +350,7 @@ TensorDict EnvBase::rollout(int64_t max_steps, const Policy& policy,
     if (options.break_when_any_done()) {
       td = step(td);
       steps.push_back(td);
-      if (td.get({kNext, kDone}).any().item<bool>()) break;
+      if (td.get({specs::kNext, specs::kDone}).any().item<bool>()) break;
       td = step_mdp(td, mdp);
     } else {
       auto [stepped, next_root] = step_and_maybe_reset(td);
@@ -369,7 +369,7 @@ TensorDict EnvBase::fake_tensordict() const {
   TensorDict next = observation_spec_->zero();
   next.update(done_spec_->zero());
   next.set(reward_key_, reward_spec_->zero());
-  td.set(kNext, next);
+  td.set(specs::kNext, next);
   return td;
 }
 
@@ -401,7 +401,7 @@ void check_env_specs(EnvBase& env, int64_t steps) {
   // only) apply directly.
   for (int64_t i = 0; i < t; ++i) {
     const TensorDict step = rollout.index({at::indexing::Ellipsis, i});
-    auto check = [&](const TensorSpecPtr& spec, const NestedKey& key) {
+    auto check = [&](const specs::TensorSpecPtr& spec, const NestedKey& key) {
       auto value = step.find(key);
       if (!value) {
         problems.push_back("step " + std::to_string(i) + ": " + key.repr() + " is missing");
@@ -417,17 +417,17 @@ void check_env_specs(EnvBase& env, int64_t steps) {
     };
     for (const auto& key : env.observation_spec()->keys(true, true)) {
       check(env.observation_spec()->get(key), key);
-      check(env.observation_spec()->get(key), NestedKey{kNext, key});
+      check(env.observation_spec()->get(key), NestedKey{specs::kNext, key});
     }
     for (const auto& key : env.full_done_spec()->keys(true, true)) {
       check(env.full_done_spec()->get(key), key);
-      check(env.full_done_spec()->get(key), NestedKey{kNext, key});
+      check(env.full_done_spec()->get(key), NestedKey{specs::kNext, key});
     }
-    check(env.reward_spec(), NestedKey{kNext, env.reward_key()});
+    check(env.reward_spec(), NestedKey{specs::kNext, env.reward_key()});
     if (env.action_spec()) check(env.action_spec(), env.action_key());
-    const auto done = step.find({kNext, kDone});
-    const auto terminated = step.find({kNext, kTerminated});
-    const auto truncated = step.find({kNext, kTruncated});
+    const auto done = step.find({specs::kNext, specs::kDone});
+    const auto terminated = step.find({specs::kNext, specs::kTerminated});
+    const auto truncated = step.find({specs::kNext, specs::kTruncated});
     if (done && terminated && truncated && !torch::equal(*done, *terminated | *truncated)) {
       problems.push_back("step " + std::to_string(i) +
                          ": (\"next\", \"done\") differs from terminated | truncated");

@@ -273,10 +273,10 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
 
   const auto& batch = batch_size();
   const torch::Device device = options.device();
-  set_observation_spec(Composite::make(
-      {{kObservation,
-        std::make_shared<Unbounded>(with_tail(batch, s.obs_dim),
-                                    UnboundedOptions().dtype(torch::kFloat32).device(device))}},
+  set_observation_spec(specs::Composite::make(
+      {{specs::kObservation, std::make_shared<specs::Unbounded>(
+                                 with_tail(batch, s.obs_dim),
+                                 specs::UnboundedOptions().dtype(torch::kFloat32).device(device))}},
       batch, device));
   bool all_limited = m->nu > 0;
   for (int j = 0; j < m->nu; ++j) all_limited = all_limited && m->actuator_ctrllimited[j];
@@ -284,18 +284,18 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
     auto range =
         torch::from_blob(const_cast<double*>(m->actuator_ctrlrange), {m->nu, 2}, torch::kFloat64)
             .clone();
-    set_action_spec(std::make_shared<Bounded>(BoundedOptions()
-                                                  .low(range.select(1, 0))
-                                                  .high(range.select(1, 1))
-                                                  .shape(with_tail(batch, m->nu))
-                                                  .dtype(torch::kFloat32)
-                                                  .device(device)));
+    set_action_spec(std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                                         .low(range.select(1, 0))
+                                                         .high(range.select(1, 1))
+                                                         .shape(with_tail(batch, m->nu))
+                                                         .dtype(torch::kFloat32)
+                                                         .device(device)));
   } else {
-    set_action_spec(std::make_shared<Unbounded>(
-        with_tail(batch, m->nu), UnboundedOptions().dtype(torch::kFloat32).device(device)));
+    set_action_spec(std::make_shared<specs::Unbounded>(
+        with_tail(batch, m->nu), specs::UnboundedOptions().dtype(torch::kFloat32).device(device)));
   }
-  set_reward_spec(std::make_shared<Unbounded>(
-      with_tail(batch, 1), UnboundedOptions().dtype(torch::kFloat32).device(device)));
+  set_reward_spec(std::make_shared<specs::Unbounded>(
+      with_tail(batch, 1), specs::UnboundedOptions().dtype(torch::kFloat32).device(device)));
 }
 
 MujocoEnv::~MujocoEnv() = default;
@@ -440,7 +440,7 @@ TensorDict MujocoEnv::reset_impl(const TensorDict& tensordict) {
   auto& s = *impl_;
   const mjModel* m = s.model.get();
   std::vector<int64_t> which;
-  if (auto mask = tensordict.find(kReset)) {
+  if (auto mask = tensordict.find(specs::kReset)) {
     const auto flat = mask->to(torch::kCPU).to(torch::kBool).contiguous().reshape({s.n});
     const bool* selected = flat.data_ptr<bool>();
     for (int64_t i = 0; i < s.n; ++i) {
@@ -474,7 +474,7 @@ TensorDict MujocoEnv::reset_impl(const TensorDict& tensordict) {
       s.steps[i] = 0;
     });
   }
-  return TensorDict({{kObservation, current_observation()}}, batch_size());
+  return TensorDict({{specs::kObservation, current_observation()}}, batch_size());
 }
 
 TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
@@ -543,11 +543,11 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
   });
 
   const auto& batch = batch_size();
-  return TensorDict({{kObservation, obs.view(with_tail(batch, s.obs_dim))},
-                     {kReward, reward.view(with_tail(batch, 1))},
-                     {kTerminated, terminated.view(with_tail(batch, 1))},
-                     {kTruncated, truncated.view(with_tail(batch, 1))},
-                     {kDone, done.view(with_tail(batch, 1))}},
+  return TensorDict({{specs::kObservation, obs.view(with_tail(batch, s.obs_dim))},
+                     {specs::kReward, reward.view(with_tail(batch, 1))},
+                     {specs::kTerminated, terminated.view(with_tail(batch, 1))},
+                     {specs::kTruncated, truncated.view(with_tail(batch, 1))},
+                     {specs::kDone, done.view(with_tail(batch, 1))}},
                     batch);
 }
 

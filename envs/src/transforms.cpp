@@ -4,7 +4,7 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/spec_format.h"
+#include <tdrl/specs/detail/spec_format.h>
 #include "detail/transform_util.h"
 
 namespace tdrl::envs {
@@ -36,18 +36,18 @@ std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape) {
   return shape;
 }
 
-TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
-  return std::make_shared<Binary>(
-      1, BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
+specs::TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
+  return std::make_shared<specs::Binary>(
+      1, specs::BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
 }
 
 torch::Device device_of(const TensorDict& td) {
   if (td.device()) return *td.device();
-  if (auto done = td.find(kDone)) return done->device();
+  if (auto done = td.find(specs::kDone)) return done->device();
   return torch::kCPU;
 }
 
-std::vector<NestedKey> leaf_keys(const Composite& spec) {
+std::vector<NestedKey> leaf_keys(const specs::Composite& spec) {
   return spec.keys(/*include_nested=*/true, /*leaves_only=*/true);
 }
 
@@ -62,20 +62,20 @@ void throw_missing(const std::string& where, const std::string& what, const Nest
 }
 
 namespace {
-bool holds_leaf(const CompositePtr& spec, const NestedKey& key) {
+bool holds_leaf(const specs::CompositePtr& spec, const NestedKey& key) {
   if (!spec) return false;
   const auto value = spec->find_value(key);
-  return value && std::holds_alternative<TensorSpecPtr>(*value);
+  return value && std::holds_alternative<specs::TensorSpecPtr>(*value);
 }
 }  // namespace
 
-CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key) {
+specs::CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key) {
   if (holds_leaf(specs.observation, key)) return specs.observation;
   if (holds_leaf(specs.reward, key)) return specs.reward;
   return nullptr;
 }
 
-CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key) {
+specs::CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key) {
   if (holds_leaf(specs.action, key)) return specs.action;
   if (holds_leaf(specs.state, key)) return specs.state;
   return nullptr;
@@ -102,7 +102,7 @@ void require_inputs(const std::string& where, const std::vector<NestedKey>& keys
 }
 
 void reject_flag_key(const std::string& where, const NestedKey& key) {
-  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+  for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
     if (key == NestedKey(flag)) {
       throw ValueError(where + ": key " + key.repr() +
                        " is a done flag; envs always keep done, terminated and truncated");
@@ -110,30 +110,38 @@ void reject_flag_key(const std::string& where, const NestedKey& key) {
   }
 }
 
-TensorSpecPtr unbounded_like(const TensorSpec& spec, std::optional<torch::Dtype> dtype) {
-  return std::make_shared<Unbounded>(
-      spec.shape(), UnboundedOptions().dtype(dtype.value_or(spec.dtype())).device(spec.device()));
+specs::TensorSpecPtr unbounded_like(const specs::TensorSpec& spec,
+                                    std::optional<torch::Dtype> dtype) {
+  return std::make_shared<specs::Unbounded>(
+      spec.shape(),
+      specs::UnboundedOptions().dtype(dtype.value_or(spec.dtype())).device(spec.device()));
 }
 
-TensorSpecPtr bounded(const torch::Tensor& low, const torch::Tensor& high,
-                      std::vector<int64_t> shape, torch::Dtype dtype, torch::Device device) {
-  return std::make_shared<Bounded>(
-      BoundedOptions().low(low).high(high).shape(std::move(shape)).dtype(dtype).device(device));
+specs::TensorSpecPtr bounded(const torch::Tensor& low, const torch::Tensor& high,
+                             std::vector<int64_t> shape, torch::Dtype dtype, torch::Device device) {
+  return std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                              .low(low)
+                                              .high(high)
+                                              .shape(std::move(shape))
+                                              .dtype(dtype)
+                                              .device(device));
 }
 
-TensorSpecPtr with_dtype(const TensorSpec& spec, torch::Dtype dtype, const std::string& where,
-                         const NestedKey& key) {
-  if (dynamic_cast<const Unbounded*>(&spec)) return unbounded_like(spec, dtype);
-  if (const auto* b = dynamic_cast<const Bounded*>(&spec)) {
+specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtype,
+                                const std::string& where, const NestedKey& key) {
+  if (dynamic_cast<const specs::Unbounded*>(&spec)) return unbounded_like(spec, dtype);
+  if (const auto* b = dynamic_cast<const specs::Bounded*>(&spec)) {
     return bounded(b->low().to(dtype), b->high().to(dtype), b->shape(), dtype, b->device());
   }
   throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
                   "; only Unbounded and Bounded specs can change dtype");
 }
 
-void require_floating(const TensorSpec& spec, const std::string& where, const NestedKey& key) {
+void require_floating(const specs::TensorSpec& spec, const std::string& where,
+                      const NestedKey& key) {
   if (!c10::isFloatingType(spec.dtype())) {
-    throw TypeError(where + ": " + key.repr() + " has dtype " + dtype_repr(spec.dtype()) +
+    throw TypeError(where + ": " + key.repr() + " has dtype " +
+                    specs::detail::dtype_repr(spec.dtype()) +
                     "; the transform needs a floating-point entry (add DoubleToFloat or pick "
                     "another key)");
   }
@@ -197,12 +205,12 @@ std::optional<NestedKey> EnvSpecs::action_key() const {
   return keys.front();
 }
 
-TensorSpecPtr EnvSpecs::find_output(const NestedKey& key) const {
+specs::TensorSpecPtr EnvSpecs::find_output(const NestedKey& key) const {
   auto holder = detail::output_holding(*this, key);
   return holder ? holder->get(key) : nullptr;
 }
 
-TensorSpecPtr EnvSpecs::find_input(const NestedKey& key) const {
+specs::TensorSpecPtr EnvSpecs::find_input(const NestedKey& key) const {
   auto holder = detail::input_holding(*this, key);
   return holder ? holder->get(key) : nullptr;
 }
@@ -238,19 +246,24 @@ EnvSpecs Transform::transform_specs(const EnvSpecs& input) {
   return out;
 }
 
-CompositePtr Transform::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr Transform::transform_observation_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
   return spec;
 }
-CompositePtr Transform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr Transform::transform_reward_spec(specs::CompositePtr spec,
+                                                     const EnvSpecs& input) {
   return spec;
 }
-CompositePtr Transform::transform_done_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr Transform::transform_done_spec(specs::CompositePtr spec,
+                                                   const EnvSpecs& input) {
   return spec;
 }
-CompositePtr Transform::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr Transform::transform_action_spec(specs::CompositePtr spec,
+                                                     const EnvSpecs& input) {
   return spec;
 }
-CompositePtr Transform::transform_state_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr Transform::transform_state_spec(specs::CompositePtr spec,
+                                                    const EnvSpecs& input) {
   return spec;
 }
 
@@ -395,7 +408,7 @@ std::string Compose::to_string() const {
   if (transforms_.empty()) return "Compose()";
   std::string out = "Compose(";
   for (size_t i = 0; i < transforms_.size(); ++i) {
-    out += "\n" + detail::indent(transforms_[i]->to_string(), 4);
+    out += "\n" + specs::detail::indent(transforms_[i]->to_string(), 4);
     out += i + 1 < transforms_.size() ? "," : ")";
   }
   return out;
@@ -574,10 +587,10 @@ void TransformedEnv::apply_specs(const EnvSpecs& specs) {
   check_batch("done spec", specs.done->shape(), true);
   check_batch("state spec", specs.state->shape(), true);
   const NestedKey reward_key = specs.reward_key();
-  const TensorSpecPtr reward = specs.reward->get(reward_key);
+  const specs::TensorSpecPtr reward = specs.reward->get(reward_key);
   check_batch("reward spec", reward->shape(), false);
   const auto action_key = specs.action_key();
-  TensorSpecPtr action;
+  specs::TensorSpecPtr action;
   if (action_key) {
     action = specs.action->get(*action_key);
     check_batch("action spec", action->shape(), false);
@@ -585,7 +598,7 @@ void TransformedEnv::apply_specs(const EnvSpecs& specs) {
     throw ValueError(where + "the action spec is empty; the base env " + base_->name() +
                      " takes an action, so a transform must not remove it");
   }
-  for (const char* flag : {kDone, kTerminated, kTruncated}) {
+  for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
     if (!specs.done->find(flag)) {
       throw KeyError(where + "the done spec lacks '" + std::string(flag) + "'");
     }
@@ -609,12 +622,12 @@ std::shared_ptr<EnvBase> TransformedEnv::env_before(const Transform& transform) 
 
 std::string TransformedEnv::to_string() const {
   return "TransformedEnv(\n    env=" + base_->to_string() +
-         ",\n    transform=" + detail::indent(transform_->to_string(), 4).substr(4) + ")";
+         ",\n    transform=" + specs::detail::indent(transform_->to_string(), 4).substr(4) + ")";
 }
 
 TensorDict TransformedEnv::reset_impl(const TensorDict& tensordict) {
   TensorDict base_input = TensorDict::empty(batch_size());
-  if (auto mask = tensordict.find(kReset)) base_input.set(kReset, *mask);
+  if (auto mask = tensordict.find(specs::kReset)) base_input.set(specs::kReset, *mask);
   TensorDict output = base_->reset(base_input);
   return transform_->reset(tensordict, output);
 }
@@ -625,7 +638,7 @@ TensorDict TransformedEnv::step_impl(const TensorDict& tensordict) {
   EnvBase* base = base_.get();
   const StepFn base_step = [base](const TensorDict& r) {
     base->step(r);
-    return r.get_tensordict(kNext);
+    return r.get_tensordict(specs::kNext);
   };
   return transform_->step_through(root, base_step);
 }

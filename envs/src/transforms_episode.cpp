@@ -41,7 +41,7 @@ std::string StepCounter::to_string() const {
 
 TensorDict StepCounter::reset(const TensorDict& input, TensorDict output) {
   auto count = flag_shaped(output, torch::kInt64, false);
-  const auto mask = input.get_or(kReset, torch::Tensor());
+  const auto mask = input.get_or(specs::kReset, torch::Tensor());
   const auto previous = input.find(options_.step_count_key());
   if (mask.defined() && previous) count = torch::where(mask, count, *previous);
   output.set(options_.step_count_key(), count);
@@ -54,17 +54,18 @@ TensorDict StepCounter::step(const TensorDict& root, TensorDict next) {
   next.set(options_.step_count_key(), count);
   if (!options_.max_steps()) return next;
   auto reached = count >= *options_.max_steps();
-  if (const auto terminated = next.find(kTerminated)) reached = reached & ~*terminated;
+  if (const auto terminated = next.find(specs::kTerminated)) reached = reached & ~*terminated;
   const auto truncated = next.find(options_.truncated_key());
   next.set(options_.truncated_key(), truncated ? *truncated | reached : reached);
   if (options_.update_done()) {
-    const auto done = next.find(kDone);
-    next.set(kDone, done ? *done | reached : reached);
+    const auto done = next.find(specs::kDone);
+    next.set(specs::kDone, done ? *done | reached : reached);
   }
   return next;
 }
 
-CompositePtr StepCounter::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr StepCounter::transform_observation_spec(specs::CompositePtr spec,
+                                                            const EnvSpecs& input) {
   const auto high =
       options_.max_steps() ? *options_.max_steps() : std::numeric_limits<int64_t>::max();
   spec->set(
@@ -85,7 +86,7 @@ std::string InitTracker::to_string() const {
 }
 
 TensorDict InitTracker::reset(const TensorDict& input, TensorDict output) {
-  const auto mask = input.get_or(kReset, torch::Tensor());
+  const auto mask = input.get_or(specs::kReset, torch::Tensor());
   output.set(options_.init_key(),
              mask.defined() ? mask.clone() : flag_shaped(output, torch::kBool, true));
   return output;
@@ -96,7 +97,8 @@ TensorDict InitTracker::step(const TensorDict& root, TensorDict next) {
   return next;
 }
 
-CompositePtr InitTracker::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr InitTracker::transform_observation_spec(specs::CompositePtr spec,
+                                                            const EnvSpecs& input) {
   spec->set(options_.init_key(), detail::flag_spec(input.batch_size, input.device));
   return spec;
 }
@@ -120,7 +122,7 @@ TensorDict FrameSkipTransform::step_through(const TensorDict& root, const StepFn
   TensorDict next = inner(root.clone(/*recurse=*/false));
   torch::Tensor reward = next.get(reward_key_);
   for (int64_t i = 1; i < frame_skip_; ++i) {
-    if (next.get(kDone).any().item<bool>()) break;
+    if (next.get(specs::kDone).any().item<bool>()) break;
     next = inner(root.clone(/*recurse=*/false));
     reward = reward + next.get(reward_key_);
   }
@@ -128,7 +130,8 @@ TensorDict FrameSkipTransform::step_through(const TensorDict& root, const StepFn
   return next;
 }
 
-CompositePtr FrameSkipTransform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr FrameSkipTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   reward_key_ = input.reward_key();
   return spec;
 }

@@ -11,7 +11,7 @@
 #include <tdrl/envs/transforms/values.h>
 #include <tensordict/errors.h>
 
-#include "detail/spec_format.h"
+#include <tdrl/specs/detail/spec_format.h>
 #include "detail/transform_util.h"
 
 namespace tdrl::envs {
@@ -31,14 +31,14 @@ void require_keys(const std::string& where, const char* what, const std::vector<
 }
 
 // The leaf spec at `key` of the observation spec of `input`; KeyError naming `where` otherwise.
-TensorSpecPtr observation_leaf(const std::string& where, const EnvSpecs& input,
-                               const NestedKey& key) {
+specs::TensorSpecPtr observation_leaf(const std::string& where, const EnvSpecs& input,
+                                      const NestedKey& key) {
   const auto value = input.observation->find_value(key);
-  if (!value || !std::holds_alternative<TensorSpecPtr>(*value)) {
+  if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) {
     detail::throw_missing(where, "in_key", key, detail::leaf_keys(*input.observation),
                           "observation");
   }
-  return std::get<TensorSpecPtr>(*value);
+  return std::get<specs::TensorSpecPtr>(*value);
 }
 
 }  // namespace
@@ -93,9 +93,10 @@ TensorDict CatTensors::call(TensorDict td) {
   return td;
 }
 
-CompositePtr CatTensors::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr CatTensors::transform_observation_spec(specs::CompositePtr spec,
+                                                           const EnvSpecs& input) {
   const std::string where = "CatTensors";
-  std::vector<TensorSpecPtr> leaves;
+  std::vector<specs::TensorSpecPtr> leaves;
   for (const auto& key : in_keys_) leaves.push_back(observation_leaf(where, input, key));
   const auto& first = *leaves.front();
   const int64_t ndim = first.ndim();
@@ -112,8 +113,8 @@ CompositePtr CatTensors::transform_observation_spec(CompositePtr spec, const Env
     const auto& leaf = *leaves[i];
     if (leaf.dtype() != first.dtype()) {
       throw TypeError(where + ": " + in_keys_[i].repr() + " has dtype " +
-                      detail::dtype_repr(leaf.dtype()) + " but " + in_keys_.front().repr() +
-                      " has " + detail::dtype_repr(first.dtype()) +
+                      specs::detail::dtype_repr(leaf.dtype()) + " but " + in_keys_.front().repr() +
+                      " has " + specs::detail::dtype_repr(first.dtype()) +
                       "; concatenated entries need one dtype (cast them first)");
     }
     bool same = leaf.ndim() == ndim;
@@ -127,20 +128,20 @@ CompositePtr CatTensors::transform_observation_spec(CompositePtr spec, const Env
                        "; they must be equal but along dim " + std::to_string(options_.dim()));
     }
     if (i > 0) shape[dim] += leaf.shape()[dim];
-    all_bounded = all_bounded && dynamic_cast<const Bounded*>(&leaf);
+    all_bounded = all_bounded && dynamic_cast<const specs::Bounded*>(&leaf);
   }
-  TensorSpecPtr out;
+  specs::TensorSpecPtr out;
   if (all_bounded) {
     std::vector<torch::Tensor> lows, highs;
     for (const auto& leaf : leaves) {
-      lows.push_back(static_cast<const Bounded&>(*leaf).low());
-      highs.push_back(static_cast<const Bounded&>(*leaf).high());
+      lows.push_back(static_cast<const specs::Bounded&>(*leaf).low());
+      highs.push_back(static_cast<const specs::Bounded&>(*leaf).high());
     }
     out = detail::bounded(torch::cat(lows, options_.dim()), torch::cat(highs, options_.dim()),
                           shape, first.dtype(), first.device());
   } else {
-    out = std::make_shared<Unbounded>(
-        shape, UnboundedOptions().dtype(first.dtype()).device(first.device()));
+    out = std::make_shared<specs::Unbounded>(
+        shape, specs::UnboundedOptions().dtype(first.dtype()).device(first.device()));
   }
   if (options_.del_keys()) {
     for (const auto& key : in_keys_) spec->del_(key);
@@ -217,13 +218,14 @@ TensorDict RenameTransform::inv(TensorDict td) {
   return td;
 }
 
-CompositePtr RenameTransform::rename_spec(CompositePtr spec, const CompositePtr& input_spec,
-                                          const std::vector<NestedKey>& from,
-                                          const std::vector<NestedKey>& to) const {
-  std::vector<std::pair<NestedKey, SpecValue>> moved;
+specs::CompositePtr RenameTransform::rename_spec(specs::CompositePtr spec,
+                                                 const specs::CompositePtr& input_spec,
+                                                 const std::vector<NestedKey>& from,
+                                                 const std::vector<NestedKey>& to) const {
+  std::vector<std::pair<NestedKey, specs::SpecValue>> moved;
   for (size_t i = 0; i < from.size(); ++i) {
     const auto value = input_spec->find_value(from[i]);
-    if (value && std::holds_alternative<TensorSpecPtr>(*value)) {
+    if (value && std::holds_alternative<specs::TensorSpecPtr>(*value)) {
       moved.emplace_back(to[i], *value);
       if (!options_.create_copy()) spec->del_(from[i]);
     }
@@ -232,22 +234,26 @@ CompositePtr RenameTransform::rename_spec(CompositePtr spec, const CompositePtr&
   return spec;
 }
 
-CompositePtr RenameTransform::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RenameTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                                const EnvSpecs& input) {
   detail::require_outputs("RenameTransform", options_.in_keys(), input);
   return rename_spec(std::move(spec), input.observation, options_.in_keys(), options_.out_keys());
 }
 
-CompositePtr RenameTransform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RenameTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                           const EnvSpecs& input) {
   return rename_spec(std::move(spec), input.reward, options_.in_keys(), options_.out_keys());
 }
 
-CompositePtr RenameTransform::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RenameTransform::transform_action_spec(specs::CompositePtr spec,
+                                                           const EnvSpecs& input) {
   detail::require_inputs("RenameTransform", options_.in_keys_inv(), input);
   return rename_spec(std::move(spec), input.action, options_.in_keys_inv(),
                      options_.out_keys_inv());
 }
 
-CompositePtr RenameTransform::transform_state_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RenameTransform::transform_state_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
   return rename_spec(std::move(spec), input.state, options_.in_keys_inv(), options_.out_keys_inv());
 }
 
@@ -269,8 +275,8 @@ TensorDict ExcludeTransform::call(TensorDict td) {
   return td;
 }
 
-CompositePtr ExcludeTransform::transform_observation_spec(CompositePtr spec,
-                                                          const EnvSpecs& input) {
+specs::CompositePtr ExcludeTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                                 const EnvSpecs& input) {
   const std::string where = "ExcludeTransform";
   const auto reward_key = input.reward_key();
   for (const auto& key : excluded_keys_) {
@@ -294,7 +300,8 @@ SelectTransform::SelectTransform(std::vector<NestedKey> selected_keys)
     : selected_keys_(std::move(selected_keys)) {
   require_keys("SelectTransform", "selected_keys", selected_keys_);
   kept_ = selected_keys_;
-  for (const char* key : {kReward, kDone, kTerminated, kTruncated}) kept_.emplace_back(key);
+  for (const char* key : {specs::kReward, specs::kDone, specs::kTerminated, specs::kTruncated})
+    kept_.emplace_back(key);
 }
 
 std::string SelectTransform::to_string() const {
@@ -303,8 +310,9 @@ std::string SelectTransform::to_string() const {
 
 TensorDict SelectTransform::call(TensorDict td) { return td.select(kept_, /*strict=*/false); }
 
-CompositePtr SelectTransform::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
-  auto selected = Composite::make({}, spec->shape(), spec->device());
+specs::CompositePtr SelectTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                                const EnvSpecs& input) {
+  auto selected = specs::Composite::make({}, spec->shape(), spec->device());
   for (const auto& key : selected_keys_) {
     if (!spec->contains(key)) {
       detail::throw_missing("SelectTransform", "selected key", key,
@@ -315,10 +323,12 @@ CompositePtr SelectTransform::transform_observation_spec(CompositePtr spec, cons
   return selected;
 }
 
-CompositePtr SelectTransform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr SelectTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                           const EnvSpecs& input) {
   kept_ = selected_keys_;
   kept_.push_back(input.reward_key());
-  for (const char* key : {kDone, kTerminated, kTruncated}) kept_.emplace_back(key);
+  for (const char* key : {specs::kDone, specs::kTerminated, specs::kTruncated})
+    kept_.emplace_back(key);
   return spec;
 }
 
@@ -363,23 +373,23 @@ namespace {
 
 // The keys of `input_spec` to cast: `explicit_keys` held by it (checked float64), or every
 // float64 leaf of it.
-std::vector<NestedKey> keys_to_cast(const CompositePtr& input_spec,
+std::vector<NestedKey> keys_to_cast(const specs::CompositePtr& input_spec,
                                     const std::vector<NestedKey>& explicit_keys,
                                     const std::string& where) {
   std::vector<NestedKey> keys;
   if (explicit_keys.empty()) {
     for (const auto& [key, value] : input_spec->items(true, true)) {
-      if (std::get<TensorSpecPtr>(value)->dtype() == torch::kFloat64) keys.push_back(key);
+      if (std::get<specs::TensorSpecPtr>(value)->dtype() == torch::kFloat64) keys.push_back(key);
     }
     return keys;
   }
   for (const auto& key : explicit_keys) {
     const auto value = input_spec->find_value(key);
-    if (!value || !std::holds_alternative<TensorSpecPtr>(*value)) continue;
-    const auto& leaf = std::get<TensorSpecPtr>(*value);
+    if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) continue;
+    const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
     if (leaf->dtype() != torch::kFloat64) {
       throw TypeError(where + ": " + key.repr() + " has dtype " +
-                      detail::dtype_repr(leaf->dtype()) + ", not torch.float64");
+                      specs::detail::dtype_repr(leaf->dtype()) + ", not torch.float64");
     }
     keys.push_back(key);
   }
@@ -388,16 +398,18 @@ std::vector<NestedKey> keys_to_cast(const CompositePtr& input_spec,
 
 }  // namespace
 
-CompositePtr DoubleToFloat::cast_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                                         const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::cast_outputs(specs::CompositePtr spec,
+                                                const specs::CompositePtr& input_spec,
+                                                const EnvSpecs& input) {
   for (const auto& key : keys_to_cast(input_spec, options_.in_keys(), "DoubleToFloat")) {
     spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
   }
   return spec;
 }
 
-CompositePtr DoubleToFloat::cast_inputs(CompositePtr spec, const CompositePtr& input_spec,
-                                        const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::cast_inputs(specs::CompositePtr spec,
+                                               const specs::CompositePtr& input_spec,
+                                               const EnvSpecs& input) {
   for (const auto& key : keys_to_cast(input_spec, options_.in_keys_inv(), "DoubleToFloat")) {
     spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
     inv_keys_.push_back(key);
@@ -405,16 +417,19 @@ CompositePtr DoubleToFloat::cast_inputs(CompositePtr spec, const CompositePtr& i
   return spec;
 }
 
-CompositePtr DoubleToFloat::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   detail::require_outputs("DoubleToFloat", options_.in_keys(), input);
   return cast_outputs(std::move(spec), input.observation, input);
 }
 
-CompositePtr DoubleToFloat::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
   return cast_outputs(std::move(spec), input.reward, input);
 }
 
-CompositePtr DoubleToFloat::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::transform_action_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
   // The action hook runs before the state hook (Transform::transform_specs): the input keys
   // found here and there make up inv_keys_.
   detail::require_inputs("DoubleToFloat", options_.in_keys_inv(), input);
@@ -422,7 +437,8 @@ CompositePtr DoubleToFloat::transform_action_spec(CompositePtr spec, const EnvSp
   return cast_inputs(std::move(spec), input.action, input);
 }
 
-CompositePtr DoubleToFloat::transform_state_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr DoubleToFloat::transform_state_spec(specs::CompositePtr spec,
+                                                        const EnvSpecs& input) {
   return cast_inputs(std::move(spec), input.state, input);
 }
 
@@ -484,8 +500,9 @@ TensorDict ClipTransform::call(TensorDict td) {
   return td;
 }
 
-CompositePtr ClipTransform::clip_specs(CompositePtr spec, const CompositePtr& input_spec,
-                                       const EnvSpecs& input) const {
+specs::CompositePtr ClipTransform::clip_specs(specs::CompositePtr spec,
+                                              const specs::CompositePtr& input_spec,
+                                              const EnvSpecs& input) const {
   for (const auto& key : options_.in_keys()) {
     if (detail::output_holding(input, key) != input_spec) continue;
     const auto leaf = input_spec->get(key);
@@ -498,12 +515,14 @@ CompositePtr ClipTransform::clip_specs(CompositePtr spec, const CompositePtr& in
   return spec;
 }
 
-CompositePtr ClipTransform::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr ClipTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   detail::require_outputs("ClipTransform", options_.in_keys(), input);
   return clip_specs(std::move(spec), input.observation, input);
 }
 
-CompositePtr ClipTransform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr ClipTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
   return clip_specs(std::move(spec), input.reward, input);
 }
 
@@ -549,8 +568,9 @@ TensorDict UnsqueezeTransform::inv(TensorDict td) {
   return td;
 }
 
-TensorSpecPtr UnsqueezeTransform::unsqueezed(const TensorSpec& spec, const NestedKey& key,
-                                             const EnvSpecs& input) const {
+specs::TensorSpecPtr UnsqueezeTransform::unsqueezed(const specs::TensorSpec& spec,
+                                                    const NestedKey& key,
+                                                    const EnvSpecs& input) const {
   const std::string where = "UnsqueezeTransform";
   const int64_t position = spec.ndim() + 1 + dim_;
   const auto batch_dims = static_cast<int64_t>(input.batch_size.size());
@@ -562,29 +582,29 @@ TensorSpecPtr UnsqueezeTransform::unsqueezed(const TensorSpec& spec, const Neste
   }
   auto shape = spec.shape();
   shape.insert(shape.begin() + position, 1);
-  if (dynamic_cast<const Unbounded*>(&spec)) {
-    return std::make_shared<Unbounded>(
-        shape, UnboundedOptions().dtype(spec.dtype()).device(spec.device()));
+  if (dynamic_cast<const specs::Unbounded*>(&spec)) {
+    return std::make_shared<specs::Unbounded>(
+        shape, specs::UnboundedOptions().dtype(spec.dtype()).device(spec.device()));
   }
-  if (const auto* b = dynamic_cast<const Bounded*>(&spec)) {
+  if (const auto* b = dynamic_cast<const specs::Bounded*>(&spec)) {
     return detail::bounded(b->low().unsqueeze(dim_), b->high().unsqueeze(dim_), shape, spec.dtype(),
                            spec.device());
   }
-  if (const auto* c = dynamic_cast<const Categorical*>(&spec)) {
-    return std::make_shared<Categorical>(
-        c->n(), CategoricalOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
+  if (const auto* c = dynamic_cast<const specs::Categorical*>(&spec)) {
+    return std::make_shared<specs::Categorical>(
+        c->n(), specs::CategoricalOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
   }
-  if (dynamic_cast<const Binary*>(&spec)) {
-    return std::make_shared<Binary>(
-        BinaryOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
+  if (dynamic_cast<const specs::Binary*>(&spec)) {
+    return std::make_shared<specs::Binary>(
+        specs::BinaryOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
   }
   throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
                   "; only Unbounded, Bounded, Categorical and Binary specs can be unsqueezed");
 }
 
-CompositePtr UnsqueezeTransform::transform_outputs(CompositePtr spec,
-                                                   const CompositePtr& input_spec,
-                                                   const EnvSpecs& input) const {
+specs::CompositePtr UnsqueezeTransform::transform_outputs(specs::CompositePtr spec,
+                                                          const specs::CompositePtr& input_spec,
+                                                          const EnvSpecs& input) const {
   for (size_t i = 0; i < out_keys_.size(); ++i) {
     const auto& key = options_.in_keys()[i];
     if (detail::output_holding(input, key) != input_spec) continue;
@@ -593,8 +613,9 @@ CompositePtr UnsqueezeTransform::transform_outputs(CompositePtr spec,
   return spec;
 }
 
-CompositePtr UnsqueezeTransform::transform_inputs(CompositePtr spec, const CompositePtr& input_spec,
-                                                  const EnvSpecs& input) const {
+specs::CompositePtr UnsqueezeTransform::transform_inputs(specs::CompositePtr spec,
+                                                         const specs::CompositePtr& input_spec,
+                                                         const EnvSpecs& input) const {
   for (const auto& key : options_.in_keys_inv()) {
     if (detail::input_holding(input, key) != input_spec) continue;
     spec->set(key, unsqueezed(*input_spec->get(key), key, input));
@@ -602,22 +623,25 @@ CompositePtr UnsqueezeTransform::transform_inputs(CompositePtr spec, const Compo
   return spec;
 }
 
-CompositePtr UnsqueezeTransform::transform_observation_spec(CompositePtr spec,
-                                                            const EnvSpecs& input) {
+specs::CompositePtr UnsqueezeTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                                   const EnvSpecs& input) {
   detail::require_outputs("UnsqueezeTransform", options_.in_keys(), input);
   return transform_outputs(std::move(spec), input.observation, input);
 }
 
-CompositePtr UnsqueezeTransform::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr UnsqueezeTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   return transform_outputs(std::move(spec), input.reward, input);
 }
 
-CompositePtr UnsqueezeTransform::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr UnsqueezeTransform::transform_action_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   detail::require_inputs("UnsqueezeTransform", options_.in_keys_inv(), input);
   return transform_inputs(std::move(spec), input.action, input);
 }
 
-CompositePtr UnsqueezeTransform::transform_state_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr UnsqueezeTransform::transform_state_spec(specs::CompositePtr spec,
+                                                             const EnvSpecs& input) {
   return transform_inputs(std::move(spec), input.state, input);
 }
 
@@ -645,16 +669,17 @@ TensorDict ActionScaling::inv(TensorDict td) {
   return td;
 }
 
-CompositePtr ActionScaling::transform_action_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr ActionScaling::transform_action_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
   const std::string where = "ActionScaling";
   const auto key = options_.action_key() ? options_.action_key() : input.action_key();
   if (!key) throw ValueError(where + ": the env has no action spec; there is nothing to scale");
   const auto value = input.action->find_value(*key);
-  if (!value || !std::holds_alternative<TensorSpecPtr>(*value)) {
+  if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) {
     detail::throw_missing(where, "action_key", *key, detail::leaf_keys(*input.action), "action");
   }
-  const auto& leaf = std::get<TensorSpecPtr>(*value);
-  const auto* bounded = dynamic_cast<const Bounded*>(leaf.get());
+  const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
+  const auto* bounded = dynamic_cast<const specs::Bounded*>(leaf.get());
   if (!bounded || !leaf->is_continuous()) {
     throw TypeError(where + ": the action " + key->repr() + " has a " + leaf->type_name() +
                     " spec; ActionScaling needs a floating Bounded action spec");

@@ -93,19 +93,20 @@ TensorDict ObservationNorm::call(TensorDict td) {
   return td;
 }
 
-CompositePtr ObservationNorm::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr ObservationNorm::transform_observation_spec(specs::CompositePtr spec,
+                                                                const EnvSpecs& input) {
   const std::string where = "ObservationNorm";
   for (size_t i = 0; i < out_keys_.size(); ++i) {
     const auto& key = options_.in_keys()[i];
     const auto in = input.observation->find_value(key);
-    if (!in || !std::holds_alternative<TensorSpecPtr>(*in)) {
+    if (!in || !std::holds_alternative<specs::TensorSpecPtr>(*in)) {
       detail::throw_missing(where, "in_key", key, detail::leaf_keys(*input.observation),
                             "observation");
     }
-    const auto& leaf = std::get<TensorSpecPtr>(*in);
+    const auto& leaf = std::get<specs::TensorSpecPtr>(*in);
     detail::require_floating(*leaf, where, key);
-    TensorSpecPtr out = detail::unbounded_like(*leaf);
-    if (const auto* b = dynamic_cast<const Bounded*>(leaf.get()); b && initialized()) {
+    specs::TensorSpecPtr out = detail::unbounded_like(*leaf);
+    if (const auto* b = dynamic_cast<const specs::Bounded*>(leaf.get()); b && initialized()) {
       const auto x = apply(b->low());
       const auto y = apply(b->high());
       out = detail::bounded(torch::minimum(x, y), torch::maximum(x, y), leaf->shape(),
@@ -344,11 +345,12 @@ TensorDict VecNorm::normalize(TensorDict td, const torch::Tensor& rows) {
 TensorDict VecNorm::call(TensorDict td) { return normalize(std::move(td), torch::Tensor()); }
 
 TensorDict VecNorm::reset(const TensorDict& input, TensorDict output) {
-  return normalize(std::move(output), input.get_or(kReset, torch::Tensor()));
+  return normalize(std::move(output), input.get_or(specs::kReset, torch::Tensor()));
 }
 
-CompositePtr VecNorm::transform_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                                        const EnvSpecs& input) {
+specs::CompositePtr VecNorm::transform_outputs(specs::CompositePtr spec,
+                                               const specs::CompositePtr& input_spec,
+                                               const EnvSpecs& input) {
   for (size_t i = 0; i < out_keys_.size(); ++i) {
     const auto& key = options_.in_keys()[i];
     if (detail::output_holding(input, key) != input_spec) continue;
@@ -359,12 +361,14 @@ CompositePtr VecNorm::transform_outputs(CompositePtr spec, const CompositePtr& i
   return spec;
 }
 
-CompositePtr VecNorm::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr VecNorm::transform_observation_spec(specs::CompositePtr spec,
+                                                        const EnvSpecs& input) {
   detail::require_outputs("VecNorm", options_.in_keys(), input);
   return transform_outputs(std::move(spec), input.observation, input);
 }
 
-CompositePtr VecNorm::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr VecNorm::transform_reward_spec(specs::CompositePtr spec,
+                                                   const EnvSpecs& input) {
   return transform_outputs(std::move(spec), input.reward, input);
 }
 
@@ -402,9 +406,9 @@ namespace {
 
 // Replaces the in_keys of `spec` (whose input is `input_spec`) by `make(leaf, key)`.
 template <class Make>
-CompositePtr replace_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                             const EnvSpecs& input, const std::vector<NestedKey>& keys,
-                             const std::string& where, const Make& make) {
+specs::CompositePtr replace_outputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                    const EnvSpecs& input, const std::vector<NestedKey>& keys,
+                                    const std::string& where, const Make& make) {
   for (const auto& key : keys) {
     if (detail::output_holding(input, key) != input_spec) continue;
     const auto leaf = input_spec->get(key);
@@ -416,17 +420,19 @@ CompositePtr replace_outputs(CompositePtr spec, const CompositePtr& input_spec,
 
 }  // namespace
 
-CompositePtr RewardScaling::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RewardScaling::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
   detail::require_outputs("RewardScaling", options_.in_keys(), input);
   return replace_outputs(
       std::move(spec), input.observation, input, options_.in_keys(), "RewardScaling",
-      [](const TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
+      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
 }
 
-CompositePtr RewardScaling::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RewardScaling::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
   return replace_outputs(
       std::move(spec), input.reward, input, options_.in_keys(), "RewardScaling",
-      [](const TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
+      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
 }
 
 // ---- RewardClipping --------------------------------------------------------------------------
@@ -467,23 +473,26 @@ TensorDict RewardClipping::call(TensorDict td) {
   return td;
 }
 
-TensorSpecPtr RewardClipping::clipped(const TensorSpec& spec, const NestedKey& key) const {
+specs::TensorSpecPtr RewardClipping::clipped(const specs::TensorSpec& spec,
+                                             const NestedKey& key) const {
   if (!options_.clamp_min() || !options_.clamp_max()) return detail::unbounded_like(spec);
   return detail::bounded(torch::tensor(*options_.clamp_min()), torch::tensor(*options_.clamp_max()),
                          spec.shape(), spec.dtype(), spec.device());
 }
 
-CompositePtr RewardClipping::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RewardClipping::transform_observation_spec(specs::CompositePtr spec,
+                                                               const EnvSpecs& input) {
   detail::require_outputs("RewardClipping", options_.in_keys(), input);
   return replace_outputs(
       std::move(spec), input.observation, input, options_.in_keys(), "RewardClipping",
-      [this](const TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
+      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
 }
 
-CompositePtr RewardClipping::transform_reward_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RewardClipping::transform_reward_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
   return replace_outputs(
       std::move(spec), input.reward, input, options_.in_keys(), "RewardClipping",
-      [this](const TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
+      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
 }
 
 // ---- RewardSum -------------------------------------------------------------------------------
@@ -506,7 +515,7 @@ std::string RewardSum::to_string() const {
 }
 
 TensorDict RewardSum::reset(const TensorDict& input, TensorDict output) {
-  const auto mask = input.get_or(kReset, torch::Tensor());
+  const auto mask = input.get_or(specs::kReset, torch::Tensor());
   for (size_t i = 0; i < options_.out_keys().size(); ++i) {
     const auto& key = options_.out_keys()[i];
     auto shape = output.batch_size();
@@ -532,7 +541,8 @@ TensorDict RewardSum::step(const TensorDict& root, TensorDict next) {
   return next;
 }
 
-CompositePtr RewardSum::transform_observation_spec(CompositePtr spec, const EnvSpecs& input) {
+specs::CompositePtr RewardSum::transform_observation_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
   detail::require_outputs("RewardSum", options_.in_keys(), input);
   const auto batch_dims = static_cast<int64_t>(input.batch_size.size());
   for (size_t i = 0; i < options_.in_keys().size(); ++i) {

@@ -37,10 +37,6 @@ DQNLoss::DQNLoss(std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DQNL
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
-void DQNLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
-  value_estimator_ = detail::off_policy_estimator(name(), type, options);
-}
-
 void DQNLoss::pretty_print(std::ostream& stream) const {
   stream << "DQNLoss(loss_function=" << options_.loss_function()
          << ", delay_value=" << (options_.delay_value() ? "true" : "false")
@@ -159,15 +155,15 @@ DistributionalDQNLoss::DistributionalDQNLoss(
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
-void DistributionalDQNLoss::make_value_estimator(ValueEstimatorType type,
-                                                 ValueEstimatorOptions options) {
+std::shared_ptr<ValueEstimatorBase> DistributionalDQNLoss::build_value_estimator(
+    ValueEstimatorType type, const ValueEstimatorOptions& options) {
   if (type != ValueEstimatorType::kTD0) {
     throw ValueError(name() +
                      ": the distributional backup is one-step; only td0 is supported, "
                      "got " +
                      to_string(type));
   }
-  value_estimator_ = detail::off_policy_estimator(name(), type, options);
+  return LossModule::build_value_estimator(type, options);
 }
 
 void DistributionalDQNLoss::pretty_print(std::ostream& stream) const {

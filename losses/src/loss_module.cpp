@@ -88,6 +88,21 @@ LossModule& LossModule::set_keys(const std::map<std::string, NestedKey>& keys) {
   return *this;
 }
 
+void LossModule::make_value_estimator(std::optional<ValueEstimatorType> type,
+                                      ValueEstimatorOptions options) {
+  value_estimator_ = build_value_estimator(type.value_or(default_value_estimator()), options);
+  on_keys_changed();
+}
+
+std::shared_ptr<ValueEstimatorBase> LossModule::build_value_estimator(
+    ValueEstimatorType type, const ValueEstimatorOptions& options) {
+  if (type == ValueEstimatorType::kGAE) {
+    throw ValueError(name() + ": GAE is an on-policy advantage estimator; use td0, td1 or "
+                              "td_lambda");
+  }
+  return tdrl::losses::make_value_estimator(type, nullptr, options);
+}
+
 const NestedKey& LossModule::key(const std::string& key_name) const {
   for (const auto& entry : keys_) {
     if (entry.first == key_name) return entry.second;

@@ -101,24 +101,23 @@ PolicyGradientLoss::PolicyGradientLoss(std::string name, ActorPtr actor, CriticP
   make_value_estimator();
 }
 
-void PolicyGradientLoss::make_value_estimator(ValueEstimatorType type,
-                                              ValueEstimatorOptions options) {
+std::shared_ptr<ValueEstimatorBase> PolicyGradientLoss::build_value_estimator(
+    ValueEstimatorType type, const ValueEstimatorOptions& options) {
   if (!critic_) {
     throw ValueError(name() +
                      ": make_value_estimator: the loss has no critic to estimate values "
                      "with; pass a critic, or put the advantage in the batch");
   }
-  estimator_ = tdrl::losses::make_value_estimator(type, critic_, options);
-  on_keys_changed();
+  return tdrl::losses::make_value_estimator(type, critic_, options);
 }
 
 void PolicyGradientLoss::on_keys_changed() {
-  if (!estimator_) return;
+  if (!value_estimator_) return;
   std::map<std::string, NestedKey> keys;
   for (const char* k : {"advantage", "value_target", "value", "reward", "done", "terminated"}) {
     keys.emplace(k, key(k));
   }
-  estimator_->set_keys(keys);
+  value_estimator_->set_keys(keys);
 }
 
 torch::Tensor PolicyGradientLoss::advantage(const TensorDict& td) {
@@ -163,7 +162,7 @@ void PolicyGradientLoss::estimate(const TensorDict& td) {
   const auto done = get(td, "done");
   const auto terminated = get(td, "terminated");
   auto [adv, target] =
-      estimator_->estimate(value, next_value, reward, done, terminated, td.batch_dims() - 1);
+      value_estimator_->estimate(value, next_value, reward, done, terminated, td.batch_dims() - 1);
   td.set(key("advantage"), adv);
   td.set(key("value_target"), target);
 }

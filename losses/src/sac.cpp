@@ -19,14 +19,6 @@ namespace tdrl::losses {
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-namespace {
-
-const char* bool_str(bool v) { return v ? "true" : "false"; }
-
-std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
-
-}  // namespace
-
 // ---- SACLoss -------------------------------------------------------------------------------
 
 SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
@@ -40,49 +32,32 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
   set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
   detail::check_networks("SACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("SACLoss", "loss_function", options_.loss_function());
-  detail::check_alpha_options("SACLoss", options_.alpha_init(), options_.min_alpha(),
-                              options_.max_alpha());
-  target_entropy_ = options_.target_entropy();
-  if (!target_entropy_) {
+  auto target_entropy = options_.target_entropy();
+  if (!target_entropy) {
     auto spec = options_.action_spec();
     if (!spec) {
       if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
         spec = actor->spec();
       }
     }
-    if (spec) target_entropy_ = -static_cast<double>(spec->numel());
+    if (spec) target_entropy = -static_cast<double>(spec->numel());
   }
-  const auto log_alpha = torch::tensor(std::log(options_.alpha_init()), torch::kFloat32);
-  log_alpha_ = options_.fixed_alpha() ? register_buffer("log_alpha", log_alpha)
-                                      : register_parameter("log_alpha", log_alpha);
+  temperature_ = EntropyTemperature(*this, "SACLoss", options_.alpha_init(), options_.min_alpha(),
+                                    options_.max_alpha(), options_.fixed_alpha(), target_entropy);
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
+    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
   }
   make_value_estimator(ValueEstimatorType::kTD0);
-}
-
-void SACLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
-  value_estimator_ = detail::off_policy_estimator(name(), type, options);
-}
-
-torch::Tensor SACLoss::alpha() const {
-  return detail::clamp_log_alpha(log_alpha_, options_.min_alpha(), options_.max_alpha())
-      .detach()
-      .exp();
 }
 
 void SACLoss::pretty_print(std::ostream& stream) const {
   stream << "SACLoss(num_qvalue_nets=" << num_qvalue_nets()
          << ", loss_function=" << options_.loss_function()
          << ", alpha_init=" << options_.alpha_init()
-         << ", fixed_alpha=" << bool_str(options_.fixed_alpha()) << ", target_entropy=";
-  if (target_entropy_) {
-    stream << *target_entropy_;
-  } else {
-    stream << "auto";
-  }
-  stream << ", delay_qvalue=" << bool_str(options_.delay_qvalue())
+         << ", fixed_alpha=" << detail::bool_str(options_.fixed_alpha())
+         << ", target_entropy=" << temperature_.target_entropy_repr()
+         << ", delay_qvalue=" << detail::bool_str(options_.delay_qvalue())
          << ", value_estimator=" << value_estimator_->to_string() << ")";
 }
 
@@ -90,11 +65,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   detail::check_batched(name(), batch);
   const NestedKey& action_key = key("action");
   const NestedKey& value_key = key("state_action_value");
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    const std::string who = "Q-value network " + std::to_string(i);
-    detail::require_reads(name(), who, *qvalue_networks_[i], action_key, "action");
-    detail::require_writes(name(), who, *qvalue_networks_[i], value_key, "state_action_value");
-  }
+  detail::check_q_keys(name(), qvalue_networks_, action_key, value_key);
   const auto& actor_in = actor_network_->in_keys();
   const auto reward = get(batch, "reward");
   const auto done = get(batch, "done");
@@ -110,13 +81,10 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   }
   const auto action = dist->rsample();
   const auto log_prob = dist->log_prob(action).unsqueeze(-1);  // [*B, 1]
-  if (!target_entropy_) {
-    double numel = 1.0;
-    for (auto d : dist->event_shape()) numel *= static_cast<double>(d);
-    target_entropy_ = -numel;
-  }
-  detail::clamp_log_alpha_(log_alpha_, options_.min_alpha(), options_.max_alpha());
-  const auto alpha = log_alpha_.detach().exp();
+  double action_numel = 1.0;
+  for (auto d : dist->event_shape()) action_numel *= static_cast<double>(d);
+  temperature_.resolve_target_entropy(action_numel);
+  const auto alpha = temperature_.clamp();
 
   const auto actor_values =
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, action, value_key,
@@ -150,7 +118,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
         name(), qvalue_networks_, next, "next", action_key, next_action, value_key,
         [&](size_t i, TensorDict& td) {
           if (options_.delay_qvalue()) {
-            with_target(qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
+            with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
           } else {
             qvalue_networks_[i]->forward(td);
           }
@@ -171,12 +139,9 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
 
   // Temperature term.
   const auto log_prob_detached = log_prob.detach();
-  const auto loss_alpha = options_.fixed_alpha()
-                              ? torch::zeros({}, log_alpha_.options())
-                              : -(log_alpha_ * (log_prob_detached + *target_entropy_)).mean();
+  const auto loss_alpha = temperature_.loss(log_prob_detached + *temperature_.target_entropy());
 
-  const auto pred_all = torch::stack(preds).detach();
-  const auto td_error = std::get<0>((pred_all - target).abs().max(0)).squeeze(-1);
+  const auto td_error = detail::max_td_error(preds, target);
   TensorDict out({{"loss_actor", loss_actor},
                   {"loss_qvalue", loss_qvalue},
                   {"loss_alpha", loss_alpha},
@@ -201,8 +166,6 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
   detail::check_networks("DiscreteSACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("DiscreteSACLoss", "loss_function",
                                        options_.loss_function());
-  detail::check_alpha_options("DiscreteSACLoss", options_.alpha_init(), options_.min_alpha(),
-                              options_.max_alpha());
   if (options_.num_actions() < 2) {
     throw ValueError("DiscreteSACLoss: num_actions is " + std::to_string(options_.num_actions()) +
                      "; it must be >= 2");
@@ -210,26 +173,16 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
   if (options_.action_space()) {
     detail::parse_action_space("DiscreteSACLoss", *options_.action_space());
   }
-  target_entropy_ = options_.target_entropy().value_or(
-      options_.target_entropy_weight() * std::log(static_cast<double>(options_.num_actions())));
-  const auto log_alpha = torch::tensor(std::log(options_.alpha_init()), torch::kFloat32);
-  log_alpha_ = options_.fixed_alpha() ? register_buffer("log_alpha", log_alpha)
-                                      : register_parameter("log_alpha", log_alpha);
+  temperature_ = EntropyTemperature(
+      *this, "DiscreteSACLoss", options_.alpha_init(), options_.min_alpha(), options_.max_alpha(),
+      options_.fixed_alpha(),
+      options_.target_entropy().value_or(options_.target_entropy_weight() *
+                                         std::log(static_cast<double>(options_.num_actions()))));
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
+    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
   }
   make_value_estimator(ValueEstimatorType::kTD0);
-}
-
-void DiscreteSACLoss::make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options) {
-  value_estimator_ = detail::off_policy_estimator(name(), type, options);
-}
-
-torch::Tensor DiscreteSACLoss::alpha() const {
-  return detail::clamp_log_alpha(log_alpha_, options_.min_alpha(), options_.max_alpha())
-      .detach()
-      .exp();
 }
 
 void DiscreteSACLoss::pretty_print(std::ostream& stream) const {
@@ -237,9 +190,9 @@ void DiscreteSACLoss::pretty_print(std::ostream& stream) const {
          << ", num_qvalue_nets=" << num_qvalue_nets()
          << ", loss_function=" << options_.loss_function()
          << ", alpha_init=" << options_.alpha_init()
-         << ", fixed_alpha=" << bool_str(options_.fixed_alpha())
-         << ", target_entropy=" << target_entropy_
-         << ", delay_qvalue=" << bool_str(options_.delay_qvalue())
+         << ", fixed_alpha=" << detail::bool_str(options_.fixed_alpha())
+         << ", target_entropy=" << temperature_.target_entropy_repr()
+         << ", delay_qvalue=" << detail::bool_str(options_.delay_qvalue())
          << ", value_estimator=" << value_estimator_->to_string() << ")";
 }
 
@@ -299,8 +252,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   // Actor term: the expectation over pi(.|s), the Q-networks' parameters held out.
   auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
   const auto [probs, log_probs] = categorical_policy(name(), actor_network_, actor_td, n);
-  detail::clamp_log_alpha_(log_alpha_, options_.min_alpha(), options_.max_alpha());
-  const auto alpha = log_alpha_.detach().exp();
+  const auto alpha = temperature_.clamp();
   const auto held_out_values =
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
                              [&](size_t i, TensorDict& td) {
@@ -340,7 +292,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
         name(), qvalue_networks_, next, "next", action_key, {}, value_key,
         [&](size_t i, TensorDict& td) {
           if (options_.delay_qvalue()) {
-            with_target(qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
+            with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
           } else {
             qvalue_networks_[i]->forward(td);
           }
@@ -358,12 +310,9 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
         name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
     loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
   }
-  const auto loss_alpha = options_.fixed_alpha()
-                              ? torch::zeros({}, log_alpha_.options())
-                              : -(log_alpha_ * (target_entropy_ - entropy)).mean();
+  const auto loss_alpha = temperature_.loss(*temperature_.target_entropy() - entropy);
 
-  const auto pred_all = torch::stack(preds).detach();
-  const auto td_error = std::get<0>((pred_all - target).abs().max(0)).squeeze(-1);
+  const auto td_error = detail::max_td_error(preds, target);
   TensorDict out({{"loss_actor", loss_actor},
                   {"loss_qvalue", loss_qvalue},
                   {"loss_alpha", loss_alpha},

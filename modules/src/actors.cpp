@@ -29,7 +29,7 @@ std::string shape_repr(c10::IntArrayRef shape) {
 // ---- ProbabilisticActor --------------------------------------------------------------------
 
 ProbabilisticActorImpl::ProbabilisticActorImpl(std::shared_ptr<tdnn::TensorDictModuleBase> module,
-                                               envs::TensorSpecPtr spec,
+                                               specs::TensorSpecPtr spec,
                                                ProbabilisticActorOptions options)
     : tdnn::ProbabilisticTensorDictSequentialImpl(
           Modules{std::move(module),
@@ -128,9 +128,9 @@ QValueModuleImpl::QValueModuleImpl(QValueModuleOptions options)
     : TensorDictModuleBase("QValueModule"), options_(std::move(options)) {
   std::optional<std::string> from_spec;
   if (const auto& spec = options_.spec()) {
-    if (std::dynamic_pointer_cast<envs::OneHot>(spec)) {
+    if (std::dynamic_pointer_cast<specs::OneHot>(spec)) {
       from_spec = "one_hot";
-    } else if (std::dynamic_pointer_cast<envs::Categorical>(spec)) {
+    } else if (std::dynamic_pointer_cast<specs::Categorical>(spec)) {
       from_spec = "categorical";
     } else {
       throw ValueError("QValueModule: the action spec is " + spec->type_name() +
@@ -167,8 +167,8 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
   const int64_t n = values.size(-1);
   if (const auto& spec = options_.spec()) {
     const int64_t spec_n = action_space_ == "one_hot"
-                               ? std::static_pointer_cast<envs::OneHot>(spec)->n()
-                               : std::static_pointer_cast<envs::Categorical>(spec)->n();
+                               ? std::static_pointer_cast<specs::OneHot>(spec)->n()
+                               : std::static_pointer_cast<specs::Categorical>(spec)->n();
     if (spec_n != n) {
       throw ShapeError("QValueModule: action values " + value_key.repr() + " have " +
                        std::to_string(n) +

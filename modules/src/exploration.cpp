@@ -37,7 +37,7 @@ std::string fmt(double value) {
   return out;
 }
 
-std::string spec_repr(const tdrl::envs::TensorSpec& spec) {
+std::string spec_repr(const tdrl::specs::TensorSpec& spec) {
   return spec.type_name() + "(shape=" + shape_str(spec.shape()) + ")";
 }
 
@@ -52,7 +52,8 @@ bool exploring() {
   return tensordict::nn::interaction_type() == tensordict::nn::InteractionType::kRandom;
 }
 
-void require_spec(const tdrl::envs::TensorSpecPtr& spec, const std::string& name, bool continuous) {
+void require_spec(const tdrl::specs::TensorSpecPtr& spec, const std::string& name,
+                  bool continuous) {
   if (!spec) {
     throw ValueError(name + ": the action spec is null; pass the env's action spec (e.g. " +
                      "std::make_shared<tdrl::envs::Bounded>(...))");
@@ -122,7 +123,7 @@ NestedKey sibling(const NestedKey& key, const std::string& name) {
 
 // Throws ShapeError unless `action`'s trailing dims equal the spec's shape.
 void check_action_shape(const std::string& where, const NestedKey& key, const torch::Tensor& action,
-                        const tdrl::envs::TensorSpec& spec) {
+                        const tdrl::specs::TensorSpec& spec) {
   const auto& expected = spec.shape();
   const auto n = static_cast<int64_t>(expected.size());
   const bool ok =
@@ -162,15 +163,15 @@ void pass_through(const TensorDict& tensordict, const TensorDict& tensordict_out
 
 // ---- EGreedyModule ------------------------------------------------------------------------------
 
-EGreedyModuleImpl::EGreedyModuleImpl(tdrl::envs::TensorSpecPtr spec, EGreedyModuleOptions options)
+EGreedyModuleImpl::EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyModuleOptions options)
     : TensorDictModuleBase("EGreedyModule"), spec_(std::move(spec)), options_(std::move(options)) {
   require_spec(spec_, name(), /*continuous=*/false);
   check_schedule(name(), "eps", options_.eps_init(), options_.eps_end(),
                  options_.annealing_num_steps(), 1.0, "[0, 1]");
   std::vector<NestedKey> in_keys{options_.action_key()};
   if (options_.action_mask_key()) {
-    const bool maskable = dynamic_cast<const tdrl::envs::Categorical*>(spec_.get()) ||
-                          dynamic_cast<const tdrl::envs::OneHot*>(spec_.get());
+    const bool maskable = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get()) ||
+                          dynamic_cast<const tdrl::specs::OneHot*>(spec_.get());
     if (!maskable) {
       throw ValueError(name() + ": action_mask_key " + options_.action_mask_key()->repr() +
                        " needs a Categorical or OneHot action spec, got " + spec_repr(*spec_) +
@@ -203,7 +204,7 @@ void EGreedyModuleImpl::forward_impl(const TensorDict& tensordict,
 
   // One draw per batch element of the TensorDict holding the action; a one-hot vector's last
   // dim is never a batch dim.
-  const bool one_hot = dynamic_cast<const tdrl::envs::OneHot*>(spec_.get()) != nullptr;
+  const bool one_hot = dynamic_cast<const tdrl::specs::OneHot*>(spec_.get()) != nullptr;
   const int64_t batch_dims =
       std::min<int64_t>(holder_of(tensordict, key).batch_dims(), action.dim() - (one_hot ? 1 : 0));
   const std::vector<int64_t> cond_shape(action.sizes().begin(),
@@ -225,9 +226,9 @@ torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
   const std::string where = name() + "::forward";
   const NestedKey& mask_key = *options_.action_mask_key();
   const torch::Tensor mask = tensordict.get(mask_key);
-  const auto* categorical = dynamic_cast<const tdrl::envs::Categorical*>(spec_.get());
+  const auto* categorical = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get());
   const int64_t n =
-      categorical ? categorical->n() : dynamic_cast<const tdrl::envs::OneHot&>(*spec_).n();
+      categorical ? categorical->n() : dynamic_cast<const tdrl::specs::OneHot&>(*spec_).n();
   if (mask.scalar_type() != torch::kBool) {
     std::ostringstream os;
     os << where << ": action mask " << mask_key.repr() << " has dtype " << mask.dtype()
@@ -283,7 +284,7 @@ void EGreedyModuleImpl::print_to(std::ostream& stream) const {
 
 // ---- AdditiveGaussianModule ---------------------------------------------------------------------
 
-AdditiveGaussianModuleImpl::AdditiveGaussianModuleImpl(tdrl::envs::TensorSpecPtr spec,
+AdditiveGaussianModuleImpl::AdditiveGaussianModuleImpl(tdrl::specs::TensorSpecPtr spec,
                                                        AdditiveGaussianModuleOptions options)
     : TensorDictModuleBase("AdditiveGaussianModule"),
       spec_(std::move(spec)),
@@ -341,7 +342,7 @@ void AdditiveGaussianModuleImpl::print_to(std::ostream& stream) const {
 // ---- OrnsteinUhlenbeckProcessModule -------------------------------------------------------------
 
 OrnsteinUhlenbeckProcessModuleImpl::OrnsteinUhlenbeckProcessModuleImpl(
-    tdrl::envs::TensorSpecPtr spec, OrnsteinUhlenbeckProcessModuleOptions options)
+    tdrl::specs::TensorSpecPtr spec, OrnsteinUhlenbeckProcessModuleOptions options)
     : TensorDictModuleBase("OrnsteinUhlenbeckProcessModule"),
       spec_(std::move(spec)),
       options_(std::move(options)),

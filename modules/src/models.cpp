@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include <ATen/ExpandUtils.h>
 #include <torch/torch.h>
 
 #include <tensordict/errors.h>
@@ -108,6 +109,51 @@ void MLPImpl::pretty_print(std::ostream& stream) const {
          << ", out_features=" << options_.out_features()
          << ", num_cells=" << ints_repr(options_.num_cells())
          << ", activation=" << options_.activation() << ")";
+}
+
+// ---- ConcatMLP, TanhBoundedMLP -------------------------------------------------------------
+
+ConcatMLPImpl::ConcatMLPImpl(MLP mlp) : mlp_(register_module("mlp", std::move(mlp))) {}
+
+torch::Tensor ConcatMLPImpl::forward(const torch::Tensor& a, const torch::Tensor& b) {
+  const int64_t in = mlp_->options().in_features();
+  if (a.dim() < 1 || b.dim() != a.dim() || a.sizes().slice(0, a.dim() - 1) !=
+                                               b.sizes().slice(0, b.dim() - 1) ||
+      a.size(-1) + b.size(-1) != in) {
+    throw ShapeError("ConcatMLP: inputs of shapes " + c10::str(a.sizes()) + " and " +
+                     c10::str(b.sizes()) + " do not concatenate to [*batch, " +
+                     std::to_string(in) + "] (the MLP's in_features); give both the same "
+                     "leading dims and last dims adding up to " + std::to_string(in));
+  }
+  return mlp_->forward(torch::cat({a, b}, -1));
+}
+
+TanhBoundedMLPImpl::TanhBoundedMLPImpl(MLP mlp, const torch::Tensor& low,
+                                       const torch::Tensor& high)
+    : mlp_(std::move(mlp)) {
+  const std::vector<int64_t> out{mlp_->options().out_features()};
+  for (const auto* bound : {&low, &high}) {
+    if (!bound->defined() || !at::is_expandable_to(bound->sizes(), out)) {
+      throw ShapeError("TanhBoundedMLP: a bound of shape " +
+                       (bound->defined() ? c10::str(bound->sizes()) : std::string("undefined")) +
+                       " does not broadcast to the MLP's output [" + std::to_string(out[0]) +
+                       "]");
+    }
+    if (!torch::isfinite(*bound).all().item<bool>()) {
+      throw ValueError("TanhBoundedMLP: the bounds must be finite, got " + c10::str(*bound));
+    }
+  }
+  if ((low > high).any().item<bool>()) {
+    throw ValueError("TanhBoundedMLP: some low > high (low " + c10::str(low) + ", high " +
+                     c10::str(high) + ")");
+  }
+  register_module("mlp", mlp_);
+  low_ = register_buffer("low", low.to(torch::kFloat32));
+  high_ = register_buffer("high", high.to(torch::kFloat32));
+}
+
+torch::Tensor TanhBoundedMLPImpl::forward(const torch::Tensor& x) {
+  return low_ + (high_ - low_) * (torch::tanh(mlp_->forward(x)) + 1) / 2;
 }
 
 // ---- ConvNet -------------------------------------------------------------------------------

@@ -20,8 +20,8 @@
 
 #include <tdrl/envs/batched_envs.h>
 #include <tdrl/envs/registry.h>
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/actors.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
@@ -118,7 +118,7 @@ inline modules::ProbabilisticActor pendulum_actor(torch::nn::Linear* linear = nu
   }
   if (linear) *linear = lin;
   auto spec =
-      std::make_shared<envs::Bounded>(envs::BoundedOptions().low(-2.0).high(2.0).shape({1}));
+      std::make_shared<specs::Bounded>(specs::BoundedOptions().low(-2.0).high(2.0).shape({1}));
   return modules::ProbabilisticActor(
       tdnn::TensorDictSequential(
           tdnn::TensorDictModule(

@@ -173,7 +173,7 @@ TEST_P(ClassicControlTest, DefaultsMatchGymnasium) {
   } else {
     EXPECT_EQ(spec.shape(), (Shape{}));
     EXPECT_EQ(spec.dtype(), torch::kInt64);
-    EXPECT_EQ(dynamic_cast<const Categorical&>(spec).n(), GetParam().n_actions);
+    EXPECT_EQ(dynamic_cast<const specs::Categorical&>(spec).n(), GetParam().n_actions);
   }
   EXPECT_EQ(env->observation_spec()->get("observation")->dtype(), torch::kFloat32);
   EXPECT_EQ(env->observation_spec()->get("observation")->shape(), (Shape{env->observation_dim()}));

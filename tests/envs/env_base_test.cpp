@@ -28,9 +28,9 @@ class WalkEnv : public EnvBase {
     auto full = batch;
     full.push_back(2);
     set_observation_spec(
-        Composite::make({{"observation", std::make_shared<Unbounded>(full)}}, batch));
-    set_action_spec(std::make_shared<Bounded>(
-        BoundedOptions().low(-1.0).high(1.0).shape(full).dtype(torch::kFloat32)));
+        specs::Composite::make({{"observation", std::make_shared<specs::Unbounded>(full)}}, batch));
+    set_action_spec(std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-1.0).high(1.0).shape(full).dtype(torch::kFloat32)));
     auto one = batch;
     one.push_back(1);
     position_ = torch::zeros(full);
@@ -43,7 +43,7 @@ class WalkEnv : public EnvBase {
   TensorDict reset_impl(const TensorDict& td) override {
     ++reset_calls;
     auto fresh = torch::rand(position_.sizes(), generator()) - 0.5;
-    auto mask = td.find(kReset);
+    auto mask = td.find(specs::kReset);
     if (mask) {
       position_ = torch::where(*mask, fresh, position_);
       steps_ = torch::where(*mask, torch::zeros_like(steps_), steps_);
@@ -237,9 +237,9 @@ TEST(EnvBaseTest, CheckEnvSpecsPassesForAConformingEnv) {
 class LyingEnv : public WalkEnv {
  public:
   LyingEnv() : WalkEnv({2}) {
-    set_observation_spec(Composite::make(
-        {{"observation",
-          std::make_shared<Unbounded>(Shape{2, 2}, UnboundedOptions().dtype(torch::kFloat64))}},
+    set_observation_spec(specs::Composite::make(
+        {{"observation", std::make_shared<specs::Unbounded>(
+                             Shape{2, 2}, specs::UnboundedOptions().dtype(torch::kFloat64))}},
         {2}));
   }
 };
@@ -272,7 +272,7 @@ TEST(EnvBaseTest, FakeTensordictHasEverySpecdEntry) {
 TEST(EnvBaseTest, SpecsMustStartWithTheBatchSize) {
   struct BadEnv : EnvBase {
     BadEnv() : EnvBase("Bad", EnvBaseOptions().batch_size({4})) {
-      set_action_spec(std::make_shared<Unbounded>(Shape{3, 2}));
+      set_action_spec(std::make_shared<specs::Unbounded>(Shape{3, 2}));
     }
     TensorDict reset_impl(const TensorDict&) override { return {}; }
     TensorDict step_impl(const TensorDict&) override { return {}; }

@@ -109,9 +109,9 @@ TEST_P(MujocoTaskTest, PassesCheckEnvSpecsUnbatchedAndBatched) {
 TEST_P(MujocoTaskTest, HasTheTaskDimensionsAndSettings) {
   const auto& task = GetParam();
   auto env = make(MujocoEnvOptions().batch_size({3}));
-  EXPECT_EQ(env->observation_spec()->get(kObservation)->shape(), (Shape{3, task.obs_dim}));
-  EXPECT_EQ(env->observation_spec()->get(kObservation)->dtype(), torch::kFloat32);
-  const auto bounded = std::dynamic_pointer_cast<Bounded>(env->action_spec());
+  EXPECT_EQ(env->observation_spec()->get(specs::kObservation)->shape(), (Shape{3, task.obs_dim}));
+  EXPECT_EQ(env->observation_spec()->get(specs::kObservation)->dtype(), torch::kFloat32);
+  const auto bounded = std::dynamic_pointer_cast<specs::Bounded>(env->action_spec());
   ASSERT_NE(bounded, nullptr);
   EXPECT_EQ(bounded->shape(), (Shape{3, task.action_dim}));
   EXPECT_EQ(bounded->dtype(), torch::kFloat32);
@@ -135,12 +135,12 @@ TEST_P(MujocoTaskTest, SameSeedSameRolloutBitForBit) {
   const TensorDict rb = b->rollout(30, nullptr, options);
   EXPECT_EQ(ra.batch_size(), (Shape{2, 30}));
   expect_identical(ra, rb);
-  EXPECT_TRUE(torch::isfinite(ra.get({kNext, kObservation})).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(ra.get({specs::kNext, specs::kObservation})).all().item<bool>());
 
   auto c = make(MujocoEnvOptions().batch_size({2}));
   c->set_seed(8);
   const TensorDict rc = c->rollout(30, nullptr, options);
-  EXPECT_FALSE(torch::equal(ra.get(kObservation), rc.get(kObservation)));
+  EXPECT_FALSE(torch::equal(ra.get(specs::kObservation), rc.get(specs::kObservation)));
 }
 
 TEST_P(MujocoTaskTest, TwoThreadsGiveTheSameRolloutAsOne) {
@@ -167,13 +167,15 @@ TEST_P(MujocoTaskTest, BatchedEnvMatchesSingleEnvsFromTheSameStates) {
   auto generator = at::detail::createCPUGenerator(5);
   for (int step = 0; step < 5; ++step) {
     const auto action = batched->action_spec()->rand(generator);
-    td.set(kAction, action);
+    td.set(specs::kAction, action);
     batched->step(td);
     for (int64_t i = 0; i < 3; ++i) {
-      TensorDict single_td({{kAction, rows(action, i)}}, {});
+      TensorDict single_td({{specs::kAction, rows(action, i)}}, {});
       singles[i]->step(single_td);
-      for (const char* key : {kObservation, kReward, kTerminated, kTruncated}) {
-        EXPECT_TRUE(torch::equal(single_td.get({kNext, key}), rows(td.get({kNext, key}), i)))
+      for (const char* key :
+           {specs::kObservation, specs::kReward, specs::kTerminated, specs::kTruncated}) {
+        EXPECT_TRUE(
+            torch::equal(single_td.get({specs::kNext, key}), rows(td.get({specs::kNext, key}), i)))
             << "step " << step << ", simulation " << i << ", key " << key;
       }
     }
@@ -187,19 +189,20 @@ TEST_P(MujocoTaskTest, TruncatesAtMaxEpisodeSteps) {
   env->set_seed(0);
   TensorDict td = env->reset();
   for (int step = 1; step <= 4; ++step) {
-    td.set(kAction, env->action_spec()->zero());
+    td.set(specs::kAction, env->action_spec()->zero());
     env->step(td);
     const bool last = step == 4;
-    EXPECT_EQ(td.get({kNext, kTruncated}).all().item<bool>(), last) << "step " << step;
-    EXPECT_EQ(td.get({kNext, kDone}).all().item<bool>(), last) << "step " << step;
-    EXPECT_FALSE(td.get({kNext, kTerminated}).any().item<bool>()) << "step " << step;
+    EXPECT_EQ(td.get({specs::kNext, specs::kTruncated}).all().item<bool>(), last)
+        << "step " << step;
+    EXPECT_EQ(td.get({specs::kNext, specs::kDone}).all().item<bool>(), last) << "step " << step;
+    EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated}).any().item<bool>()) << "step " << step;
     td = step_mdp(td);
   }
   // A reset starts a new episode: its first step is not truncated.
   td = env->reset();
-  td.set(kAction, env->action_spec()->zero());
+  td.set(specs::kAction, env->action_spec()->zero());
   env->step(td);
-  EXPECT_FALSE(td.get({kNext, kTruncated}).any().item<bool>());
+  EXPECT_FALSE(td.get({specs::kNext, specs::kTruncated}).any().item<bool>());
 }
 
 TEST_P(MujocoTaskTest, ResetMaskResetsOnlySelectedSimulations) {
@@ -207,19 +210,19 @@ TEST_P(MujocoTaskTest, ResetMaskResetsOnlySelectedSimulations) {
   env->set_seed(1);
   TensorDict td = env->reset();
   for (int step = 0; step < 3; ++step) {
-    td.set(kAction, env->action_spec()->rand(env->generator()));
+    td.set(specs::kAction, env->action_spec()->rand(env->generator()));
     env->step(td);
     td = step_mdp(td);
   }
   const auto qpos_before = env->qpos();
   const auto obs_before = env->current_observation();
-  td.set(kReset, torch::tensor({true, false}).view({2, 1}));
+  td.set(specs::kReset, torch::tensor({true, false}).view({2, 1}));
   td = env->reset(td);
   const auto qpos_after = env->qpos();
   EXPECT_TRUE(torch::equal(rows(qpos_after, 1), rows(qpos_before, 1)));
   EXPECT_FALSE(torch::equal(rows(qpos_after, 0), rows(qpos_before, 0)));
-  EXPECT_TRUE(torch::equal(rows(td.get(kObservation), 1), rows(obs_before, 1)));
-  EXPECT_TRUE(torch::equal(td.get(kObservation), env->current_observation()));
+  EXPECT_TRUE(torch::equal(rows(td.get(specs::kObservation), 1), rows(obs_before, 1)));
+  EXPECT_TRUE(torch::equal(td.get(specs::kObservation), env->current_observation()));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTasks, MujocoTaskTest, ::testing::ValuesIn(task_cases()),
@@ -241,11 +244,15 @@ class MujocoTaskRuleTest : public MujocoTestBase {
     auto qpos = env.qpos().clone();
     for (const auto& edit : edits) qpos.index_put_({edit.first}, edit.second);
     env.set_state(qpos, env.qvel());
-    td.set(kAction, action ? *action : env.action_spec()->zero());
+    td.set(specs::kAction, action ? *action : env.action_spec()->zero());
     return env.step(td);
   }
-  static bool terminated(const TensorDict& td) { return td.get({kNext, kTerminated}).item<bool>(); }
-  static double reward(const TensorDict& td) { return td.get({kNext, kReward}).item<double>(); }
+  static bool terminated(const TensorDict& td) {
+    return td.get({specs::kNext, specs::kTerminated}).item<bool>();
+  }
+  static double reward(const TensorDict& td) {
+    return td.get({specs::kNext, specs::kReward}).item<double>();
+  }
 };
 
 TEST_F(MujocoTaskRuleTest, InvertedPendulumTerminatesWhenThePoleLeansPast02) {
@@ -255,7 +262,7 @@ TEST_F(MujocoTaskRuleTest, InvertedPendulumTerminatesWhenThePoleLeansPast02) {
   EXPECT_EQ(reward(upright), 1.0);
   const TensorDict fallen = step_from(env, {{1, 0.25}});
   EXPECT_TRUE(terminated(fallen));
-  EXPECT_TRUE(fallen.get({kNext, kDone}).item<bool>());
+  EXPECT_TRUE(fallen.get({specs::kNext, specs::kDone}).item<bool>());
   EXPECT_EQ(reward(fallen), 1.0);
   EXPECT_TRUE(terminated(step_from(env, {{1, -0.25}})));
 }
@@ -284,9 +291,9 @@ TEST_F(MujocoTaskRuleTest, HopperTerminatesWhenAVelocityLeavesTheHealthyRange) {
   auto qvel = env.qvel().clone();
   qvel.index_put_({0}, 150.0);  // sliding forward in the air: |qvel| >= 100
   env.set_state(env.qpos(), qvel);
-  td.set(kAction, env.action_spec()->zero());
+  td.set(specs::kAction, env.action_spec()->zero());
   env.step(td);
-  EXPECT_TRUE(td.get({kNext, kTerminated}).item<bool>());
+  EXPECT_TRUE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
 }
 
 TEST_F(MujocoTaskRuleTest, HopperRewardIsHealthyPlusForwardVelocityMinusControlCost) {
@@ -295,11 +302,11 @@ TEST_F(MujocoTaskRuleTest, HopperRewardIsHealthyPlusForwardVelocityMinusControlC
   TensorDict td = env.reset();
   const double x_before = env.qpos()[0].item<double>();
   const auto action = torch::tensor({0.5F, -0.25F, 1.0F});
-  td.set(kAction, action);
+  td.set(specs::kAction, action);
   env.step(td);
   const double x_after = env.qpos()[0].item<double>();
   const double expected = 1.0 + (x_after - x_before) / env.dt() - 1e-3 * (0.25 + 0.0625 + 1.0);
-  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), expected, 1e-5);
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(), expected, 1e-5);
 }
 
 TEST_F(MujocoTaskRuleTest, UnhealthyWithoutTerminationPaysNoHealthyReward) {
@@ -310,11 +317,12 @@ TEST_F(MujocoTaskRuleTest, UnhealthyWithoutTerminationPaysNoHealthyReward) {
   qpos.index_put_({1}, 0.6);
   env.set_state(qpos, env.qvel());
   const double x_before = env.qpos()[0].item<double>();
-  td.set(kAction, env.action_spec()->zero());
+  td.set(specs::kAction, env.action_spec()->zero());
   env.step(td);
-  EXPECT_FALSE(td.get({kNext, kTerminated}).item<bool>());
+  EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
   const double x_after = env.qpos()[0].item<double>();
-  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), (x_after - x_before) / env.dt(), 1e-5);
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(),
+              (x_after - x_before) / env.dt(), 1e-5);
 }
 
 TEST_F(MujocoTaskRuleTest, Walker2dTerminatesOutsideItsHeightAndAngleRanges) {
@@ -344,11 +352,11 @@ TEST_F(MujocoTaskRuleTest, HalfCheetahRewardIsForwardVelocityMinusControlCostAnd
   TensorDict td = env.reset();
   const double x_before = env.qpos()[0].item<double>();
   const auto action = torch::full({6}, 0.5F);
-  td.set(kAction, action);
+  td.set(specs::kAction, action);
   env.step(td);
   const double x_after = env.qpos()[0].item<double>();
-  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), (x_after - x_before) / 0.05 - 0.1 * 6 * 0.25,
-              1e-5);
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(),
+              (x_after - x_before) / 0.05 - 0.1 * 6 * 0.25, 1e-5);
   EXPECT_FALSE(terminated(step_from(env, {{1, -5.0}, {2, 3.0}})));
 }
 
@@ -357,36 +365,36 @@ TEST_F(MujocoTaskRuleTest, HalfCheetahObservationIsQposWithoutXThenQvel) {
   env.set_seed(0);
   const TensorDict td = env.reset();
   const auto expected = torch::cat({env.qpos().slice(1, 1), env.qvel()}, 1).to(torch::kFloat32);
-  EXPECT_TRUE(torch::equal(td.get(kObservation), expected));
+  EXPECT_TRUE(torch::equal(td.get(specs::kObservation), expected));
 }
 
 TEST_F(MujocoTaskRuleTest, HumanoidObservationStartsWithQposWithoutXYThenQvel) {
   HumanoidEnv env;
   env.set_seed(0);
   const TensorDict td = env.reset();
-  const auto obs = td.get(kObservation);
+  const auto obs = td.get(specs::kObservation);
   EXPECT_TRUE(torch::equal(obs.slice(0, 0, 22), env.qpos().slice(0, 2).to(torch::kFloat32)));
   EXPECT_TRUE(torch::equal(obs.slice(0, 22, 45), env.qvel().to(torch::kFloat32)));
   // After a step on the ground the contact forces (the last 84 entries) are not all zero.
   TensorDict stepped = td;
   for (int i = 0; i < 30; ++i) {
-    stepped.set(kAction, env.action_spec()->zero());
+    stepped.set(specs::kAction, env.action_spec()->zero());
     env.step(stepped);
     stepped = step_mdp(stepped);
   }
-  EXPECT_TRUE(stepped.get(kObservation).slice(0, 376 - 84).abs().sum().item<double>() > 0.0);
+  EXPECT_TRUE(stepped.get(specs::kObservation).slice(0, 376 - 84).abs().sum().item<double>() > 0.0);
 }
 
 TEST_F(MujocoTaskRuleTest, ReacherRewardsTheDistanceBeforeTheStepAndTheControlCost) {
   ReacherEnv env;
   env.set_seed(5);
   TensorDict td = env.reset();
-  const auto to_target = td.get(kObservation).slice(0, 8, 11).to(torch::kFloat64);
-  td.set(kAction, torch::tensor({0.5F, -0.5F}));
+  const auto to_target = td.get(specs::kObservation).slice(0, 8, 11).to(torch::kFloat64);
+  td.set(specs::kAction, torch::tensor({0.5F, -0.5F}));
   env.step(td);
   const double expected = -to_target.norm().item<double>() - 0.5;
-  EXPECT_NEAR(td.get({kNext, kReward}).item<double>(), expected, 1e-6);
-  EXPECT_FALSE(td.get({kNext, kTerminated}).item<bool>());
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(), expected, 1e-6);
+  EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
 }
 
 TEST_F(MujocoTaskRuleTest, ReacherTargetStartsInsideTheDiscAtRest) {
@@ -446,13 +454,13 @@ TEST_F(MujocoEnvTest, GenericEnvObservesQposThenQvelWithZeroReward) {
   EXPECT_EQ(env.max_episode_steps(), 0);
   EXPECT_NO_THROW(check_env_specs(env));
   TensorDict td = env.reset();
-  td.set(kAction, torch::full({2, 1}, 1.0F));
+  td.set(specs::kAction, torch::full({2, 1}, 1.0F));
   env.step(td);
   const auto expected = torch::cat({env.qpos(), env.qvel()}, 1).to(torch::kFloat32);
-  EXPECT_TRUE(torch::equal(td.get({kNext, kObservation}), expected));
+  EXPECT_TRUE(torch::equal(td.get({specs::kNext, specs::kObservation}), expected));
   EXPECT_GT(env.qvel()[0][0].item<double>(), 0.0);
-  EXPECT_TRUE(torch::equal(td.get({kNext, kReward}), torch::zeros({2, 1})));
-  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+  EXPECT_TRUE(torch::equal(td.get({specs::kNext, specs::kReward}), torch::zeros({2, 1})));
+  EXPECT_FALSE(td.get({specs::kNext, specs::kDone}).any().item<bool>());
 }
 
 TEST_F(MujocoEnvTest, FrameSkipRunsThatManyMujocoSteps) {
@@ -460,7 +468,7 @@ TEST_F(MujocoEnvTest, FrameSkipRunsThatManyMujocoSteps) {
   MujocoEnv env(MujocoEnvOptions().model_path(write_slider_model(dir)).frame_skip(3));
   EXPECT_DOUBLE_EQ(env.dt(), 0.03);
   TensorDict td = env.reset();
-  td.set(kAction, torch::full({1}, 1.0F));
+  td.set(specs::kAction, torch::full({1}, 1.0F));
   env.step(td);
   // Semi-implicit Euler, force 1 on mass 1 for 3 steps of 0.01: velocity 0.03.
   EXPECT_NEAR(env.qvel()[0].item<double>(), 0.03, 1e-12);
@@ -470,8 +478,8 @@ TEST_F(MujocoEnvTest, UnlimitedActuatorsGiveAnUnboundedActionSpec) {
   TempDir dir;
   MujocoEnv env(
       MujocoEnvOptions().model_path(write_slider_model(dir, "1", "ctrllimited=\"false\"")));
-  EXPECT_EQ(std::dynamic_pointer_cast<Bounded>(env.action_spec()), nullptr);
-  EXPECT_NE(std::dynamic_pointer_cast<Unbounded>(env.action_spec()), nullptr);
+  EXPECT_EQ(std::dynamic_pointer_cast<specs::Bounded>(env.action_spec()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<specs::Unbounded>(env.action_spec()), nullptr);
   EXPECT_EQ(env.action_spec()->shape(), (Shape{1}));
 }
 
@@ -483,16 +491,16 @@ TEST_F(MujocoEnvTest, InstabilityTruncatesWithFiniteObservationsAndLogsOnce) {
   TensorDict td = env.reset();
   ::testing::internal::CaptureStderr();
   for (int step = 0; step < 2; ++step) {
-    td.set(kAction, torch::tensor({{1.0F}, {0.0F}}));
+    td.set(specs::kAction, torch::tensor({{1.0F}, {0.0F}}));
     env.step(td);
-    EXPECT_TRUE(td.get({kNext, kTruncated})[0].item<bool>());
-    EXPECT_TRUE(td.get({kNext, kDone})[0].item<bool>());
-    EXPECT_FALSE(td.get({kNext, kTerminated})[0].item<bool>());
-    EXPECT_FALSE(td.get({kNext, kDone})[1].item<bool>());
-    EXPECT_EQ(td.get({kNext, kReward})[0].item<float>(), 0.0F);
+    EXPECT_TRUE(td.get({specs::kNext, specs::kTruncated})[0].item<bool>());
+    EXPECT_TRUE(td.get({specs::kNext, specs::kDone})[0].item<bool>());
+    EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated})[0].item<bool>());
+    EXPECT_FALSE(td.get({specs::kNext, specs::kDone})[1].item<bool>());
+    EXPECT_EQ(td.get({specs::kNext, specs::kReward})[0].item<float>(), 0.0F);
     // The unstable simulation is back at the model's default state.
-    EXPECT_TRUE(torch::equal(td.get({kNext, kObservation})[0], torch::zeros({2})));
-    EXPECT_TRUE(torch::isfinite(td.get({kNext, kObservation})).all().item<bool>());
+    EXPECT_TRUE(torch::equal(td.get({specs::kNext, specs::kObservation})[0], torch::zeros({2})));
+    EXPECT_TRUE(torch::isfinite(td.get({specs::kNext, specs::kObservation})).all().item<bool>());
     td = step_mdp(td);
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
@@ -504,9 +512,9 @@ TEST_F(MujocoEnvTest, InstabilityTruncatesWithFiniteObservationsAndLogsOnce) {
 
   // The next reset starts a fresh, stable episode.
   td = env.reset();
-  td.set(kAction, torch::zeros({2, 1}));
+  td.set(specs::kAction, torch::zeros({2, 1}));
   env.step(td);
-  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+  EXPECT_FALSE(td.get({specs::kNext, specs::kDone}).any().item<bool>());
 }
 
 TEST_F(MujocoEnvTest, InstabilityInARolloutNeverCrashesOrYieldsNaN) {
@@ -518,9 +526,9 @@ TEST_F(MujocoEnvTest, InstabilityInARolloutNeverCrashesOrYieldsNaN) {
                     .num_threads(2));
   env.set_seed(0);
   const TensorDict rollout = env.rollout(10, nullptr, RolloutOptions().break_when_any_done(false));
-  EXPECT_TRUE(torch::isfinite(rollout.get({kNext, kObservation})).all().item<bool>());
-  EXPECT_TRUE(torch::isfinite(rollout.get({kNext, kReward})).all().item<bool>());
-  EXPECT_TRUE(rollout.get({kNext, kTruncated}).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(rollout.get({specs::kNext, specs::kObservation})).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(rollout.get({specs::kNext, specs::kReward})).all().item<bool>());
+  EXPECT_TRUE(rollout.get({specs::kNext, specs::kTruncated}).all().item<bool>());
   EXPECT_EQ(env.instability_count(), 40);
 }
 
@@ -630,11 +638,11 @@ TEST_F(MujocoEnvTest, BadActionsGetEnvBaseErrors) {
   HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}));
   TensorDict td = env.reset();
   EXPECT_THROW(env.step(td), tensordict::KeyError);
-  td.set(kAction, torch::zeros({2, 5}));
+  td.set(specs::kAction, torch::zeros({2, 5}));
   EXPECT_THROW(env.step(td), tensordict::ShapeError);
   auto nan = torch::zeros({2, 6});
   nan.index_put_({1, 2}, std::numeric_limits<float>::quiet_NaN());
-  td.set(kAction, nan);
+  td.set(specs::kAction, nan);
   EXPECT_THROW(env.step(td), tensordict::ValueError);
 }
 
@@ -657,7 +665,7 @@ TEST_F(MujocoEnvTest, AnExceptionInAHookOnAPoolThreadReachesTheCaller) {
   ThrowingEnv env(
       MujocoEnvOptions().model_path(write_slider_model(dir)).batch_size({4}).num_threads(2));
   TensorDict td = env.reset();
-  td.set(kAction, torch::tensor({{0.0F}, {0.0F}, {0.0F}, {1.0F}}));
+  td.set(specs::kAction, torch::tensor({{0.0F}, {0.0F}, {0.0F}, {1.0F}}));
   EXPECT_THROW(
       {
         try {
@@ -668,11 +676,11 @@ TEST_F(MujocoEnvTest, AnExceptionInAHookOnAPoolThreadReachesTheCaller) {
         }
       },
       std::runtime_error);
-  EXPECT_FALSE(td.contains(kNext));
+  EXPECT_FALSE(td.contains(specs::kNext));
   // The pool is still usable.
-  td.set(kAction, torch::zeros({4, 1}));
+  td.set(specs::kAction, torch::zeros({4, 1}));
   env.step(td);
-  EXPECT_FALSE(td.get({kNext, kDone}).any().item<bool>());
+  EXPECT_FALSE(td.get({specs::kNext, specs::kDone}).any().item<bool>());
 }
 
 TEST_F(MujocoEnvTest, MoreThreadsThanSimulationsAreNotStarted) {

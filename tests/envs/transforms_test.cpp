@@ -391,7 +391,8 @@ TEST(ObservationNormTest, BoundedSpecGetsTheMappedBounds) {
                                                            .loc(1.0)
                                                            .scale(-2.0)
                                                            .standard_normal(true))}));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.observation_spec()->get("position"));
+  const auto spec =
+      std::dynamic_pointer_cast<specs::Bounded>(env.observation_spec()->get("position"));
   ASSERT_NE(spec, nullptr);
   EXPECT_TRUE(torch::equal(spec->low(), torch::full({2, 2}, -1.0f)));  // (3 - 1) / -2
   EXPECT_TRUE(torch::equal(spec->high(), torch::full({2, 2}, 1.0f)));  // (-1 - 1) / -2
@@ -662,7 +663,7 @@ TEST(RewardClippingTest, ClampsTheRewardAndBoundsItsSpec) {
   td.set("action", torch::tensor({{1.0f, 3.0f}, {0.5f, 0.0f}}));
   env.step(td);
   EXPECT_TRUE(torch::equal(td.get({"next", "reward"}), torch::tensor({{-1.0f}, {-0.25f}})));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.reward_spec());
+  const auto spec = std::dynamic_pointer_cast<specs::Bounded>(env.reward_spec());
   ASSERT_NE(spec, nullptr);
   EXPECT_TRUE(torch::equal(spec->low(), torch::full({2, 1}, -1.0f)));
   check_env_specs(env);
@@ -766,7 +767,8 @@ TEST(StepCounterTest, PartialResetKeepsTheOtherCounts) {
 TEST(StepCounterTest, SpecIsBoundedInt64) {
   TransformedEnv env(std::make_shared<CountingEnv>(Shape{2}),
                      std::make_shared<StepCounter>(StepCounterOptions().max_steps(9)));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.observation_spec()->get("step_count"));
+  const auto spec =
+      std::dynamic_pointer_cast<specs::Bounded>(env.observation_spec()->get("step_count"));
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(spec->dtype(), torch::kInt64);
   EXPECT_EQ(spec->shape(), (Shape{2, 1}));

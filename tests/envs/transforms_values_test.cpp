@@ -72,7 +72,7 @@ TEST(CatTensorsTest, ConcatenatesBoundsOfBoundedSpecs) {
                ClipTransformOptions().in_keys({"observation", "position"}).low(-1).high(2)),
            std::make_shared<CatTensors>(Keys{"observation", "position"},
                                         CatTensorsOptions().out_key("obs"))}));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.observation_spec()->get("obs"));
+  const auto spec = std::dynamic_pointer_cast<specs::Bounded>(env.observation_spec()->get("obs"));
   ASSERT_NE(spec, nullptr);
   EXPECT_TRUE(torch::equal(spec->high(), torch::full({4}, 2.0f)));
   check_env_specs(env);
@@ -300,7 +300,8 @@ TEST(ClipTransformTest, ClipsObservationsAndBoundsTheirSpec) {
   env.set_seed(0);
   auto td = env.reset();
   EXPECT_LE(td.get("position").abs().max().item<float>(), 0.5f);
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.observation_spec()->get("position"));
+  const auto spec =
+      std::dynamic_pointer_cast<specs::Bounded>(env.observation_spec()->get("position"));
   ASSERT_NE(spec, nullptr);
   EXPECT_TRUE(torch::equal(spec->low(), torch::full({2, 2}, -0.5f)));
   check_env_specs(env);
@@ -309,7 +310,7 @@ TEST(ClipTransformTest, ClipsObservationsAndBoundsTheirSpec) {
 TEST(ClipTransformTest, AMissingBoundIsTheDtypesExtreme) {
   TransformedEnv env(continuous(), std::make_shared<ClipTransform>(
                                        ClipTransformOptions().in_keys({"reward"}).high(-0.5)));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.reward_spec());
+  const auto spec = std::dynamic_pointer_cast<specs::Bounded>(env.reward_spec());
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(spec->low().item<float>(), -FLT_MAX);
   EXPECT_EQ(spec->high().item<float>(), -0.5f);
@@ -355,7 +356,7 @@ TEST(UnsqueezeTransformTest, InverseSqueezesTheAction) {
   TransformedEnv env(base,
                      std::make_shared<UnsqueezeTransform>(
                          -2, UnsqueezeTransformOptions().in_keys({}).in_keys_inv({"action"})));
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.action_spec());
+  const auto spec = std::dynamic_pointer_cast<specs::Bounded>(env.action_spec());
   ASSERT_NE(spec, nullptr);
   EXPECT_EQ(spec->shape(), (Shape{2, 1, 2}));
   auto td = env.reset();
@@ -388,7 +389,7 @@ TEST(UnsqueezeTransformTest, BadDimsThrowValueError) {
 TEST(ActionScalingTest, MapsUnitActionsToTheEnvBounds) {
   auto base = continuous({3});
   TransformedEnv env(base, std::make_shared<ActionScaling>());
-  const auto spec = std::dynamic_pointer_cast<Bounded>(env.action_spec());
+  const auto spec = std::dynamic_pointer_cast<specs::Bounded>(env.action_spec());
   ASSERT_NE(spec, nullptr);
   EXPECT_TRUE(torch::equal(spec->low(), torch::full({3, 2}, -1.0f)));
   EXPECT_TRUE(torch::equal(spec->high(), torch::full({3, 2}, 1.0f)));

@@ -208,8 +208,8 @@ TEST(DDPGLossTest, PrintsItsOptions) {
 
 // ---- TD3 -----------------------------------------------------------------------------------
 
-envs::TensorSpecPtr bounded(double low, double high, int64_t dim = 1) {
-  return std::make_shared<envs::Bounded>(envs::BoundedOptions().low(low).high(high).shape({dim}));
+specs::TensorSpecPtr bounded(double low, double high, int64_t dim = 1) {
+  return std::make_shared<specs::Bounded>(specs::BoundedOptions().low(low).high(high).shape({dim}));
 }
 
 std::shared_ptr<TD3Loss> hand_td3(const HandCase& c, const std::vector<LinearCritic>& qs,
@@ -329,7 +329,7 @@ TEST(TD3LossTest, ConstructorRejectsMissingOrUnboundedSpecsAndSharedCritics) {
   EXPECT_THAT([&] { TD3Loss(actor, twins); },
               ThrowsMessage<tensordict::ValueError>(HasSubstr(
                   "TD3Loss: no action spec; the target action is clamped to its bounds")));
-  auto unbounded = std::make_shared<envs::Unbounded>(std::vector<int64_t>{2});
+  auto unbounded = std::make_shared<specs::Unbounded>(std::vector<int64_t>{2});
   EXPECT_THAT([&] { TD3Loss(actor, twins, TD3LossOptions().action_spec(unbounded)); },
               ThrowsMessage<tensordict::ValueError>(HasSubstr("TD3 needs a Bounded one")));
   EXPECT_THAT(

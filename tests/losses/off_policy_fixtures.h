@@ -12,9 +12,9 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/distribution_class.h>
 #include <tensordict/nn/functional.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -28,23 +28,16 @@ using tensordict::TensorDict;
 namespace tdnn = tensordict::nn;
 
 /// Q(s, a) = mlp(cat(observation, action)); hidden = {} gives one Linear layer "mlp.0".
-class QNetImpl : public torch::nn::Module {
- public:
-  QNetImpl(int64_t obs_dim, int64_t action_dim, std::vector<int64_t> hidden = {})
-      : mlp(register_module("mlp", modules::MLP(modules::MLPOptions(obs_dim + action_dim, 1)
-                                                    .num_cells(std::move(hidden))
-                                                    .activation("relu")))) {}
-  torch::Tensor forward(const torch::Tensor& observation, const torch::Tensor& action) {
-    return mlp(torch::cat({observation, action}, -1));
-  }
-  modules::MLP mlp;
-};
-TORCH_MODULE(QNet);
+inline modules::ConcatMLP make_qnet(int64_t obs_dim, int64_t action_dim,
+                                   std::vector<int64_t> hidden = {}) {
+  return modules::ConcatMLP(modules::MLP(
+      modules::MLPOptions(obs_dim + action_dim, 1).num_cells(std::move(hidden)).activation("relu")));
+}
 
 /// A critic reading observation and action, writing state_action_value.
 inline modules::ValueOperator make_critic(int64_t obs_dim, int64_t action_dim,
                                           std::vector<int64_t> hidden = {}) {
-  return modules::ValueOperator(QNet(obs_dim, action_dim, std::move(hidden)),
+  return modules::ValueOperator(make_qnet(obs_dim, action_dim, std::move(hidden)),
                                 modules::ValueOperatorOptions().in_keys({"observation", "action"}));
 }
 
@@ -82,7 +75,7 @@ struct TanhNormalActor {
 };
 
 inline TanhNormalActor make_tanh_normal_actor(int64_t obs_dim, int64_t action_dim,
-                                              envs::TensorSpecPtr spec = nullptr) {
+                                              specs::TensorSpecPtr spec = nullptr) {
   TanhNormalActor out;
   out.linear = torch::nn::Linear(obs_dim, 2 * action_dim);
   tdnn::TensorDictSequential net(

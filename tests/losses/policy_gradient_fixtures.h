@@ -9,9 +9,9 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
@@ -76,8 +76,8 @@ inline modules::ProbabilisticActor mlp_tanh_actor(int64_t obs_dim, int64_t act_d
       tdnn::TensorDictModule(
           tdnn::NormalParamExtractor(),
           tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-  auto spec = std::make_shared<envs::Bounded>(
-      envs::BoundedOptions().low(-1.0).high(1.0).shape({act_dim}).dtype(torch::kFloat32));
+  auto spec = std::make_shared<specs::Bounded>(
+      specs::BoundedOptions().low(-1.0).high(1.0).shape({act_dim}).dtype(torch::kFloat32));
   return modules::ProbabilisticActor(net, spec,
                                      modules::ProbabilisticActorOptions().return_log_prob(true));
 }

@@ -227,7 +227,7 @@ TEST(SACLossTest, AlphaIsClampedToItsBounds) {
 }
 
 TEST(SACLossTest, AutoTargetEntropyComesFromTheSpecOrTheDistribution) {
-  auto spec = std::make_shared<envs::Bounded>(envs::BoundedOptions().low(-1).high(1).shape({2}));
+  auto spec = std::make_shared<specs::Bounded>(specs::BoundedOptions().low(-1).high(1).shape({2}));
   auto actor = make_tanh_normal_actor(3, 2, spec);
   SACLoss with_spec(actor.actor, std::vector<modules::ValueOperator>{make_critic(3, 2)});
   EXPECT_EQ(with_spec.target_entropy(), std::optional<double>(-2.0));

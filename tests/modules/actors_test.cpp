@@ -8,8 +8,8 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
@@ -29,9 +29,9 @@ using ::testing::HasSubstr;
 using Keys = std::vector<NestedKey>;
 using Shape = std::vector<int64_t>;
 
-envs::TensorSpecPtr action_spec(int64_t dim, double low, double high) {
-  return std::make_shared<envs::Bounded>(
-      envs::BoundedOptions().low(low).high(high).shape({dim}).dtype(torch::kFloat32));
+specs::TensorSpecPtr action_spec(int64_t dim, double low, double high) {
+  return std::make_shared<specs::Bounded>(
+      specs::BoundedOptions().low(low).high(high).shape({dim}).dtype(torch::kFloat32));
 }
 
 // observation [*, 3] → loc, scale [*, dim].

@@ -12,10 +12,10 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/ornstein_uhlenbeck.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/interaction_type.h>
 #include <tensordict/tensor_dict.h>
@@ -38,18 +38,18 @@ using Shape = std::vector<int64_t>;
 
 torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
-std::shared_ptr<envs::Categorical> categorical(int64_t n) {
-  return std::make_shared<envs::Categorical>(n);
+std::shared_ptr<specs::Categorical> categorical(int64_t n) {
+  return std::make_shared<specs::Categorical>(n);
 }
 
-std::shared_ptr<envs::OneHot> one_hot(int64_t n) { return std::make_shared<envs::OneHot>(n); }
+std::shared_ptr<specs::OneHot> one_hot(int64_t n) { return std::make_shared<specs::OneHot>(n); }
 
-std::shared_ptr<envs::Bounded> box(double low, double high, Shape shape) {
-  return std::make_shared<envs::Bounded>(envs::BoundedOptions().low(low).high(high).shape(shape));
+std::shared_ptr<specs::Bounded> box(double low, double high, Shape shape) {
+  return std::make_shared<specs::Bounded>(specs::BoundedOptions().low(low).high(high).shape(shape));
 }
 
-std::shared_ptr<envs::Unbounded> unbounded(Shape shape) {
-  return std::make_shared<envs::Unbounded>(shape);
+std::shared_ptr<specs::Unbounded> unbounded(Shape shape) {
+  return std::make_shared<specs::Unbounded>(shape);
 }
 
 // A TensorDict of batch [n] holding `action`.
@@ -273,7 +273,7 @@ TEST(EGreedyModuleTest, NestedActionKeyDrawsPerElementOfItsTensorDict) {
 }
 
 TEST(EGreedyModuleTest, RejectsInvalidOptions) {
-  EXPECT_THAT([] { EGreedyModule module(envs::TensorSpecPtr{}); },
+  EXPECT_THAT([] { EGreedyModule module(specs::TensorSpecPtr{}); },
               ThrowsMessage<ValueError>(
                   AllOf(HasSubstr("EGreedyModule"), HasSubstr("action spec is null"))));
   EXPECT_THAT([] { EGreedyModule(categorical(2), EGreedyModuleOptions().eps_init(1.5)); },
@@ -460,7 +460,7 @@ TEST(AdditiveGaussianModuleTest, ZeroSigmaLeavesActionUnchanged) {
 }
 
 TEST(AdditiveGaussianModuleTest, RejectsInvalidOptions) {
-  EXPECT_THAT([] { AdditiveGaussianModule module(envs::TensorSpecPtr{}); },
+  EXPECT_THAT([] { AdditiveGaussianModule module(specs::TensorSpecPtr{}); },
               ThrowsMessage<ValueError>(HasSubstr("action spec is null")));
   EXPECT_THAT([] { AdditiveGaussianModule(categorical(3)); },
               ThrowsMessage<ValueError>(AllOf(HasSubstr("AdditiveGaussianModule"),
@@ -704,7 +704,7 @@ TEST(OrnsteinUhlenbeckProcessModuleTest, AnnealsEps) {
 }
 
 TEST(OrnsteinUhlenbeckProcessModuleTest, RejectsInvalidOptions) {
-  EXPECT_THAT([] { OrnsteinUhlenbeckProcessModule module(envs::TensorSpecPtr{}); },
+  EXPECT_THAT([] { OrnsteinUhlenbeckProcessModule module(specs::TensorSpecPtr{}); },
               ThrowsMessage<ValueError>(HasSubstr("action spec is null")));
   EXPECT_THAT([] { OrnsteinUhlenbeckProcessModule(one_hot(3)); },
               ThrowsMessage<ValueError>(AllOf(HasSubstr("OrnsteinUhlenbeckProcessModule"),

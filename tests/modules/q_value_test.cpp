@@ -8,8 +8,8 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict.h>
 
@@ -35,7 +35,7 @@ TEST(QValueModuleTest, OneHotByDefault) {
 }
 
 TEST(QValueModuleTest, CategoricalSpecGivesIndexActions) {
-  QValueModule qvalue(QValueModuleOptions().spec(std::make_shared<envs::Categorical>(3)));
+  QValueModule qvalue(QValueModuleOptions().spec(std::make_shared<specs::Categorical>(3)));
   EXPECT_EQ(qvalue->action_space(), "categorical");
   auto td = values_td();
   qvalue(td);
@@ -44,7 +44,7 @@ TEST(QValueModuleTest, CategoricalSpecGivesIndexActions) {
 
 TEST(QValueModuleTest, OneHotSpecDtypeIsUsed) {
   QValueModule qvalue(QValueModuleOptions().spec(
-      std::make_shared<envs::OneHot>(3, envs::OneHotOptions().dtype(torch::kBool))));
+      std::make_shared<specs::OneHot>(3, specs::OneHotOptions().dtype(torch::kBool))));
   auto td = values_td();
   qvalue(td);
   EXPECT_EQ(td.get("action").scalar_type(), torch::kBool);
@@ -70,7 +70,7 @@ TEST(QValueModuleTest, MaskWithoutAllowedActionThrowsAndWritesNothing) {
 }
 
 TEST(QValueModuleTest, RejectsValuesThatDoNotMatchTheSpec) {
-  QValueModule qvalue(QValueModuleOptions().spec(std::make_shared<envs::OneHot>(4)));
+  QValueModule qvalue(QValueModuleOptions().spec(std::make_shared<specs::OneHot>(4)));
   auto td = values_td();
   try {
     qvalue(td);
@@ -89,10 +89,10 @@ TEST(QValueModuleTest, RejectsValuesWithoutAnActionDim) {
 TEST(QValueModuleTest, RejectsInconsistentConfiguration) {
   EXPECT_THROW(QValueModule(QValueModuleOptions().action_space("binary")), tensordict::ValueError);
   EXPECT_THROW(QValueModule(QValueModuleOptions().action_space("one_hot").spec(
-                   std::make_shared<envs::Categorical>(3))),
+                   std::make_shared<specs::Categorical>(3))),
                tensordict::ValueError);
   EXPECT_THROW(
-      QValueModule(QValueModuleOptions().spec(std::make_shared<envs::Unbounded>(Shape{3}))),
+      QValueModule(QValueModuleOptions().spec(std::make_shared<specs::Unbounded>(Shape{3}))),
       tensordict::ValueError);
 }
 

@@ -22,15 +22,15 @@
 
 namespace tdrl::testing {
 
-using envs::Bounded;
-using envs::BoundedOptions;
-using envs::Categorical;
-using envs::CategoricalOptions;
-using envs::Composite;
 using envs::EnvBase;
 using envs::EnvBaseOptions;
-using envs::Unbounded;
-using envs::UnboundedOptions;
+using specs::Bounded;
+using specs::BoundedOptions;
+using specs::Categorical;
+using specs::CategoricalOptions;
+using specs::Composite;
+using specs::Unbounded;
+using specs::UnboundedOptions;
 using tensordict::TensorDict;
 
 inline std::vector<int64_t> shape_with(std::vector<int64_t> batch, std::vector<int64_t> tail) {
@@ -40,7 +40,7 @@ inline std::vector<int64_t> shape_with(std::vector<int64_t> batch, std::vector<i
 
 // The "_reset" mask of `td` ([*batch, 1]), or an undefined tensor (reset everything).
 inline torch::Tensor reset_mask_of(const TensorDict& td) {
-  return td.get_or(envs::kReset, torch::Tensor());
+  return td.get_or(specs::kReset, torch::Tensor());
 }
 
 // Counts steps: "observation" float32 [*batch, 1] is the number of steps since the reset;

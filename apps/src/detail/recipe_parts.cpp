@@ -19,27 +19,10 @@ modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
                           .layer_norm(model.layer_norm));
 }
 
-ConcatMLPImpl::ConcatMLPImpl(modules::MLP net) : net_(register_module("mlp", std::move(net))) {}
-
-torch::Tensor ConcatMLPImpl::forward(const torch::Tensor& observation,
-                                     const torch::Tensor& action) {
-  return net_->forward(torch::cat({observation, action}, -1));
-}
-
-BoundedActorImpl::BoundedActorImpl(modules::MLP net, const torch::Tensor& low,
-                                   const torch::Tensor& high)
-    : net_(register_module("mlp", std::move(net))),
-      low_(register_buffer("low", low.to(torch::kFloat32))),
-      high_(register_buffer("high", high.to(torch::kFloat32))) {}
-
-torch::Tensor BoundedActorImpl::forward(const torch::Tensor& observation) {
-  return low_ + (high_ - low_) * (torch::tanh(net_->forward(observation)) + 1) / 2;
-}
-
 modules::ValueOperator state_action_critic(const RecipeContext& context) {
   const EnvInfo& env = context.env;
   return modules::ValueOperator(
-      ConcatMLP(mlp(context.model, env.obs_dim + env.action_dim, 1, context.model.critic_cells)),
+      modules::ConcatMLP(mlp(context.model, env.obs_dim + env.action_dim, 1, context.model.critic_cells)),
       modules::ValueOperatorOptions().in_keys({"observation", "action"}));
 }
 

@@ -22,30 +22,6 @@ namespace tdrl::apps::detail {
 modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
                  const std::vector<int64_t>& cells);
 
-/// Q(s, a) on the concatenation of observation and action.
-class ConcatMLPImpl : public torch::nn::Module {
- public:
-  explicit ConcatMLPImpl(modules::MLP net);
-  torch::Tensor forward(const torch::Tensor& observation, const torch::Tensor& action);
-
- private:
-  modules::MLP net_;
-};
-TORCH_MODULE(ConcatMLP);
-
-/// A deterministic actor squashed onto the action bounds: low + (high - low) * (tanh(x) + 1) / 2.
-class BoundedActorImpl : public torch::nn::Module {
- public:
-  BoundedActorImpl(modules::MLP net, const torch::Tensor& low, const torch::Tensor& high);
-  torch::Tensor forward(const torch::Tensor& observation);
-
- private:
-  modules::MLP net_;
-  torch::Tensor low_;
-  torch::Tensor high_;
-};
-TORCH_MODULE(BoundedActor);
-
 /// Q(s, a): an MLP of the model's critic cells on the concatenated observation and action,
 /// writing "state_action_value".
 modules::ValueOperator state_action_critic(const RecipeContext& context);

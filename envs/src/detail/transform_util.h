@@ -9,9 +9,9 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/composite.h>
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs/composite.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -26,22 +26,22 @@ std::string number_repr(double value);
 /// `shape` followed by 1.
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape);
 /// A bool flag spec `[*batch, 1]` (as the done flags).
-TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device);
+specs::TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device);
 
 /// Where the tensors of an env output live: `td.device()`, else its "done" flag's device, else
 /// the CPU.
 torch::Device device_of(const tensordict::TensorDict& td);
 /// The leaf keys of `spec`, for "available keys" lists.
-std::vector<NestedKey> leaf_keys(const Composite& spec);
+std::vector<NestedKey> leaf_keys(const specs::Composite& spec);
 /// Throws KeyError naming `where` and `key` (`what`: "in_key", "out_key", ...), listing
 /// `candidates` closest first.
 [[noreturn]] void throw_missing(const std::string& where, const std::string& what,
                                 const NestedKey& key, const std::vector<NestedKey>& candidates,
                                 const std::string& spec_names);
 /// The Composite (observation or reward) of `specs` holding leaf `key`, or nullptr.
-CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key);
+specs::CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key);
 /// The Composite (action or state) of `specs` holding leaf `key`, or nullptr.
-CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key);
+specs::CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key);
 /// Throws KeyError unless every key is a leaf of the observation or reward spec.
 void require_outputs(const std::string& where, const std::vector<NestedKey>& keys,
                      const EnvSpecs& specs);
@@ -52,16 +52,18 @@ void require_inputs(const std::string& where, const std::vector<NestedKey>& keys
 void reject_flag_key(const std::string& where, const NestedKey& key);
 
 /// An Unbounded spec of `spec`'s shape and device, with `dtype` (default: `spec`'s).
-TensorSpecPtr unbounded_like(const TensorSpec& spec, std::optional<torch::Dtype> dtype = {});
+specs::TensorSpecPtr unbounded_like(const specs::TensorSpec& spec,
+                                    std::optional<torch::Dtype> dtype = {});
 /// A Bounded spec `[low, high]` of `shape`, `dtype` and `device` (bounds broadcast).
-TensorSpecPtr bounded(const torch::Tensor& low, const torch::Tensor& high,
-                      std::vector<int64_t> shape, torch::Dtype dtype, torch::Device device);
+specs::TensorSpecPtr bounded(const torch::Tensor& low, const torch::Tensor& high,
+                             std::vector<int64_t> shape, torch::Dtype dtype, torch::Device device);
 /// `spec` with `dtype`: Unbounded and Bounded only (TypeError naming `where` and `key`
 /// otherwise).
-TensorSpecPtr with_dtype(const TensorSpec& spec, torch::Dtype dtype, const std::string& where,
-                         const NestedKey& key);
+specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtype,
+                                const std::string& where, const NestedKey& key);
 /// Throws TypeError naming `where` and `key` unless `spec` has a floating dtype.
-void require_floating(const TensorSpec& spec, const std::string& where, const NestedKey& key);
+void require_floating(const specs::TensorSpec& spec, const std::string& where,
+                      const NestedKey& key);
 
 /// The keys `out` (or `in` when `out` is empty); ValueError naming `where` when the sizes
 /// differ.

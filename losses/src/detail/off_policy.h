@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -157,19 +158,6 @@ class HoldOutParams {
   std::vector<torch::Tensor> held_;
 };
 
-/// The estimator an off-policy loss uses: any but GAE (an on-policy advantage), without a
-/// value network (the loss computes the next values itself).
-inline std::shared_ptr<ValueEstimatorBase> off_policy_estimator(const std::string& where,
-                                                                ValueEstimatorType type,
-                                                                const ValueEstimatorOptions& o) {
-  if (type == ValueEstimatorType::kGAE) {
-    throw tensordict::ValueError(where +
-                                 ": GAE is an on-policy advantage estimator; use td0, td1 or "
-                                 "td_lambda");
-  }
-  return make_value_estimator(type, nullptr, o);
-}
-
 /// The regression target for `value` `[*B, 1]` from the next value, reward and flags (all of
 /// `value`'s shape, checked by the caller); the time dim is the batch's last dim.
 inline torch::Tensor td_target(const ValueEstimatorBase& estimator, const torch::Tensor& value,
@@ -209,6 +197,43 @@ inline torch::Tensor reduce_td_loss(const std::string& where, const torch::Tenso
 /// Several critics, one per Q-function.
 using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
 
+/// "true" / "false", for the losses' printed options.
+inline const char* bool_str(bool v) { return v ? "true" : "false"; }
+
+/// The name Q-network `i` is registered under ("qvalue_network_0", ...).
+inline std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
+
+/// Throws unless every Q-network reads the action and writes the state-action value.
+inline void check_q_keys(const std::string& where, const QNetworks& networks,
+                         const NestedKey& action_key, const NestedKey& value_key) {
+  for (size_t i = 0; i < networks.size(); ++i) {
+    const std::string who = "Q-value network " + std::to_string(i);
+    require_reads(where, who, *networks[i], action_key, "action");
+    require_writes(where, who, *networks[i], value_key, "state_action_value");
+  }
+}
+
+/// Sum over networks of each network's reduced TD loss against `target`.
+inline torch::Tensor sum_td_losses(const std::string& where,
+                                   const std::vector<torch::Tensor>& preds,
+                                   const torch::Tensor& target, const std::string& loss_function,
+                                   const std::optional<torch::Tensor>& weight) {
+  torch::Tensor total;
+  for (const auto& pred : preds) {
+    const auto term =
+        reduce_td_loss(where, functional::distance_loss(pred, target, loss_function), weight);
+    total = total.defined() ? total + term : term;
+  }
+  return total;
+}
+
+/// max_i |Q_i(s, a) - y| `[*B]`, detached: the priority of each transition.
+inline torch::Tensor max_td_error(const std::vector<torch::Tensor>& preds,
+                                  const torch::Tensor& target) {
+  const auto all = torch::stack(preds).detach();
+  return std::get<0>((all - target).abs().max(0)).squeeze(-1);
+}
+
 // Checks the actor and the Q-networks every SAC variant takes.
 inline void check_networks(const std::string& where,
                            const std::shared_ptr<torch::nn::Module>& actor,
@@ -234,44 +259,6 @@ inline void check_networks(const std::string& where,
       }
     }
   }
-}
-
-inline void check_alpha_options(const std::string& where, double alpha_init,
-                                const std::optional<double>& min_alpha,
-                                const std::optional<double>& max_alpha) {
-  if (!(alpha_init > 0.0)) {
-    throw tensordict::ValueError(where + ": alpha_init is " + std::to_string(alpha_init) +
-                                 "; it must be > 0");
-  }
-  for (const auto& bound : {min_alpha, max_alpha}) {
-    if (bound && !(*bound > 0.0)) {
-      throw tensordict::ValueError(where + ": min_alpha/max_alpha is " + std::to_string(*bound) +
-                                   "; alpha bounds must be > 0");
-    }
-  }
-  if (min_alpha && max_alpha && *min_alpha > *max_alpha) {
-    throw tensordict::ValueError(where + ": min_alpha " + std::to_string(*min_alpha) +
-                                 " > max_alpha " + std::to_string(*max_alpha));
-  }
-}
-
-// log alpha clamped to the log of the bounds (without changing the tensor).
-inline torch::Tensor clamp_log_alpha(const torch::Tensor& log_alpha,
-                                     const std::optional<double>& min_alpha,
-                                     const std::optional<double>& max_alpha) {
-  auto out = log_alpha;
-  if (min_alpha) out = out.clamp_min(std::log(*min_alpha));
-  if (max_alpha) out = out.clamp_max(std::log(*max_alpha));
-  return out;
-}
-
-// Keeps the parameter inside its bounds (TorchRL clamps log_alpha in place before each use),
-// so the temperature loss cannot push it ever further out while alpha stays clamped.
-inline void clamp_log_alpha_(const torch::Tensor& log_alpha, const std::optional<double>& min_alpha,
-                             const std::optional<double>& max_alpha) {
-  if (!min_alpha && !max_alpha) return;
-  torch::NoGradGuard no_grad;
-  log_alpha.copy_(clamp_log_alpha(log_alpha, min_alpha, max_alpha));
 }
 
 // Runs each Q-network i on its inputs taken from `source` (under "next" when `prefix` is

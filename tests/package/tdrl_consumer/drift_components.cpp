@@ -14,6 +14,8 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
+#include <tdrl/specs/composite.h>
+#include <tdrl/specs/keys.h>
 #include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/actors.h>
@@ -29,6 +31,7 @@ namespace {
 
 namespace apps = tdrl::apps;
 namespace envs = tdrl::envs;
+namespace specs = tdrl::specs;
 namespace tdnn = tensordict::nn;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
@@ -51,11 +54,11 @@ class DriftEnv : public envs::EnvBase {
       : EnvBase("Drift-v0", envs::EnvBaseOptions().batch_size(options.batch_size())),
         options_(options) {
     const std::vector<int64_t>& batch = batch_size();
-    set_observation_spec(envs::Composite::make(
-        {{envs::kObservation, std::make_shared<envs::Unbounded>(with_last(batch, 2))}}, batch));
-    set_action_spec(std::make_shared<envs::Bounded>(
-        envs::BoundedOptions().low(-1.0).high(1.0).shape(with_last(batch, 1))));
-    set_reward_spec(std::make_shared<envs::Unbounded>(with_last(batch, 1)));
+    set_observation_spec(specs::Composite::make(
+        {{specs::kObservation, std::make_shared<specs::Unbounded>(with_last(batch, 2))}}, batch));
+    set_action_spec(std::make_shared<specs::Bounded>(
+        specs::BoundedOptions().low(-1.0).high(1.0).shape(with_last(batch, 1))));
+    set_reward_spec(std::make_shared<specs::Unbounded>(with_last(batch, 1)));
     position_ = torch::zeros(with_last(batch, 1));
     drift_ = torch::zeros(with_last(batch, 1));
     steps_ = torch::zeros(with_last(batch, 1), torch::kInt64);
@@ -67,23 +70,23 @@ class DriftEnv : public envs::EnvBase {
   TensorDict reset_impl(const TensorDict& tensordict) override {
     const auto position = torch::rand(position_.sizes(), generator()) * 2 - 1;
     const auto drift = (torch::rand(drift_.sizes(), generator()) * 2 - 1) * kMaxDrift;
-    const auto mask = tensordict.find(envs::kReset);
+    const auto mask = tensordict.find(specs::kReset);
     const auto all = torch::ones_like(steps_, torch::kBool);
     const auto reset = mask ? *mask : all;
     position_ = torch::where(reset, position, position_);
     drift_ = torch::where(reset, drift, drift_);
     steps_ = torch::where(reset, torch::zeros_like(steps_), steps_);
-    return TensorDict({{envs::kObservation, observe()}}, batch_size());
+    return TensorDict({{specs::kObservation, observe()}}, batch_size());
   }
 
   // The action was checked against the action spec by EnvBase::step; "done" is filled in there.
   TensorDict step_impl(const TensorDict& tensordict) override {
-    position_ = position_ + drift_ + kPush * tensordict.get(envs::kAction);
+    position_ = position_ + drift_ + kPush * tensordict.get(specs::kAction);
     steps_ += 1;
-    return TensorDict({{envs::kObservation, observe()},
-                       {envs::kReward, -position_.abs()},
-                       {envs::kTerminated, position_.abs() > kLimit},
-                       {envs::kTruncated, steps_ >= options_.max_episode_steps()}},
+    return TensorDict({{specs::kObservation, observe()},
+                       {specs::kReward, -position_.abs()},
+                       {specs::kTerminated, position_.abs() > kLimit},
+                       {specs::kTruncated, steps_ >= options_.max_episode_steps()}},
                       batch_size());
   }
 

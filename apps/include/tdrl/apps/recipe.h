@@ -17,9 +17,9 @@
 
 #include <tdrl/apps/config.h>
 #include <tdrl/collectors/policy.h>
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/replay/replay_buffer.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::apps {
@@ -33,9 +33,9 @@ struct EnvInfo {
   /// The size of the flat "observation" entry.
   int64_t obs_dim = 0;
   /// The unbatched action spec.
-  envs::TensorSpecPtr action_spec;
+  specs::TensorSpecPtr action_spec;
   /// The action spec when it is Bounded (continuous actions), else null.
-  std::shared_ptr<envs::Bounded> bounded;
+  std::shared_ptr<specs::Bounded> bounded;
   /// The number of actions when the spec is Categorical or OneHot, else nullopt.
   std::optional<int64_t> num_actions;
   /// Elements of one action.

@@ -12,9 +12,9 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/composite.h>
-#include <tdrl/envs/keys.h>
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/composite.h>
+#include <tdrl/specs/keys.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -122,8 +122,8 @@ struct StepMdpOptions {
   bool exclude_action_ = true;
   bool exclude_reward_ = true;
   bool exclude_done_ = false;
-  NestedKey action_key_{kAction};
-  NestedKey reward_key_{kReward};
+  NestedKey action_key_{specs::kAction};
+  NestedKey reward_key_{specs::kReward};
 };
 
 /// The root of the next step: the entries of `td["next"]` (a shallow copy: tensors are
@@ -163,25 +163,25 @@ class EnvBase {
 
   // ---- Specs (shapes include the batch dims) --------------------------------------------------
   /// The observation entries written by reset() and under "next" by step().
-  const CompositePtr& observation_spec() const { return observation_spec_; }
+  const specs::CompositePtr& observation_spec() const { return observation_spec_; }
   /// The action leaf spec.
-  const TensorSpecPtr& action_spec() const { return action_spec_; }
+  const specs::TensorSpecPtr& action_spec() const { return action_spec_; }
   /// The reward leaf spec (`[*batch, 1]` by default).
-  const TensorSpecPtr& reward_spec() const { return reward_spec_; }
+  const specs::TensorSpecPtr& reward_spec() const { return reward_spec_; }
   /// The done leaf spec (`[*batch, 1]`, bool).
-  TensorSpecPtr done_spec() const;
+  specs::TensorSpecPtr done_spec() const;
   /// Extra inputs read by step() besides the action (e.g. a goal); empty by default.
-  const CompositePtr& state_spec() const { return state_spec_; }
+  const specs::CompositePtr& state_spec() const { return state_spec_; }
   /// `{action_key: action_spec}`.
-  CompositePtr full_action_spec() const;
+  specs::CompositePtr full_action_spec() const;
   /// `{reward_key: reward_spec}`.
-  CompositePtr full_reward_spec() const;
+  specs::CompositePtr full_reward_spec() const;
   /// `{done, terminated, truncated}` specs.
-  const CompositePtr& full_done_spec() const { return done_spec_; }
+  const specs::CompositePtr& full_done_spec() const { return done_spec_; }
   /// The same as observation_spec() (TorchRL's name for the composite).
-  const CompositePtr& full_observation_spec() const { return observation_spec_; }
+  const specs::CompositePtr& full_observation_spec() const { return observation_spec_; }
   /// The same as state_spec().
-  const CompositePtr& full_state_spec() const { return state_spec_; }
+  const specs::CompositePtr& full_state_spec() const { return state_spec_; }
   const NestedKey& action_key() const { return action_key_; }
   const NestedKey& reward_key() const { return reward_key_; }
 
@@ -228,15 +228,15 @@ class EnvBase {
   EnvBase(std::string name, const EnvBaseOptions& options);
 
   /// Sets the observation spec; its shape must equal batch_size() (ShapeError otherwise).
-  void set_observation_spec(CompositePtr spec);
+  void set_observation_spec(specs::CompositePtr spec);
   /// Sets the action spec (under `key`); its shape must start with batch_size().
-  void set_action_spec(TensorSpecPtr spec, NestedKey key = NestedKey(kAction));
+  void set_action_spec(specs::TensorSpecPtr spec, NestedKey key = NestedKey(specs::kAction));
   /// Sets the reward spec (under `key`); its shape must start with batch_size().
-  void set_reward_spec(TensorSpecPtr spec, NestedKey key = NestedKey(kReward));
+  void set_reward_spec(specs::TensorSpecPtr spec, NestedKey key = NestedKey(specs::kReward));
   /// Replaces the done spec (default: done/terminated/truncated, bool `[*batch, 1]`).
-  void set_done_spec(CompositePtr spec);
+  void set_done_spec(specs::CompositePtr spec);
   /// Sets the state spec (extra step inputs).
-  void set_state_spec(CompositePtr spec);
+  void set_state_spec(specs::CompositePtr spec);
 
   /// Resets: `tensordict` has batch batch_size() and may hold a "_reset" mask `[*batch, 1]`
   /// (absent = reset all). Returns a TensorDict of batch batch_size() with every observation
@@ -261,13 +261,13 @@ class EnvBase {
   std::vector<int64_t> batch_size_;
   torch::Device device_;
   torch::Generator generator_;
-  CompositePtr observation_spec_;
-  TensorSpecPtr action_spec_;
-  TensorSpecPtr reward_spec_;
-  CompositePtr done_spec_;
-  CompositePtr state_spec_;
-  NestedKey action_key_{kAction};
-  NestedKey reward_key_{kReward};
+  specs::CompositePtr observation_spec_;
+  specs::TensorSpecPtr action_spec_;
+  specs::TensorSpecPtr reward_spec_;
+  specs::CompositePtr done_spec_;
+  specs::CompositePtr state_spec_;
+  NestedKey action_key_{specs::kAction};
+  NestedKey reward_key_{specs::kReward};
 };
 
 /// Prints env.to_string().

@@ -1,25 +1,20 @@
 #pragma once
 
-/// The canonical key names every environment, transform and collector uses (docs/keys.md).
-/// Keys are an API: these never change silently.
+/// Deprecated: moved to <tdrl/specs/keys.h> (namespace tdrl::specs, target tdrl::specs).
+/// These aliases keep code written against tdrl::envs compiling through release 0.2 and are
+/// removed after it; tdrl's own code does not use them (docs/specs.md).
+
+#include <tdrl/specs/keys.h>
 
 namespace tdrl::envs {
 
-/// The observation of a state-based task.
-inline const char* const kObservation = "observation";
-/// The action the policy writes and step() reads.
-inline const char* const kAction = "action";
-/// The reward of a transition, under ("next", ...).
-inline const char* const kReward = "reward";
-/// done = terminated OR truncated, `[*batch, 1]` bool.
-inline const char* const kDone = "done";
-/// The episode ended in a terminal state (no bootstrapping), `[*batch, 1]` bool.
-inline const char* const kTerminated = "terminated";
-/// The episode was cut short (time limit, instability), `[*batch, 1]` bool.
-inline const char* const kTruncated = "truncated";
-/// The sub-TensorDict step() writes the next state, reward and flags into.
-inline const char* const kNext = "next";
-/// The bool mask `[*batch, 1]` selecting which sub-envs reset() resets.
-inline const char* const kReset = "_reset";
+using specs::kObservation;
+using specs::kAction;
+using specs::kReward;
+using specs::kDone;
+using specs::kTerminated;
+using specs::kTruncated;
+using specs::kNext;
+using specs::kReset;
 
 }  // namespace tdrl::envs

@@ -19,9 +19,9 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/composite.h>
 #include <tdrl/envs/env_base.h>
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/composite.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -39,15 +39,15 @@ using TransformPtr = std::shared_ptr<Transform>;
 /// may modify them in place.
 struct EnvSpecs {
   /// The observation entries (written by reset() and under "next" by step()).
-  CompositePtr observation;
+  specs::CompositePtr observation;
   /// `{reward_key: spec}`: exactly one leaf.
-  CompositePtr reward;
+  specs::CompositePtr reward;
   /// `{done, terminated, truncated}`.
-  CompositePtr done;
+  specs::CompositePtr done;
   /// `{action_key: spec}`: at most one leaf (none for an env without action).
-  CompositePtr action;
+  specs::CompositePtr action;
   /// Extra step inputs besides the action.
-  CompositePtr state;
+  specs::CompositePtr state;
   /// The env's batch size.
   std::vector<int64_t> batch_size;
   /// The env's device.
@@ -65,9 +65,9 @@ struct EnvSpecs {
   std::optional<NestedKey> action_key() const;
   /// The leaf spec at `key` in the observation or the reward spec (observation first), or
   /// nullptr.
-  TensorSpecPtr find_output(const NestedKey& key) const;
+  specs::TensorSpecPtr find_output(const NestedKey& key) const;
   /// The leaf spec at `key` in the action or the state spec (action first), or nullptr.
-  TensorSpecPtr find_input(const NestedKey& key) const;
+  specs::TensorSpecPtr find_input(const NestedKey& key) const;
 };
 
 /// Steps the env below a transform: takes the root TensorDict (holding the action, as the
@@ -139,15 +139,18 @@ class Transform {
   /// in_key missing from the specs, TypeError for a spec kind the transform cannot handle).
   virtual EnvSpecs transform_specs(const EnvSpecs& input);
   /// The observation spec after this transform. Default: `spec` unchanged.
-  virtual CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input);
   /// The reward spec (`{reward_key: spec}`) after this transform. Default: unchanged.
-  virtual CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                                    const EnvSpecs& input);
   /// The done spec after this transform. Default: unchanged.
-  virtual CompositePtr transform_done_spec(CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_done_spec(specs::CompositePtr spec, const EnvSpecs& input);
   /// The action spec (`{action_key: spec}`) the policy sees. Default: unchanged.
-  virtual CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                                    const EnvSpecs& input);
   /// The state spec the caller provides. Default: unchanged.
-  virtual CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_state_spec(specs::CompositePtr spec, const EnvSpecs& input);
 
   // ---- State ----------------------------------------------------------------------------------
 

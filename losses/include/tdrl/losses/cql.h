@@ -14,9 +14,10 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses/loss_module.h>
+#include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_module.h>
 
@@ -40,7 +41,7 @@ struct CQLLossOptions {
   /// The action spec: a Bounded spec's box is where the random actions of the penalty are
   /// drawn (uniformly), and its shape gives the "auto" target entropy. Default: the actor's
   /// spec if it has one; without a Bounded spec the box is [-1, 1] (a TanhNormal's).
-  TORCH_ARG(envs::TensorSpecPtr, action_spec);
+  TORCH_ARG(specs::TensorSpecPtr, action_spec);
   /// Choose the next action with a target copy of the actor. Default false.
   TORCH_ARG(bool, delay_actor) = false;
   /// Value the next state with target copies of the Q-networks. Default true.
@@ -103,18 +104,15 @@ class CQLLoss : public LossModule {
           CQLLossOptions options = {})
       : CQLLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const CQLLossOptions& options() const { return options_; }
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
-  const torch::Tensor& log_alpha() const { return log_alpha_; }
+  const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
-  torch::Tensor alpha() const;
+  torch::Tensor alpha() const { return temperature_.alpha(); }
   /// log alpha' (a parameter with with_lagrange, else a buffer at 0).
   const torch::Tensor& log_alpha_prime() const { return log_alpha_prime_; }
   /// The target entropy; nullopt while "auto" is unresolved (see SACLoss).
-  std::optional<double> target_entropy() const { return target_entropy_; }
+  std::optional<double> target_entropy() const { return temperature_.target_entropy(); }
 
   /// `CQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, min_q_weight=1, temperature=1,
   /// num_random=10, with_lagrange=false, ...)`.
@@ -131,15 +129,35 @@ class CQLLoss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
+  // The steps of forward_impl, in the order they draw random numbers.
+  struct Policy {
+    std::shared_ptr<tensordict::nn::Distribution> dist;  // pi(.|s)
+    torch::Tensor action;                                // a reparametrised action at s
+    torch::Tensor log_prob;                              // log pi(action|s), [*B, 1]
+  };
+  // pi(.|s) at the batch's states, a reparametrised action and its log-probability.
+  Policy policy_at_states(const TensorDict& batch) const;
+  // The backup's next-state value [*B, 1] (without gradient): min_i Q'_i(s', a') - alpha log
+  // pi(a'|s'), or the max over num_random actions with max_q_backup; `next_dist` is set to
+  // pi(.|s') of the online actor, for the penalty.
+  torch::Tensor next_state_value(const TensorDict& next, const torch::Tensor& alpha,
+                                 std::shared_ptr<tensordict::nn::Distribution>& next_dist);
+  // The conservative penalty summed over Q-networks: log-sum-exp of Q at s over uniform and
+  // policy actions (importance weighted by their densities) minus Q at the data's actions;
+  // Lagrange-weighted with with_lagrange, when `gap_sum` collects the gaps to the threshold.
+  torch::Tensor conservative_penalty(const TensorDict& batch,
+                                     const std::vector<torch::Tensor>& preds,
+                                     const Policy& policy,
+                                     const tensordict::nn::Distribution& next_dist,
+                                     torch::Tensor& gap_sum);
+
   Actor actor_network_;
   QNetworks qvalue_networks_;
   CQLLossOptions options_;
-  torch::Tensor log_alpha_;
+  EntropyTemperature temperature_;
   torch::Tensor log_alpha_prime_;
   torch::Tensor low_;
   torch::Tensor high_;
-  std::optional<double> target_entropy_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 }  // namespace tdrl::losses

@@ -77,9 +77,6 @@ class DDPGLoss : public LossModule {
                  std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
                  std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const DDPGLossOptions& options() const { return options_; }
 
   /// `DDPGLoss(loss_function=l2, delay_actor=false, delay_value=true, value_estimator=...)`.
@@ -92,7 +89,6 @@ class DDPGLoss : public LossModule {
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network_;
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DDPGLossOptions options_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 }  // namespace tdrl::losses

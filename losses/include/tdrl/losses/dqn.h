@@ -85,9 +85,6 @@ class DQNLoss : public LossModule {
       : DQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
                 std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const DQNLossOptions& options() const { return options_; }
   /// "one_hot", "categorical", or "" when read from each batch's action.
   const std::string& action_space() const { return action_space_; }
@@ -106,7 +103,6 @@ class DQNLoss : public LossModule {
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DQNLossOptions options_;
   std::string action_space_;  // "" when read from each batch
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 /// Options of DistributionalDQNLoss; the support is required.
@@ -157,9 +153,6 @@ class DistributionalDQNLoss : public LossModule {
             std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
             std::move(options)) {}
 
-  /// Replaces the value estimator; only TD0 is accepted (ValueError otherwise).
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const DistributionalDQNLossOptions& options() const { return options_; }
 
   /// `DistributionalDQNLoss(num_atoms=51, v_min=-10, v_max=10, delay_value=true, gamma=0.99)`.
@@ -167,6 +160,9 @@ class DistributionalDQNLoss : public LossModule {
 
  protected:
   TensorDict forward_impl(const TensorDict& batch) override;
+  /// Only TD0 (the distributional backup is one-step); ValueError otherwise.
+  std::shared_ptr<ValueEstimatorBase> build_value_estimator(
+      ValueEstimatorType type, const ValueEstimatorOptions& options) override;
 
  private:
   // The network's log-probabilities `[*B, K, n]` on `td`, checked.
@@ -175,7 +171,6 @@ class DistributionalDQNLoss : public LossModule {
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DistributionalDQNLossOptions options_;
   torch::Tensor support_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 }  // namespace tdrl::losses

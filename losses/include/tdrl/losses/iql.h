@@ -82,9 +82,6 @@ class IQLLoss : public LossModule {
                 std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
                 std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const IQLLossOptions& options() const { return options_; }
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
 
@@ -106,7 +103,6 @@ class IQLLoss : public LossModule {
   QNetworks qvalue_networks_;
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   IQLLossOptions options_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 }  // namespace tdrl::losses

@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include <tensordict/nested_key.h>
+#include <tdrl/losses/value_estimators.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tdrl::losses {
@@ -66,6 +67,19 @@ class LossModule : public torch::nn::Module {
   /// The loss_* entries of out_keys(): what an optimiser can minimise.
   std::vector<std::string> loss_terms() const;
 
+  /// (Re)builds the value estimator the loss computes its targets or advantages with
+  /// (TorchRL's make_value_estimator): `type` defaults to the loss's own default (TD(0) for
+  /// the off-policy losses, GAE for the policy-gradient ones), `options` carry gamma, lambda,
+  /// ... The estimator takes the loss's current keys. Throws ValueError when the loss cannot
+  /// use `type` (GAE for an off-policy loss, any estimator for a policy-gradient loss
+  /// without critic); the previous estimator stays then.
+  /// Example: `loss->make_value_estimator(ValueEstimatorType::kTD0,
+  ///                                       ValueEstimatorOptions().gamma(0.98));`
+  void make_value_estimator(std::optional<ValueEstimatorType> type = std::nullopt,
+                            ValueEstimatorOptions options = {});
+  /// The current value estimator; null for a loss that has none.
+  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
+
   /// The names of the registered networks, in registration order.
   std::vector<std::string> networks() const;
   /// The network registered as `name`. Throws KeyError for an unknown name.
@@ -86,8 +100,19 @@ class LossModule : public torch::nn::Module {
 
   /// Computes the loss terms from a batch whose in keys are present.
   virtual TensorDict forward_impl(const TensorDict& batch) = 0;
-  /// Called after set_keys changed keys (e.g. to forward them to a value estimator).
+  /// Called after set_keys changed keys and after make_value_estimator (e.g. to forward the
+  /// keys to the value estimator).
   virtual void on_keys_changed() {}
+  /// The estimator make_value_estimator builds when no type is named.
+  virtual ValueEstimatorType default_value_estimator() const { return ValueEstimatorType::kTD0; }
+  /// Builds the estimator of `type` for make_value_estimator; throws to refuse a type. The
+  /// default suits losses that compute the next value themselves: an estimator without a value
+  /// network, refusing GAE (an on-policy advantage estimator).
+  virtual std::shared_ptr<ValueEstimatorBase> build_value_estimator(
+      ValueEstimatorType type, const ValueEstimatorOptions& options);
+
+  /// The estimator of make_value_estimator (null until a loss builds one).
+  std::shared_ptr<ValueEstimatorBase> value_estimator_;
   /// Declares out_keys() (call it in the constructor, after the options are known). Throws
   /// ValueError for an empty or repeated name.
   void set_out_keys(std::vector<std::string> keys);

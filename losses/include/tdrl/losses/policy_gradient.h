@@ -57,18 +57,6 @@ using CriticPtr = std::shared_ptr<tensordict::nn::TensorDictModuleBase>;
 /// KLPENPPOLoss adapts its beta: do not run two forwards of one loss concurrently.
 class PolicyGradientLoss : public LossModule {
  public:
-  /// Replaces the value estimator by `type` around the critic, with `options`; its keys
-  /// follow this loss's keys (also after set_keys). Throws ValueError when the loss has no
-  /// critic, and what the estimator throws (ValueError for gamma or lmbda outside [0, 1]).
-  /// Example: `loss->make_value_estimator(ValueEstimatorType::kGAE,
-  ///                                      ValueEstimatorOptions().gamma(0.99).lmbda(0.95));`
-  void make_value_estimator(ValueEstimatorType type = ValueEstimatorType::kGAE,
-                            ValueEstimatorOptions options = {});
-  /// The estimator used when a batch has no advantage; nullptr without a critic. It is a
-  /// keyed module on its own too: `loss->value_estimator()->forward(rollout)` writes
-  /// advantage and value_target into `rollout` (evaluating the critic's current parameters
-  /// for both states).
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return estimator_; }
   /// The actor.
   const ActorPtr& actor_network() const { return actor_; }
   /// The critic, or nullptr.
@@ -90,6 +78,14 @@ class PolicyGradientLoss : public LossModule {
                      bool separate_losses);
 
   void on_keys_changed() override;
+  /// GAE (gamma 0.99, lmbda 0.95), as TorchRL.
+  ValueEstimatorType default_value_estimator() const override { return ValueEstimatorType::kGAE; }
+  /// Any estimator, around the critic; its keys follow this loss's keys (also after set_keys),
+  /// and `value_estimator()->forward(rollout)` writes advantage and value_target into
+  /// `rollout` with the critic's current parameters. Throws ValueError when the loss has no
+  /// critic, and what the estimator throws (ValueError for gamma or lmbda outside [0, 1]).
+  std::shared_ptr<ValueEstimatorBase> build_value_estimator(
+      ValueEstimatorType type, const ValueEstimatorOptions& options) override;
 
   /// The advantage `[*B, 1]` (detached): `td`'s, or, when it has none, estimated and written
   /// with value_target into `td` (pass a shallow copy of the batch, `batch.clone(false)`).
@@ -148,7 +144,6 @@ class PolicyGradientLoss : public LossModule {
 
   ActorPtr actor_;
   CriticPtr critic_;
-  std::shared_ptr<ValueEstimatorBase> estimator_;
   // The critic's parameters that are also the actor's, frozen for the critic loss under
   // separate_losses (empty otherwise).
   std::vector<torch::Tensor> shared_params_;

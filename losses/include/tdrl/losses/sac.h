@@ -15,9 +15,10 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses/loss_module.h>
+#include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_module.h>
 
@@ -42,7 +43,7 @@ struct SACLossOptions {
   /// spec, else from the distribution's event shape at the first forward.
   TORCH_ARG(std::optional<double>, target_entropy);
   /// The action spec, for target_entropy "auto". Default none (see target_entropy).
-  TORCH_ARG(envs::TensorSpecPtr, action_spec);
+  TORCH_ARG(specs::TensorSpecPtr, action_spec);
   /// Value the next state with target copies of the Q-networks. Default true.
   TORCH_ARG(bool, delay_qvalue) = true;
 };
@@ -109,18 +110,15 @@ class SACLoss : public LossModule {
           SACLossOptions options = {})
       : SACLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const SACLossOptions& options() const { return options_; }
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
   /// log alpha (a parameter, or a buffer with fixed_alpha), a scalar tensor.
-  const torch::Tensor& log_alpha() const { return log_alpha_; }
+  const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
-  torch::Tensor alpha() const;
+  torch::Tensor alpha() const { return temperature_.alpha(); }
   /// The target entropy; nullopt while "auto" is still unresolved (no spec; resolved at the
   /// first forward).
-  std::optional<double> target_entropy() const { return target_entropy_; }
+  std::optional<double> target_entropy() const { return temperature_.target_entropy(); }
 
   /// `SACLoss(num_qvalue_nets=2, loss_function=smooth_l1, alpha_init=1, fixed_alpha=false,
   /// target_entropy=-6, delay_qvalue=true, value_estimator=...)`.
@@ -140,9 +138,7 @@ class SACLoss : public LossModule {
   Actor actor_network_;
   QNetworks qvalue_networks_;
   SACLossOptions options_;
-  torch::Tensor log_alpha_;
-  std::optional<double> target_entropy_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
+  EntropyTemperature temperature_;
 };
 
 /// Options of DiscreteSACLoss (TorchRL's constructor arguments); num_actions is required.
@@ -212,15 +208,12 @@ class DiscreteSACLoss : public LossModule {
       : DiscreteSACLoss(Actor(actor_network.ptr()), SACLoss::as_modules(qvalue_networks),
                         std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const DiscreteSACLossOptions& options() const { return options_; }
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
-  const torch::Tensor& log_alpha() const { return log_alpha_; }
+  const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
-  torch::Tensor alpha() const;
-  double target_entropy() const { return target_entropy_; }
+  torch::Tensor alpha() const { return temperature_.alpha(); }
+  double target_entropy() const { return *temperature_.target_entropy(); }
 
   /// `DiscreteSACLoss(num_actions=4, num_qvalue_nets=2, loss_function=smooth_l1, ...)`.
   void pretty_print(std::ostream& stream) const override;
@@ -232,9 +225,7 @@ class DiscreteSACLoss : public LossModule {
   Actor actor_network_;
   QNetworks qvalue_networks_;
   DiscreteSACLossOptions options_;
-  torch::Tensor log_alpha_;
-  double target_entropy_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
+  EntropyTemperature temperature_;
 };
 
 }  // namespace tdrl::losses

@@ -12,9 +12,9 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
-#include <tdrl/envs/tensor_spec.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::losses {
@@ -24,7 +24,7 @@ namespace tdrl::losses {
 struct TD3LossOptions {
   /// The action spec, a Bounded one: its low/high bound the smoothed target actions. Default:
   /// the actor's spec when the actor is a ProbabilisticActor with one; otherwise required.
-  TORCH_ARG(envs::TensorSpecPtr, action_spec);
+  TORCH_ARG(specs::TensorSpecPtr, action_spec);
   /// Std of the Gaussian noise added to the target action (target policy smoothing), in
   /// action units. Default 0.2.
   TORCH_ARG(double, policy_noise) = 0.2;
@@ -89,9 +89,6 @@ class TD3Loss : public LossModule {
       : TD3Loss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(actor_network.ptr()),
                 as_modules(qvalue_networks), std::move(options)) {}
 
-  /// Replaces the value estimator (TD0 with gamma 0.99 by default). ValueError for GAE.
-  void make_value_estimator(ValueEstimatorType type, ValueEstimatorOptions options = {});
-  const std::shared_ptr<ValueEstimatorBase>& value_estimator() const { return value_estimator_; }
   const TD3LossOptions& options() const { return options_; }
   /// The number of Q-value networks.
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
@@ -117,7 +114,6 @@ class TD3Loss : public LossModule {
   TD3LossOptions options_;
   torch::Tensor low_;
   torch::Tensor high_;
-  std::shared_ptr<ValueEstimatorBase> value_estimator_;
 };
 
 }  // namespace tdrl::losses

@@ -10,7 +10,7 @@
 
 #include <torch/nn/pimpl.h>
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -65,23 +65,23 @@ struct ProbabilisticActorOptions {
 class ProbabilisticActorImpl : public tensordict::nn::ProbabilisticTensorDictSequentialImpl {
  public:
   ProbabilisticActorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase> module,
-                         envs::TensorSpecPtr spec, ProbabilisticActorOptions options = {});
+                         specs::TensorSpecPtr spec, ProbabilisticActorOptions options = {});
   /// Takes any TensorDict module holder (TensorDictModule, TensorDictSequential, ...).
   template <typename M>
-  ProbabilisticActorImpl(const torch::nn::ModuleHolder<M>& module, envs::TensorSpecPtr spec,
+  ProbabilisticActorImpl(const torch::nn::ModuleHolder<M>& module, specs::TensorSpecPtr spec,
                          ProbabilisticActorOptions options = {})
       : ProbabilisticActorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(module.ptr()),
                                std::move(spec), std::move(options)) {}
 
   /// The action spec, or nullptr.
-  const envs::TensorSpecPtr& spec() const { return spec_; }
+  const specs::TensorSpecPtr& spec() const { return spec_; }
 
  protected:
   void forward_impl(const tensordict::TensorDict& tensordict,
                     const tensordict::TensorDict& tensordict_out) override;
 
  private:
-  envs::TensorSpecPtr spec_;
+  specs::TensorSpecPtr spec_;
   bool safe_;
 };
 

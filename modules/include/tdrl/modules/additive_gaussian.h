@@ -11,7 +11,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -117,7 +117,7 @@ struct AdditiveGaussianModuleOptions {
 class AdditiveGaussianModuleImpl : public tensordict::nn::TensorDictModuleBase {
  public:
   /// Throws ValueError as the class comment says.
-  AdditiveGaussianModuleImpl(tdrl::envs::TensorSpecPtr spec,
+  AdditiveGaussianModuleImpl(tdrl::specs::TensorSpecPtr spec,
                              AdditiveGaussianModuleOptions options = {});
 
   /// Anneals sigma by `frames` frames: sigma = max(sigma_end, sigma - frames * (sigma_init -
@@ -126,7 +126,7 @@ class AdditiveGaussianModuleImpl : public tensordict::nn::TensorDictModuleBase {
   /// The current noise scale.
   double sigma() const;
 
-  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const AdditiveGaussianModuleOptions& options() const { return options_; }
 
  protected:
@@ -138,7 +138,7 @@ class AdditiveGaussianModuleImpl : public tensordict::nn::TensorDictModuleBase {
   void print_to(std::ostream& stream) const override;
 
  private:
-  tdrl::envs::TensorSpecPtr spec_;
+  tdrl::specs::TensorSpecPtr spec_;
   AdditiveGaussianModuleOptions options_;
   torch::Tensor sigma_;
 };

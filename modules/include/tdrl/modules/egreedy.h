@@ -10,7 +10,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -110,7 +110,7 @@ struct EGreedyModuleOptions {
 class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
  public:
   /// Throws ValueError as the class comment says.
-  EGreedyModuleImpl(tdrl::envs::TensorSpecPtr spec, EGreedyModuleOptions options = {});
+  EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyModuleOptions options = {});
 
   /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
   /// annealing_num_steps). Throws ValueError for frames < 0.
@@ -118,7 +118,7 @@ class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
   /// The current probability of a random action.
   double eps() const;
 
-  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const EGreedyModuleOptions& options() const { return options_; }
 
  protected:
@@ -133,7 +133,7 @@ class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
   torch::Tensor random_actions(const tensordict::TensorDict& tensordict,
                                const torch::Tensor& action, const torch::Tensor& replace) const;
 
-  tdrl::envs::TensorSpecPtr spec_;
+  tdrl::specs::TensorSpecPtr spec_;
   EGreedyModuleOptions options_;
   torch::Tensor eps_;
 };

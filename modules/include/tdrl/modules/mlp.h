@@ -85,4 +85,56 @@ class MLPImpl : public torch::nn::SequentialImpl {
 /// Holder of MLPImpl.
 TORCH_MODULE(MLP);
 
+/// An MLP on the concatenation of two inputs along the last dim: the Q(s, a) critic of DDPG,
+/// TD3 and SAC, wrapped as `ValueOperator(ConcatMLP(...), ValueOperatorOptions().in_keys(
+/// {"observation", "action"}))` (TorchRL's MLP concatenates its inputs the same way). The MLP is
+/// registered as "mlp", so parameters read "mlp.0.weight", ...
+/// Throws ShapeError when the inputs' leading dims differ or their last dims do not add up to
+/// the MLP's in_features.
+/// Example: `ConcatMLP q(MLP(MLPOptions(obs_dim + action_dim, 1).num_cells({256, 256})));`
+class ConcatMLPImpl : public torch::nn::Module {
+ public:
+  explicit ConcatMLPImpl(MLP mlp);
+
+  /// `a` `[*batch, n]`, `b` `[*batch, m]` → `mlp(cat(a, b))` `[*batch, out_features]`.
+  torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b);
+
+  /// The MLP (a holder sharing it).
+  MLP mlp() const { return mlp_; }
+
+ private:
+  MLP mlp_;
+};
+
+/// Holder of ConcatMLPImpl.
+TORCH_MODULE(ConcatMLP);
+
+/// An MLP squashed onto a box: `low + (high - low) * (tanh(mlp(x)) + 1) / 2`, the deterministic
+/// actor of DDPG and TD3 on a Bounded action spec (TorchRL's TanhModule after an MLP). The MLP
+/// is registered as "mlp", the bounds as float32 buffers "low" and "high".
+/// Throws ShapeError when low or high does not broadcast to `[out_features]`, ValueError when
+/// a bound is not finite or some low > high.
+/// Example: `TanhBoundedMLP actor(MLP(MLPOptions(obs_dim, 1)), torch::tensor({-2.0}),
+///                                torch::tensor({2.0}));`
+class TanhBoundedMLPImpl : public torch::nn::Module {
+ public:
+  TanhBoundedMLPImpl(MLP mlp, const torch::Tensor& low, const torch::Tensor& high);
+
+  /// `x` `[*batch, in_features]` → `[*batch, out_features]`, inside [low, high].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  /// The MLP (a holder sharing it).
+  MLP mlp() const { return mlp_; }
+  const torch::Tensor& low() const { return low_; }
+  const torch::Tensor& high() const { return high_; }
+
+ private:
+  MLP mlp_;
+  torch::Tensor low_;
+  torch::Tensor high_;
+};
+
+/// Holder of TanhBoundedMLPImpl.
+TORCH_MODULE(TanhBoundedMLP);
+
 }  // namespace tdrl::modules

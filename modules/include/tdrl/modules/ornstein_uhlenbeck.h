@@ -11,7 +11,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -189,7 +189,7 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
 class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModuleBase {
  public:
   /// Throws as the class comment says.
-  OrnsteinUhlenbeckProcessModuleImpl(tdrl::envs::TensorSpecPtr spec,
+  OrnsteinUhlenbeckProcessModuleImpl(tdrl::specs::TensorSpecPtr spec,
                                      OrnsteinUhlenbeckProcessModuleOptions options = {});
 
   /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
@@ -205,7 +205,7 @@ class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModu
   const tensordict::NestedKey& noise_key() const { return noise_key_; }
   /// The key of the process step counts, next to the action.
   const tensordict::NestedKey& steps_key() const { return steps_key_; }
-  const tdrl::envs::TensorSpecPtr& spec() const { return spec_; }
+  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const OrnsteinUhlenbeckProcessModuleOptions& options() const { return options_; }
 
  protected:
@@ -218,7 +218,7 @@ class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModu
   void print_to(std::ostream& stream) const override;
 
  private:
-  tdrl::envs::TensorSpecPtr spec_;
+  tdrl::specs::TensorSpecPtr spec_;
   OrnsteinUhlenbeckProcessModuleOptions options_;
   tensordict::NestedKey noise_key_;
   tensordict::NestedKey steps_key_;

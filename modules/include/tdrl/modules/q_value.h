@@ -11,7 +11,7 @@
 
 #include <torch/nn/pimpl.h>
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/nn/tensordict_sequential.h>
@@ -28,7 +28,7 @@ struct QValueModuleOptions {
   /// "one_hot".
   TORCH_ARG(std::optional<std::string>, action_space);
   /// The action spec (OneHot or Categorical), or nullptr. Its dtype is the one-hot action's.
-  TORCH_ARG(envs::TensorSpecPtr, spec);
+  TORCH_ARG(specs::TensorSpecPtr, spec);
   /// Read: the action values `[*batch, n]`. Default "action_value".
   TORCH_ARG(NestedKey, action_value_key) = NestedKey("action_value");
   /// Written: the greedy action. Default "action".

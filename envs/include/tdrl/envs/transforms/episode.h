@@ -9,8 +9,8 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/keys.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs/keys.h>
 
 namespace tdrl::envs {
 
@@ -47,7 +47,7 @@ struct StepCounterOptions {
  private:
   std::optional<int64_t> max_steps_;
   NestedKey step_count_key_{"step_count"};
-  NestedKey truncated_key_{kTruncated};
+  NestedKey truncated_key_{specs::kTruncated};
   bool update_done_ = true;
 };
 
@@ -73,7 +73,8 @@ class StepCounter : public Transform {
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
   TensorDict step(const TensorDict& root, TensorDict next) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
 
  private:
   StepCounterOptions options_;
@@ -111,7 +112,8 @@ class InitTracker : public Transform {
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
   TensorDict step(const TensorDict& root, TensorDict next) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
 
  private:
   InitTrackerOptions options_;
@@ -137,11 +139,12 @@ class FrameSkipTransform : public Transform {
   std::string name() const override { return "FrameSkipTransform"; }
   std::string to_string() const override;
   TensorDict step_through(const TensorDict& root, const StepFn& inner) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  private:
   int64_t frame_skip_;
-  NestedKey reward_key_{kReward};
+  NestedKey reward_key_{specs::kReward};
 };
 
 }  // namespace tdrl::envs

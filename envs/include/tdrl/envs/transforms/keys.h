@@ -69,7 +69,8 @@ class CatTensors : public Transform {
 
   std::string name() const override { return "CatTensors"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
@@ -142,19 +143,23 @@ class RenameTransform : public Transform {
   std::string name() const override { return "RenameTransform"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
+                                           const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
   // Renames the entries of `spec` (one of input's Composites, `input_spec`) named in `from`.
-  CompositePtr rename_spec(CompositePtr spec, const CompositePtr& input_spec,
-                           const std::vector<NestedKey>& from,
-                           const std::vector<NestedKey>& to) const;
+  specs::CompositePtr rename_spec(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                  const std::vector<NestedKey>& from,
+                                  const std::vector<NestedKey>& to) const;
 
   RenameTransformOptions options_;
 };
@@ -175,7 +180,8 @@ class ExcludeTransform : public Transform {
 
   std::string name() const override { return "ExcludeTransform"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
@@ -201,8 +207,10 @@ class SelectTransform : public Transform {
 
   std::string name() const override { return "SelectTransform"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;

@@ -13,8 +13,8 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/keys.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs/keys.h>
 
 namespace tdrl::envs {
 
@@ -66,7 +66,7 @@ struct ObservationNormOptions {
  private:
   torch::Tensor loc_;
   torch::Tensor scale_;
-  std::vector<NestedKey> in_keys_{kObservation};
+  std::vector<NestedKey> in_keys_{specs::kObservation};
   std::vector<NestedKey> out_keys_;
   bool standard_normal_ = false;
   double eps_ = 1e-6;
@@ -113,7 +113,8 @@ class ObservationNorm : public Transform {
 
   std::string name() const override { return "ObservationNorm"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
   /// `{"loc", "scale"}` once known, empty before.
   TensorDict state_dict() const override;
   /// Sets loc and scale from `{"loc", "scale"}` (KeyError when either is missing, ValueError
@@ -215,7 +216,7 @@ struct VecNormOptions {
   const std::shared_ptr<VecNormState>& shared_state() const { return shared_state_; }
 
  private:
-  std::vector<NestedKey> in_keys_{kObservation, kReward};
+  std::vector<NestedKey> in_keys_{specs::kObservation, specs::kReward};
   std::vector<NestedKey> out_keys_;
   double decay_ = 0.9999;
   double eps_ = 1e-4;
@@ -255,8 +256,10 @@ class VecNorm : public Transform {
   std::string name() const override { return "VecNorm"; }
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
   /// The statistics (see VecNormState::state_dict).
   TensorDict state_dict() const override;
   /// Loads statistics into the (possibly shared) state (see VecNormState::load_state_dict).
@@ -269,8 +272,9 @@ class VecNorm : public Transform {
   // Normalizes the in_keys of `td`, updating with the rows selected by `rows` (bool
   // `[*batch]`; undefined: all rows).
   TensorDict normalize(TensorDict td, const torch::Tensor& rows);
-  CompositePtr transform_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                                 const EnvSpecs& input);
+  specs::CompositePtr transform_outputs(specs::CompositePtr spec,
+                                        const specs::CompositePtr& input_spec,
+                                        const EnvSpecs& input);
 
   VecNormOptions options_;
   std::vector<NestedKey> out_keys_;

@@ -8,8 +8,8 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/keys.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs/keys.h>
 
 namespace tdrl::envs {
 
@@ -46,7 +46,7 @@ struct RewardScalingOptions {
  private:
   double loc_ = 0.0;
   double scale_ = 1.0;
-  std::vector<NestedKey> in_keys_{kReward};
+  std::vector<NestedKey> in_keys_{specs::kReward};
   bool standard_normal_ = false;
 };
 
@@ -66,8 +66,10 @@ class RewardScaling : public Transform {
 
   std::string name() const override { return "RewardScaling"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
@@ -103,7 +105,7 @@ struct RewardClippingOptions {
  private:
   std::optional<double> clamp_min_;
   std::optional<double> clamp_max_;
-  std::vector<NestedKey> in_keys_{kReward};
+  std::vector<NestedKey> in_keys_{specs::kReward};
 };
 
 /// Clips the reward into [clamp_min, clamp_max] (TorchRL's RewardClipping).
@@ -121,14 +123,16 @@ class RewardClipping : public Transform {
 
   std::string name() const override { return "RewardClipping"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
-  TensorSpecPtr clipped(const TensorSpec& spec, const NestedKey& key) const;
+  specs::TensorSpecPtr clipped(const specs::TensorSpec& spec, const NestedKey& key) const;
 
   RewardClippingOptions options_;
 };
@@ -152,7 +156,7 @@ struct RewardSumOptions {
   const std::vector<NestedKey>& out_keys() const { return out_keys_; }
 
  private:
-  std::vector<NestedKey> in_keys_{kReward};
+  std::vector<NestedKey> in_keys_{specs::kReward};
   std::vector<NestedKey> out_keys_{"episode_reward"};
 };
 
@@ -176,7 +180,8 @@ class RewardSum : public Transform {
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
   TensorDict step(const TensorDict& root, TensorDict next) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
 
  private:
   RewardSumOptions options_;

@@ -10,8 +10,8 @@
 
 #include <torch/types.h>
 
-#include <tdrl/envs/keys.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/specs/keys.h>
 
 namespace tdrl::envs {
 
@@ -57,19 +57,23 @@ class DoubleToFloat : public Transform {
   std::string name() const override { return "DoubleToFloat"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
+                                           const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
-  CompositePtr cast_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                            const EnvSpecs& input);
-  CompositePtr cast_inputs(CompositePtr spec, const CompositePtr& input_spec,
-                           const EnvSpecs& input);
+  specs::CompositePtr cast_outputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                   const EnvSpecs& input);
+  specs::CompositePtr cast_inputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                  const EnvSpecs& input);
 
   DoubleToFloatOptions options_;
   std::vector<NestedKey> inv_keys_;  // the input keys cast back, found from the specs
@@ -100,7 +104,7 @@ struct ClipTransformOptions {
   const std::optional<double>& high() const { return high_; }
 
  private:
-  std::vector<NestedKey> in_keys_{kObservation};
+  std::vector<NestedKey> in_keys_{specs::kObservation};
   std::optional<double> low_;
   std::optional<double> high_;
 };
@@ -119,15 +123,17 @@ class ClipTransform : public Transform {
 
   std::string name() const override { return "ClipTransform"; }
   std::string to_string() const override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
-  CompositePtr clip_specs(CompositePtr spec, const CompositePtr& input_spec,
-                          const EnvSpecs& input) const;
+  specs::CompositePtr clip_specs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                 const EnvSpecs& input) const;
 
   ClipTransformOptions options_;
 };
@@ -158,7 +164,7 @@ struct UnsqueezeTransformOptions {
   const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
 
  private:
-  std::vector<NestedKey> in_keys_{kObservation};
+  std::vector<NestedKey> in_keys_{specs::kObservation};
   std::vector<NestedKey> out_keys_;
   std::vector<NestedKey> in_keys_inv_;
 };
@@ -183,21 +189,27 @@ class UnsqueezeTransform : public Transform {
   std::string name() const override { return "UnsqueezeTransform"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  CompositePtr transform_observation_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_reward_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
-  CompositePtr transform_state_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
+                                           const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
-  TensorSpecPtr unsqueezed(const TensorSpec& spec, const NestedKey& key,
-                           const EnvSpecs& input) const;
-  CompositePtr transform_outputs(CompositePtr spec, const CompositePtr& input_spec,
-                                 const EnvSpecs& input) const;
-  CompositePtr transform_inputs(CompositePtr spec, const CompositePtr& input_spec,
-                                const EnvSpecs& input) const;
+  specs::TensorSpecPtr unsqueezed(const specs::TensorSpec& spec, const NestedKey& key,
+                                  const EnvSpecs& input) const;
+  specs::CompositePtr transform_outputs(specs::CompositePtr spec,
+                                        const specs::CompositePtr& input_spec,
+                                        const EnvSpecs& input) const;
+  specs::CompositePtr transform_inputs(specs::CompositePtr spec,
+                                       const specs::CompositePtr& input_spec,
+                                       const EnvSpecs& input) const;
 
   int64_t dim_;
   UnsqueezeTransformOptions options_;
@@ -238,7 +250,8 @@ class ActionScaling : public Transform {
   std::string name() const override { return "ActionScaling"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  CompositePtr transform_action_spec(CompositePtr spec, const EnvSpecs& input) override;
+  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
 
  private:
   ActionScalingOptions options_;

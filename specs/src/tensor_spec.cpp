@@ -1,6 +1,6 @@
 // The leaf specs: shared checks in TensorSpec, per-kind sampling, membership and projection.
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 
 #include <cmath>
 #include <limits>
@@ -12,9 +12,9 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/spec_format.h"
+#include <tdrl/specs/detail/spec_format.h>
 
-namespace tdrl::envs {
+namespace tdrl::specs {
 
 using tensordict::shape_str;
 using tensordict::ShapeError;
@@ -736,4 +736,4 @@ bool MultiCategorical::params_equal(const TensorSpec& other) const {
   return nvec_ == static_cast<const MultiCategorical&>(other).nvec_;
 }
 
-}  // namespace tdrl::envs
+}  // namespace tdrl::specs

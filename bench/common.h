@@ -1,5 +1,5 @@
 // Shared by the benchmark programs: a console reporter that also keeps every benchmark's time
-// for the TensorDict/raw ratio table each program prints after its run.
+// for the TensorDict/raw ratio table each program prints after its run, and the common main.
 
 #pragma once
 
@@ -11,9 +11,11 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <torch/torch.h>
 
 namespace tdrl::bench {
 
@@ -87,6 +89,23 @@ int run_and_print_ratio_table(PrintTable&& print_table) {
   print_table(reporter, std::cout);
   benchmark::Shutdown();
   return 0;
+}
+
+/// The main of a benchmark program: one intra-op thread (the machine is shared and small, and
+/// per-call overhead is the subject, not parallel kernels), torch seed 0, Google Benchmark's
+/// flags (exit 1 on an unrecognised one); then `describe(std::cout)` says what is measured,
+/// `register_benchmarks()` registers them, and `print_table` prints the ratio table after the
+/// run.
+template <typename Describe, typename Register, typename PrintTable>
+int benchmark_main(int argc, char** argv, Describe&& describe, Register&& register_benchmarks,
+                   PrintTable&& print_table) {
+  torch::set_num_threads(1);
+  torch::manual_seed(0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  describe(std::cout);
+  register_benchmarks();
+  return run_and_print_ratio_table(std::forward<PrintTable>(print_table));
 }
 
 /// `value` with `precision` digits after the point.

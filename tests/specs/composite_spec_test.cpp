@@ -1,7 +1,7 @@
 // Composite: nested keys, the batch-shape invariant, TensorDict sampling, checking and
 // projection, expansion, copies, printing and equality.
 
-#include <tdrl/envs/composite.h>
+#include <tdrl/specs/composite.h>
 
 #include <cstdint>
 #include <sstream>
@@ -14,7 +14,7 @@
 
 #include <tensordict/errors.h>
 
-namespace tdrl::envs {
+namespace tdrl::specs {
 namespace {
 
 using ::tensordict::DeviceError;
@@ -382,4 +382,4 @@ TEST(CompositePrintingTest, EmptyCompositePrintsDeviceAndShapeOnly) {
 }
 
 }  // namespace
-}  // namespace tdrl::envs
+}  // namespace tdrl::specs

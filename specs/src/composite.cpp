@@ -1,14 +1,14 @@
 // Composite: keyed, nested specs; key walking, TensorDict sampling, checking and projection.
 
-#include <tdrl/envs/composite.h>
+#include <tdrl/specs/composite.h>
 
 #include <utility>
 
 #include <tensordict/errors.h>
 
-#include "detail/spec_format.h"
+#include <tdrl/specs/detail/spec_format.h>
 
-namespace tdrl::envs {
+namespace tdrl::specs {
 
 using tensordict::closest_names;
 using tensordict::DeviceError;
@@ -487,4 +487,4 @@ bool Composite::operator==(const Composite& other) const {
 
 std::ostream& operator<<(std::ostream& os, const Composite& spec) { return os << spec.to_string(); }
 
-}  // namespace tdrl::envs
+}  // namespace tdrl::specs

@@ -1,7 +1,7 @@
 // The leaf specs: sampling, membership, checks with their messages, projection, expansion,
 // conversions between index and one-hot forms, printing and equality.
 
-#include <tdrl/envs/tensor_spec.h>
+#include <tdrl/specs/tensor_spec.h>
 
 #include <cstdint>
 #include <sstream>
@@ -14,7 +14,7 @@
 
 #include <tensordict/errors.h>
 
-namespace tdrl::envs {
+namespace tdrl::specs {
 namespace {
 
 using ::tensordict::ShapeError;
@@ -622,9 +622,9 @@ TEST(SpecEqualityTest, KindShapeDtypeOrParametersMakeSpecsDiffer) {
 }
 
 }  // namespace
-}  // namespace tdrl::envs
+}  // namespace tdrl::specs
 
-namespace tdrl::envs {
+namespace tdrl::specs {
 namespace {
 
 TEST(TensorSpecTest, AssertIsInNamesTheFirstInvalidElementWhenSeveralAreInvalid) {
@@ -638,4 +638,4 @@ TEST(TensorSpecTest, AssertIsInNamesTheFirstInvalidElementWhenSeveralAreInvalid)
 }
 
 }  // namespace
-}  // namespace tdrl::envs
+}  // namespace tdrl::specs

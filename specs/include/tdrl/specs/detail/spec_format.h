@@ -1,6 +1,7 @@
 #pragma once
 
-// Formatting and checking helpers shared by the spec sources (defined in tensor_spec.cpp).
+// Not part of the API: formatting and checking helpers shared by the spec sources and the envs
+// transforms (defined in tensor_spec.cpp); installed because envs includes it.
 
 #include <cstdint>
 #include <string>
@@ -8,7 +9,7 @@
 
 #include <torch/types.h>
 
-namespace tdrl::envs::detail {
+namespace tdrl::specs::detail {
 
 /// `torch.Size([3, 4])`.
 std::string size_repr(c10::IntArrayRef shape);
@@ -23,4 +24,4 @@ bool ends_with(c10::IntArrayRef shape, c10::IntArrayRef suffix);
 /// True when `shape` starts with `prefix`.
 bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix);
 
-}  // namespace tdrl::envs::detail
+}  // namespace tdrl::specs::detail

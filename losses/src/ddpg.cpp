@@ -1,0 +1,124 @@
+// DDPGLoss: the deterministic actor-critic loss.
+
+#include <tdrl/losses/ddpg.h>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/functional/distance.h>
+#include <tdrl/modules/actors.h>
+#include <tensordict/errors.h>
+
+#include "detail/off_policy.h"
+
+namespace tdrl::losses {
+
+using tensordict::ValueError;
+namespace tdnn = tensordict::nn;
+
+DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
+                   std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
+                   DDPGLossOptions options)
+    : LossModule("DDPGLoss",
+                 detail::off_policy_default_keys(
+                     {{"state_action_value", NestedKey("state_action_value")}}),
+                 detail::off_policy_in_key_names()),
+      actor_network_(std::move(actor_network)),
+      value_network_(std::move(value_network)),
+      options_(std::move(options)) {
+  set_out_keys({"loss_actor", "loss_value", "pred_value", "target_value", "pred_value_max",
+                "target_value_max"});
+  detail::check_network("DDPGLoss", "the actor_network", actor_network_);
+  detail::check_network("DDPGLoss", "the value_network", value_network_);
+  if (actor_network_ == value_network_) {
+    throw ValueError("DDPGLoss: the actor_network and the value_network are the same module");
+  }
+  functional::check_distance_loss_name("DDPGLoss", "loss_function", options_.loss_function());
+  convert_to_functional("actor_network", actor_network_, options_.delay_actor());
+  convert_to_functional("value_network", value_network_, options_.delay_value());
+  make_value_estimator(ValueEstimatorType::kTD0);
+}
+
+void DDPGLoss::pretty_print(std::ostream& stream) const {
+  stream << "DDPGLoss(loss_function=" << options_.loss_function()
+         << ", delay_actor=" << detail::bool_str(options_.delay_actor())
+         << ", delay_value=" << detail::bool_str(options_.delay_value())
+         << ", value_estimator=" << value_estimator_->to_string() << ")";
+}
+
+TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
+  detail::check_batched(name(), batch);
+  const NestedKey& action_key = key("action");
+  const NestedKey& value_key = key("state_action_value");
+  detail::require_writes(name(), "the actor_network", *actor_network_, action_key, "action");
+  detail::require_reads(name(), "the value_network", *value_network_, action_key, "action");
+  detail::require_writes(name(), "the value_network", *value_network_, value_key,
+                         "state_action_value");
+  const auto& actor_in = actor_network_->in_keys();
+  const auto& critic_in = value_network_->in_keys();
+
+  // Actor term: Q(s, mu(s)), the critic's parameters held out so only the actor learns.
+  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
+  actor_network_->forward(actor_td);
+  auto critic_td =
+      detail::network_inputs(name(), "the value_network", batch, critic_in, {action_key});
+  critic_td.set(action_key, actor_td.get(action_key));
+  torch::Tensor actor_value;
+  {
+    detail::HoldOutParams hold(*value_network_);
+    value_network_->forward(critic_td);
+    actor_value = critic_td.get(value_key);
+  }
+  const auto loss_actor = -actor_value.mean();
+
+  // Value term: Q(s, a) against the TD target.
+  auto value_td = detail::network_inputs(name(), "the value_network", batch, critic_in);
+  value_network_->forward(value_td);
+  const auto pred = value_td.get(value_key);
+  const auto reward = get(batch, "reward");
+  const auto done = get(batch, "done");
+  const auto terminated = get(batch, "terminated");
+  check_same_shape("TD target", reward, "reward", pred, "Q(s, a)");
+  check_same_shape("TD target", done, "done", pred, "Q(s, a)");
+  check_same_shape("TD target", terminated, "terminated", pred, "Q(s, a)");
+
+  torch::Tensor next_value;
+  {
+    torch::NoGradGuard no_grad;
+    const auto next = detail::next_tensordict(name(), batch);
+    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
+                                                actor_in, {}, "next");
+    if (options_.delay_actor()) {
+      with_target("actor_network", [&] { actor_network_->forward(next_actor_td); });
+    } else {
+      actor_network_->forward(next_actor_td);
+    }
+    auto next_critic_td = detail::network_inputs(name(), "the value_network on the next state",
+                                                 next, critic_in, {action_key}, "next");
+    next_critic_td.set(action_key, next_actor_td.get(action_key));
+    if (options_.delay_value()) {
+      with_target("value_network", [&] { value_network_->forward(next_critic_td); });
+    } else {
+      value_network_->forward(next_critic_td);
+    }
+    next_value = next_critic_td.get(value_key);
+  }
+  check_same_shape("TD target", next_value, "Q(s', a')", pred, "Q(s, a)");
+  const auto target = detail::td_target(*value_estimator_, pred, next_value, reward, done,
+                                        terminated, batch.batch_dims());
+  const auto loss_value = detail::reduce_td_loss(
+      name(), functional::distance_loss(pred, target, options_.loss_function()),
+      batch.find(key("priority_weight")));
+
+  const auto pred_detached = pred.detach();
+  TensorDict out({{"loss_actor", loss_actor},
+                  {"loss_value", loss_value},
+                  {"pred_value", pred_detached.mean()},
+                  {"target_value", target.mean()},
+                  {"pred_value_max", pred_detached.max()},
+                  {"target_value_max", target.max()}},
+                 {});
+  batch.set(key("priority"), (pred_detached - target).abs().squeeze(-1));
+  return out;
+}
+
+}  // namespace tdrl::losses
