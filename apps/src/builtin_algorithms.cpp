@@ -186,12 +186,14 @@ class PolicyGradientRecipe : public Recipe {
               .loss_critic_type(config_.loss_critic_type)
               .normalize_advantage(config_.normalize_advantage));
     } else {
-      pg_ = std::make_shared<losses::A2CLoss>(actor_, critic,
-                                              losses::A2CLossOptions()
-                                                  .entropy_bonus(config_.entropy_coef > 0)
-                                                  .entropy_coef(config_.entropy_coef)
-                                                  .critic_coef(config_.critic_coef)
-                                                  .loss_critic_type(config_.loss_critic_type));
+      pg_ =
+          std::make_shared<losses::A2CLoss>(actor_, critic,
+                                            losses::A2CLossOptions()
+                                                .entropy_bonus(config_.entropy_coef > 0)
+                                                .entropy_coef(config_.entropy_coef)
+                                                .critic_coef(config_.critic_coef)
+                                                .loss_critic_type(config_.loss_critic_type)
+                                                .normalize_advantage(config_.normalize_advantage));
     }
     pg_->make_value_estimator(
         losses::ValueEstimatorType::kGAE,
@@ -206,11 +208,6 @@ class PolicyGradientRecipe : public Recipe {
   void before_epoch(const TensorDict& batch) override {
     torch::NoGradGuard no_grad;
     pg_->value_estimator()->forward(batch);
-    if (std::is_same_v<Config, A2CConfig> && config_.normalize_advantage) {
-      // A2CLoss has no normalize option: standardise the batch's advantages here.
-      auto adv = batch.get("advantage");
-      batch.set("advantage", (adv - adv.mean()) / adv.std().clamp_min(1e-6));
-    }
   }
 
  private:
@@ -323,7 +320,7 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
     auto make_actor = [model, env] {
       return tdnn::TensorDictModule(
           modules::TanhBoundedMLP(mlp(model, env.obs_dim, env.action_dim, model.actor_cells),
-                       env.bounded->low(), env.bounded->high()),
+                                  env.bounded->low(), env.bounded->high()),
           tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action"}));
     };
     const double range = (env.bounded->high() - env.bounded->low()).mean().item<double>() / 2;

@@ -45,15 +45,13 @@ void load_module_state(torch::nn::Module& module, const tensordict::TensorDict& 
   std::vector<torch::Tensor> sources;
   for (const auto& [name, tensor] : tensors) {
     const auto key = path_key(name);
-    if (!state.contains(key))
-      throw tensordict::KeyError("load_module_state: the checkpoint's " + what + " has no entry '" +
-                                 name + "'; it was written by another model (check model.*)");
+    TDRL_CHECK(state.contains(key), tensordict::KeyError, "load_module_state: the checkpoint's ",
+               what, " has no entry '", name, "'; it was written by another model (check model.*)");
     const torch::Tensor source = state.get(key);
-    if (source.sizes() != tensor.sizes())
-      throw tensordict::ShapeError("load_module_state: the checkpoint's " + what + " entry '" +
-                                   name + "' has shape " + tensordict::shape_str(source.sizes()) +
-                                   "; the model's is " + tensordict::shape_str(tensor.sizes()) +
-                                   " (check model.*)");
+    TDRL_CHECK(source.sizes() == tensor.sizes(), tensordict::ShapeError,
+               "load_module_state: the checkpoint's ", what, " entry '", name, "' has shape ",
+               tensordict::shape_str(source.sizes()), "; the model's is ",
+               tensordict::shape_str(tensor.sizes()), " (check model.*)");
     sources.push_back(source);
   }
   torch::NoGradGuard no_grad;

@@ -95,20 +95,16 @@ void remove_stale(const fs::path& dir) {
 // ---------------------------------------------------------------- CheckpointStore
 
 CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {
-  if (keep_ < 1) {
-    throw tensordict::ValueError(
-        "CheckpointStore: keep must be >= 1 (the newest checkpoint is "
-        "always kept), got " +
-        std::to_string(keep_));
-  }
+  TDRL_CHECK(!(keep_ < 1), tensordict::ValueError,
+             "CheckpointStore: keep must be >= 1 (the newest checkpoint is "
+             "always kept), got ",
+             std::to_string(keep_));
 }
 
 std::string CheckpointStore::write(int64_t frames,
                                    const std::function<void(const std::string&)>& fill) {
-  if (frames < 0) {
-    throw tensordict::ValueError("CheckpointStore::write: frames must be >= 0, got " +
-                                 std::to_string(frames));
-  }
+  TDRL_CHECK(!(frames < 0), tensordict::ValueError,
+             "CheckpointStore::write: frames must be >= 0, got ", std::to_string(frames));
   const fs::path dir(dir_);
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -117,16 +117,13 @@ void drop_partial_last_line(const std::string& path) {
 
 MetricsWriter::MetricsWriter(const std::string& path, std::vector<std::string> columns)
     : path_(path), columns_(std::move(columns)) {
-  if (columns_.empty()) {
-    throw tensordict::ValueError("MetricsWriter: no columns for " + in_quotes(path_) +
-                                 "; pass the column names, e.g. {\"frames\", \"return\"}");
-  }
+  TDRL_CHECK(!columns_.empty(), tensordict::ValueError, "MetricsWriter: no columns for ",
+             in_quotes(path_), "; pass the column names, e.g. {\"frames\", \"return\"}");
   for (size_t i = 0; i < columns_.size(); ++i) {
     const std::string& c = columns_[i];
-    if (c.find_first_of(",\"\r\n") != std::string::npos) {
-      throw tensordict::ValueError("MetricsWriter: column name " + in_quotes(c) +
-                                   " holds ',', '\"' or a line break; rename it");
-    }
+    TDRL_CHECK(c.find_first_of(",\"\r\n") == std::string::npos, tensordict::ValueError,
+               "MetricsWriter: column name ", in_quotes(c),
+               " holds ',', '\"' or a line break; rename it");
     if (std::find(columns_.begin(), columns_.begin() + static_cast<long>(i), c) !=
         columns_.begin() + static_cast<long>(i)) {
       throw tensordict::ValueError("MetricsWriter: column " + in_quotes(c) + " is given twice in " +
@@ -166,11 +163,10 @@ MetricsWriter::MetricsWriter(const std::string& path, std::vector<std::string> c
 
 void MetricsWriter::write(const std::map<std::string, double>& row) {
   for (const auto& entry : row) {
-    if (std::find(columns_.begin(), columns_.end(), entry.first) == columns_.end()) {
-      throw tensordict::ValueError("MetricsWriter::write: " + in_quotes(entry.first) +
-                                   " is not a column of " + in_quotes(path_) +
-                                   "; the columns are " + list_names(columns_));
-    }
+    TDRL_CHECK(std::find(columns_.begin(), columns_.end(), entry.first) != columns_.end(),
+               tensordict::ValueError, "MetricsWriter::write: ", in_quotes(entry.first),
+               " is not a column of ", in_quotes(path_), "; the columns are ",
+               list_names(columns_));
   }
   std::string line;
   for (size_t i = 0; i < columns_.size(); ++i) {

@@ -43,9 +43,9 @@ std::vector<std::string> metric_columns(const losses::LossModule& loss) {
                                    "eval_std",  "updates",    "fps",          "wall_time",
                                    "collect_s", "optimize_s", "eval_s",       "lr"};
   for (const auto& key : loss.out_keys()) {
-    if (std::find(columns.begin(), columns.end(), key) != columns.end())
-      throw tensordict::ValueError("Trainer: the loss's out key '" + key +
-                                   "' has the name of a metrics column of the run; rename it");
+    TDRL_CHECK(std::find(columns.begin(), columns.end(), key) == columns.end(),
+               tensordict::ValueError, "Trainer: the loss's out key '", key,
+               "' has the name of a metrics column of the run; rename it");
     columns.push_back(key);
   }
   return columns;
@@ -56,10 +56,10 @@ void check_groups(const std::vector<OptimizerGroup>& groups, const losses::LossM
   const auto declared = loss.loss_terms();
   for (const auto& g : groups)
     for (const auto& term : g.terms)
-      if (std::find(declared.begin(), declared.end(), term) == declared.end())
-        throw tensordict::KeyError("Trainer: optimiser group '" + g.name + "' minimises '" + term +
-                                   "', which the loss does not write; its loss terms are " +
-                                   tensordict::closest_names(term, declared));
+      TDRL_CHECK(std::find(declared.begin(), declared.end(), term) != declared.end(),
+                 tensordict::KeyError, "Trainer: optimiser group '", g.name, "' minimises '", term,
+                 "', which the loss does not write; its loss terms are ",
+                 tensordict::closest_names(term, declared));
 }
 
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
@@ -115,10 +115,8 @@ double mean_of(const std::vector<double>& v) {
 
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
                     int64_t episodes, int64_t max_steps, uint64_t seed) {
-  if (episodes < 1) {
-    throw tensordict::ValueError("evaluate: episodes is " + std::to_string(episodes) +
-                                 "; it must be >= 1");
-  }
+  TDRL_CHECK(!(episodes < 1), tensordict::ValueError, "evaluate: episodes is ",
+             std::to_string(episodes), "; it must be >= 1");
   torch::NoGradGuard no_grad;
   tensordict::nn::SetInteractionType deterministic(tensordict::nn::InteractionType::kDeterministic);
   env.set_seed(seed);
@@ -276,11 +274,9 @@ void Trainer::record_episodes(const TensorDict& batch) {
   const auto done = batch.get({specs::kNext, specs::kDone}).reshape({-1});
   const auto ids = batch.get(collectors::traj_ids_key()).reshape({-1});
   const auto n = ids.numel();
-  if (rewards.numel() != n || done.numel() != n) {
-    throw tensordict::ShapeError(
-        "Trainer: the batch's (\"next\", \"reward\") / (\"next\", \"done\") do not have one "
-        "value per step; the recipes expect a single reward per env step");
-  }
+  TDRL_CHECK(!(rewards.numel() != n || done.numel() != n), tensordict::ShapeError,
+             "Trainer: the batch's (\"next\", \"reward\") / (\"next\", \"done\") do not have one "
+             "value per step; the recipes expect a single reward per env step");
   const auto r = rewards.contiguous();
   const auto d = done.to(torch::kBool).contiguous();
   const auto id = ids.contiguous();

@@ -56,13 +56,12 @@ void load_policy_weights(const CollectorPolicy& policy, const TensorDict& weight
     }
     const auto want = target.get(target_keys[i]);
     const auto got = weights.get(source_keys[i]);
-    if (want.sizes() != got.sizes() || want.scalar_type() != got.scalar_type()) {
-      throw ShapeError("load_policy_weights: " + target_keys[i].repr() + " is " +
-                       tensordict::shape_str(want.sizes()) + " " +
-                       std::string(c10::toString(want.scalar_type())) + " in the policy but " +
-                       tensordict::shape_str(got.sizes()) + " " +
-                       std::string(c10::toString(got.scalar_type())) + " in the weights");
-    }
+    TDRL_CHECK(!(want.sizes() != got.sizes() || want.scalar_type() != got.scalar_type()),
+               ShapeError, "load_policy_weights: ", target_keys[i].repr(), " is ",
+               tensordict::shape_str(want.sizes()), " ",
+               std::string(c10::toString(want.scalar_type())), " in the policy but ",
+               tensordict::shape_str(got.sizes()), " ",
+               std::string(c10::toString(got.scalar_type())), " in the weights");
   }
   torch::NoGradGuard no_grad;
   for (const auto& key : target_keys) target.get(key).copy_(weights.get(key));
@@ -92,12 +91,12 @@ int64_t round_up(int64_t value, int64_t multiple) {
 }
 
 std::shared_ptr<EnvBase> checked_env(std::shared_ptr<EnvBase> env, const char* what) {
-  if (!env) throw ValueError(std::string("Collector: ") + what + " is null; pass an env");
+  TDRL_CHECK(env, ValueError, std::string("Collector: "), what, " is null; pass an env");
   return env;
 }
 
 std::shared_ptr<EnvBase> env_from_factory(const EnvFactory& factory) {
-  if (!factory) throw ValueError("Collector: the env factory is empty; pass a function");
+  TDRL_CHECK(factory, ValueError, "Collector: the env factory is empty; pass a function");
   return checked_env(factory(), "the env the factory returned");
 }
 
@@ -111,24 +110,16 @@ Collector::Collector(std::shared_ptr<EnvBase> env, CollectorPolicy policy, Colle
       policy_(std::move(policy)),
       options_(std::move(options)) {
   const auto fpb = options_.frames_per_batch();
-  if (fpb < 1) {
-    throw ValueError("Collector: frames_per_batch is " + std::to_string(fpb) +
-                     "; set CollectorOptions().frames_per_batch(n) with n >= 1");
-  }
+  TDRL_CHECK(!(fpb < 1), ValueError, "Collector: frames_per_batch is ", std::to_string(fpb),
+             "; set CollectorOptions().frames_per_batch(n) with n >= 1");
   const auto total = options_.total_frames();
-  if (total == 0 || total < -1) {
-    throw ValueError("Collector: total_frames is " + std::to_string(total) +
-                     "; it must be >= 1, or -1 for endless collection");
-  }
-  if (options_.init_random_frames() < 0) {
-    throw ValueError("Collector: init_random_frames is " +
-                     std::to_string(options_.init_random_frames()) + "; it must be >= 0");
-  }
+  TDRL_CHECK(!(total == 0 || total < -1), ValueError, "Collector: total_frames is ",
+             std::to_string(total), "; it must be >= 1, or -1 for endless collection");
+  TDRL_CHECK(!(options_.init_random_frames() < 0), ValueError, "Collector: init_random_frames is ",
+             std::to_string(options_.init_random_frames()), "; it must be >= 0");
   const auto max_traj = options_.max_frames_per_traj();
-  if (max_traj == 0 || max_traj < -1) {
-    throw ValueError("Collector: max_frames_per_traj is " + std::to_string(max_traj) +
-                     "; it must be >= 1, or -1 for no limit");
-  }
+  TDRL_CHECK(!(max_traj == 0 || max_traj < -1), ValueError, "Collector: max_frames_per_traj is ",
+             std::to_string(max_traj), "; it must be >= 1, or -1 for no limit");
   env_numel_ = numel(env_->batch_size());
   frames_per_batch_ = round_up(fpb, env_numel_);
   if (frames_per_batch_ != fpb) {
@@ -252,19 +243,15 @@ std::optional<TensorDict> Collector::collect(bool random) {
       for (size_t i = 0; i + 1 < leaves.size(); ++i) {
         const auto& [leaf, key] = leaves[i];
         auto value = stepped.find(key);
-        if (!value) {
-          throw KeyError("Collector: step " + std::to_string(t) + " of the batch has no " +
-                         key.repr() +
-                         ", which the first step had; the policy and env must write the same "
-                         "keys at every step");
-        }
+        TDRL_CHECK(value, KeyError, "Collector: step ", std::to_string(t), " of the batch has no ",
+                   key.repr(),
+                   ", which the first step had; the policy and env must write the same "
+                   "keys at every step");
         auto slot = leaf.select(time_dim, t);
-        if (slot.sizes() != value->sizes()) {
-          throw ShapeError("Collector: " + key.repr() + " is " +
-                           tensordict::shape_str(value->sizes()) + " at step " + std::to_string(t) +
-                           " but was " + tensordict::shape_str(slot.sizes()) +
-                           " at the first step of the batch; entries must keep their shape");
-        }
+        TDRL_CHECK(slot.sizes() == value->sizes(), ShapeError, "Collector: ", key.repr(), " is ",
+                   tensordict::shape_str(value->sizes()), " at step ", std::to_string(t),
+                   " but was ", tensordict::shape_str(slot.sizes()),
+                   " at the first step of the batch; entries must keep their shape");
         slot.copy_(*value);
       }
       leaves.back().first.select(time_dim, t).copy_(traj_ids_);
@@ -316,19 +303,13 @@ void Collector::load_state_dict(const TensorDict& state) {
   const char* names[3] = {"frames", "iterations", "next_traj_id"};
   for (int i = 0; i < 3; ++i) {
     auto value = state.find(names[i]);
-    if (!value) {
-      throw KeyError(std::string("Collector::load_state_dict: the state has no '") + names[i] +
-                     "'; pass what state_dict() returned");
-    }
-    if (value->numel() != 1) {
-      throw ShapeError(std::string("Collector::load_state_dict: '") + names[i] +
-                       "' must be a scalar, got " + tensordict::shape_str(value->sizes()));
-    }
+    TDRL_CHECK(value, KeyError, std::string("Collector::load_state_dict: the state has no '"),
+               names[i], "'; pass what state_dict() returned");
+    TDRL_CHECK(value->numel() == 1, ShapeError, std::string("Collector::load_state_dict: '"),
+               names[i], "' must be a scalar, got ", tensordict::shape_str(value->sizes()));
     values[i] = value->item<int64_t>();
-    if (values[i] < 0) {
-      throw ValueError(std::string("Collector::load_state_dict: '") + names[i] + "' is " +
-                       std::to_string(values[i]) + "; counters are >= 0");
-    }
+    TDRL_CHECK(!(values[i] < 0), ValueError, std::string("Collector::load_state_dict: '"), names[i],
+               "' is ", std::to_string(values[i]), "; counters are >= 0");
   }
   frames_ = values[0];
   iterations_ = values[1];
@@ -341,22 +322,19 @@ void Collector::load_state_dict(const TensorDict& state) {
 TensorDict split_trajectories(const TensorDict& batch, const NestedKey& trajectory_key,
                               const NestedKey& done_key, const NestedKey& mask_key) {
   const auto& batch_size = batch.batch_size();
-  if (batch_size.empty()) {
-    throw ValueError(
-        "split_trajectories: the batch has no batch dims; it must be [*env_batch, T] as a "
-        "collector yields it");
-  }
+  TDRL_CHECK(!batch_size.empty(), ValueError,
+             "split_trajectories: the batch has no batch dims; it must be [*env_batch, T] as a "
+             "collector yields it");
   const int64_t steps = batch_size.back();
   const int64_t rows = numel(batch_size) / std::max<int64_t>(steps, 1);
   const TensorDict flat = batch.reshape({rows, steps});
   // starts[m, t]: a trajectory begins at step t of row m.
   torch::Tensor starts;
   if (auto ids = batch.find(trajectory_key)) {
-    if (ids->sizes() != c10::IntArrayRef(batch_size)) {
-      throw ShapeError("split_trajectories: " + trajectory_key.repr() + " is " +
-                       tensordict::shape_str(ids->sizes()) + "; expected the batch size " +
-                       tensordict::shape_str(batch_size));
-    }
+    TDRL_CHECK(ids->sizes() == c10::IntArrayRef(batch_size), ShapeError,
+               "split_trajectories: ", trajectory_key.repr(), " is ",
+               tensordict::shape_str(ids->sizes()), "; expected the batch size ",
+               tensordict::shape_str(batch_size));
     auto id = ids->reshape({rows, steps});
     starts = torch::ones({rows, steps}, torch::kBool);
     if (steps > 1) {
@@ -367,11 +345,10 @@ TensorDict split_trajectories(const TensorDict& batch, const NestedKey& trajecto
     if (done->dim() == static_cast<int64_t>(batch_size.size()) + 1 && done->size(-1) == 1) {
       expected.push_back(1);
     }
-    if (done->sizes() != c10::IntArrayRef(expected)) {
-      throw ShapeError("split_trajectories: " + done_key.repr() + " is " +
-                       tensordict::shape_str(done->sizes()) + "; expected " +
-                       tensordict::shape_str(batch_size) + " or with a trailing 1");
-    }
+    TDRL_CHECK(done->sizes() == c10::IntArrayRef(expected), ShapeError,
+               "split_trajectories: ", done_key.repr(), " is ",
+               tensordict::shape_str(done->sizes()), "; expected ",
+               tensordict::shape_str(batch_size), " or with a trailing 1");
     auto d = done->reshape({rows, steps}).to(torch::kBool);
     starts = torch::ones({rows, steps}, torch::kBool);
     if (steps > 1) starts.slice(1, 1).copy_(d.slice(1, 0, steps - 1));

@@ -28,43 +28,32 @@ int64_t round_up(int64_t value, int64_t multiple) {
 void check_arguments(const std::string& name, const std::vector<EnvFactory>& factories,
                      const CollectorPolicy& policy, const CollectorOptions& options,
                      bool allow_shared_policy) {
-  if (factories.empty()) {
-    throw ValueError(name + ": no env factories; pass one factory per worker (at least one)");
-  }
+  TDRL_CHECK(!factories.empty(), ValueError, name,
+             ": no env factories; pass one factory per worker (at least one)");
   for (size_t i = 0; i < factories.size(); ++i) {
-    if (!factories[i]) {
-      throw ValueError(name + ": env factory " + std::to_string(i) +
-                       " is empty; pass a function that builds an env");
-    }
+    TDRL_CHECK(factories[i], ValueError, name, ": env factory ", std::to_string(i),
+               " is empty; pass a function that builds an env");
   }
-  if (options.frames_per_batch() < 1) {
-    throw ValueError(name + ": frames_per_batch is " + std::to_string(options.frames_per_batch()) +
-                     "; set CollectorOptions().frames_per_batch(n) with n >= 1");
-  }
+  TDRL_CHECK(!(options.frames_per_batch() < 1), ValueError, name, ": frames_per_batch is ",
+             std::to_string(options.frames_per_batch()),
+             "; set CollectorOptions().frames_per_batch(n) with n >= 1");
   const auto total = options.total_frames();
-  if (total == 0 || total < -1) {
-    throw ValueError(name + ": total_frames is " + std::to_string(total) +
-                     "; it must be >= 1, or -1 for endless collection");
-  }
-  if (options.init_random_frames() < 0) {
-    throw ValueError(name + ": init_random_frames is " +
-                     std::to_string(options.init_random_frames()) + "; it must be >= 0");
-  }
-  if (!allow_shared_policy && !options.policy_factory() && !policy.is_random()) {
-    throw ValueError(name +
-                     ": the policy would be shared by workers that keep collecting while the "
-                     "trainer updates its weights; pass CollectorOptions().policy_factory(...) "
-                     "building one policy per worker (update_policy_weights_() copies the "
-                     "trainer's weights into them), or a null policy for random actions");
-  }
+  TDRL_CHECK(!(total == 0 || total < -1), ValueError, name, ": total_frames is ",
+             std::to_string(total), "; it must be >= 1, or -1 for endless collection");
+  TDRL_CHECK(!(options.init_random_frames() < 0), ValueError, name, ": init_random_frames is ",
+             std::to_string(options.init_random_frames()), "; it must be >= 0");
+  TDRL_CHECK(!(!allow_shared_policy && !options.policy_factory() && !policy.is_random()),
+             ValueError, name,
+             ": the policy would be shared by workers that keep collecting while the "
+             "trainer updates its weights; pass CollectorOptions().policy_factory(...) "
+             "building one policy per worker (update_policy_weights_() copies the "
+             "trainer's weights into them), or a null policy for random actions");
 }
 
 std::vector<EnvFactory> replicate(const std::string& name, const EnvFactory& factory,
                                   int64_t num_workers) {
-  if (num_workers < 1) {
-    throw ValueError(name + ": num_workers is " + std::to_string(num_workers) +
-                     "; it must be >= 1");
-  }
+  TDRL_CHECK(!(num_workers < 1), ValueError, name, ": num_workers is ", std::to_string(num_workers),
+             "; it must be >= 1");
   return std::vector<EnvFactory>(static_cast<size_t>(num_workers), factory);
 }
 
@@ -104,7 +93,7 @@ MultiCollectorBase::Setup MultiCollectorBase::prepare(const std::vector<EnvFacto
   Setup setup;
   setup.factories = factories;
   std::shared_ptr<EnvBase> env = factories[0]();
-  if (!env) throw ValueError(name + ": env factory 0 returned null; it must build an env");
+  TDRL_CHECK(env, ValueError, name, ": env factory 0 returned null; it must build an env");
   const auto& batch = env->batch_size();
   const int64_t env_numel =
       std::accumulate(batch.begin(), batch.end(), int64_t{1}, std::multiplies<>());
@@ -310,12 +299,10 @@ void MultiCollectorBase::update_policy_weights_() {
 void MultiCollectorBase::check_idle(const char* op) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& worker : workers_) {
-    if (worker->phase != Worker::Phase::kIdle) {
-      throw tensordict::Error(std::string(name_) + "::" + op + ": worker " +
-                              std::to_string(worker->index) +
-                              " is collecting; call it while no batch is in flight (for "
-                              "MultiAsyncCollector: before the first next())");
-    }
+    TDRL_CHECK(worker->phase == Worker::Phase::kIdle, tensordict::Error, std::string(name_),
+               "::", op, ": worker ", std::to_string(worker->index),
+               " is collecting; call it while no batch is in flight (for "
+               "MultiAsyncCollector: before the first next())");
   }
 }
 
@@ -383,29 +370,22 @@ void MultiCollectorBase::load_state_dict(const TensorDict& state) {
   const char* names[2] = {"frames", "iterations"};
   for (int i = 0; i < 2; ++i) {
     auto value = state.find(names[i]);
-    if (!value) {
-      throw KeyError(op + ": the state has no '" + names[i] + "'; pass what state_dict() returned");
-    }
-    if (value->numel() != 1) {
-      throw ShapeError(op + ": '" + names[i] + "' must be a scalar, got " +
-                       tensordict::shape_str(value->sizes()));
-    }
+    TDRL_CHECK(value, KeyError, op, ": the state has no '", names[i],
+               "'; pass what state_dict() returned");
+    TDRL_CHECK(value->numel() == 1, ShapeError, op, ": '", names[i], "' must be a scalar, got ",
+               tensordict::shape_str(value->sizes()));
     counters[i] = value->item<int64_t>();
-    if (counters[i] < 0) {
-      throw ValueError(op + ": '" + names[i] + "' is " + std::to_string(counters[i]) +
-                       "; counters are >= 0");
-    }
+    TDRL_CHECK(!(counters[i] < 0), ValueError, op, ": '", names[i], "' is ",
+               std::to_string(counters[i]), "; counters are >= 0");
   }
   std::vector<TensorDict> worker_states;
   for (const auto& worker : workers_) {
     const NestedKey key({"workers", "w" + std::to_string(worker->index)});
     auto value = state.find_value(key);
     const auto* td = value ? std::get_if<TensorDict>(&*value) : nullptr;
-    if (!td) {
-      throw KeyError(op + ": the state has no TensorDict at " + key.repr() +
-                     " (one per worker); pass what state_dict() of a collector with " +
-                     std::to_string(workers_.size()) + " workers returned");
-    }
+    TDRL_CHECK(td, KeyError, op, ": the state has no TensorDict at ", key.repr(),
+               " (one per worker); pass what state_dict() of a collector with ",
+               std::to_string(workers_.size()), " workers returned");
     worker_states.push_back(*td);
   }
   check_idle("load_state_dict");

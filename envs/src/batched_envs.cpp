@@ -45,19 +45,15 @@ std::string spec_or_none(const specs::TensorSpecPtr& spec) {
 
 std::vector<std::shared_ptr<EnvBase>> BatchedEnvBase::make_envs(const std::string& name, int64_t n,
                                                                 const EnvFactory& factory) {
-  if (n < 1) {
-    throw ValueError(name + ": the number of sub-envs is " + std::to_string(n) +
-                     "; it must be >= 1");
-  }
-  if (!factory) throw ValueError(name + ": the env factory is empty; pass a callable");
+  TDRL_CHECK(!(n < 1), ValueError, name, ": the number of sub-envs is ", std::to_string(n),
+             "; it must be >= 1");
+  TDRL_CHECK(factory, ValueError, name, ": the env factory is empty; pass a callable");
   std::vector<std::shared_ptr<EnvBase>> envs;
   envs.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     auto env = factory();
-    if (!env) {
-      throw ValueError(name + ": the env factory returned a null env for sub-env " +
-                       std::to_string(i));
-    }
+    TDRL_CHECK(env, ValueError, name, ": the env factory returned a null env for sub-env ",
+               std::to_string(i));
     envs.push_back(std::move(env));
   }
   return envs;
@@ -68,9 +64,9 @@ namespace {
 // The batch size of the batched env over `envs` (checked non-empty, non-null by the caller).
 EnvBaseOptions batched_options(const std::string& name,
                                const std::vector<std::shared_ptr<EnvBase>>& envs) {
-  if (envs.empty()) throw ValueError(name + ": no sub-envs; pass at least one");
+  TDRL_CHECK(!envs.empty(), ValueError, name, ": no sub-envs; pass at least one");
   for (size_t i = 0; i < envs.size(); ++i) {
-    if (!envs[i]) throw ValueError(name + ": sub-env " + std::to_string(i) + " is null");
+    TDRL_CHECK(envs[i], ValueError, name, ": sub-env ", std::to_string(i), " is null");
   }
   return EnvBaseOptions()
       .batch_size(prepend(static_cast<int64_t>(envs.size()), envs[0]->batch_size()))
@@ -84,10 +80,9 @@ BatchedEnvBase::BatchedEnvBase(const std::string& name, std::vector<std::shared_
   const int64_t n = num_envs();
   for (int64_t i = 1; i < n; ++i) {
     for (int64_t j = 0; j < i; ++j) {
-      if (envs_[i] == envs_[j]) {
-        throw ValueError(name + ": sub-envs " + std::to_string(j) + " and " + std::to_string(i) +
-                         " are the same instance; the factory must build a new env per call");
-      }
+      TDRL_CHECK(envs_[i] != envs_[j], ValueError, name, ": sub-envs ", std::to_string(j), " and ",
+                 std::to_string(i),
+                 " are the same instance; the factory must build a new env per call");
     }
     check_same_specs(i);
   }
@@ -161,11 +156,9 @@ void BatchedEnvBase::check_same_specs(int64_t i) const {
 }
 
 const std::shared_ptr<EnvBase>& BatchedEnvBase::env(int64_t i) const {
-  if (i < 0 || i >= num_envs()) {
-    throw IndexError(name() + "::env: index " + std::to_string(i) + " is out of range for " +
-                     std::to_string(num_envs()) + " sub-envs; use 0.." +
-                     std::to_string(num_envs() - 1));
-  }
+  TDRL_CHECK(!(i < 0 || i >= num_envs()), IndexError, name(), "::env: index ", std::to_string(i),
+             " is out of range for ", std::to_string(num_envs()), " sub-envs; use 0..",
+             std::to_string(num_envs() - 1));
   return envs_[static_cast<size_t>(i)];
 }
 
@@ -214,11 +207,9 @@ void BatchedEnvBase::run_checked(const std::string& op, int64_t count,
 void BatchedEnvBase::write_slice(const std::string& op, int64_t i, const Leaf& leaf,
                                  const torch::Tensor& value, const torch::Tensor& target) const {
   torch::Tensor slice = target.select(0, i);
-  if (!value.sizes().equals(slice.sizes())) {
-    throw ShapeError(op + ": the sub-env wrote " + leaf.key.repr() + " with shape " +
-                     shape_repr(value.sizes()) + "; its spec says " + shape_repr(slice.sizes()) +
-                     " (fix the sub-env's output or its spec)");
-  }
+  TDRL_CHECK(value.sizes().equals(slice.sizes()), ShapeError, op, ": the sub-env wrote ",
+             leaf.key.repr(), " with shape ", shape_repr(value.sizes()), "; its spec says ",
+             shape_repr(slice.sizes()), " (fix the sub-env's output or its spec)");
   slice.copy_(value);
 }
 
@@ -314,10 +305,8 @@ void SerialEnv::run_tasks(int64_t count, const std::function<void(int64_t)>& tas
 namespace {
 
 int64_t checked_threads(const ParallelEnvOptions& options) {
-  if (options.num_threads() < 1) {
-    throw ValueError("ParallelEnv: num_threads is " + std::to_string(options.num_threads()) +
-                     "; it must be >= 1");
-  }
+  TDRL_CHECK(!(options.num_threads() < 1), ValueError, "ParallelEnv: num_threads is ",
+             std::to_string(options.num_threads()), "; it must be >= 1");
   return options.num_threads();
 }
 

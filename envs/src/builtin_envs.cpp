@@ -175,11 +175,10 @@ void register_builtin_envs() {
   auto entries = builtin_entries();
   // All or nothing: check every name before registering any.
   for (const auto& entry : entries) {
-    if (is_env_registered(entry.first)) {
-      throw tensordict::ValueError("register_builtin_envs: '" + entry.first +
-                                   "' is already registered by someone else; built-in names "
-                                   "cannot be replaced (register yours under another name)");
-    }
+    TDRL_CHECK(!is_env_registered(entry.first), tensordict::ValueError, "register_builtin_envs: '",
+               entry.first,
+               "' is already registered by someone else; built-in names "
+               "cannot be replaced (register yours under another name)");
   }
   for (auto& entry : entries) register_env(entry.first, std::move(entry.second));
   registered = true;

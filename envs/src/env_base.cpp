@@ -47,11 +47,10 @@ torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch
   auto m = *mask;
   const auto expected = with_trailing_one(batch);
   if (m.sizes().vec() == batch) m = m.unsqueeze(-1);
-  if (m.sizes().vec() != expected || m.scalar_type() != torch::kBool) {
-    throw ShapeError(env + "::reset: \"_reset\" is " + shape_repr(mask->sizes()) + " " +
-                     std::string(c10::toString(mask->scalar_type())) + "; expected bool " +
-                     shape_repr(expected) + " (or " + shape_repr(batch) + ")");
-  }
+  TDRL_CHECK(!(m.sizes().vec() != expected || m.scalar_type() != torch::kBool), ShapeError, env,
+             "::reset: \"_reset\" is ", shape_repr(mask->sizes()), " ",
+             std::string(c10::toString(mask->scalar_type())), "; expected bool ",
+             shape_repr(expected), " (or ", shape_repr(batch), ")");
   return m;
 }
 
@@ -60,10 +59,9 @@ torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch
 // ---- step_mdp ------------------------------------------------------------------------------
 
 TensorDict step_mdp(const TensorDict& td, const StepMdpOptions& options) {
-  if (!td.contains(specs::kNext)) {
-    throw KeyError("step_mdp: the TensorDict has no \"next\" entry (run env.step first); keys: " +
-                   keys_repr(td.keys()));
-  }
+  TDRL_CHECK(td.contains(specs::kNext), KeyError,
+             "step_mdp: the TensorDict has no \"next\" entry (run env.step first); keys: ",
+             keys_repr(td.keys()));
   const TensorDict next = td.get_tensordict(specs::kNext);
   TensorDict out = TensorDict::empty(td.batch_size(), td.device());
   const std::vector<NestedKey> flags{specs::kDone, specs::kTerminated, specs::kTruncated};
@@ -104,9 +102,8 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
       device_(options.device()),
       generator_(at::make_generator<at::CPUGeneratorImpl>(0)) {
   for (auto d : batch_size_) {
-    if (d < 0) {
-      throw ValueError(name_ + ": batch_size " + shape_repr(batch_size_) + " has a negative size");
-    }
+    TDRL_CHECK(!(d < 0), ValueError, name_, ": batch_size ", shape_repr(batch_size_),
+               " has a negative size");
   }
   observation_spec_ = specs::Composite::make({}, batch_size_);
   state_spec_ = specs::Composite::make({}, batch_size_);
@@ -121,56 +118,49 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
 void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const {
   const bool ok = shape.size() >= batch_size_.size() &&
                   std::equal(batch_size_.begin(), batch_size_.end(), shape.begin());
-  if (!ok) {
-    throw ShapeError(name_ + ": the " + what + " has shape " + shape_repr(shape) +
-                     "; it must start with the env's batch_size " + shape_repr(batch_size_));
-  }
+  TDRL_CHECK(ok, ShapeError, name_, ": the ", what, " has shape ", shape_repr(shape),
+             "; it must start with the env's batch_size ", shape_repr(batch_size_));
 }
 
 void EnvBase::set_observation_spec(specs::CompositePtr spec) {
-  if (!spec) throw ValueError(name_ + ": the observation spec is null");
-  if (spec->shape() != batch_size_) {
-    throw ShapeError(name_ + ": the observation spec has batch shape " + shape_repr(spec->shape()) +
-                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
-  }
+  TDRL_CHECK(spec, ValueError, name_, ": the observation spec is null");
+  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_,
+             ": the observation spec has batch shape ", shape_repr(spec->shape()),
+             "; it must equal the env's batch_size ", shape_repr(batch_size_));
   observation_spec_ = std::move(spec);
 }
 
 void EnvBase::set_action_spec(specs::TensorSpecPtr spec, NestedKey key) {
-  if (!spec) throw ValueError(name_ + ": the action spec is null");
+  TDRL_CHECK(spec, ValueError, name_, ": the action spec is null");
   check_spec_batch("action spec", spec->shape());
   action_spec_ = std::move(spec);
   action_key_ = std::move(key);
 }
 
 void EnvBase::set_reward_spec(specs::TensorSpecPtr spec, NestedKey key) {
-  if (!spec) throw ValueError(name_ + ": the reward spec is null");
+  TDRL_CHECK(spec, ValueError, name_, ": the reward spec is null");
   check_spec_batch("reward spec", spec->shape());
   reward_spec_ = std::move(spec);
   reward_key_ = std::move(key);
 }
 
 void EnvBase::set_done_spec(specs::CompositePtr spec) {
-  if (!spec) throw ValueError(name_ + ": the done spec is null");
-  if (spec->shape() != batch_size_) {
-    throw ShapeError(name_ + ": the done spec has batch shape " + shape_repr(spec->shape()) +
-                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
-  }
+  TDRL_CHECK(spec, ValueError, name_, ": the done spec is null");
+  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the done spec has batch shape ",
+             shape_repr(spec->shape()), "; it must equal the env's batch_size ",
+             shape_repr(batch_size_));
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
-    if (!spec->find(flag)) {
-      throw KeyError(name_ + ": the done spec lacks '" + std::string(flag) +
-                     "'; it needs done, terminated and truncated");
-    }
+    TDRL_CHECK(spec->find(flag), KeyError, name_, ": the done spec lacks '", std::string(flag),
+               "'; it needs done, terminated and truncated");
   }
   done_spec_ = std::move(spec);
 }
 
 void EnvBase::set_state_spec(specs::CompositePtr spec) {
-  if (!spec) throw ValueError(name_ + ": the state spec is null");
-  if (spec->shape() != batch_size_) {
-    throw ShapeError(name_ + ": the state spec has batch shape " + shape_repr(spec->shape()) +
-                     "; it must equal the env's batch_size " + shape_repr(batch_size_));
-  }
+  TDRL_CHECK(spec, ValueError, name_, ": the state spec is null");
+  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the state spec has batch shape ",
+             shape_repr(spec->shape()), "; it must equal the env's batch_size ",
+             shape_repr(batch_size_));
   state_spec_ = std::move(spec);
 }
 
@@ -199,10 +189,8 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
     if (!value) return {};
     auto v = *value;
     if (v.sizes().vec() == batch_size_) v = v.unsqueeze(-1);
-    if (v.sizes().vec() != flag_shape) {
-      throw ShapeError(where + ": '" + std::string(key) + "' has shape " +
-                       shape_repr(value->sizes()) + "; expected " + shape_repr(flag_shape));
-    }
+    TDRL_CHECK(v.sizes().vec() == flag_shape, ShapeError, where, ": '", std::string(key),
+               "' has shape ", shape_repr(value->sizes()), "; expected ", shape_repr(flag_shape));
     return v.to(torch::kBool);
   };
   auto terminated = flag(specs::kTerminated);
@@ -216,11 +204,9 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
   td.set(specs::kTruncated, truncated);
   td.set(specs::kDone, done);
   for (const auto& key : observation_spec_->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-    if (!td.contains(key)) {
-      throw KeyError(where + ": the env did not write observation " + key.repr() +
-                     " declared in its observation spec; it wrote " +
-                     keys_repr(td.keys(true, true)));
-    }
+    TDRL_CHECK(td.contains(key), KeyError, where, ": the env did not write observation ",
+               key.repr(), " declared in its observation spec; it wrote ",
+               keys_repr(td.keys(true, true)));
   }
   if (device_ != torch::kCPU) return td.to(device_);
   return td;
@@ -229,10 +215,9 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
 TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
   const std::string where = name_ + "::reset";
   TensorDict input = tensordict ? *tensordict : TensorDict::empty(batch_size_);
-  if (input.batch_size() != batch_size_) {
-    throw ShapeError(where + ": the TensorDict has batch_size " + shape_repr(input.batch_size()) +
-                     "; the env's is " + shape_repr(batch_size_));
-  }
+  TDRL_CHECK(input.batch_size() == batch_size_, ShapeError, where,
+             ": the TensorDict has batch_size ", shape_repr(input.batch_size()), "; the env's is ",
+             shape_repr(batch_size_));
   const auto mask = reset_mask(input, batch_size_, name_);
   TensorDict call = input;
   if (mask.defined() && !input.get(specs::kReset).sizes().equals(mask.sizes())) {
@@ -259,49 +244,36 @@ void EnvBase::check_action(const TensorDict& td) const {
   const std::string where = name_ + "::step";
   if (!action_spec_) return;
   auto action = td.find(action_key_);
-  if (!action) {
-    throw KeyError(where + ": the action " + action_key_.repr() +
-                   " is missing; write it with the policy (or env.rand_action(td)); keys: " +
-                   keys_repr(td.keys(true, true)));
-  }
+  TDRL_CHECK(action, KeyError, where, ": the action ", action_key_.repr(),
+             " is missing; write it with the policy (or env.rand_action(td)); keys: ",
+             keys_repr(td.keys(true, true)));
   const auto& expected = action_spec_->shape();
-  if (action->sizes().vec() != expected) {
-    throw ShapeError(where + ": action " + action_key_.repr() + " has shape " +
-                     shape_repr(action->sizes()) + "; the action spec expects " +
-                     shape_repr(expected));
-  }
-  if (action->scalar_type() != action_spec_->dtype()) {
-    throw TypeError(where + ": action " + action_key_.repr() + " has dtype " +
-                    std::string(c10::toString(action->scalar_type())) +
-                    "; the action spec expects " +
-                    std::string(c10::toString(action_spec_->dtype())) + " (cast it)");
-  }
-  if (action->is_floating_point() && !torch::isfinite(*action).all().item<bool>()) {
-    throw ValueError(where + ": action " + action_key_.repr() +
-                     " has non-finite values (NaN or inf); check the policy's outputs");
-  }
+  TDRL_CHECK(action->sizes().vec() == expected, ShapeError, where, ": action ", action_key_.repr(),
+             " has shape ", shape_repr(action->sizes()), "; the action spec expects ",
+             shape_repr(expected));
+  TDRL_CHECK(action->scalar_type() == action_spec_->dtype(), TypeError, where, ": action ",
+             action_key_.repr(), " has dtype ", std::string(c10::toString(action->scalar_type())),
+             "; the action spec expects ", std::string(c10::toString(action_spec_->dtype())),
+             " (cast it)");
+  TDRL_CHECK(!(action->is_floating_point() && !torch::isfinite(*action).all().item<bool>()),
+             ValueError, where, ": action ", action_key_.repr(),
+             " has non-finite values (NaN or inf); check the policy's outputs");
   action_spec_->assert_is_in(*action, action_key_.repr());
   for (const auto& key : state_spec_->keys(true, true)) {
-    if (!td.contains(key)) {
-      throw KeyError(
-          where + ": state entry " + key.repr() +
-          " (declared in the state spec) is missing; keys: " + keys_repr(td.keys(true, true)));
-    }
+    TDRL_CHECK(td.contains(key), KeyError, where, ": state entry ", key.repr(),
+               " (declared in the state spec) is missing; keys: ", keys_repr(td.keys(true, true)));
   }
 }
 
 TensorDict EnvBase::step(TensorDict tensordict) {
   const std::string where = name_ + "::step";
-  if (tensordict.batch_size() != batch_size_) {
-    throw ShapeError(where + ": the TensorDict has batch_size " +
-                     shape_repr(tensordict.batch_size()) + "; the env's is " +
-                     shape_repr(batch_size_));
-  }
+  TDRL_CHECK(tensordict.batch_size() == batch_size_, ShapeError, where,
+             ": the TensorDict has batch_size ", shape_repr(tensordict.batch_size()),
+             "; the env's is ", shape_repr(batch_size_));
   check_action(tensordict);
   TensorDict next = complete_flags(step_impl(tensordict), where);
-  if (!next.contains(reward_key_)) {
-    throw KeyError(where + ": the env did not write the reward " + reward_key_.repr());
-  }
+  TDRL_CHECK(next.contains(reward_key_), KeyError, where, ": the env did not write the reward ",
+             reward_key_.repr());
   tensordict.set(specs::kNext, next);
   return tensordict;
 }
@@ -319,7 +291,7 @@ std::pair<TensorDict, TensorDict> EnvBase::step_and_maybe_reset(TensorDict tenso
 }
 
 TensorDict EnvBase::rand_action(std::optional<TensorDict> tensordict) {
-  if (!action_spec_) throw ValueError(name_ + "::rand_action: the env has no action spec");
+  TDRL_CHECK(action_spec_, ValueError, name_, "::rand_action: the env has no action spec");
   TensorDict td = tensordict ? *tensordict : TensorDict::empty(batch_size_);
   td.set(action_key_, action_spec_->rand(generator_).to(device_));
   return td;
@@ -327,10 +299,8 @@ TensorDict EnvBase::rand_action(std::optional<TensorDict> tensordict) {
 
 TensorDict EnvBase::rollout(int64_t max_steps, const Policy& policy,
                             const RolloutOptions& options) {
-  if (max_steps < 1) {
-    throw ValueError(name_ + "::rollout: max_steps is " + std::to_string(max_steps) +
-                     "; it must be >= 1");
-  }
+  TDRL_CHECK(!(max_steps < 1), ValueError, name_, "::rollout: max_steps is ",
+             std::to_string(max_steps), "; it must be >= 1");
   TensorDict td;
   if (options.auto_reset()) {
     td = reset(options.tensordict() ? std::optional<TensorDict>(options.tensordict()->clone(false))

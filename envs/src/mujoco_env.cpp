@@ -73,20 +73,16 @@ std::vector<int64_t> with_tail(std::vector<int64_t> batch, int64_t tail) {
 }
 
 MjModelPtr load_model(const std::string& path, const std::string& op) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw ValueError(op + ": model file '" + path +
-                     "' does not exist; pass MujocoEnvOptions().model_path(<MJCF file>) or "
-                     ".asset_dir(<directory>), or set the TDRL_ENVS_ASSET_DIR environment "
-                     "variable");
-  }
+  TDRL_CHECK(std::filesystem::is_regular_file(path), ValueError, op, ": model file '", path,
+             "' does not exist; pass MujocoEnvOptions().model_path(<MJCF file>) or "
+             ".asset_dir(<directory>), or set the TDRL_ENVS_ASSET_DIR environment "
+             "variable");
   // The XML parser keeps global state: load one model at a time.
   static std::mutex load_mutex;
   std::lock_guard<std::mutex> lock(load_mutex);
   char error[1024] = "";
   mjModel* model = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  if (model == nullptr) {
-    throw ValueError(op + ": MuJoCo could not load '" + path + "': " + error);
-  }
+  TDRL_CHECK(model != nullptr, ValueError, op, ": MuJoCo could not load '", path, "': ", error);
   return MjModelPtr(model, MjModelDeleter{});
 }
 
@@ -217,26 +213,19 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   s.reset_noise_scale = options.reset_noise_scale().value_or(config.reset_noise_scale);
   s.max_episode_steps = options.max_episode_steps().value_or(config.max_episode_steps);
   s.post_constraint = config.post_constraint;
-  if (options.num_threads() < 1) {
-    throw ValueError(op + ": num_threads must be >= 1, got " +
-                     std::to_string(options.num_threads()));
-  }
-  if (s.frame_skip < 1) {
-    throw ValueError(op + ": frame_skip must be >= 1, got " + std::to_string(s.frame_skip));
-  }
-  if (!(s.reset_noise_scale >= 0.0) || !std::isfinite(s.reset_noise_scale)) {
-    throw ValueError(op + ": reset_noise_scale must be finite and >= 0, got " +
-                     std::to_string(s.reset_noise_scale));
-  }
-  if (s.max_episode_steps < 0) {
-    throw ValueError(op + ": max_episode_steps must be >= 0 (0: no limit), got " +
-                     std::to_string(s.max_episode_steps));
-  }
+  TDRL_CHECK(!(options.num_threads() < 1), ValueError, op, ": num_threads must be >= 1, got ",
+             std::to_string(options.num_threads()));
+  TDRL_CHECK(!(s.frame_skip < 1), ValueError, op, ": frame_skip must be >= 1, got ",
+             std::to_string(s.frame_skip));
+  TDRL_CHECK(!(!(s.reset_noise_scale >= 0.0) || !std::isfinite(s.reset_noise_scale)), ValueError,
+             op, ": reset_noise_scale must be finite and >= 0, got ",
+             std::to_string(s.reset_noise_scale));
+  TDRL_CHECK(!(s.max_episode_steps < 0), ValueError, op,
+             ": max_episode_steps must be >= 0 (0: no limit), got ",
+             std::to_string(s.max_episode_steps));
   for (int64_t dim : batch_size()) {
-    if (dim < 1) {
-      throw ValueError(op + ": every batch_size dim must be >= 1, got " +
-                       shape_string(batch_size()));
-    }
+    TDRL_CHECK(!(dim < 1), ValueError, op, ": every batch_size dim must be >= 1, got ",
+               shape_string(batch_size()));
     s.n *= dim;
   }
 
@@ -261,9 +250,8 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   s.data.reserve(static_cast<size_t>(s.n));
   for (int64_t i = 0; i < s.n; ++i) {
     mjData* d = mj_makeData(m);
-    if (d == nullptr) {
-      throw ValueError(op + ": MuJoCo could not allocate the data of '" + s.model_path + "'");
-    }
+    TDRL_CHECK(d != nullptr, ValueError, op, ": MuJoCo could not allocate the data of '",
+               s.model_path, "'");
     s.data.emplace_back(d);
     mj_forward(m, d);
   }
@@ -320,20 +308,18 @@ int64_t MujocoEnv::instability_count() const { return impl_->instabilities.load(
 int64_t MujocoEnv::body_id(const std::string& name) const {
   const mjModel* m = impl_->model.get();
   const int id = mj_name2id(m, mjOBJ_BODY, name.c_str());
-  if (id < 0) {
-    throw KeyError(this->name() + ": the model '" + impl_->model_path + "' has no body named '" +
-                   name + "'; its bodies: " + names_of(m, mjOBJ_BODY, m->nbody, name));
-  }
+  TDRL_CHECK(!(id < 0), KeyError, this->name(), ": the model '", impl_->model_path,
+             "' has no body named '", name,
+             "'; its bodies: ", names_of(m, mjOBJ_BODY, m->nbody, name));
   return id;
 }
 
 int64_t MujocoEnv::site_id(const std::string& name) const {
   const mjModel* m = impl_->model.get();
   const int id = mj_name2id(m, mjOBJ_SITE, name.c_str());
-  if (id < 0) {
-    throw KeyError(this->name() + ": the model '" + impl_->model_path + "' has no site named '" +
-                   name + "'; its sites: " + names_of(m, mjOBJ_SITE, m->nsite, name));
-  }
+  TDRL_CHECK(!(id < 0), KeyError, this->name(), ": the model '", impl_->model_path,
+             "' has no site named '", name,
+             "'; its sites: ", names_of(m, mjOBJ_SITE, m->nsite, name));
   return id;
 }
 
@@ -377,18 +363,15 @@ void MujocoEnv::set_state(const torch::Tensor& qpos, const torch::Tensor& qvel) 
   const std::string op = name() + "::set_state";
   auto check = [&](const char* what, const torch::Tensor& value, int64_t dim) {
     const auto expected = with_tail(batch_size(), dim);
-    if (!value.defined() || value.sizes() != c10::IntArrayRef(expected)) {
-      throw ShapeError(op + ": " + what + " must have shape " + shape_string(expected) +
-                       " ([*batch_size, " + (dim == m->nq ? "nq" : "nv") + "]), got " +
-                       (value.defined() ? shape_string(value.sizes().vec()) : "undefined"));
-    }
-    if (!value.is_floating_point()) {
-      throw TypeError(op + ": " + what + " must have a floating dtype, got " +
-                      std::string(c10::toString(value.scalar_type())));
-    }
-    if (!torch::isfinite(value).all().item<bool>()) {
-      throw ValueError(op + ": " + what + " holds a non-finite value; states must be finite");
-    }
+    TDRL_CHECK(!(!value.defined() || value.sizes() != c10::IntArrayRef(expected)), ShapeError, op,
+               ": ", what, " must have shape ", shape_string(expected), " ([*batch_size, ",
+               (dim == m->nq ? "nq" : "nv"), "]), got ",
+               (value.defined() ? shape_string(value.sizes().vec()) : "undefined"));
+    TDRL_CHECK(value.is_floating_point(), TypeError, op, ": ", what,
+               " must have a floating dtype, got ",
+               std::string(c10::toString(value.scalar_type())));
+    TDRL_CHECK(!(!torch::isfinite(value).all().item<bool>()), ValueError, op, ": ", what,
+               " holds a non-finite value; states must be finite");
     return value.to(torch::kCPU, torch::kFloat64).contiguous().view({s.n, dim});
   };
   const auto qpos64 = check("qpos", qpos, m->nq);

@@ -67,7 +67,7 @@ Registry& registry() {
 // ---- EnvOptions --------------------------------------------------------------------------------
 
 EnvOptions& EnvOptions::set(const std::string& key, EnvOptionValue value) {
-  if (key.empty()) throw ValueError("EnvOptions::set: the option name is empty");
+  TDRL_CHECK(!key.empty(), ValueError, "EnvOptions::set: the option name is empty");
   options_[key] = std::move(value);
   return *this;
 }
@@ -138,14 +138,12 @@ std::ostream& operator<<(std::ostream& os, const EnvOptions& options) {
 // ---- Registry ----------------------------------------------------------------------------------
 
 void register_env(const std::string& name, RegisteredEnvFactory factory) {
-  if (name.empty()) throw ValueError("register_env: the env name is empty");
-  if (!factory) throw ValueError("register_env('" + name + "'): the factory is empty");
+  TDRL_CHECK(!name.empty(), ValueError, "register_env: the env name is empty");
+  TDRL_CHECK(factory, ValueError, "register_env('", name, "'): the factory is empty");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.factories.count(name)) {
-    throw ValueError("register_env: '" + name +
-                     "' is already registered; pick another name (names are never replaced)");
-  }
+  TDRL_CHECK(!r.factories.count(name), ValueError, "register_env: '", name,
+             "' is already registered; pick another name (names are never replaced)");
   r.factories.emplace(name, std::move(factory));
 }
 
@@ -167,13 +165,12 @@ std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& opt
     factory = it->second;
   }
   std::shared_ptr<EnvBase> env = factory(options);
-  if (!env) throw ValueError("make_env('" + name + "'): the factory returned a null env");
-  if (env->batch_size() != options.batch_size()) {
-    throw ValueError("make_env('" + name + "'): the factory built an env of batch_size " +
-                     tensordict::shape_str(env->batch_size()) + " for options.batch_size " +
-                     tensordict::shape_str(options.batch_size()) +
-                     "; the factory must honour EnvOptions::batch_size");
-  }
+  TDRL_CHECK(env, ValueError, "make_env('", name, "'): the factory returned a null env");
+  TDRL_CHECK(env->batch_size() == options.batch_size(), ValueError, "make_env('", name,
+             "'): the factory built an env of batch_size ",
+             tensordict::shape_str(env->batch_size()), " for options.batch_size ",
+             tensordict::shape_str(options.batch_size()),
+             "; the factory must honour EnvOptions::batch_size");
   if (options.seed()) env->set_seed(*options.seed());
   return env;
 }

@@ -31,6 +31,8 @@ std::string number_repr(double value) {
   return os.str();
 }
 
+std::string bool_repr(bool v) { return v ? "true" : "false"; }
+
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape) {
   shape.push_back(1);
   return shape;
@@ -103,11 +105,13 @@ void require_inputs(const std::string& where, const std::vector<NestedKey>& keys
 
 void reject_flag_key(const std::string& where, const NestedKey& key) {
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
-    if (key == NestedKey(flag)) {
-      throw ValueError(where + ": key " + key.repr() +
-                       " is a done flag; envs always keep done, terminated and truncated");
-    }
+    TDRL_CHECK(key != NestedKey(flag), ValueError, where, ": key ", key.repr(),
+               " is a done flag; envs always keep done, terminated and truncated");
   }
+}
+
+void require_keys(const std::string& where, const char* what, const std::vector<NestedKey>& keys) {
+  TDRL_CHECK(!keys.empty(), ValueError, where, ": ", what, " is empty; give at least one key");
 }
 
 specs::TensorSpecPtr unbounded_like(const specs::TensorSpec& spec,
@@ -139,22 +143,18 @@ specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtyp
 
 void require_floating(const specs::TensorSpec& spec, const std::string& where,
                       const NestedKey& key) {
-  if (!c10::isFloatingType(spec.dtype())) {
-    throw TypeError(where + ": " + key.repr() + " has dtype " +
-                    specs::detail::dtype_repr(spec.dtype()) +
-                    "; the transform needs a floating-point entry (add DoubleToFloat or pick "
-                    "another key)");
-  }
+  TDRL_CHECK(c10::isFloatingType(spec.dtype()), TypeError, where, ": ", key.repr(), " has dtype ",
+             specs::detail::dtype_repr(spec.dtype()),
+             "; the transform needs a floating-point entry (add DoubleToFloat or pick "
+             "another key)");
 }
 
 std::vector<NestedKey> out_keys_or(const std::vector<NestedKey>& in,
                                    const std::vector<NestedKey>& out, const std::string& where) {
   if (out.empty()) return in;
-  if (out.size() != in.size()) {
-    throw ValueError(where + ": " + std::to_string(out.size()) + " out_keys " + keys_repr(out) +
-                     " for " + std::to_string(in.size()) + " in_keys " + keys_repr(in) +
-                     "; give one out_key per in_key");
-  }
+  TDRL_CHECK(out.size() == in.size(), ValueError, where, ": ", std::to_string(out.size()),
+             " out_keys ", keys_repr(out), " for ", std::to_string(in.size()), " in_keys ",
+             keys_repr(in), "; give one out_key per in_key");
   return out;
 }
 
@@ -188,19 +188,17 @@ EnvSpecs EnvSpecs::clone() const {
 
 NestedKey EnvSpecs::reward_key() const {
   const auto keys = detail::leaf_keys(*reward);
-  if (keys.size() != 1) {
-    throw ValueError("EnvSpecs::reward_key: the reward spec has " + std::to_string(keys.size()) +
-                     " entries " + detail::keys_repr(keys) + "; exactly one is needed");
-  }
+  TDRL_CHECK(keys.size() == 1, ValueError, "EnvSpecs::reward_key: the reward spec has ",
+             std::to_string(keys.size()), " entries ", detail::keys_repr(keys),
+             "; exactly one is needed");
   return keys.front();
 }
 
 std::optional<NestedKey> EnvSpecs::action_key() const {
   const auto keys = detail::leaf_keys(*action);
-  if (keys.size() > 1) {
-    throw ValueError("EnvSpecs::action_key: the action spec has " + std::to_string(keys.size()) +
-                     " entries " + detail::keys_repr(keys) + "; at most one is supported");
-  }
+  TDRL_CHECK(!(keys.size() > 1), ValueError, "EnvSpecs::action_key: the action spec has ",
+             std::to_string(keys.size()), " entries ", detail::keys_repr(keys),
+             "; at most one is supported");
   if (keys.empty()) return std::nullopt;
   return keys.front();
 }
@@ -270,10 +268,9 @@ specs::CompositePtr Transform::transform_state_spec(specs::CompositePtr spec,
 TensorDict Transform::state_dict() const { return TensorDict(); }
 
 void Transform::load_state_dict(const TensorDict& state) {
-  if (!state.is_empty()) {
-    throw ValueError(name() + "::load_state_dict: " + name() + " has no state; got entries " +
-                     detail::keys_repr(state.keys(/*include_nested=*/true, /*leaves_only=*/true)));
-  }
+  TDRL_CHECK(state.is_empty(), ValueError, name(), "::load_state_dict: ", name(),
+             " has no state; got entries ",
+             detail::keys_repr(state.keys(/*include_nested=*/true, /*leaves_only=*/true)));
 }
 
 TensorDict Transform::call(TensorDict td) { return td; }
@@ -281,12 +278,10 @@ TensorDict Transform::call(TensorDict td) { return td; }
 void Transform::set_parent(TransformedEnv* env) { parent_ = env; }
 
 void Transform::claim(const void* owner, const std::string& where) {
-  if (owner_ && owner_ != owner) {
-    throw ValueError(where + ": " + name() +
-                     " already belongs to another Compose or TransformedEnv; a transform works "
-                     "in one env at a time (create a new one; VecNorm shares statistics through "
-                     "VecNormOptions().shared_state)");
-  }
+  TDRL_CHECK(!(owner_ && owner_ != owner), ValueError, where, ": ", name(),
+             " already belongs to another Compose or TransformedEnv; a transform works "
+             "in one env at a time (create a new one; VecNorm shares statistics through "
+             "VecNormOptions().shared_state)");
   owner_ = owner;
 }
 
@@ -352,11 +347,10 @@ Compose::~Compose() {
 }
 
 void Compose::add(int64_t index, TransformPtr transform, const std::string& where) {
-  if (view_) throw ValueError(where + ": this Compose is a read-only view of another env's");
-  if (!transform) throw ValueError(where + ": the transform is null");
-  if (holds(transform.get(), this)) {
-    throw ValueError(where + ": cannot add a Compose to itself (or to a Compose it holds)");
-  }
+  TDRL_CHECK(!view_, ValueError, where, ": this Compose is a read-only view of another env's");
+  TDRL_CHECK(transform, ValueError, where, ": the transform is null");
+  TDRL_CHECK(!holds(transform.get(), this), ValueError, where,
+             ": cannot add a Compose to itself (or to a Compose it holds)");
   transform->claim(this, where);
   transforms_.insert(transforms_.begin() + index, transform);
   transform->set_parent(parent());
@@ -385,22 +379,18 @@ Compose& Compose::append(TransformPtr transform) {
 
 Compose& Compose::insert(int64_t index, TransformPtr transform) {
   const int64_t n = size();
-  if (index < -n || index > n) {
-    throw IndexError("Compose::insert: index " + std::to_string(index) + " is out of range for " +
-                     std::to_string(n) + " transforms; valid: [" + std::to_string(-n) + ", " +
-                     std::to_string(n) + "]");
-  }
+  TDRL_CHECK(!(index < -n || index > n), IndexError, "Compose::insert: index ",
+             std::to_string(index), " is out of range for ", std::to_string(n),
+             " transforms; valid: [", std::to_string(-n), ", ", std::to_string(n), "]");
   add(index < 0 ? index + n : index, std::move(transform), "Compose::insert");
   return *this;
 }
 
 const TransformPtr& Compose::operator[](int64_t index) const {
   const int64_t n = size();
-  if (index < -n || index >= n) {
-    throw IndexError("Compose[" + std::to_string(index) + "]: index out of range for " +
-                     std::to_string(n) + " transforms; valid: [" + std::to_string(-n) + ", " +
-                     std::to_string(n - 1) + "]");
-  }
+  TDRL_CHECK(!(index < -n || index >= n), IndexError, "Compose[", std::to_string(index),
+             "]: index out of range for ", std::to_string(n), " transforms; valid: [",
+             std::to_string(-n), ", ", std::to_string(n - 1), "]");
   return transforms_[static_cast<size_t>(index < 0 ? index + n : index)];
 }
 
@@ -471,13 +461,11 @@ void Compose::load_state_dict(const TensorDict& state) {
         name.size() < 10) {
       index = static_cast<size_t>(std::stoul(name));
     }
-    if (index >= transforms_.size()) {
-      throw KeyError("Compose::load_state_dict: entry '" + name +
-                     "' names no transform; this "
-                     "Compose has " +
-                     std::to_string(transforms_.size()) +
-                     " (entries are their positions \"0\", \"1\", ...)");
-    }
+    TDRL_CHECK(!(index >= transforms_.size()), KeyError, "Compose::load_state_dict: entry '", name,
+               "' names no transform; this "
+               "Compose has ",
+               std::to_string(transforms_.size()),
+               " (entries are their positions \"0\", \"1\", ...)");
     parts.emplace_back(index, state.get_tensordict(key));
   }
   for (auto& [index, child] : parts) transforms_[index]->load_state_dict(child);
@@ -510,12 +498,12 @@ namespace {
 
 // Both throw for a null env (the base-class constructor's arguments are evaluated in any order).
 std::string name_of(const std::shared_ptr<EnvBase>& env) {
-  if (!env) throw ValueError("TransformedEnv: the env is null");
+  TDRL_CHECK(env, ValueError, "TransformedEnv: the env is null");
   return "TransformedEnv(" + env->name() + ")";
 }
 
 EnvBaseOptions options_of(const std::shared_ptr<EnvBase>& env) {
-  if (!env) throw ValueError("TransformedEnv: the env is null");
+  TDRL_CHECK(env, ValueError, "TransformedEnv: the env is null");
   return EnvBaseOptions().batch_size(env->batch_size()).device(env->device());
 }
 
@@ -576,12 +564,9 @@ void TransformedEnv::apply_specs(const EnvSpecs& specs) {
     const bool ok = exact ? shape == batch
                           : shape.size() >= batch.size() &&
                                 std::equal(batch.begin(), batch.end(), shape.begin());
-    if (!ok) {
-      throw ShapeError(where + "the " + std::string(what) + " has shape " +
-                       tensordict::shape_str(shape) + "; it must " +
-                       (exact ? "equal" : "start with") + " the batch_size " +
-                       tensordict::shape_str(batch));
-    }
+    TDRL_CHECK(ok, ShapeError, where, "the ", std::string(what), " has shape ",
+               tensordict::shape_str(shape), "; it must ", (exact ? "equal" : "start with"),
+               " the batch_size ", tensordict::shape_str(batch));
   };
   check_batch("observation spec", specs.observation->shape(), true);
   check_batch("done spec", specs.done->shape(), true);
@@ -599,9 +584,8 @@ void TransformedEnv::apply_specs(const EnvSpecs& specs) {
                      " takes an action, so a transform must not remove it");
   }
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
-    if (!specs.done->find(flag)) {
-      throw KeyError(where + "the done spec lacks '" + std::string(flag) + "'");
-    }
+    TDRL_CHECK(specs.done->find(flag), KeyError, where, "the done spec lacks '", std::string(flag),
+               "'");
   }
   set_observation_spec(specs.observation);
   set_reward_spec(reward, reward_key);
@@ -612,10 +596,8 @@ void TransformedEnv::apply_specs(const EnvSpecs& specs) {
 
 std::shared_ptr<EnvBase> TransformedEnv::env_before(const Transform& transform) const {
   std::vector<TransformPtr> before;
-  if (!leaves_before(*transform_, &transform, before)) {
-    throw ValueError(name() + "::env_before: " + transform.name() +
-                     " is not one of this env's transforms");
-  }
+  TDRL_CHECK(leaves_before(*transform_, &transform, before), ValueError, name(),
+             "::env_before: ", transform.name(), " is not one of this env's transforms");
   if (before.empty()) return base_;
   return std::shared_ptr<TransformedEnv>(new TransformedEnv(ViewTag{}, base_, std::move(before)));
 }

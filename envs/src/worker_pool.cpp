@@ -25,10 +25,8 @@ struct WorkerPool::Job {
 };
 
 WorkerPool::WorkerPool(int64_t num_threads) {
-  if (num_threads < 1) {
-    throw tensordict::ValueError("WorkerPool: num_threads is " + std::to_string(num_threads) +
-                                 "; it must be >= 1");
-  }
+  TDRL_CHECK(!(num_threads < 1), tensordict::ValueError, "WorkerPool: num_threads is ",
+             std::to_string(num_threads), "; it must be >= 1");
   threads_.reserve(static_cast<size_t>(num_threads));
   try {
     for (int64_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
@@ -56,10 +54,8 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::dispatch(int64_t count, std::function<void(int64_t)> task) {
-  if (count < 0) {
-    throw tensordict::ValueError("WorkerPool::dispatch: count is " + std::to_string(count) +
-                                 "; it must be >= 0");
-  }
+  TDRL_CHECK(!(count < 0), tensordict::ValueError, "WorkerPool::dispatch: count is ",
+             std::to_string(count), "; it must be >= 0");
   auto job = std::make_shared<Job>(count, std::move(task));
   {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -61,18 +61,12 @@ CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions 
   set_out_keys(std::move(out));
   detail::check_networks("CQLLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("CQLLoss", "loss_function", options_.loss_function());
-  if (options_.num_random() < 1) {
-    throw ValueError("CQLLoss: num_random is " + std::to_string(options_.num_random()) +
-                     "; it must be >= 1");
-  }
-  if (!(options_.temperature() > 0.0)) {
-    throw ValueError("CQLLoss: temperature is " + std::to_string(options_.temperature()) +
-                     "; it must be > 0");
-  }
-  if (!(options_.min_q_weight() >= 0.0)) {
-    throw ValueError("CQLLoss: min_q_weight is " + std::to_string(options_.min_q_weight()) +
-                     "; it must be >= 0");
-  }
+  TDRL_CHECK(!(options_.num_random() < 1), ValueError, "CQLLoss: num_random is ",
+             std::to_string(options_.num_random()), "; it must be >= 1");
+  TDRL_CHECK(options_.temperature() > 0.0, ValueError, "CQLLoss: temperature is ",
+             std::to_string(options_.temperature()), "; it must be > 0");
+  TDRL_CHECK(options_.min_q_weight() >= 0.0, ValueError, "CQLLoss: min_q_weight is ",
+             std::to_string(options_.min_q_weight()), "; it must be >= 0");
   auto spec = options_.action_spec();
   if (!spec) {
     if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
@@ -119,10 +113,9 @@ CQLLoss::Policy CQLLoss::policy_at_states(const TensorDict& batch) const {
       detail::network_inputs(name(), "the actor_network", batch, actor_network_->in_keys());
   Policy policy;
   policy.dist = actor_network_->get_dist(actor_td);
-  if (!policy.dist->has_rsample()) {
-    throw ValueError(name() + ": the actor's distribution " + policy.dist->name() +
-                     " has no rsample; CQL needs a reparametrisable one (e.g. TanhNormal)");
-  }
+  TDRL_CHECK(policy.dist->has_rsample(), ValueError, name(), ": the actor's distribution ",
+             policy.dist->name(),
+             " has no rsample; CQL needs a reparametrisable one (e.g. TanhNormal)");
   policy.action = policy.dist->rsample();
   policy.log_prob = policy.dist->log_prob(policy.action).unsqueeze(-1);
   return policy;
@@ -244,8 +237,8 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   temperature_.resolve_target_entropy(action_numel);
   const auto alpha = temperature_.clamp();
   const auto actor_values =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, policy.action,
-                             q_key, [&](size_t i, TensorDict& td) {
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, policy.action, q_key,
+                             [&](size_t i, TensorDict& td) {
                                detail::HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
                              });

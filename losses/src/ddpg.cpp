@@ -29,9 +29,8 @@ DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
                 "target_value_max"});
   detail::check_network("DDPGLoss", "the actor_network", actor_network_);
   detail::check_network("DDPGLoss", "the value_network", value_network_);
-  if (actor_network_ == value_network_) {
-    throw ValueError("DDPGLoss: the actor_network and the value_network are the same module");
-  }
+  TDRL_CHECK(actor_network_ != value_network_, ValueError,
+             "DDPGLoss: the actor_network and the value_network are the same module");
   functional::check_distance_loss_name("DDPGLoss", "loss_function", options_.loss_function());
   convert_to_functional("actor_network", actor_network_, options_.delay_actor());
   convert_to_functional("value_network", value_network_, options_.delay_value());

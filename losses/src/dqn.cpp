@@ -50,11 +50,9 @@ namespace {
 torch::Tensor action_values(const std::string& where, const TensorDict& td, const NestedKey& key,
                             const std::vector<NestedKey>& out_keys) {
   auto values = td.find(key);
-  if (!values) {
-    throw ValueError(where + ": the value_network wrote no " + key.repr() +
-                     " (the 'action_value' key); its out keys are " + detail::keys_str(out_keys) +
-                     "; make it write the action values there or rename the key with set_keys");
-  }
+  TDRL_CHECK(values, ValueError, where, ": the value_network wrote no ", key.repr(),
+             " (the 'action_value' key); its out keys are ", detail::keys_str(out_keys),
+             "; make it write the action values there or rename the key with set_keys");
   return *values;
 }
 
@@ -144,9 +142,8 @@ DistributionalDQNLoss::DistributionalDQNLoss(
         "; got " +
         (support.defined() ? detail::shape_str(support.sizes()) : std::string("none")));
   }
-  if (!(support.diff() > 0).all().item<bool>()) {
-    throw ValueError("DistributionalDQNLoss: the support must be increasing (z_1 < ... < z_K)");
-  }
+  TDRL_CHECK(!(!(support.diff() > 0).all().item<bool>()), ValueError,
+             "DistributionalDQNLoss: the support must be increasing (z_1 < ... < z_K)");
   if (options_.action_space()) {
     detail::parse_action_space("DistributionalDQNLoss", *options_.action_space());
   }
@@ -157,12 +154,10 @@ DistributionalDQNLoss::DistributionalDQNLoss(
 
 std::shared_ptr<ValueEstimatorBase> DistributionalDQNLoss::build_value_estimator(
     ValueEstimatorType type, const ValueEstimatorOptions& options) {
-  if (type != ValueEstimatorType::kTD0) {
-    throw ValueError(name() +
-                     ": the distributional backup is one-step; only td0 is supported, "
-                     "got " +
-                     to_string(type));
-  }
+  TDRL_CHECK(type == ValueEstimatorType::kTD0, ValueError, name(),
+             ": the distributional backup is one-step; only td0 is supported, "
+             "got ",
+             to_string(type));
   return LossModule::build_value_estimator(type, options);
 }
 
@@ -176,11 +171,9 @@ void DistributionalDQNLoss::pretty_print(std::ostream& stream) const {
 torch::Tensor DistributionalDQNLoss::log_probs(const TensorDict& td, int64_t batch_dims) const {
   const auto values = action_values(name(), td, key("action_value"), value_network_->out_keys());
   const int64_t k = support_.size(0);
-  if (values.dim() != batch_dims + 2 || values.size(-2) != k) {
-    throw tensordict::ShapeError(
-        name() + ": the action values have shape " + detail::shape_str(values.sizes()) +
-        "; expected log-probabilities [*B, num_atoms=" + std::to_string(k) + ", num_actions]");
-  }
+  TDRL_CHECK(!(values.dim() != batch_dims + 2 || values.size(-2) != k), tensordict::ShapeError,
+             name(), ": the action values have shape ", detail::shape_str(values.sizes()),
+             "; expected log-probabilities [*B, num_atoms=", std::to_string(k), ", num_actions]");
   return values;
 }
 

@@ -32,20 +32,15 @@ IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
   detail::check_networks("IQLLoss", actor_network_, qvalue_networks_);
   detail::check_network("IQLLoss", "the value_network", value_network_);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    if (qvalue_networks_[i] == value_network_) {
-      throw ValueError("IQLLoss: Q-value network " + std::to_string(i) +
-                       " is the value_network; V(s) needs its own module");
-    }
+    TDRL_CHECK(qvalue_networks_[i] != value_network_, ValueError, "IQLLoss: Q-value network ",
+               std::to_string(i), " is the value_network; V(s) needs its own module");
   }
   functional::check_distance_loss_name("IQLLoss", "loss_function", options_.loss_function());
-  if (!(options_.expectile() > 0.0 && options_.expectile() < 1.0)) {
-    throw ValueError("IQLLoss: expectile is " + std::to_string(options_.expectile()) +
-                     "; it must be in (0, 1)");
-  }
-  if (!(options_.temperature() >= 0.0)) {
-    throw ValueError("IQLLoss: temperature is " + std::to_string(options_.temperature()) +
-                     "; it must be >= 0");
-  }
+  TDRL_CHECK(options_.expectile() > 0.0 && options_.expectile() < 1.0, ValueError,
+             "IQLLoss: expectile is ", std::to_string(options_.expectile()),
+             "; it must be in (0, 1)");
+  TDRL_CHECK(options_.temperature() >= 0.0, ValueError, "IQLLoss: temperature is ",
+             std::to_string(options_.temperature()), "; it must be >= 0");
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
     convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
@@ -129,7 +124,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
                                         terminated, batch.batch_dims());
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
-                                         batch.find(key("priority_weight")));
+                                                 batch.find(key("priority_weight")));
 
   TensorDict out({{"loss_actor", loss_actor},
                   {"loss_qvalue", loss_qvalue},

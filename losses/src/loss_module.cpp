@@ -51,18 +51,18 @@ TensorDict LossModule::forward(const TensorDict& batch) {
   for (const auto& key_name : in_key_names_) get(batch, key_name);
   TensorDict out = forward_impl(batch);
   for (const auto& key : out.keys()) {
-    if (std::find(out_keys_.begin(), out_keys_.end(), key.front()) == out_keys_.end())
-      throw KeyError(name() + ": forward wrote '" + key.front() +
-                     "', which is not among its out_keys " + names_repr(out_keys_) +
-                     "; declare every entry the loss writes with set_out_keys in its "
-                     "constructor");
+    TDRL_CHECK(std::find(out_keys_.begin(), out_keys_.end(), key.front()) != out_keys_.end(),
+               KeyError, name(), ": forward wrote '", key.front(),
+               "', which is not among its out_keys ", names_repr(out_keys_),
+               "; declare every entry the loss writes with set_out_keys in its "
+               "constructor");
   }
   return out;
 }
 
 void LossModule::set_out_keys(std::vector<std::string> keys) {
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].empty()) throw ValueError(name() + ": set_out_keys: an out key is empty");
+    TDRL_CHECK(!keys[i].empty(), ValueError, name(), ": set_out_keys: an out key is empty");
     if (std::find(keys.begin(), keys.begin() + static_cast<long>(i), keys[i]) !=
         keys.begin() + static_cast<long>(i))
       throw ValueError(name() + ": set_out_keys: '" + keys[i] + "' is declared twice in " +
@@ -96,10 +96,9 @@ void LossModule::make_value_estimator(std::optional<ValueEstimatorType> type,
 
 std::shared_ptr<ValueEstimatorBase> LossModule::build_value_estimator(
     ValueEstimatorType type, const ValueEstimatorOptions& options) {
-  if (type == ValueEstimatorType::kGAE) {
-    throw ValueError(name() + ": GAE is an on-policy advantage estimator; use td0, td1 or "
-                              "td_lambda");
-  }
+  TDRL_CHECK(type != ValueEstimatorType::kGAE, ValueError, name(),
+             ": GAE is an on-policy advantage estimator; use td0, td1 or "
+             "td_lambda");
   return tdrl::losses::make_value_estimator(type, nullptr, options);
 }
 
@@ -122,33 +121,29 @@ std::vector<NestedKey> LossModule::in_keys() const {
 torch::Tensor LossModule::get(const TensorDict& batch, const std::string& key_name) const {
   const auto& k = key(key_name);
   auto value = batch.find(k);
-  if (!value) {
-    throw KeyError(name() + ": the batch has no " + k.repr() + " (the '" + key_name +
-                   "' key); write it into the batch or rename it with set_keys({{\"" + key_name +
-                   "\", <your key>}})");
-  }
+  TDRL_CHECK(value, KeyError, name(), ": the batch has no ", k.repr(), " (the '", key_name,
+             "' key); write it into the batch or rename it with set_keys({{\"", key_name,
+             "\", <your key>}})");
   return *value;
 }
 
 void LossModule::check_same_shape(const std::string& what, const torch::Tensor& a,
                                   const std::string& a_name, const torch::Tensor& b,
                                   const std::string& b_name) const {
-  if (!a.sizes().equals(b.sizes())) {
-    throw ShapeError(name() + ": " + what + ": " + a_name + " has shape " + shape_repr(a.sizes()) +
-                     " but " + b_name + " has shape " + shape_repr(b.sizes()) +
-                     "; they must match exactly (a [B] reward against a [B, 1] value would "
-                     "broadcast to [B, B]); reshape one of them");
-  }
+  TDRL_CHECK(a.sizes().equals(b.sizes()), ShapeError, name(), ": ", what, ": ", a_name,
+             " has shape ", shape_repr(a.sizes()), " but ", b_name, " has shape ",
+             shape_repr(b.sizes()),
+             "; they must match exactly (a [B] reward against a [B, 1] value would "
+             "broadcast to [B, B]); reshape one of them");
 }
 
 void LossModule::convert_to_functional(const std::string& net_name,
                                        std::shared_ptr<torch::nn::Module> module,
                                        bool create_target) {
-  if (!module) throw ValueError(name() + ": network '" + net_name + "' is null");
+  TDRL_CHECK(module, ValueError, name(), ": network '", net_name, "' is null");
   for (const auto& n : networks_) {
-    if (n.name == net_name) {
-      throw ValueError(name() + ": a network named '" + net_name + "' is registered already");
-    }
+    TDRL_CHECK(n.name != net_name, ValueError, name(), ": a network named '", net_name,
+               "' is registered already");
   }
   register_module(net_name, module);
   Network network{net_name, module, tensordict::nn::from_module(*module), std::nullopt};
@@ -190,10 +185,8 @@ bool LossModule::has_target(const std::string& net_name) const {
 
 const TensorDict& LossModule::target_params(const std::string& net_name) const {
   const auto& n = find_network(net_name);
-  if (!n.target) {
-    throw KeyError(name() + ": network '" + net_name +
-                   "' has no target parameters (register it with create_target)");
-  }
+  TDRL_CHECK(n.target, KeyError, name(), ": network '", net_name,
+             "' has no target parameters (register it with create_target)");
   return *n.target;
 }
 
@@ -225,10 +218,9 @@ void require_targets(const std::string& who, const LossModule& loss) {
 
 SoftUpdate::SoftUpdate(std::shared_ptr<LossModule> loss, double tau)
     : loss_(std::move(loss)), tau_(tau) {
-  if (!loss_) throw ValueError("SoftUpdate: the loss is null");
-  if (!(tau_ > 0.0 && tau_ <= 1.0)) {
-    throw ValueError("SoftUpdate: tau is " + std::to_string(tau_) + "; it must be in (0, 1]");
-  }
+  TDRL_CHECK(loss_, ValueError, "SoftUpdate: the loss is null");
+  TDRL_CHECK(tau_ > 0.0 && tau_ <= 1.0, ValueError, "SoftUpdate: tau is ", std::to_string(tau_),
+             "; it must be in (0, 1]");
   require_targets("SoftUpdate", *loss_);
 }
 
@@ -250,10 +242,9 @@ void SoftUpdate::step() {
 
 HardUpdate::HardUpdate(std::shared_ptr<LossModule> loss, int64_t period)
     : loss_(std::move(loss)), period_(period) {
-  if (!loss_) throw ValueError("HardUpdate: the loss is null");
-  if (period_ < 1) {
-    throw ValueError("HardUpdate: period is " + std::to_string(period_) + "; it must be >= 1");
-  }
+  TDRL_CHECK(loss_, ValueError, "HardUpdate: the loss is null");
+  TDRL_CHECK(!(period_ < 1), ValueError, "HardUpdate: period is ", std::to_string(period_),
+             "; it must be >= 1");
   require_targets("HardUpdate", *loss_);
 }
 

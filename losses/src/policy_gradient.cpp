@@ -1,8 +1,6 @@
-// PolicyGradientLoss (the shared plumbing of the on-policy losses), A2CLoss and ReinforceLoss.
+// PolicyGradientLoss: the shared plumbing of the on-policy losses (A2CLoss, ReinforceLoss, PPO).
 
-#include <tdrl/losses/a2c.h>
 #include <tdrl/losses/policy_gradient.h>
-#include <tdrl/losses/reinforce.h>
 
 #include <cmath>
 #include <sstream>
@@ -59,13 +57,6 @@ class FreezeParams {
   std::vector<torch::Tensor> frozen_;
 };
 
-std::string optional_repr(const std::optional<double>& v) {
-  if (!v) return "None";
-  std::ostringstream os;
-  os << *v;
-  return os.str();
-}
-
 }  // namespace
 
 // ---- PolicyGradientLoss ---------------------------------------------------------------------
@@ -78,16 +69,12 @@ PolicyGradientLoss::PolicyGradientLoss(std::string name, ActorPtr actor, CriticP
                  std::move(in_key_names)),
       actor_(std::move(actor)),
       critic_(std::move(critic)) {
-  if (!actor_) {
-    throw ValueError(this->name() +
-                     ": the actor is null; pass a ProbabilisticTensorDictSequential (e.g. a "
-                     "tdrl::modules::ProbabilisticActor)");
-  }
-  if (critic_target && !critic_) {
-    throw ValueError(this->name() +
-                     ": delay_value needs a critic (target parameters are the critic's); pass a "
-                     "critic or set delay_value(false)");
-  }
+  TDRL_CHECK(actor_, ValueError, this->name(),
+             ": the actor is null; pass a ProbabilisticTensorDictSequential (e.g. a "
+             "tdrl::modules::ProbabilisticActor)");
+  TDRL_CHECK(!(critic_target && !critic_), ValueError, this->name(),
+             ": delay_value needs a critic (target parameters are the critic's); pass a "
+             "critic or set delay_value(false)");
   convert_to_functional("actor_network", actor_, /*create_target=*/false);
   if (!critic_) return;
   convert_to_functional("critic_network", critic_, critic_target);
@@ -103,11 +90,9 @@ PolicyGradientLoss::PolicyGradientLoss(std::string name, ActorPtr actor, CriticP
 
 std::shared_ptr<ValueEstimatorBase> PolicyGradientLoss::build_value_estimator(
     ValueEstimatorType type, const ValueEstimatorOptions& options) {
-  if (!critic_) {
-    throw ValueError(name() +
-                     ": make_value_estimator: the loss has no critic to estimate values "
-                     "with; pass a critic, or put the advantage in the batch");
-  }
+  TDRL_CHECK(critic_, ValueError, name(),
+             ": make_value_estimator: the loss has no critic to estimate values "
+             "with; pass a critic, or put the advantage in the batch");
   return tdrl::losses::make_value_estimator(type, critic_, options);
 }
 
@@ -123,28 +108,22 @@ void PolicyGradientLoss::on_keys_changed() {
 torch::Tensor PolicyGradientLoss::advantage(const TensorDict& td) {
   const auto& advantage_key = key("advantage");
   if (auto found = td.find(advantage_key)) return found->detach();
-  if (!critic_) {
-    throw KeyError(name() + ": the batch has no " + advantage_key.repr() +
-                   " (the 'advantage' key) and the loss has no critic to estimate it; compute "
-                   "it beforehand or rename it with set_keys({{\"advantage\", <your key>}})");
-  }
+  TDRL_CHECK(critic_, KeyError, name(), ": the batch has no ", advantage_key.repr(),
+             " (the 'advantage' key) and the loss has no critic to estimate it; compute "
+             "it beforehand or rename it with set_keys({{\"advantage\", <your key>}})");
   estimate(td);
   return td.get(advantage_key);
 }
 
 void PolicyGradientLoss::estimate(const TensorDict& td) {
-  if (td.batch_dims() < 1) {
-    throw ShapeError(name() +
-                     ": the batch has no advantage and batch_size []; estimating it needs a "
-                     "time dim (batch [*B, T], e.g. a rollout); compute the advantage "
-                     "beforehand or pass a rollout");
-  }
-  if (!td.contains("next")) {
-    throw KeyError(name() +
-                   ": the batch has no advantage and no \"next\" entry to estimate it "
-                   "from (the critic is evaluated on batch[\"next\"]); pass a rollout "
-                   "or compute the advantage beforehand");
-  }
+  TDRL_CHECK(!(td.batch_dims() < 1), ShapeError, name(),
+             ": the batch has no advantage and batch_size []; estimating it needs a "
+             "time dim (batch [*B, T], e.g. a rollout); compute the advantage "
+             "beforehand or pass a rollout");
+  TDRL_CHECK(td.contains("next"), KeyError, name(),
+             ": the batch has no advantage and no \"next\" entry to estimate it "
+             "from (the critic is evaluated on batch[\"next\"]); pass a rollout "
+             "or compute the advantage beforehand");
   torch::Tensor value, next_value;
   {
     torch::NoGradGuard no_grad;
@@ -170,11 +149,9 @@ void PolicyGradientLoss::estimate(const TensorDict& td) {
 torch::Tensor PolicyGradientLoss::critic_value(const TensorDict& td) const {
   const NestedKey& value_key = key("value");
   auto found = td.find(value_key);
-  if (!found) {
-    throw KeyError(name() + ": the critic writes " + tdnn::keys_repr(critic_->out_keys()) +
-                   " but the loss reads the value from " + value_key.repr() +
-                   "; make them agree with set_keys({{\"value\", <the critic's out key>}})");
-  }
+  TDRL_CHECK(found, KeyError, name(), ": the critic writes ", tdnn::keys_repr(critic_->out_keys()),
+             " but the loss reads the value from ", value_key.repr(),
+             "; make them agree with set_keys({{\"value\", <the critic's out key>}})");
   return *found;
 }
 
@@ -194,11 +171,9 @@ torch::Tensor PolicyGradientLoss::action_log_prob(const tdnn::Distribution& dist
 
 torch::Tensor PolicyGradientLoss::entropy(const tdnn::Distribution& dist, int64_t samples) const {
   if (dist.has_entropy()) return dist.entropy().unsqueeze(-1);
-  if (!dist.has_rsample()) {
-    throw TypeError(name() + ": the actor's " + dist.name() +
-                    " distribution has no closed-form entropy and no rsample to estimate it "
-                    "with; set entropy_bonus(false)");
-  }
+  TDRL_CHECK(dist.has_rsample(), TypeError, name(), ": the actor's ", dist.name(),
+             " distribution has no closed-form entropy and no rsample to estimate it "
+             "with; set entropy_bonus(false)");
   if (const auto* tanh_normal = dynamic_cast<const tdnn::TanhNormal*>(&dist)) {
     return tanh_normal_entropy(*tanh_normal, samples);
   }
@@ -235,12 +210,10 @@ std::optional<torch::Tensor> PolicyGradientLoss::old_value(
   if (!clip_value || !critic_) return std::nullopt;
   const auto& value_key = key("value");
   auto found = batch.find(value_key);
-  if (!found) {
-    throw KeyError(name() + ": clip_value is set but the batch has no " + value_key.repr() +
-                   " (the 'value' key), the critic's value at collection time; write it into "
-                   "the batch, rename it with set_keys({{\"value\", <your key>}}) or unset "
-                   "clip_value");
-  }
+  TDRL_CHECK(found, KeyError, name(), ": clip_value is set but the batch has no ", value_key.repr(),
+             " (the 'value' key), the critic's value at collection time; write it into "
+             "the batch, rename it with set_keys({{\"value\", <your key>}}) or unset "
+             "clip_value");
   return found->detach();
 }
 
@@ -280,8 +253,6 @@ void PolicyGradientLoss::check_positive(const std::string& option, double value)
   }
 }
 
-// ---- A2CLoss --------------------------------------------------------------------------------
-
 std::vector<std::string> PolicyGradientLoss::actor_critic_out_keys(const std::string& objective,
                                                                    const std::string& critic,
                                                                    bool entropy, bool clip_value) {
@@ -290,95 +261,6 @@ std::vector<std::string> PolicyGradientLoss::actor_critic_out_keys(const std::st
   out.push_back(critic);
   if (clip_value) out.push_back("value_clip_fraction");
   return out;
-}
-
-A2CLoss::A2CLoss(ActorPtr actor, CriticPtr critic, A2CLossOptions options)
-    : PolicyGradientLoss("A2CLoss", std::move(actor), critic, {}, {"action"},
-                         /*critic_target=*/false, options.separate_losses()),
-      options_(std::move(options)) {
-  set_out_keys(actor_critic_out_keys("loss_objective", "loss_critic", options_.entropy_bonus(),
-                                     options_.clip_value().has_value()));
-  if (!critic) {
-    throw ValueError(
-        "A2CLoss: the critic is null; pass a value network writing the state value (e.g. a "
-        "tdrl::modules::ValueOperator)");
-  }
-  check_positive("samples_mc_entropy", static_cast<double>(options_.samples_mc_entropy()));
-  functional::check_distance_loss_name(name(), "loss_critic_type", options_.loss_critic_type());
-  if (options_.clip_value()) check_positive("clip_value", *options_.clip_value());
-}
-
-TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
-  const auto old = old_value(batch, options_.clip_value());
-  const TensorDict td = batch.clone(/*recurse=*/false);
-  const auto adv = advantage(td);
-  const auto dist = get_dist(td);
-  const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
-  check_same_shape("objective", adv, key("advantage").repr(), log_prob,
-                   "the log-prob of the action (unsqueezed to [*B, 1])");
-  TensorDict out = TensorDict::empty({});
-  out.set("loss_objective", -(log_prob * adv).mean());
-  if (options_.entropy_bonus()) {
-    const auto ent = entropy(*dist, options_.samples_mc_entropy());
-    out.set("entropy", ent.detach().mean());
-    out.set("loss_entropy", -options_.entropy_coef() * ent.mean());
-  }
-  auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
-  out.set("loss_critic", options_.critic_coef() * critic.loss.mean());
-  if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
-  return out;
-}
-
-void A2CLoss::pretty_print(std::ostream& stream) const {
-  stream << "A2CLoss(entropy_bonus=" << (options_.entropy_bonus() ? "true" : "false")
-         << ", samples_mc_entropy=" << options_.samples_mc_entropy()
-         << ", entropy_coef=" << options_.entropy_coef()
-         << ", critic_coef=" << options_.critic_coef()
-         << ", loss_critic_type=" << options_.loss_critic_type()
-         << ", separate_losses=" << (options_.separate_losses() ? "true" : "false")
-         << ", clip_value=" << optional_repr(options_.clip_value()) << ")";
-}
-
-// ---- ReinforceLoss --------------------------------------------------------------------------
-
-ReinforceLoss::ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOptions options)
-    : PolicyGradientLoss("ReinforceLoss", std::move(actor), std::move(critic), {}, {"action"},
-                         options.delay_value(), options.separate_losses()),
-      options_(std::move(options)) {
-  if (critic_network()) {
-    set_out_keys(actor_critic_out_keys("loss_actor", "loss_value", /*entropy=*/false,
-                                       options_.clip_value().has_value()));
-  } else {
-    set_out_keys({"loss_actor"});
-  }
-  functional::check_distance_loss_name(name(), "loss_critic_type", options_.loss_critic_type());
-  if (options_.clip_value()) check_positive("clip_value", *options_.clip_value());
-}
-
-TensorDict ReinforceLoss::forward_impl(const TensorDict& batch) {
-  const auto old = old_value(batch, options_.clip_value());
-  const TensorDict td = batch.clone(/*recurse=*/false);
-  const auto adv = advantage(td);
-  const auto dist = get_dist(td);
-  const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
-  check_same_shape("objective", adv, key("advantage").repr(), log_prob,
-                   "the log-prob of the action (unsqueezed to [*B, 1])");
-  TensorDict out = TensorDict::empty({});
-  out.set("loss_actor", -(log_prob * adv).mean());
-  if (critic_network()) {
-    auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
-    out.set("loss_value", critic.loss.mean());
-    if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
-  }
-  return out;
-}
-
-void ReinforceLoss::pretty_print(std::ostream& stream) const {
-  stream << "ReinforceLoss(delay_value=" << (options_.delay_value() ? "true" : "false")
-         << ", loss_critic_type=" << options_.loss_critic_type()
-         << ", separate_losses=" << (options_.separate_losses() ? "true" : "false")
-         << ", clip_value=" << optional_repr(options_.clip_value())
-         << ", critic=" << (critic_network() ? "true" : "false") << ")";
 }
 
 }  // namespace tdrl::losses

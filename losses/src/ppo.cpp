@@ -47,11 +47,9 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
                                    ppo_options_.clip_value().has_value());
   out.insert(out.end(), {"ESS", "kl_approx"});
   set_out_keys(std::move(out));
-  if (!critic) {
-    throw ValueError(this->name() +
-                     ": the critic is null; pass a value network writing the state value (e.g. "
-                     "a tdrl::modules::ValueOperator)");
-  }
+  TDRL_CHECK(critic, ValueError, this->name(),
+             ": the critic is null; pass a value network writing the state value (e.g. "
+             "a tdrl::modules::ValueOperator)");
   check_positive("samples_mc_entropy", static_cast<double>(ppo_options_.samples_mc_entropy()));
   functional::check_distance_loss_name(this->name(), "loss_critic_type",
                                        ppo_options_.loss_critic_type());
@@ -60,12 +58,11 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
 
 PPOLoss::LogWeight PPOLoss::log_weight(const TensorDict& td) const {
   const auto previous = get(td, "sample_log_prob");
-  if (previous.requires_grad()) {
-    throw ValueError(name() + ": the batch's " + key("sample_log_prob").repr() +
-                     " (the 'sample_log_prob' key) requires grad; it must be the log-probability "
-                     "recorded at collection time: detach it, or collect under "
-                     "torch::NoGradGuard");
-  }
+  TDRL_CHECK(!previous.requires_grad(), ValueError, name(), ": the batch's ",
+             key("sample_log_prob").repr(),
+             " (the 'sample_log_prob' key) requires grad; it must be the log-probability "
+             "recorded at collection time: detach it, or collect under "
+             "torch::NoGradGuard");
   auto dist = get_dist(td);
   const auto log_prob = action_log_prob(*dist, td);
   check_same_shape("importance weight", log_prob, "the actor's log-prob of the action", previous,
@@ -199,7 +196,7 @@ KLPENPPOLoss::KLPENPPOLoss(ActorPtr actor, CriticPtr critic, KLPENPPOLossOptions
   } else if (o.samples_mc_kl() < 1) {
     problem << "samples_mc_kl is " << o.samples_mc_kl() << "; it must be >= 1";
   }
-  if (!problem.str().empty()) throw ValueError(name() + ": " + problem.str());
+  TDRL_CHECK(problem.str().empty(), ValueError, name(), ": ", problem.str());
   beta_ = register_buffer("beta", torch::tensor(o.beta(), torch::kDouble));
 }
 
@@ -237,12 +234,10 @@ TensorDict KLPENPPOLoss::forward_impl(const TensorDict& batch) {
   TensorDict previous_params = TensorDict::empty(batch.batch_size());
   for (const auto& entry : prob->dist_keys()) {
     auto found = batch.find(entry.second);
-    if (!found) {
-      throw KeyError(name() + ": the batch has no " + entry.second.repr() + ", the '" +
-                     entry.first +
-                     "' parameter of the collecting policy's distribution; KLPENPPOLoss needs "
-                     "the distribution parameters the actor wrote during collection");
-    }
+    TDRL_CHECK(found, KeyError, name(), ": the batch has no ", entry.second.repr(), ", the '",
+               entry.first,
+               "' parameter of the collecting policy's distribution; KLPENPPOLoss needs "
+               "the distribution parameters the actor wrote during collection");
     previous_params.set(entry.second, found->detach());
   }
   const auto previous = prob->get_dist(previous_params);

@@ -75,10 +75,8 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   // parameters held out.
   auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
   const auto dist = actor_network_->get_dist(actor_td);
-  if (!dist->has_rsample()) {
-    throw ValueError(name() + ": the actor's distribution " + dist->name() +
-                     " has no rsample; SAC needs a reparametrisable one (e.g. TanhNormal)");
-  }
+  TDRL_CHECK(dist->has_rsample(), ValueError, name(), ": the actor's distribution ", dist->name(),
+             " has no rsample; SAC needs a reparametrisable one (e.g. TanhNormal)");
   const auto action = dist->rsample();
   const auto log_prob = dist->log_prob(action).unsqueeze(-1);  // [*B, 1]
   double action_numel = 1.0;
@@ -166,10 +164,8 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
   detail::check_networks("DiscreteSACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("DiscreteSACLoss", "loss_function",
                                        options_.loss_function());
-  if (options_.num_actions() < 2) {
-    throw ValueError("DiscreteSACLoss: num_actions is " + std::to_string(options_.num_actions()) +
-                     "; it must be >= 2");
-  }
+  TDRL_CHECK(!(options_.num_actions() < 2), ValueError, "DiscreteSACLoss: num_actions is ",
+             std::to_string(options_.num_actions()), "; it must be >= 2");
   if (options_.action_space()) {
     detail::parse_action_space("DiscreteSACLoss", *options_.action_space());
   }
@@ -206,16 +202,12 @@ std::pair<torch::Tensor, torch::Tensor> categorical_policy(const std::string& wh
                                                            int64_t num_actions) {
   const auto dist = actor->get_dist(td);
   const auto categorical = std::dynamic_pointer_cast<tdnn::Categorical>(dist);
-  if (!categorical) {
-    throw ValueError(where + ": the actor's distribution is " + dist->name() +
-                     "; discrete SAC needs a Categorical or OneHotCategorical actor");
-  }
+  TDRL_CHECK(categorical, ValueError, where, ": the actor's distribution is ", dist->name(),
+             "; discrete SAC needs a Categorical or OneHotCategorical actor");
   const auto& log_probs = categorical->logits();
-  if (log_probs.size(-1) != num_actions) {
-    throw tensordict::ShapeError(where + ": the actor's distribution has " +
-                                 std::to_string(log_probs.size(-1)) +
-                                 " classes but num_actions is " + std::to_string(num_actions));
-  }
+  TDRL_CHECK(log_probs.size(-1) == num_actions, tensordict::ShapeError, where,
+             ": the actor's distribution has ", std::to_string(log_probs.size(-1)),
+             " classes but num_actions is ", std::to_string(num_actions));
   const auto probs = log_probs.exp();
   const auto safe_log_probs = torch::where(probs > 0, log_probs, torch::zeros_like(log_probs));
   return {probs, safe_log_probs};
@@ -234,13 +226,11 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   const int64_t n = options_.num_actions();
   const auto check_values = [&](const std::vector<torch::Tensor>& values) {
     for (const auto& v : values) {
-      if (v.dim() < 1 || v.size(-1) != n) {
-        throw tensordict::ShapeError(name() + ": a Q-value network wrote action values of shape " +
-                                     detail::shape_str(v.sizes()) +
-                                     "; their last dim must be "
-                                     "num_actions = " +
-                                     std::to_string(n));
-      }
+      TDRL_CHECK(!(v.dim() < 1 || v.size(-1) != n), tensordict::ShapeError, name(),
+                 ": a Q-value network wrote action values of shape ", detail::shape_str(v.sizes()),
+                 "; their last dim must be "
+                 "num_actions = ",
+                 std::to_string(n));
     }
     return std::get<0>(torch::stack(values).min(0));
   };

@@ -28,47 +28,36 @@ TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
   set_out_keys({"loss_actor", "loss_qvalue", "pred_value", "state_action_value_actor",
                 "next_state_value", "target_value"});
   detail::check_network("TD3Loss", "the actor_network", actor_network_);
-  if (qvalue_networks_.empty()) {
-    throw ValueError(
-        "TD3Loss: no Q-value network given; pass num_qvalue_nets (usually 2) "
-        "independently built critics");
-  }
+  TDRL_CHECK(!qvalue_networks_.empty(), ValueError,
+             "TD3Loss: no Q-value network given; pass num_qvalue_nets (usually 2) "
+             "independently built critics");
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
     detail::check_network("TD3Loss", "Q-value network " + std::to_string(i), qvalue_networks_[i]);
-    if (qvalue_networks_[i] == actor_network_) {
-      throw ValueError("TD3Loss: Q-value network " + std::to_string(i) + " is the actor_network");
-    }
+    TDRL_CHECK(qvalue_networks_[i] != actor_network_, ValueError, "TD3Loss: Q-value network ",
+               std::to_string(i), " is the actor_network");
     for (size_t j = 0; j < i; ++j) {
-      if (qvalue_networks_[i] == qvalue_networks_[j]) {
-        throw ValueError("TD3Loss: Q-value networks " + std::to_string(j) + " and " +
-                         std::to_string(i) +
-                         " are the same module; build each critic separately so that they "
-                         "have their own parameters");
-      }
+      TDRL_CHECK(qvalue_networks_[i] != qvalue_networks_[j], ValueError,
+                 "TD3Loss: Q-value networks ", std::to_string(j), " and ", std::to_string(i),
+                 " are the same module; build each critic separately so that they "
+                 "have their own parameters");
     }
   }
   functional::check_distance_loss_name("TD3Loss", "loss_function", options_.loss_function());
-  if (!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)) {
-    throw ValueError("TD3Loss: policy_noise is " + std::to_string(options_.policy_noise()) +
-                     " and noise_clip " + std::to_string(options_.noise_clip()) +
-                     "; both must be >= 0");
-  }
+  TDRL_CHECK(!(!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)), ValueError,
+             "TD3Loss: policy_noise is ", std::to_string(options_.policy_noise()),
+             " and noise_clip ", std::to_string(options_.noise_clip()), "; both must be >= 0");
   auto spec = options_.action_spec();
   if (!spec) {
     if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
       spec = actor->spec();
     }
   }
-  if (!spec) {
-    throw ValueError(
-        "TD3Loss: no action spec; the target action is clamped to its bounds: pass "
-        "TD3LossOptions().action_spec(<a Bounded spec>)");
-  }
+  TDRL_CHECK(spec, ValueError,
+             "TD3Loss: no action spec; the target action is clamped to its bounds: pass "
+             "TD3LossOptions().action_spec(<a Bounded spec>)");
   auto bounded = std::dynamic_pointer_cast<specs::Bounded>(spec);
-  if (!bounded) {
-    throw ValueError("TD3Loss: the action spec is a " + spec->type_name() +
-                     "; TD3 needs a Bounded one (its low/high clamp the smoothed target action)");
-  }
+  TDRL_CHECK(bounded, ValueError, "TD3Loss: the action spec is a ", spec->type_name(),
+             "; TD3 needs a Bounded one (its low/high clamp the smoothed target action)");
   low_ = register_buffer("action_low", bounded->low().clone());
   high_ = register_buffer("action_high", bounded->high().clone());
   convert_to_functional("actor_network", actor_network_, options_.delay_actor());

@@ -27,24 +27,16 @@ EntropyTemperature::EntropyTemperature(torch::nn::Module& owner, const std::stri
                                        double alpha_init, std::optional<double> min_alpha,
                                        std::optional<double> max_alpha, bool fixed,
                                        std::optional<double> target_entropy)
-    : min_alpha_(min_alpha),
-      max_alpha_(max_alpha),
-      fixed_(fixed),
-      target_entropy_(target_entropy) {
-  if (!(alpha_init > 0.0)) {
-    throw ValueError(where + ": alpha_init is " + std::to_string(alpha_init) +
-                     "; it must be > 0");
-  }
+    : min_alpha_(min_alpha), max_alpha_(max_alpha), fixed_(fixed), target_entropy_(target_entropy) {
+  TDRL_CHECK(alpha_init > 0.0, ValueError, where, ": alpha_init is ", std::to_string(alpha_init),
+             "; it must be > 0");
   for (const auto& bound : {min_alpha, max_alpha}) {
-    if (bound && !(*bound > 0.0)) {
-      throw ValueError(where + ": min_alpha/max_alpha is " + std::to_string(*bound) +
-                       "; alpha bounds must be > 0");
-    }
+    TDRL_CHECK(!(bound && !(*bound > 0.0)), ValueError, where, ": min_alpha/max_alpha is ",
+               std::to_string(*bound), "; alpha bounds must be > 0");
   }
-  if (min_alpha && max_alpha && *min_alpha > *max_alpha) {
-    throw ValueError(where + ": min_alpha " + std::to_string(*min_alpha) + " > max_alpha " +
-                     std::to_string(*max_alpha));
-  }
+  TDRL_CHECK(!(min_alpha && max_alpha && *min_alpha > *max_alpha), ValueError, where,
+             ": min_alpha ", std::to_string(*min_alpha), " > max_alpha ",
+             std::to_string(*max_alpha));
   const auto init = torch::tensor(std::log(alpha_init), torch::kFloat32);
   log_alpha_ = fixed ? owner.register_buffer("log_alpha", init)
                      : owner.register_parameter("log_alpha", init);

@@ -70,10 +70,8 @@ ValueEstimatorBase::ValueEstimatorBase(std::string name,
           {"done", NestedKey{"next", "done"}},   {"terminated", NestedKey{"next", "terminated"}}} {
   for (const auto& [what, value] :
        {std::pair<const char*, double>{"gamma", options_.gamma()}, {"lmbda", options_.lmbda()}}) {
-    if (!(value >= 0.0 && value <= 1.0)) {
-      throw ValueError(this->name() + ": " + what + " is " + std::to_string(value) +
-                       "; it must be in [0, 1]");
-    }
+    TDRL_CHECK(value >= 0.0 && value <= 1.0, ValueError, this->name(), ": ", what, " is ",
+               std::to_string(value), "; it must be in [0, 1]");
   }
   if (value_network_) register_module("value_network", value_network_);
   update_declared_keys();
@@ -112,20 +110,16 @@ void ValueEstimatorBase::update_declared_keys() {
 torch::Tensor ValueEstimatorBase::read(const TensorDict& td, const std::string& key_name,
                                        const NestedKey& k) const {
   auto value = td.find(k);
-  if (!value) {
-    throw KeyError(name() + ": the TensorDict has no " + k.repr() + " (the '" + key_name +
-                   "' key); write it or rename it with set_keys");
-  }
+  TDRL_CHECK(value, KeyError, name(), ": the TensorDict has no ", k.repr(), " (the '", key_name,
+             "' key); write it or rename it with set_keys");
   return *value;
 }
 
 void ValueEstimatorBase::forward_impl(const TensorDict& tensordict,
                                       const TensorDict& tensordict_out) {
-  if (tensordict.batch_dims() < 1) {
-    throw ShapeError(name() +
-                     ": the TensorDict has batch_size []; value estimation needs a "
-                     "time dim (batch [*B, T], e.g. a rollout)");
-  }
+  TDRL_CHECK(!(tensordict.batch_dims() < 1), ShapeError, name(),
+             ": the TensorDict has batch_size []; value estimation needs a "
+             "time dim (batch [*B, T], e.g. a rollout)");
   const NestedKey& value_key = key("value");
   const NestedKey next_value_key{"next", value_key};
   if (value_network_) {

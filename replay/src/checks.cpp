@@ -10,13 +10,11 @@ using tensordict::TypeError;
 using tensordict::ValueError;
 
 torch::Tensor as_index(const torch::Tensor& index, const std::string& op, const char* what) {
-  if (!index.defined()) throw ValueError(op + what + " is an undefined tensor");
-  if (!at::isIntegralType(index.scalar_type(), /*includeBool=*/false))
-    throw TypeError(op + what + " must hold integers, got dtype " +
-                    std::string(c10::toString(index.scalar_type())));
-  if (index.dim() != 1)
-    throw ShapeError(op + what + " must be 1-D, got shape " + sizes_str(index) +
-                     " (flatten it first)");
+  TDRL_CHECK(index.defined(), ValueError, op, what, " is an undefined tensor");
+  TDRL_CHECK(at::isIntegralType(index.scalar_type(), /*includeBool=*/false), TypeError, op, what,
+             " must hold integers, got dtype ", std::string(c10::toString(index.scalar_type())));
+  TDRL_CHECK(index.dim() == 1, ShapeError, op, what, " must be 1-D, got shape ", sizes_str(index),
+             " (flatten it first)");
   return index.to(torch::kCPU, torch::kLong).contiguous();
 }
 
@@ -37,8 +35,8 @@ void check_index_range(const torch::Tensor& index, int64_t limit, const std::str
 namespace {
 tensordict::AnyValue read_value(const TensorDict& state, const char* key, const std::string& op) {
   auto value = state.find_value(key);
-  if (!value || !std::holds_alternative<tensordict::NonTensorData>(*value))
-    throw ValueError(op + "the checkpoint has no value '" + key + "'; was it written by dumps?");
+  TDRL_CHECK(!(!value || !std::holds_alternative<tensordict::NonTensorData>(*value)), ValueError,
+             op, "the checkpoint has no value '", key, "'; was it written by dumps?");
   return std::get<tensordict::NonTensorData>(*value).value();
 }
 }  // namespace
@@ -64,16 +62,15 @@ std::string read_string(const TensorDict& state, const char* key, const std::str
 
 torch::Tensor read_tensor(const TensorDict& state, const char* key, const std::string& op) {
   auto value = state.find_value(key);
-  if (!value || !std::holds_alternative<torch::Tensor>(*value))
-    throw ValueError(op + "the checkpoint has no tensor '" + key + "'; was it written by dumps?");
+  TDRL_CHECK(!(!value || !std::holds_alternative<torch::Tensor>(*value)), ValueError, op,
+             "the checkpoint has no tensor '", key, "'; was it written by dumps?");
   return std::get<torch::Tensor>(*value);
 }
 
 void check_type(const TensorDict& state, const std::string& expected, const std::string& op) {
   const auto type = read_string(state, "kind", op);
-  if (type != expected)
-    throw ValueError(op + "the checkpoint holds a " + type + " but this is a " + expected +
-                     "; load it into a buffer built with the same kinds of components");
+  TDRL_CHECK(type == expected, ValueError, op, "the checkpoint holds a ", type, " but this is a ",
+             expected, "; load it into a buffer built with the same kinds of components");
 }
 
 std::string sizes_str(const torch::Tensor& t) { return tensordict::shape_str(t.sizes()); }

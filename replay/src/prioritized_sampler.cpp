@@ -21,9 +21,9 @@ void check_option(double value, const char* name, bool finite = true) {
 }
 
 int64_t checked_capacity(int64_t max_capacity) {
-  if (max_capacity < 1)
-    throw ValueError("PrioritizedSampler: max_capacity must be at least 1, got " +
-                     std::to_string(max_capacity));
+  TDRL_CHECK(!(max_capacity < 1), ValueError,
+             "PrioritizedSampler: max_capacity must be at least 1, got ",
+             std::to_string(max_capacity));
   return max_capacity;
 }
 
@@ -66,9 +66,8 @@ void PrioritizedSampler::set_beta(double beta) {
 }
 
 torch::Tensor PrioritizedSampler::priorities(int64_t n) const {
-  if (n < 0 || n > max_capacity_)
-    throw ValueError(op("priorities") + "n must be in [0, " + std::to_string(max_capacity_) +
-                     "], got " + std::to_string(n));
+  TDRL_CHECK(!(n < 0 || n > max_capacity_), ValueError, op("priorities"), "n must be in [0, ",
+             std::to_string(max_capacity_), "], got ", std::to_string(n));
   return sum_tree_.values().narrow(0, 0, n).clone();
 }
 
@@ -83,16 +82,13 @@ void PrioritizedSampler::write(c10::ArrayRef<int64_t> index, c10::ArrayRef<doubl
 SampleInfo PrioritizedSampler::sample_impl(const Storage& storage, int64_t batch_size) {
   const std::string where = op("sample");
   const int64_t n = storage.size();
-  if (n > max_capacity_)
-    throw ValueError(where + "the storage holds " + std::to_string(n) +
-                     " elements but the sampler's max_capacity is " +
-                     std::to_string(max_capacity_) +
-                     "; build it with max_capacity >= the storage's max_size");
+  TDRL_CHECK(!(n > max_capacity_), ValueError, where, "the storage holds ", std::to_string(n),
+             " elements but the sampler's max_capacity is ", std::to_string(max_capacity_),
+             "; build it with max_capacity >= the storage's max_size");
   const double total = sum_tree_.sum();
-  if (!(total > 0))
-    throw ValueError(where +
-                     "every stored priority is 0, so no element can be drawn; use eps > 0 "
-                     "or set positive priorities");
+  TDRL_CHECK(total > 0, ValueError, where,
+             "every stored priority is 0, so no element can be drawn; use eps > 0 "
+             "or set positive priorities");
   // One uniform mass per draw, then a descent per mass; weights from the drawn leaves.
   auto mass = torch::rand({batch_size}, torch::kDouble);
   double* m = mass.data_ptr<double>();

@@ -28,7 +28,7 @@ torch::Tensor row_elements(const torch::Tensor& rows, int64_t steps) {
 }
 
 std::shared_ptr<Storage> checked_storage(std::shared_ptr<Storage> storage, const char* kind) {
-  if (!storage) throw ValueError(std::string(kind) + ": storage is null");
+  TDRL_CHECK(storage, ValueError, std::string(kind), ": storage is null");
   return storage;
 }
 
@@ -77,19 +77,18 @@ ReplayBuffer::ReplayBuffer(std::shared_ptr<Storage> storage, std::shared_ptr<Sam
       batch_size_(options.batch_size()),
       prefetch_(options.prefetch()),
       transforms_(std::move(options.transforms())) {
-  if (batch_size_ < 0)
-    throw ValueError("ReplayBuffer: batch_size must be >= 0 (0: give it to sample), got " +
-                     std::to_string(batch_size_));
-  if (prefetch_ < 0 || (prefetch_ > 0 && batch_size_ == 0))
-    throw ValueError("ReplayBuffer: prefetch " + std::to_string(prefetch_) +
-                     " needs prefetch >= 0 and, when positive, a batch_size");
-  if (sampler_->capacity() < storage_->max_size())
-    throw ValueError("ReplayBuffer: the sampler " + sampler_->repr() + " tracks " +
-                     std::to_string(sampler_->capacity()) + " elements but the storage holds " +
-                     std::to_string(storage_->max_size()) +
-                     "; give the sampler a capacity of at least the storage's max_size");
-  for (const auto& t : transforms_)
-    if (!t) throw ValueError("ReplayBuffer: a transform is empty");
+  TDRL_CHECK(!(batch_size_ < 0), ValueError,
+             "ReplayBuffer: batch_size must be >= 0 (0: give it to sample), got ",
+             std::to_string(batch_size_));
+  TDRL_CHECK(!(prefetch_ < 0 || (prefetch_ > 0 && batch_size_ == 0)), ValueError,
+             "ReplayBuffer: prefetch ", std::to_string(prefetch_),
+             " needs prefetch >= 0 and, when positive, a batch_size");
+  TDRL_CHECK(!(sampler_->capacity() < storage_->max_size()), ValueError,
+             "ReplayBuffer: the sampler ", sampler_->repr(), " tracks ",
+             std::to_string(sampler_->capacity()), " elements but the storage holds ",
+             std::to_string(storage_->max_size()),
+             "; give the sampler a capacity of at least the storage's max_size");
+  for (const auto& t : transforms_) TDRL_CHECK(t, ValueError, "ReplayBuffer: a transform is empty");
 }
 
 ReplayBuffer::~ReplayBuffer() { stop_prefetch(); }
@@ -115,7 +114,7 @@ std::string ReplayBuffer::class_name() const {
 }
 
 void ReplayBuffer::append_transform(Transform transform) {
-  if (!transform) throw ValueError(class_name() + "::append_transform: the transform is empty");
+  TDRL_CHECK(transform, ValueError, class_name(), "::append_transform: the transform is empty");
   std::lock_guard<std::mutex> lock(config_mutex_);
   transforms_.push_back(std::move(transform));
 }
@@ -126,10 +125,9 @@ torch::Tensor ReplayBuffer::add(const TensorDict& data) { return extend(data.uns
 
 torch::Tensor ReplayBuffer::extend(const TensorDict& data) {
   const std::string where = class_name() + "::extend: ";
-  if (data.batch_dims() < 1)
-    throw ShapeError(where +
-                     "data has batch_size [] but extend writes rows along dim 0; use add "
-                     "for a single element");
+  TDRL_CHECK(!(data.batch_dims() < 1), ShapeError, where,
+             "data has batch_size [] but extend writes rows along dim 0; use add "
+             "for a single element");
   const int64_t n = data.batch_size()[0];
   if (n == 0) return torch::empty({0}, torch::kLong);
 
@@ -141,14 +139,15 @@ torch::Tensor ReplayBuffer::extend(const TensorDict& data) {
       priority = p->detach().to(torch::kCPU, torch::kDouble).reshape({n, -1});
       const int64_t steps =
           storage_->ndim() == 2 && data.batch_dims() >= 2 ? data.batch_size()[1] : 1;
-      if (priority.size(1) != steps)
-        throw ShapeError(where + "priority key " + keys->priority.repr() + " has shape " +
-                         detail::sizes_str(*p) + " but the data's rows hold " +
-                         std::to_string(steps) + " element(s) each; give one priority per element");
-      if (!torch::isfinite(priority).all().item<bool>() || (priority < 0).any().item<bool>())
-        throw ValueError(where + "priority key " + keys->priority.repr() +
-                         " holds negative or non-finite values; priorities must be finite "
-                         "and >= 0");
+      TDRL_CHECK(priority.size(1) == steps, ShapeError, where, "priority key ",
+                 keys->priority.repr(), " has shape ", detail::sizes_str(*p),
+                 " but the data's rows hold ", std::to_string(steps),
+                 " element(s) each; give one priority per element");
+      TDRL_CHECK(
+          !(!torch::isfinite(priority).all().item<bool>() || (priority < 0).any().item<bool>()),
+          ValueError, where, "priority key ", keys->priority.repr(),
+          " holds negative or non-finite values; priorities must be finite "
+          "and >= 0");
     }
   }
 
@@ -189,9 +188,8 @@ int64_t ReplayBuffer::size() const {
 // ---- Sampling -----------------------------------------------------------------------------------
 
 std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
-  if (batch_size < 1)
-    throw ValueError(class_name() + "::sample: batch_size must be at least 1, got " +
-                     std::to_string(batch_size));
+  TDRL_CHECK(!(batch_size < 1), ValueError, class_name(),
+             "::sample: batch_size must be at least 1, got ", std::to_string(batch_size));
   Draw out;
   {
     ReadLock lock(turnstile_, data_mutex_);
@@ -218,10 +216,9 @@ std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
 }
 
 TensorDict ReplayBuffer::sample() {
-  if (batch_size_ == 0)
-    throw ValueError(class_name() +
-                     "::sample: no batch size: pass one to sample(batch_size) or "
-                     "set ReplayBufferOptions::batch_size");
+  TDRL_CHECK(batch_size_ != 0, ValueError, class_name(),
+             "::sample: no batch size: pass one to sample(batch_size) or "
+             "set ReplayBufferOptions::batch_size");
   return sample(batch_size_);
 }
 
@@ -230,10 +227,9 @@ TensorDict ReplayBuffer::sample(int64_t batch_size) { return sample_with_info(ba
 std::pair<TensorDict, SampleInfo> ReplayBuffer::sample_with_info(
     std::optional<int64_t> batch_size) {
   if (!batch_size) {
-    if (batch_size_ == 0)
-      throw ValueError(class_name() +
-                       "::sample: no batch size: pass one or set "
-                       "ReplayBufferOptions::batch_size");
+    TDRL_CHECK(batch_size_ != 0, ValueError, class_name(),
+               "::sample: no batch size: pass one or set "
+               "ReplayBufferOptions::batch_size");
     batch_size = batch_size_;
   }
   if (prefetch_ > 0 && *batch_size == batch_size_) {
@@ -241,10 +237,9 @@ std::pair<TensorDict, SampleInfo> ReplayBuffer::sample_with_info(
     return {std::move(d.data), std::move(d.info)};
   }
   auto d = draw(*batch_size);
-  if (!d)
-    throw Error(class_name() +
-                "::sample: the buffer is empty; add or extend data before "
-                "sampling");
+  TDRL_CHECK(d, Error, class_name(),
+             "::sample: the buffer is empty; add or extend data before "
+             "sampling");
   return {std::move(d->data), std::move(d->info)};
 }
 
@@ -272,10 +267,9 @@ ReplayBuffer::Draw ReplayBuffer::take_prefetched() {
       queue_space_.notify_all();
       return d;
     }
-    if (size() == 0)
-      throw Error(class_name() +
-                  "::sample: the buffer is empty; add or extend data before "
-                  "sampling");
+    TDRL_CHECK(size() != 0, Error, class_name(),
+               "::sample: the buffer is empty; add or extend data before "
+               "sampling");
     queue_ready_.wait(lock);
   }
 }
@@ -347,7 +341,7 @@ void ReplayBuffer::dumps(const std::string& dir) const {
   const std::string where = class_name() + "::dumps: ";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(where + "cannot create folder '" + dir + "': " + ec.message());
+  TDRL_CHECK(!ec, Error, where, "cannot create folder '", dir, "': ", ec.message());
   ReadLock lock(turnstile_, data_mutex_);
   std::lock_guard<std::mutex> sampler_lock(sampler_mutex_);
   const TensorDict states[] = {storage_->state_dict(), sampler_->state_dict(),
@@ -429,13 +423,12 @@ void TensorDictReplayBuffer::update_tensordict_priority(const TensorDict& td) {
   const auto k = keys();
   const std::string where = class_name() + "::update_tensordict_priority: ";
   auto index = td.find(k.index);
-  if (!index)
-    throw KeyError(where + "td has no index key " + k.index.repr() +
-                   " (its keys: " + detail::keys_str(td) + "); pass a sample of this buffer");
+  TDRL_CHECK(index, KeyError, where, "td has no index key ", k.index.repr(),
+             " (its keys: ", detail::keys_str(td), "); pass a sample of this buffer");
   auto priority = td.find(k.priority);
-  if (!priority)
-    throw KeyError(where + "td has no priority key " + k.priority.repr() + " (its keys: " +
-                   detail::keys_str(td) + "); write it (e.g. the loss's td_error) or set_keys");
+  TDRL_CHECK(priority, KeyError, where, "td has no priority key ", k.priority.repr(),
+             " (its keys: ", detail::keys_str(td),
+             "); write it (e.g. the loss's td_error) or set_keys");
   update_priority(*index, *priority);
 }
 

@@ -17,11 +17,10 @@ using tensordict::ValueError;
 // ---- Sampler ------------------------------------------------------------------------------------
 
 SampleInfo Sampler::sample(const Storage& storage, int64_t batch_size) {
-  if (batch_size < 1)
-    throw ValueError(op("sample") + "batch_size must be at least 1, got " +
-                     std::to_string(batch_size));
-  if (storage.size() == 0)
-    throw Error(op("sample") + "the storage is empty; write data before sampling");
+  TDRL_CHECK(!(batch_size < 1), ValueError, op("sample"), "batch_size must be at least 1, got ",
+             std::to_string(batch_size));
+  TDRL_CHECK(storage.size() != 0, Error, op("sample"),
+             "the storage is empty; write data before sampling");
   return sample_impl(storage, batch_size);
 }
 
@@ -36,15 +35,14 @@ void Sampler::update_priority(const torch::Tensor& index, const torch::Tensor& p
                               int64_t storage_size) {
   const std::string where = op("update_priority");
   const auto idx = detail::as_index(index, where, "index");
-  if (!priority.defined()) throw ValueError(where + "priority is an undefined tensor");
+  TDRL_CHECK(priority.defined(), ValueError, where, "priority is an undefined tensor");
   const int64_t n = idx.numel();
   auto values = priority.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
   if (values.numel() == 1 && n != 1) values = values.expand({n});
   values = values.contiguous();
-  if (values.numel() != n)
-    throw ShapeError(where + "priority has shape " + detail::sizes_str(priority) + " (" +
-                     std::to_string(priority.numel()) + " values) but index has " +
-                     std::to_string(n) + " entries; give one priority per index");
+  TDRL_CHECK(values.numel() == n, ShapeError, where, "priority has shape ",
+             detail::sizes_str(priority), " (", std::to_string(priority.numel()),
+             " values) but index has ", std::to_string(n), " entries; give one priority per index");
   detail::check_index_range(idx, std::min(storage_size, capacity()), where, "index", "size");
   const double* v = values.data_ptr<double>();
   const int64_t* p = idx.data_ptr<int64_t>();
@@ -101,10 +99,9 @@ void SamplerWithoutReplacement::clear() {
 SampleInfo SamplerWithoutReplacement::sample_impl(const Storage& storage, int64_t batch_size) {
   const int64_t n = storage.size();
   const bool drop_last = options_.drop_last();
-  if (drop_last && n < batch_size)
-    throw ValueError(op("sample") + "the storage holds " + std::to_string(n) +
-                     " elements, fewer than batch_size " + std::to_string(batch_size) +
-                     ", and drop_last leaves no full batch; sample fewer or set drop_last(false)");
+  TDRL_CHECK(!(drop_last && n < batch_size), ValueError, op("sample"), "the storage holds ",
+             std::to_string(n), " elements, fewer than batch_size ", std::to_string(batch_size),
+             ", and drop_last leaves no full batch; sample fewer or set drop_last(false)");
   int64_t remaining = permutation_.defined() ? permutation_.numel() - cursor_ : 0;
   if (remaining == 0 || (drop_last && remaining < batch_size)) {
     permutation_ =
@@ -135,9 +132,8 @@ std::function<void()> SamplerWithoutReplacement::prepare_load_impl(const TensorD
             .clone();
   const int64_t cursor = detail::read_int(state, "cursor", where);
   const int64_t length = permutation.defined() ? permutation.numel() : 0;
-  if (cursor < 0 || cursor > length)
-    throw ValueError(where + "cursor " + std::to_string(cursor) +
-                     " is outside the saved epoch of " + std::to_string(length) + " elements");
+  TDRL_CHECK(!(cursor < 0 || cursor > length), ValueError, where, "cursor ", std::to_string(cursor),
+             " is outside the saved epoch of ", std::to_string(length), " elements");
   auto ran_out = state.get_non_tensor("ran_out").value<bool>();
   return [this, permutation, cursor, ran_out] {
     permutation_ = permutation;
@@ -152,16 +148,15 @@ SliceSampler::SliceSampler(SliceSamplerOptions options)
     : options_(std::move(options)), key_({"next", "done"}), by_traj_ids_(false) {
   const bool by_len = options_.slice_len().has_value();
   const bool by_num = options_.num_slices().has_value();
-  if (by_len == by_num)
-    throw ValueError(
-        std::string("SliceSampler: set exactly one of slice_len and num_slices, got ") +
-        (by_len ? "both" : "neither"));
+  TDRL_CHECK(by_len != by_num, ValueError,
+             std::string("SliceSampler: set exactly one of slice_len and num_slices, got "),
+             (by_len ? "both" : "neither"));
   const int64_t value = by_len ? *options_.slice_len() : *options_.num_slices();
-  if (value < 1)
-    throw ValueError(std::string("SliceSampler: ") + (by_len ? "slice_len" : "num_slices") +
-                     " must be at least 1, got " + std::to_string(value));
-  if (options_.end_key() && options_.traj_key())
-    throw ValueError("SliceSampler: set end_key or traj_key, not both");
+  TDRL_CHECK(!(value < 1), ValueError, std::string("SliceSampler: "),
+             (by_len ? "slice_len" : "num_slices"), " must be at least 1, got ",
+             std::to_string(value));
+  TDRL_CHECK(!(options_.end_key() && options_.traj_key()), ValueError,
+             "SliceSampler: set end_key or traj_key, not both");
   if (options_.traj_key()) {
     key_ = *options_.traj_key();
     by_traj_ids_ = true;
@@ -227,26 +222,26 @@ SampleInfo SliceSampler::sample_impl(const Storage& storage, int64_t batch_size)
   int64_t num_slices = 0;
   if (options_.slice_len()) {
     slice_len = *options_.slice_len();
-    if (batch_size % slice_len != 0)
-      throw ValueError(where + "batch_size " + std::to_string(batch_size) +
-                       " is not a multiple of slice_len " + std::to_string(slice_len));
+    TDRL_CHECK(batch_size % slice_len == 0, ValueError, where, "batch_size ",
+               std::to_string(batch_size), " is not a multiple of slice_len ",
+               std::to_string(slice_len));
     num_slices = batch_size / slice_len;
   } else {
     num_slices = *options_.num_slices();
-    if (batch_size % num_slices != 0)
-      throw ValueError(where + "batch_size " + std::to_string(batch_size) +
-                       " is not a multiple of num_slices " + std::to_string(num_slices));
+    TDRL_CHECK(batch_size % num_slices == 0, ValueError, where, "batch_size ",
+               std::to_string(batch_size), " is not a multiple of num_slices ",
+               std::to_string(num_slices));
     slice_len = batch_size / num_slices;
   }
   refresh(storage);
   if (options_.strict_length()) {
     const auto eligible = torch::nonzero(lengths_ >= slice_len).reshape({-1});
-    if (eligible.numel() == 0)
-      throw ValueError(where + "no stored trajectory has slice_len=" + std::to_string(slice_len) +
-                       " steps (the longest of " + std::to_string(lengths_.numel()) + " has " +
-                       std::to_string(lengths_.max().item<int64_t>()) +
-                       "); sample shorter slices, store longer trajectories or set "
-                       "strict_length(false)");
+    TDRL_CHECK(eligible.numel() != 0, ValueError, where,
+               "no stored trajectory has slice_len=", std::to_string(slice_len),
+               " steps (the longest of ", std::to_string(lengths_.numel()), " has ",
+               std::to_string(lengths_.max().item<int64_t>()),
+               "); sample shorter slices, store longer trajectories or set "
+               "strict_length(false)");
     const auto pick =
         eligible.index_select(0, torch::randint(eligible.numel(), {num_slices}, torch::kLong));
     const auto span = lengths_.index_select(0, pick) - slice_len + 1;

@@ -22,19 +22,17 @@ const char* tree_name() {
 
 template <class Reduction>
 SegmentTree<Reduction>::SegmentTree(int64_t capacity) : capacity_(capacity), leaves_(1) {
-  if (capacity < 1)
-    throw ValueError(std::string(tree_name<Reduction>()) + ": capacity must be at least 1, got " +
-                     std::to_string(capacity));
+  TDRL_CHECK(!(capacity < 1), ValueError, std::string(tree_name<Reduction>()),
+             ": capacity must be at least 1, got ", std::to_string(capacity));
   while (leaves_ < capacity) leaves_ <<= 1;
   nodes_.assign(static_cast<size_t>(2 * leaves_), Reduction::identity());
 }
 
 template <class Reduction>
 void SegmentTree<Reduction>::check_index(int64_t index, const char* method) const {
-  if (index < 0 || index >= capacity_)
-    throw IndexError(std::string(tree_name<Reduction>()) + "::" + method + ": index " +
-                     std::to_string(index) + " is out of range [0, " + std::to_string(capacity_) +
-                     ")");
+  TDRL_CHECK(!(index < 0 || index >= capacity_), IndexError, std::string(tree_name<Reduction>()),
+             "::", method, ": index ", std::to_string(index), " is out of range [0, ",
+             std::to_string(capacity_), ")");
 }
 
 template <class Reduction>
@@ -74,13 +72,12 @@ void SegmentTree<Reduction>::set(const torch::Tensor& index, const torch::Tensor
   const std::string where = std::string(tree_name<Reduction>()) + "::set: ";
   const auto idx = detail::as_index(index, where, "index");
   const int64_t n = idx.numel();
-  if (!value.defined()) throw ValueError(where + "value is an undefined tensor");
+  TDRL_CHECK(value.defined(), ValueError, where, "value is an undefined tensor");
   auto values = value.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
   if (values.numel() == 1 && n != 1) values = values.expand({n});
   values = values.contiguous();
-  if (values.numel() != n)
-    throw ShapeError(where + "value has " + std::to_string(values.numel()) +
-                     " entries but index has " + std::to_string(n));
+  TDRL_CHECK(values.numel() == n, ShapeError, where, "value has ", std::to_string(values.numel()),
+             " entries but index has ", std::to_string(n));
   set(c10::ArrayRef<int64_t>(idx.data_ptr<int64_t>(), static_cast<size_t>(n)),
       c10::ArrayRef<double>(values.data_ptr<double>(), static_cast<size_t>(n)));
 }
@@ -89,14 +86,12 @@ template <class Reduction>
 void SegmentTree<Reduction>::set(c10::ArrayRef<int64_t> index, c10::ArrayRef<double> value) {
   const std::string where = std::string(tree_name<Reduction>()) + "::set: ";
   const auto n = static_cast<int64_t>(index.size());
-  if (value.size() != index.size())
-    throw ShapeError(where + "value has " + std::to_string(value.size()) +
-                     " entries but index has " + std::to_string(n));
+  TDRL_CHECK(value.size() == index.size(), ShapeError, where, "value has ",
+             std::to_string(value.size()), " entries but index has ", std::to_string(n));
   for (int64_t i = 0; i < n; ++i) {
-    if (index[i] < 0 || index[i] >= capacity_)
-      throw IndexError(where + "index " + std::to_string(index[i]) + " (position " +
-                       std::to_string(i) + ") is out of range [0, " + std::to_string(capacity_) +
-                       ") (capacity " + std::to_string(capacity_) + ")");
+    TDRL_CHECK(!(index[i] < 0 || index[i] >= capacity_), IndexError, where, "index ",
+               std::to_string(index[i]), " (position ", std::to_string(i), ") is out of range [0, ",
+               std::to_string(capacity_), ") (capacity ", std::to_string(capacity_), ")");
   }
   if (n == 0) return;
   // Leaves first (in order, so a repeated index keeps its last value), then each level's
@@ -126,10 +121,9 @@ void SegmentTree<Reduction>::set(c10::ArrayRef<int64_t> index, c10::ArrayRef<dou
 template <class Reduction>
 void SegmentTree<Reduction>::assign(const torch::Tensor& values) {
   const std::string where = std::string(tree_name<Reduction>()) + "::assign: ";
-  if (!values.defined() || values.numel() != capacity_)
-    throw ShapeError(where + "values must hold capacity " + std::to_string(capacity_) +
-                     " entries, got " +
-                     (values.defined() ? detail::sizes_str(values) : std::string("undefined")));
+  TDRL_CHECK(!(!values.defined() || values.numel() != capacity_), ShapeError, where,
+             "values must hold capacity ", std::to_string(capacity_), " entries, got ",
+             (values.defined() ? detail::sizes_str(values) : std::string("undefined")));
   const auto v = values.detach().to(torch::kCPU, torch::kDouble).reshape({-1}).contiguous();
   std::copy(v.data_ptr<double>(), v.data_ptr<double>() + capacity_, nodes_.begin() + leaves_);
   std::fill(nodes_.begin() + leaves_ + capacity_, nodes_.end(), Reduction::identity());
@@ -146,10 +140,10 @@ void SegmentTree<Reduction>::clear() {
 
 template <class Reduction>
 double SegmentTree<Reduction>::reduce(int64_t begin, int64_t end) const {
-  if (begin < 0 || begin >= end || end > capacity_)
-    throw ValueError(std::string(tree_name<Reduction>()) + "::reduce: range [" +
-                     std::to_string(begin) + ", " + std::to_string(end) +
-                     ") must be non-empty and within [0, " + std::to_string(capacity_) + ")");
+  TDRL_CHECK(!(begin < 0 || begin >= end || end > capacity_), ValueError,
+             std::string(tree_name<Reduction>()), "::reduce: range [", std::to_string(begin), ", ",
+             std::to_string(end), ") must be non-empty and within [0, ", std::to_string(capacity_),
+             ")");
   double left = Reduction::identity();
   double right = Reduction::identity();
   for (int64_t l = begin + leaves_, r = end + leaves_; l < r; l >>= 1, r >>= 1) {

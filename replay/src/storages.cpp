@@ -40,40 +40,35 @@ BatchSize concat(BatchSize head, const BatchSize& rest) {
 
 Storage::Storage(int64_t max_size, int64_t ndim, const char* kind)
     : max_size_(max_size), ndim_(ndim), row_numel_(ndim == 1 ? 1 : 0) {
-  if (max_size < 1)
-    throw ValueError(std::string(kind) + ": max_size must be at least 1, got " +
-                     std::to_string(max_size));
-  if (ndim != 1 && ndim != 2)
-    throw ValueError(std::string(kind) + ": ndim must be 1 (rows) or 2 ([rows, steps]), got " +
-                     std::to_string(ndim));
+  TDRL_CHECK(!(max_size < 1), ValueError, std::string(kind), ": max_size must be at least 1, got ",
+             std::to_string(max_size));
+  TDRL_CHECK(!(ndim != 1 && ndim != 2), ValueError, std::string(kind),
+             ": ndim must be 1 (rows) or 2 ([rows, steps]), got ", std::to_string(ndim));
 }
 
 int64_t Storage::max_rows_for(const TensorDict& data) const {
-  if (data.batch_dims() < ndim_)
-    throw ShapeError(op("set") + "data has batch_size " + shape_str(data.batch_size()) +
-                     " but this storage has ndim " + std::to_string(ndim_) +
-                     ": data needs at least " + std::to_string(ndim_) + " batch dims ([rows" +
-                     (ndim_ == 2 ? ", steps" : "") + ", ...])");
+  TDRL_CHECK(!(data.batch_dims() < ndim_), ShapeError, op("set"), "data has batch_size ",
+             shape_str(data.batch_size()), " but this storage has ndim ", std::to_string(ndim_),
+             ": data needs at least ", std::to_string(ndim_), " batch dims ([rows",
+             (ndim_ == 2 ? ", steps" : ""), ", ...])");
   if (row_numel_ > 0) return max_rows();
   const int64_t steps = data.batch_size()[1];
-  if (steps < 1 || steps > max_size_)
-    throw ValueError(op("set") + "data has batch_size " + shape_str(data.batch_size()) +
-                     ": a row of " + std::to_string(steps) +
-                     " steps must hold between 1 and max_size " + std::to_string(max_size_) +
-                     " elements");
+  TDRL_CHECK(!(steps < 1 || steps > max_size_), ValueError, op("set"), "data has batch_size ",
+             shape_str(data.batch_size()), ": a row of ", std::to_string(steps),
+             " steps must hold between 1 and max_size ", std::to_string(max_size_), " elements");
   return max_size_ / steps;
 }
 
 void Storage::set(const torch::Tensor& rows, const TensorDict& data) {
   const std::string where = op("set");
-  if (data.batch_dims() < 1)
-    throw ShapeError(where + "data has batch_size [] but writes need a leading row dim; " +
-                     "unsqueeze(0) a single element (or use ReplayBuffer::add)");
+  TDRL_CHECK(!(data.batch_dims() < 1), ShapeError, where,
+             "data has batch_size [] but writes need a leading row dim; ",
+             "unsqueeze(0) a single element (or use ReplayBuffer::add)");
   const auto r = detail::as_index(rows, where, "rows");
   const int64_t n = data.batch_size()[0];
-  if (r.numel() != n)
-    throw ShapeError(where + "rows has " + std::to_string(r.numel()) + " entries but data has " +
-                     std::to_string(n) + " rows (batch_size " + shape_str(data.batch_size()) + ")");
+  TDRL_CHECK(r.numel() == n, ShapeError, where, "rows has ", std::to_string(r.numel()),
+             " entries but data has ", std::to_string(n), " rows (batch_size ",
+             shape_str(data.batch_size()), ")");
   const int64_t limit = max_rows_for(data);
   detail::check_index_range(r, limit, where, "row", "max_rows");
   if (n == 0) return;
@@ -85,9 +80,8 @@ void Storage::set(const torch::Tensor& rows, const TensorDict& data) {
     std::vector<int64_t> sorted(p, p + n);
     std::sort(sorted.begin(), sorted.end());
     auto dup = std::adjacent_find(sorted.begin(), sorted.end());
-    if (dup != sorted.end())
-      throw ValueError(where + "row " + std::to_string(*dup) +
-                       " appears more than once in one write; write each row once");
+    TDRL_CHECK(dup == sorted.end(), ValueError, where, "row ", std::to_string(*dup),
+               " appears more than once in one write; write each row once");
   }
   check_set_impl(data);
   const bool first_write = row_numel_ == 0;
@@ -107,8 +101,8 @@ TensorDict Storage::get(const torch::Tensor& index) const {
 }
 
 torch::Tensor Storage::column(const NestedKey& key) const {
-  if (size() == 0)
-    throw Error(op("column") + "the storage is empty; there is no " + key.repr() + " to read");
+  TDRL_CHECK(size() != 0, Error, op("column"), "the storage is empty; there is no ", key.repr(),
+             " to read");
   return column_impl(key);
 }
 
@@ -136,22 +130,21 @@ std::function<void()> Storage::prepare_load_state_dict(const TensorDict& state) 
   detail::check_type(state, name(), where);
   const int64_t max_size = detail::read_int(state, "max_size", where);
   const int64_t ndim = detail::read_int(state, "ndim", where);
-  if (max_size != max_size_ || ndim != ndim_)
-    throw ValueError(where + "the checkpoint is of a storage with max_size " +
-                     std::to_string(max_size) + " and ndim " + std::to_string(ndim) +
-                     " but this one has max_size " + std::to_string(max_size_) + " and ndim " +
-                     std::to_string(ndim_) + "; build the storage as it was when saved");
+  TDRL_CHECK(!(max_size != max_size_ || ndim != ndim_), ValueError, where,
+             "the checkpoint is of a storage with max_size ", std::to_string(max_size),
+             " and ndim ", std::to_string(ndim), " but this one has max_size ",
+             std::to_string(max_size_), " and ndim ", std::to_string(ndim_),
+             "; build the storage as it was when saved");
   const int64_t row_numel = detail::read_int(state, "row_numel", where);
   const int64_t num_rows = detail::read_int(state, "num_rows", where);
   const int64_t last_row = detail::read_int(state, "last_row", where);
   const bool row_numel_ok = ndim == 1 ? row_numel == 1 : row_numel >= 0 && row_numel <= max_size;
   const int64_t rows_cap = row_numel > 0 ? max_size / row_numel : 0;
   const bool last_row_ok = num_rows == 0 ? last_row == -1 : last_row >= 0 && last_row < num_rows;
-  if (!row_numel_ok || num_rows < 0 || num_rows > rows_cap || !last_row_ok)
-    throw ValueError(where + "inconsistent sizes in the checkpoint (row_numel " +
-                     std::to_string(row_numel) + ", num_rows " + std::to_string(num_rows) +
-                     ", last_row " + std::to_string(last_row) + " for max_size " +
-                     std::to_string(max_size) + ")");
+  TDRL_CHECK(!(!row_numel_ok || num_rows < 0 || num_rows > rows_cap || !last_row_ok), ValueError,
+             where, "inconsistent sizes in the checkpoint (row_numel ", std::to_string(row_numel),
+             ", num_rows ", std::to_string(num_rows), ", last_row ", std::to_string(last_row),
+             " for max_size ", std::to_string(max_size), ")");
   auto install = prepare_load_impl(state, num_rows, row_numel);
   return [this, install, num_rows, row_numel, last_row] {
     install();
@@ -175,9 +168,8 @@ std::ostream& operator<<(std::ostream& os, const Storage& storage) { return os <
 ListStorage::ListStorage(int64_t max_size) : Storage(max_size, 1, "ListStorage") {}
 
 TensorDict ListStorage::at(int64_t row) const {
-  if (row < 0 || row >= num_rows())
-    throw IndexError(op("at") + "row " + std::to_string(row) + " is out of range [0, " +
-                     std::to_string(num_rows()) + ")");
+  TDRL_CHECK(!(row < 0 || row >= num_rows()), IndexError, op("at"), "row ", std::to_string(row),
+             " is out of range [0, ", std::to_string(num_rows()), ")");
   return entries_[static_cast<size_t>(row)];
 }
 
@@ -219,9 +211,8 @@ torch::Tensor ListStorage::column_impl(const NestedKey& key) const {
   for (int64_t i = 0; i < num_rows(); ++i) {
     const auto& entry = entries_[static_cast<size_t>(i)];
     auto t = entry.find(key);
-    if (!t)
-      throw KeyError(op("column") + "entry " + std::to_string(i) + " has no key " + key.repr() +
-                     " (its keys: " + detail::keys_str(entry) + ")");
+    TDRL_CHECK(t, KeyError, op("column"), "entry ", std::to_string(i), " has no key ", key.repr(),
+               " (its keys: ", detail::keys_str(entry), ")");
     values.push_back(*t);
   }
   try {
@@ -247,15 +238,14 @@ std::function<void()> ListStorage::prepare_load_impl(const TensorDict& state, in
   std::vector<TensorDict> entries;
   entries.reserve(static_cast<size_t>(num_rows));
   auto saved = state.find_value("entries");
-  if (num_rows > 0 && (!saved || !std::holds_alternative<TensorDict>(*saved)))
-    throw ValueError(where + "the checkpoint has no 'entries'");
+  TDRL_CHECK(!(num_rows > 0 && (!saved || !std::holds_alternative<TensorDict>(*saved))), ValueError,
+             where, "the checkpoint has no 'entries'");
   for (int64_t i = 0; i < num_rows; ++i) {
     const auto key = std::to_string(i);
     const auto& all = std::get<TensorDict>(*saved);
     auto entry = all.find_value(key);
-    if (!entry || !std::holds_alternative<TensorDict>(*entry))
-      throw ValueError(where + "the checkpoint lacks entry " + key + " of " +
-                       std::to_string(num_rows));
+    TDRL_CHECK(!(!entry || !std::holds_alternative<TensorDict>(*entry)), ValueError, where,
+               "the checkpoint lacks entry ", key, " of ", std::to_string(num_rows));
     entries.push_back(std::get<TensorDict>(*entry).clone());  // off the checkpoint's files
   }
   return [this, entries = std::move(entries)]() mutable { entries_ = std::move(entries); };
@@ -266,17 +256,16 @@ std::function<void()> ListStorage::prepare_load_impl(const TensorDict& state, in
 namespace {
 
 int64_t grid_size(const TensorDict& storage, int64_t ndim) {
-  if (ndim != 1 && ndim != 2)
-    throw ValueError("TensorStorage: ndim must be 1 or 2, got " + std::to_string(ndim));
-  if (storage.batch_dims() < ndim)
-    throw ValueError("TensorStorage: the storage TensorDict has batch_size " +
-                     shape_str(storage.batch_size()) + " but ndim " + std::to_string(ndim) +
-                     " needs at least " + std::to_string(ndim) + " batch dims");
+  TDRL_CHECK(!(ndim != 1 && ndim != 2), ValueError, "TensorStorage: ndim must be 1 or 2, got ",
+             std::to_string(ndim));
+  TDRL_CHECK(!(storage.batch_dims() < ndim), ValueError,
+             "TensorStorage: the storage TensorDict has batch_size ",
+             shape_str(storage.batch_size()), " but ndim ", std::to_string(ndim),
+             " needs at least ", std::to_string(ndim), " batch dims");
   int64_t n = 1;
   for (int64_t d = 0; d < ndim; ++d) n *= storage.batch_size()[static_cast<size_t>(d)];
-  if (n < 1)
-    throw ValueError("TensorStorage: the storage TensorDict has batch_size " +
-                     shape_str(storage.batch_size()) + ", which holds no element");
+  TDRL_CHECK(!(n < 1), ValueError, "TensorStorage: the storage TensorDict has batch_size ",
+             shape_str(storage.batch_size()), ", which holds no element");
   return n;
 }
 
@@ -321,8 +310,8 @@ void TensorStorage::adopt(TensorDict storage) {
                       "ListStorage for other values)");
     }
   }
-  if (leaves.empty())
-    throw ValueError(name() + ": the storage TensorDict has no tensor leaf to store data in");
+  TDRL_CHECK(!leaves.empty(), ValueError, name(),
+             ": the storage TensorDict has no tensor leaf to store data in");
   storage_ = std::move(storage);
   leaves_ = std::move(leaves);
   containers_ = std::move(containers);
@@ -361,26 +350,22 @@ void TensorStorage::check_matches(const TensorDict& data, const char* method) co
   size_t matched = 0;
   for (const auto& leaf : leaves_) {
     auto found = data.find_value(leaf.key);
-    if (!found)
-      throw KeyError(where + "data lacks key " + leaf.key.repr() +
-                     ", which the storage holds (stored keys: " + detail::keys_str(storage_) +
-                     "); every write needs the structure of the first");
+    TDRL_CHECK(found, KeyError, where, "data lacks key ", leaf.key.repr(),
+               ", which the storage holds (stored keys: ", detail::keys_str(storage_),
+               "); every write needs the structure of the first");
     auto* t = std::get_if<torch::Tensor>(&*found);
-    if (!t)
-      throw TypeError(where + "key " + leaf.key.repr() +
-                      " holds a tensor in the storage but not in the data");
+    TDRL_CHECK(t, TypeError, where, "key ", leaf.key.repr(),
+               " holds a tensor in the storage but not in the data");
     const auto want = tail(leaf.tensor.sizes(), nd);
     const auto got = tail(t->sizes(), nd);
-    if (want != got)
-      throw ShapeError(where + "key " + leaf.key.repr() + " has shape " + detail::sizes_str(*t) +
-                       ", i.e. " + shape_str(got) + " per element, but the storage holds " +
-                       shape_str(want) + " per element (stored shape " +
-                       detail::sizes_str(leaf.tensor) + ")");
-    if (t->scalar_type() != leaf.tensor.scalar_type())
-      throw TypeError(where + "key " + leaf.key.repr() + " has dtype " +
-                      std::string(c10::toString(t->scalar_type())) + " but the storage holds " +
-                      std::string(c10::toString(leaf.tensor.scalar_type())) +
-                      "; cast it before writing");
+    TDRL_CHECK(want == got, ShapeError, where, "key ", leaf.key.repr(), " has shape ",
+               detail::sizes_str(*t), ", i.e. ", shape_str(got),
+               " per element, but the storage holds ", shape_str(want),
+               " per element (stored shape ", detail::sizes_str(leaf.tensor), ")");
+    TDRL_CHECK(t->scalar_type() == leaf.tensor.scalar_type(), TypeError, where, "key ",
+               leaf.key.repr(), " has dtype ", std::string(c10::toString(t->scalar_type())),
+               " but the storage holds ", std::string(c10::toString(leaf.tensor.scalar_type())),
+               "; cast it before writing");
     ++matched;
   }
   const auto data_leaves = data.keys(/*include_nested=*/true, /*leaves_only=*/true);
@@ -388,11 +373,9 @@ void TensorStorage::check_matches(const TensorDict& data, const char* method) co
     for (const auto& key : data_leaves) {
       const bool stored =
           std::any_of(leaves_.begin(), leaves_.end(), [&](const Leaf& l) { return l.key == key; });
-      if (!stored)
-        throw KeyError(
-            where + "data has key " + key.repr() +
-            ", which the storage does not hold (stored keys: " + detail::keys_str(storage_) +
-            "); every write needs the structure of the first");
+      TDRL_CHECK(stored, KeyError, where, "data has key ", key.repr(),
+                 ", which the storage does not hold (stored keys: ", detail::keys_str(storage_),
+                 "); every write needs the structure of the first");
     }
   }
 }
@@ -404,15 +387,14 @@ void TensorStorage::check_set_impl(const TensorDict& data) const {
   }
   bool any_tensor = false;
   for (auto& [key, value] : data.items(/*include_nested=*/true, /*leaves_only=*/true)) {
-    if (std::holds_alternative<tensordict::NonTensorData>(value))
-      throw TypeError(op("set") + "key " + key.repr() +
-                      " holds non-tensor data; tensor storages hold tensors only (use "
-                      "ListStorage for other values)");
+    TDRL_CHECK(!(std::holds_alternative<tensordict::NonTensorData>(value)), TypeError, op("set"),
+               "key ", key.repr(),
+               " holds non-tensor data; tensor storages hold tensors only (use "
+               "ListStorage for other values)");
     any_tensor = any_tensor || std::holds_alternative<torch::Tensor>(value);
   }
-  if (!any_tensor)
-    throw ValueError(op("set") + "data has no tensor leaf (batch_size " +
-                     shape_str(data.batch_size()) + "); there is nothing to store");
+  TDRL_CHECK(any_tensor, ValueError, op("set"), "data has no tensor leaf (batch_size ",
+             shape_str(data.batch_size()), "); there is nothing to store");
 }
 
 void TensorStorage::set_impl(const torch::Tensor& rows, int64_t contiguous_from,
@@ -462,7 +444,7 @@ std::function<void()> TensorStorage::prepare_load_impl(const TensorDict& state, 
   const std::string where = op("load_state_dict");
   auto saved = state.find_value("data");
   if (!saved || !std::holds_alternative<TensorDict>(*saved)) {
-    if (num_rows > 0) throw ValueError(where + "the checkpoint has no 'data'");
+    TDRL_CHECK(!(num_rows > 0), ValueError, where, "the checkpoint has no 'data'");
     return [] {};
   }
   const auto data = std::get<TensorDict>(*saved);
@@ -486,13 +468,13 @@ std::function<void()> TensorStorage::prepare_load_impl(const TensorDict& state, 
     }
   }
   if (fits) return [this, copy_rows] { copy_rows(leaves_); };
-  if (!is_lazy())
-    throw ValueError(where + "the checkpoint holds rows of " + std::to_string(row_numel) +
-                     " steps but this storage's rows have " + std::to_string(this->row_numel()));
+  TDRL_CHECK(is_lazy(), ValueError, where, "the checkpoint holds rows of ",
+             std::to_string(row_numel), " steps but this storage's rows have ",
+             std::to_string(this->row_numel()));
   // A lazy storage takes the checkpoint's structure: allocate and fill now, swap in later.
   for (auto& [key, value] : data.items(/*include_nested=*/true, /*leaves_only=*/true))
-    if (!std::holds_alternative<torch::Tensor>(value))
-      throw TypeError(where + "key " + key.repr() + " of the checkpoint is not a tensor");
+    TDRL_CHECK(!(!std::holds_alternative<torch::Tensor>(value)), TypeError, where, "key ",
+               key.repr(), " of the checkpoint is not a tensor");
   BatchSize rows_shape = {max_size() / (nd == 2 ? row_numel : 1)};
   if (nd == 2) rows_shape.push_back(row_numel);
   TensorStorage* self = this;
@@ -521,11 +503,11 @@ LazyTensorStorage::LazyTensorStorage(int64_t max_size, StorageOptions options)
 LazyMemmapStorage::LazyMemmapStorage(int64_t max_size, std::string scratch_dir,
                                      StorageOptions options)
     : TensorStorage(max_size, options, "LazyMemmapStorage"), scratch_dir_(std::move(scratch_dir)) {
-  if (scratch_dir_.empty())
-    throw ValueError("LazyMemmapStorage: scratch_dir is empty; give the folder for the files");
-  if (!options.device().is_cpu())
-    throw ValueError("LazyMemmapStorage: memory-mapped files live on the CPU, got device " +
-                     options.device().str() + "; move samples to the device after sampling");
+  TDRL_CHECK(!scratch_dir_.empty(), ValueError,
+             "LazyMemmapStorage: scratch_dir is empty; give the folder for the files");
+  TDRL_CHECK(options.device().is_cpu(), ValueError,
+             "LazyMemmapStorage: memory-mapped files live on the CPU, got device ",
+             options.device().str(), "; move samples to the device after sampling");
 }
 
 TensorDict LazyMemmapStorage::allocate(const TensorDict& data, const BatchSize& rows_shape) const {
@@ -548,7 +530,7 @@ std::function<void()> LazyMemmapStorage::prepare_load_impl(const TensorDict& sta
                                                            int64_t num_rows, int64_t row_numel) {
   const std::string where = op("load_state_dict");
   if (!state.contains("scratch_dir")) {
-    if (num_rows > 0) throw ValueError(where + "the checkpoint names no scratch_dir");
+    TDRL_CHECK(!(num_rows > 0), ValueError, where, "the checkpoint names no scratch_dir");
     return [] {};
   }
   const auto dir = detail::read_string(state, "scratch_dir", where);

@@ -18,9 +18,9 @@ using torch::indexing::Slice;
 // ---- Writer -------------------------------------------------------------------------------------
 
 WriteResult Writer::extend(const TensorDict& data, Storage& storage) {
-  if (data.batch_dims() < 1)
-    throw ShapeError(op("extend") + "data has batch_size [] but extend writes rows along dim 0; " +
-                     "use add for a single element");
+  TDRL_CHECK(!(data.batch_dims() < 1), ShapeError, op("extend"),
+             "data has batch_size [] but extend writes rows along dim 0; ",
+             "use add for a single element");
   if (data.batch_size()[0] == 0) return {torch::empty({0}, torch::kLong), {}};
   WriteResult result = plan(data, storage);
   if (result.rows.numel() > 0)
@@ -76,7 +76,7 @@ void RoundRobinWriter::state_dict_impl(TensorDict& state) const {
 std::function<void()> RoundRobinWriter::prepare_load_impl(const TensorDict& state) {
   const std::string where = op("load_state_dict");
   const int64_t cursor = detail::read_int(state, "cursor", where);
-  if (cursor < 0) throw ValueError(where + "cursor " + std::to_string(cursor) + " is negative");
+  TDRL_CHECK(!(cursor < 0), ValueError, where, "cursor ", std::to_string(cursor), " is negative");
   return [this, cursor] { cursor_ = cursor; };
 }
 
@@ -98,14 +98,13 @@ torch::Tensor TensorDictMaxValueWriter::ranks() const {
 torch::Tensor TensorDictMaxValueWriter::row_ranks(const TensorDict& data) const {
   const std::string where = op("extend");
   auto value = data.find(rank_key_);
-  if (!value)
-    throw KeyError(where + "data has no rank key " + rank_key_.repr() +
-                   " (its keys: " + detail::keys_str(data) + ")");
+  TDRL_CHECK(value, KeyError, where, "data has no rank key ", rank_key_.repr(),
+             " (its keys: ", detail::keys_str(data), ")");
   const int64_t n = data.batch_size()[0];
   auto ranks = value->detach().to(torch::kCPU, torch::kDouble).reshape({n, -1}).sum(1);
-  if (torch::isnan(ranks).any().item<bool>())
-    throw ValueError(where + "rank key " + rank_key_.repr() + " holds NaN (shape " +
-                     detail::sizes_str(*value) + "); ranks must be numbers");
+  TDRL_CHECK(!(torch::isnan(ranks).any().item<bool>()), ValueError, where, "rank key ",
+             rank_key_.repr(), " holds NaN (shape ", detail::sizes_str(*value),
+             "); ranks must be numbers");
   return ranks;
 }
 
@@ -162,8 +161,8 @@ std::function<void()> TensorDictMaxValueWriter::prepare_load_impl(const TensorDi
   torch::Tensor ranks;
   if (state.contains("ranks")) {
     ranks = detail::read_tensor(state, "ranks", where);
-    if (ranks.dim() != 1)
-      throw ValueError(where + "saved ranks must be 1-D, got shape " + detail::sizes_str(ranks));
+    TDRL_CHECK(ranks.dim() == 1, ValueError, where, "saved ranks must be 1-D, got shape ",
+               detail::sizes_str(ranks));
     ranks = ranks.to(torch::kDouble).clone();
   }
   return [this, ranks] { ranks_ = ranks; };

@@ -144,10 +144,8 @@ void Composite::throw_missing(const std::string& op, const NestedKey& key) const
                      where + "; available keys there: " + closest_names(key[depth], at->names()));
     }
     const auto* nested = std::get_if<CompositePtr>(&at->entries_[static_cast<size_t>(i)].second);
-    if (!nested) {
-      throw KeyError(op + ": key " + key.repr() + " walks through '" + key[depth] +
-                     "', which is a leaf spec, not a Composite");
-    }
+    TDRL_CHECK(nested, KeyError, op, ": key ", key.repr(), " walks through '", key[depth],
+               "', which is a leaf spec, not a Composite");
     at = nested->get();
   }
   throw KeyError(op + ": key " + key.repr() + " not found");
@@ -192,42 +190,36 @@ std::optional<SpecValue> Composite::find_value(const NestedKey& key) const {
 TensorSpecPtr Composite::get(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get", key);
-  if (!std::holds_alternative<TensorSpecPtr>(*value)) {
-    throw TypeError("Composite::get: the entry at key " + key.repr() +
-                    " is a Composite, not a leaf spec; use get_composite");
-  }
+  TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
+             "Composite::get: the entry at key ", key.repr(),
+             " is a Composite, not a leaf spec; use get_composite");
   return std::get<TensorSpecPtr>(*value);
 }
 
 TensorSpecPtr Composite::find(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
-  if (!std::holds_alternative<TensorSpecPtr>(*value)) {
-    throw TypeError("Composite::find: the entry at key " + key.repr() +
-                    " is a Composite, not a leaf spec; use find_composite");
-  }
+  TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
+             "Composite::find: the entry at key ", key.repr(),
+             " is a Composite, not a leaf spec; use find_composite");
   return std::get<TensorSpecPtr>(*value);
 }
 
 CompositePtr Composite::get_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get_composite", key);
-  if (!std::holds_alternative<CompositePtr>(*value)) {
-    throw TypeError("Composite::get_composite: the entry at key " + key.repr() + " is a " +
-                    std::get<TensorSpecPtr>(*value)->type_name() +
-                    " leaf spec, not a Composite; use get");
-  }
+  TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
+             "Composite::get_composite: the entry at key ", key.repr(), " is a ",
+             std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use get");
   return std::get<CompositePtr>(*value);
 }
 
 CompositePtr Composite::find_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
-  if (!std::holds_alternative<CompositePtr>(*value)) {
-    throw TypeError("Composite::find_composite: the entry at key " + key.repr() + " is a " +
-                    std::get<TensorSpecPtr>(*value)->type_name() +
-                    " leaf spec, not a Composite; use find");
-  }
+  TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
+             "Composite::find_composite: the entry at key ", key.repr(), " is a ",
+             std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use find");
   return std::get<CompositePtr>(*value);
 }
 
@@ -235,10 +227,8 @@ CompositePtr Composite::find_composite(const NestedKey& key) const {
 
 Composite& Composite::set(const NestedKey& key, SpecValue spec) {
   const std::string op = "Composite::set";
-  if (is_null(spec)) {
-    throw ValueError(op + ": the spec for key " + key.repr() +
-                     " is null; pass a spec, e.g. std::make_shared<Unbounded>(...)");
-  }
+  TDRL_CHECK(!is_null(spec), ValueError, op, ": the spec for key ", key.repr(),
+             " is null; pass a spec, e.g. std::make_shared<Unbounded>(...)");
   // Walk the existing Composites of the path without creating anything, so that a throw below
   // leaves this spec as it was; missing intermediates take the shape and device of `at`.
   std::vector<Composite*> path{this};
@@ -247,31 +237,25 @@ Composite& Composite::set(const NestedKey& key, SpecValue spec) {
     const int64_t i = path.back()->index_of(key[depth]);
     if (i < 0) break;
     auto* nested = std::get_if<CompositePtr>(&path.back()->entries_[static_cast<size_t>(i)].second);
-    if (!nested) {
-      throw KeyError(op + ": key " + key.repr() + " walks through '" + key[depth] +
-                     "', which is a leaf spec, not a Composite; del_ it first or use another key");
-    }
+    TDRL_CHECK(nested, KeyError, op, ": key ", key.repr(), " walks through '", key[depth],
+               "', which is a leaf spec, not a Composite; del_ it first or use another key");
     path.push_back(nested->get());
   }
   Composite* at = path.back();
   const std::vector<int64_t>& shape = spec_shape(spec);
-  if (!detail::starts_with(shape, at->shape_)) {
-    throw ShapeError(op + ": the spec for key " + key.repr() + " has shape " + shape_str(shape) +
-                     "; its leading dims must equal the Composite's shape " +
-                     shape_str(at->shape_) + " (the batch dims); build it with that shape or " +
-                     "expand it to " + shape_str(at->shape_) + " + its own dims");
-  }
-  if (at->device_ && spec_device(spec) != at->device_) {
-    throw DeviceError(op + ": the spec for key " + key.repr() + " is on " +
-                      device_repr(spec_device(spec)) + " but the Composite is on " +
-                      at->device_->str() + "; move it first with ->to(" + at->device_->str() + ")");
-  }
+  TDRL_CHECK(detail::starts_with(shape, at->shape_), ShapeError, op, ": the spec for key ",
+             key.repr(), " has shape ", shape_str(shape),
+             "; its leading dims must equal the Composite's shape ", shape_str(at->shape_),
+             " (the batch dims); build it with that shape or ", "expand it to ",
+             shape_str(at->shape_), " + its own dims");
+  TDRL_CHECK(!(at->device_ && spec_device(spec) != at->device_), DeviceError, op,
+             ": the spec for key ", key.repr(), " is on ", device_repr(spec_device(spec)),
+             " but the Composite is on ", at->device_->str(), "; move it first with ->to(",
+             at->device_->str(), ")");
   if (const auto* nested = std::get_if<CompositePtr>(&spec)) {
     for (const Composite* ancestor : path) {
-      if (reaches(**nested, ancestor)) {
-        throw ValueError(op + ": the Composite set at key " + key.repr() +
-                         " contains the Composite it would be stored in; store a clone()");
-      }
+      TDRL_CHECK(!reaches(**nested, ancestor), ValueError, op, ": the Composite set at key ",
+                 key.repr(), " contains the Composite it would be stored in; store a clone()");
     }
   }
   for (; depth + 1 < key.size(); ++depth) {
@@ -347,28 +331,21 @@ void Composite::assert_is_in_at(const TensorDict& td, const NestedKey* prefix) c
   for (const auto& entry : entries_) {
     const NestedKey key = full_key(prefix, entry.first);
     const std::optional<tensordict::Value> value = td.find_value(entry.first);
-    if (!value) {
-      throw KeyError(op + ": key " + key.repr() + " is missing from the TensorDict; the spec " +
-                     "expects a " + spec_summary(entry.second) +
-                     "; keys there: " + closest_names(entry.first.front(), td_names(td)));
-    }
+    TDRL_CHECK(value, KeyError, op, ": key ", key.repr(),
+               " is missing from the TensorDict; the spec ", "expects a ",
+               spec_summary(entry.second),
+               "; keys there: ", (closest_names(entry.first.front(), td_names(td))));
     if (const auto* leaf = std::get_if<TensorSpecPtr>(&entry.second)) {
       const auto* tensor = std::get_if<torch::Tensor>(&*value);
-      if (!tensor) {
-        throw TypeError(
-            op + ": key " + key.repr() + " holds " +
-            (std::holds_alternative<TensorDict>(*value) ? "a TensorDict" : "non-tensor data") +
-            "; the spec expects a tensor (" + spec_summary(entry.second) + ")");
-      }
+      TDRL_CHECK(tensor, TypeError, op, ": key ", key.repr(), " holds ",
+                 (std::holds_alternative<TensorDict>(*value) ? "a TensorDict" : "non-tensor data"),
+                 "; the spec expects a tensor (", spec_summary(entry.second), ")");
       (*leaf)->assert_is_in(*tensor, key.repr());
     } else {
       const auto* nested = std::get_if<TensorDict>(&*value);
-      if (!nested) {
-        throw TypeError(
-            op + ": key " + key.repr() + " holds " +
-            (std::holds_alternative<torch::Tensor>(*value) ? "a tensor" : "non-tensor data") +
-            "; the spec expects a TensorDict (" + spec_summary(entry.second) + ")");
-      }
+      TDRL_CHECK(nested, TypeError, op, ": key ", key.repr(), " holds ",
+                 (std::holds_alternative<torch::Tensor>(*value) ? "a tensor" : "non-tensor data"),
+                 "; the spec expects a TensorDict (", spec_summary(entry.second), ")");
       std::get<CompositePtr>(entry.second)->assert_is_in_at(*nested, &key);
     }
   }
@@ -379,11 +356,10 @@ TensorDict Composite::project(const TensorDict& td) const { return project_at(td
 TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) const {
   const std::string op = "Composite::project";
   for (const auto& entry : entries_) {
-    if (!td.contains(entry.first)) {
-      throw KeyError(op + ": key " + full_key(prefix, entry.first).repr() +
-                     " is missing from the TensorDict; keys there: " +
-                     closest_names(entry.first.front(), td_names(td)));
-    }
+    TDRL_CHECK(td.contains(entry.first), KeyError, op, ": key ",
+               full_key(prefix, entry.first).repr(),
+               " is missing from the TensorDict; keys there: ",
+               (closest_names(entry.first.front(), td_names(td))));
   }
   TensorDict out = TensorDict::empty(td.batch_size(), td.device());
   for (const auto& item : td.items()) {
@@ -396,10 +372,8 @@ TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) 
     const NestedKey key = full_key(prefix, item.first);
     if (const auto* leaf = std::get_if<TensorSpecPtr>(&spec)) {
       const auto* tensor = std::get_if<torch::Tensor>(&item.second);
-      if (!tensor) {
-        throw TypeError(op + ": key " + key.repr() + " does not hold a tensor; the spec " +
-                        "expects one (" + spec_summary(spec) + ")");
-      }
+      TDRL_CHECK(tensor, TypeError, op, ": key ", key.repr(), " does not hold a tensor; the spec ",
+                 "expects one (", spec_summary(spec), ")");
       try {
         out.set(item.first, (*leaf)->project(*tensor));
       } catch (const ShapeError& e) {
@@ -407,10 +381,9 @@ TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) 
       }
     } else {
       const auto* nested = std::get_if<TensorDict>(&item.second);
-      if (!nested) {
-        throw TypeError(op + ": key " + key.repr() + " does not hold a TensorDict; the spec " +
-                        "expects one (" + spec_summary(spec) + ")");
-      }
+      TDRL_CHECK(nested, TypeError, op, ": key ", key.repr(),
+                 " does not hold a TensorDict; the spec ", "expects one (", spec_summary(spec),
+                 ")");
       out.set(item.first, std::get<CompositePtr>(spec)->project_at(*nested, &key));
     }
   }
@@ -421,11 +394,9 @@ TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) 
 
 CompositePtr Composite::expand(std::vector<int64_t> shape) const {
   detail::check_sizes("Composite::expand", shape);
-  if (!detail::ends_with(shape, shape_)) {
-    throw ShapeError("Composite::expand: new shape " + shape_str(shape) +
-                     " must end with the Composite's shape " + shape_str(shape_) +
-                     " (the new leading dims are batch dims), e.g. [4, *shape]");
-  }
+  TDRL_CHECK(detail::ends_with(shape, shape_), ShapeError, "Composite::expand: new shape ",
+             shape_str(shape), " must end with the Composite's shape ", shape_str(shape_),
+             " (the new leading dims are batch dims), e.g. [4, *shape]");
   auto out = std::make_shared<Composite>(std::vector<Item>{}, shape, device_);
   for (const auto& entry : entries_) {
     const std::vector<int64_t>& own = spec_shape(entry.second);

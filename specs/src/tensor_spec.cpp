@@ -74,10 +74,8 @@ std::string indent(const std::string& text, int n) {
 
 void check_sizes(const std::string& op, const std::vector<int64_t>& shape) {
   for (int64_t s : shape) {
-    if (s < 0) {
-      throw ValueError(op + ": shape " + shape_str(shape) +
-                       " has a negative size; every size must be >= 0");
-    }
+    TDRL_CHECK(!(s < 0), ValueError, op, ": shape ", shape_str(shape),
+               " has a negative size; every size must be >= 0");
   }
 }
 
@@ -177,11 +175,10 @@ std::vector<int64_t> without_last(const std::vector<int64_t>& shape) {
 // Checks the last dim of a vector spec's shape (OneHot, Binary, MultiCategorical).
 void check_last_dim(const std::string& op, const std::vector<int64_t>& shape, int64_t expected,
                     const std::string& what) {
-  if (shape.empty() || shape.back() != expected) {
-    throw ShapeError(op + ": shape " + shape_str(shape) + " must end with " + what + " = " +
-                     std::to_string(expected) + "; e.g. shape [" + std::to_string(expected) +
-                     "], or [batch, " + std::to_string(expected) + "]");
-  }
+  TDRL_CHECK(!(shape.empty() || shape.back() != expected), ShapeError, op, ": shape ",
+             shape_str(shape), " must end with ", what, " = ", std::to_string(expected),
+             "; e.g. shape [", std::to_string(expected), "], or [batch, ", std::to_string(expected),
+             "]");
 }
 
 }  // namespace
@@ -192,10 +189,8 @@ TensorSpec::TensorSpec(const std::string& op, std::vector<int64_t> shape, torch:
                        torch::Device device, bool continuous)
     : shape_(std::move(shape)), dtype_(dtype), device_(device), continuous_(continuous) {
   detail::check_sizes(op, shape_);
-  if (c10::isComplexType(dtype_)) {
-    throw TypeError(op + ": dtype " + dtype_repr(dtype_) +
-                    " is complex; specs describe real or bool tensors");
-  }
+  TDRL_CHECK(!c10::isComplexType(dtype_), TypeError, op, ": dtype ", dtype_repr(dtype_),
+             " is complex; specs describe real or bool tensors");
 }
 
 int64_t TensorSpec::numel() const {
@@ -222,32 +217,26 @@ bool TensorSpec::is_in(const torch::Tensor& value) const {
 
 void TensorSpec::check_trailing_shape(const std::string& op, const torch::Tensor& value,
                                       const std::string& key_path) const {
-  if (!value.defined()) {
-    throw ValueError(op + ": " + subject(key_path) + " is an undefined tensor; expected a " +
-                     type_name() + " value of shape " + shape_str(shape_));
-  }
-  if (!detail::ends_with(value.sizes(), shape_)) {
-    throw ShapeError(op + ": " + subject(key_path) + " has shape " + shape_str(value.sizes()) +
-                     "; the " + type_name() + " spec has shape " + shape_str(shape_) +
-                     ", so the value's trailing dims must equal " + shape_str(shape_) +
-                     " (any leading dims are batch dims)");
-  }
+  TDRL_CHECK(value.defined(), ValueError, op, ": ", subject(key_path),
+             " is an undefined tensor; expected a ", type_name(), " value of shape ",
+             shape_str(shape_));
+  TDRL_CHECK(detail::ends_with(value.sizes(), shape_), ShapeError, op, ": ", subject(key_path),
+             " has shape ", shape_str(value.sizes()), "; the ", type_name(), " spec has shape ",
+             shape_str(shape_), ", so the value's trailing dims must equal ", shape_str(shape_),
+             " (any leading dims are batch dims)");
 }
 
 void TensorSpec::assert_is_in(const torch::Tensor& value, const std::string& key_path) const {
   const std::string op = "TensorSpec::assert_is_in";
   check_trailing_shape(op, value, key_path);
-  if (value.scalar_type() != dtype_) {
-    throw TypeError(op + ": " + subject(key_path) + " has dtype " +
-                    dtype_repr(value.scalar_type()) + "; the " + type_name() + " spec expects " +
-                    dtype_repr(dtype_) + "; cast it with .to(" + dtype_repr(dtype_) + ")");
-  }
+  TDRL_CHECK(value.scalar_type() == dtype_, TypeError, op, ": ", subject(key_path), " has dtype ",
+             dtype_repr(value.scalar_type()), "; the ", type_name(), " spec expects ",
+             dtype_repr(dtype_), "; cast it with .to(", dtype_repr(dtype_), ")");
   const std::optional<torch::Tensor> invalid = invalid_mask(value);
-  if (invalid && invalid->any().item<bool>()) {
-    throw ValueError(op + ": " + subject(key_path) + " is outside the " + type_name() +
-                     " spec: " + describe_invalid(value, first_true(*invalid)) +
-                     "; project() maps values into the spec");
-  }
+  TDRL_CHECK(!(invalid && invalid->any().item<bool>()), ValueError, op, ": ", subject(key_path),
+             " is outside the ", type_name(),
+             " spec: ", (describe_invalid(value, first_true(*invalid))),
+             "; project() maps values into the spec");
 }
 
 torch::Tensor TensorSpec::project(const torch::Tensor& value) const {
@@ -257,11 +246,9 @@ torch::Tensor TensorSpec::project(const torch::Tensor& value) const {
 
 TensorSpecPtr TensorSpec::expand(std::vector<int64_t> shape) const {
   detail::check_sizes("TensorSpec::expand", shape);
-  if (!detail::ends_with(shape, shape_)) {
-    throw ShapeError("TensorSpec::expand: new shape " + shape_str(shape) + " must end with the " +
-                     type_name() + " spec's shape " + shape_str(shape_) +
-                     " (the new leading dims are batch dims), e.g. [4, *shape]");
-  }
+  TDRL_CHECK(detail::ends_with(shape, shape_), ShapeError, "TensorSpec::expand: new shape ",
+             shape_str(shape), " must end with the ", type_name(), " spec's shape ",
+             shape_str(shape_), " (the new leading dims are batch dims), e.g. [4, *shape]");
   TensorSpecPtr out = copy();
   out->shape_ = shape;
   out->map_tensors_([&shape](const torch::Tensor& t) { return t.expand(shape); });
@@ -346,11 +333,9 @@ namespace {
 
 // The spec's shape: given, or the broadcast shape of low and high.
 std::vector<int64_t> bounded_shape(const BoundedOptions& options) {
-  if (!options.low().defined() || !options.high().defined()) {
-    throw ValueError(
-        "Bounded: low and high are required; set both, e.g. "
-        "BoundedOptions().low(-1.0).high(1.0).shape({3})");
-  }
+  TDRL_CHECK(!(!options.low().defined() || !options.high().defined()), ValueError,
+             "Bounded: low and high are required; set both, e.g. "
+             "BoundedOptions().low(-1.0).high(1.0).shape({3})");
   if (options.shape()) return *options.shape();
   const c10::IntArrayRef low = options.low().sizes();
   const c10::IntArrayRef high = options.high().sizes();
@@ -359,12 +344,10 @@ std::vector<int64_t> bounded_shape(const BoundedOptions& options) {
   for (size_t i = 0; i < n; ++i) {
     const int64_t a = i < low.size() ? low[low.size() - 1 - i] : 1;
     const int64_t b = i < high.size() ? high[high.size() - 1 - i] : 1;
-    if (a != b && a != 1 && b != 1) {
-      throw ShapeError("Bounded: low of shape " + shape_str(low) + " and high of shape " +
-                       shape_str(high) +
-                       " do not broadcast together; give bounds of one shape, or set the "
-                       "shape with .shape(...)");
-    }
+    TDRL_CHECK(!(a != b && a != 1 && b != 1), ShapeError, "Bounded: low of shape ", shape_str(low),
+               " and high of shape ", shape_str(high),
+               " do not broadcast together; give bounds of one shape, or set the "
+               "shape with .shape(...)");
   }
   return at::infer_size(low, high);
 }
@@ -372,14 +355,11 @@ std::vector<int64_t> bounded_shape(const BoundedOptions& options) {
 // Checks one bound against the spec's shape and dtype; returns it as float64 of that shape.
 torch::Tensor checked_bound(const std::string& name, const torch::Tensor& bound,
                             const std::vector<int64_t>& shape, torch::Dtype dtype) {
-  if (!at::is_expandable_to(bound.sizes(), shape)) {
-    throw ShapeError("Bounded: " + name + " of shape " + shape_str(bound.sizes()) +
-                     " does not broadcast to the spec's shape " + shape_str(shape) +
-                     "; give a scalar or a tensor broadcastable to " + shape_str(shape));
-  }
-  if (c10::isComplexType(bound.scalar_type())) {
-    throw TypeError("Bounded: " + name + " is complex; bounds must be real");
-  }
+  TDRL_CHECK(at::is_expandable_to(bound.sizes(), shape), ShapeError, "Bounded: ", name,
+             " of shape ", shape_str(bound.sizes()), " does not broadcast to the spec's shape ",
+             shape_str(shape), "; give a scalar or a tensor broadcastable to ", shape_str(shape));
+  TDRL_CHECK(!c10::isComplexType(bound.scalar_type()), TypeError, "Bounded: ", name,
+             " is complex; bounds must be real");
   const torch::Tensor b = bound.to(torch::kCPU, torch::kFloat64).expand(shape);
   const torch::Tensor not_finite = b.isfinite().logical_not();
   if (not_finite.any().item<bool>()) {
@@ -405,9 +385,8 @@ torch::Tensor checked_bound(const std::string& name, const torch::Tensor& bound,
 Bounded::Bounded(const BoundedOptions& options)
     : TensorSpec("Bounded", bounded_shape(options), options.dtype(), options.device(),
                  c10::isFloatingType(options.dtype())) {
-  if (dtype() == torch::kBool) {
-    throw TypeError("Bounded: dtype torch.bool has no range; use Binary for booleans");
-  }
+  TDRL_CHECK(dtype() != torch::kBool, TypeError,
+             "Bounded: dtype torch.bool has no range; use Binary for booleans");
   const torch::Tensor low = checked_bound("low", options.low(), shape(), dtype());
   const torch::Tensor high = checked_bound("high", options.high(), shape(), dtype());
   const torch::Tensor inverted = low > high;
@@ -485,18 +464,14 @@ bool Bounded::params_equal(const TensorSpec& other) const {
 namespace {
 
 int64_t checked_n(const std::string& op, int64_t n) {
-  if (n < 1) {
-    throw ValueError(op + ": n is " + std::to_string(n) + "; it must be >= 1");
-  }
+  TDRL_CHECK(!(n < 1), ValueError, op, ": n is ", std::to_string(n), "; it must be >= 1");
   return n;
 }
 
 void check_integer_dtype(const std::string& op, torch::Dtype dtype, bool allow_bool) {
-  if (!c10::isIntegralType(dtype, allow_bool)) {
-    throw TypeError(op + ": dtype " + dtype_repr(dtype) + " is not " +
-                    (allow_bool ? "an integer or bool dtype" : "an integer dtype") +
-                    "; use e.g. torch.int64");
-  }
+  TDRL_CHECK(c10::isIntegralType(dtype, allow_bool), TypeError, op, ": dtype ", dtype_repr(dtype),
+             " is not ", (allow_bool ? "an integer or bool dtype" : "an integer dtype"),
+             "; use e.g. torch.int64");
 }
 
 }  // namespace
@@ -537,14 +512,11 @@ bool Categorical::params_equal(const TensorSpec& other) const {
 torch::Tensor Categorical::to_one_hot(const torch::Tensor& index) const {
   const std::string op = "Categorical::to_one_hot";
   check_trailing_shape(op, index, "");
-  if (!is_integer(index.scalar_type())) {
-    throw TypeError(op + ": indices have dtype " + dtype_repr(index.scalar_type()) +
-                    "; they must be integers");
-  }
+  TDRL_CHECK(is_integer(index.scalar_type()), TypeError, op, ": indices have dtype ",
+             dtype_repr(index.scalar_type()), "; they must be integers");
   const torch::Tensor invalid = *invalid_mask(index);
-  if (invalid.any().item<bool>()) {
-    throw ValueError(op + ": " + describe_invalid(index, first_true(invalid)));
-  }
+  TDRL_CHECK(!(invalid.any().item<bool>()), ValueError, op, ": ",
+             (describe_invalid(index, first_true(invalid))));
   return at::one_hot(index.to(torch::kInt64), n_).to(dtype());
 }
 
@@ -610,9 +582,8 @@ torch::Tensor OneHot::to_categorical(const torch::Tensor& one_hot) const {
   const std::string op = "OneHot::to_categorical";
   check_trailing_shape(op, one_hot, "");
   const torch::Tensor invalid = *invalid_mask(one_hot);
-  if (invalid.any().item<bool>()) {
-    throw ValueError(op + ": " + describe_invalid(one_hot, first_true(invalid)));
-  }
+  TDRL_CHECK(!(invalid.any().item<bool>()), ValueError, op, ": ",
+             (describe_invalid(one_hot, first_true(invalid))));
   return one_hot.to(torch::kFloat64).argmax(-1);
 }
 
@@ -626,11 +597,9 @@ std::shared_ptr<Categorical> OneHot::to_categorical_spec() const {
 namespace {
 
 std::vector<int64_t> binary_shape(const std::optional<std::vector<int64_t>>& shape) {
-  if (!shape || shape->empty()) {
-    throw ShapeError(
-        "Binary: a shape is required when n is not given, and it cannot be a scalar; e.g. "
-        "Binary(BinaryOptions().shape({4, 3})) or Binary(3)");
-  }
+  TDRL_CHECK(!(!shape || shape->empty()), ShapeError,
+             "Binary: a shape is required when n is not given, and it cannot be a scalar; e.g. "
+             "Binary(BinaryOptions().shape({4, 3})) or Binary(3)");
   checked_n("Binary", shape->back());
   return *shape;
 }
@@ -672,14 +641,11 @@ namespace {
 std::vector<int64_t> multi_categorical_shape(const std::vector<int64_t>& nvec,
                                              const std::optional<std::vector<int64_t>>& shape) {
   const std::string op = "MultiCategorical";
-  if (nvec.empty()) {
-    throw ValueError(op + ": nvec is empty; give one class count per position, e.g. {3, 2}");
-  }
+  TDRL_CHECK(!nvec.empty(), ValueError, op,
+             ": nvec is empty; give one class count per position, e.g. {3, 2}");
   for (size_t i = 0; i < nvec.size(); ++i) {
-    if (nvec[i] < 1) {
-      throw ValueError(op + ": nvec[" + std::to_string(i) + "] is " + std::to_string(nvec[i]) +
-                       "; every class count must be >= 1");
-    }
+    TDRL_CHECK(!(nvec[i] < 1), ValueError, op, ": nvec[", std::to_string(i), "] is ",
+               std::to_string(nvec[i]), "; every class count must be >= 1");
   }
   const auto k = static_cast<int64_t>(nvec.size());
   std::vector<int64_t> out = shape.value_or(std::vector<int64_t>{k});

@@ -3,6 +3,7 @@
 #include <tensordict/distributed.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "detail/impl.h"
@@ -75,6 +76,102 @@ std::vector<LeafDescription> decode(const std::string& text, const char* op) {
     if (!is.read(&d.key[0], static_cast<std::streamsize>(n))) return fail();
     out.push_back(std::move(d));
   }
+  return out;
+}
+
+// The structure section that follows the leaf section in send's header, so that a receiver
+// can build the TensorDict: the root batch size, then every entry in items(include_nested)
+// order: "n <ndim> <dims> <key>" for a nested TensorDict (its batch size), "l <index> <key>"
+// for a tensor leaf (its index in transport order). Keys are "<parts> (<length> <part>)...".
+std::string encode_structure(const TensorDict& td, const std::vector<Leaf>& leaves) {
+  std::ostringstream os;
+  auto dims = [&os](c10::IntArrayRef sizes) {
+    os << sizes.size();
+    for (int64_t d : sizes) os << ' ' << d;
+  };
+  auto key = [&os](const NestedKey& k) {
+    os << ' ' << k.size();
+    for (const auto& part : k.parts()) os << ' ' << part.size() << ' ' << part;
+  };
+  dims(td.batch_size());
+  const auto items = td.items(/*include_nested=*/true);
+  os << '\n' << items.size() << '\n';
+  for (const auto& item : items) {
+    if (const auto* nested = std::get_if<TensorDict>(&item.second)) {
+      os << "n ";
+      dims(nested->batch_size());
+    } else if (std::holds_alternative<torch::Tensor>(item.second)) {
+      // `leaves` is sorted by key (transport order).
+      const auto at = std::lower_bound(leaves.begin(), leaves.end(), item.first,
+                                       [](const Leaf& l, const NestedKey& k) { return l.key < k; });
+      os << "l " << (at - leaves.begin());
+    } else {
+      continue;  // non-tensor entries are not transported
+    }
+    key(item.first);
+    os << '\n';
+  }
+  return os.str();
+}
+
+// A TensorDict of the structure `text` describes, its leaves allocated (uninitialised) on
+// `device` from `leaves` (the leaf section, in transport order); the leaves in transport order
+// are returned in `order`.
+TensorDict decode_structure(const std::string& text, const std::vector<LeafDescription>& leaves,
+                            const std::optional<torch::Device>& device, const char* op,
+                            std::vector<torch::Tensor>& order) {
+  std::istringstream is(text);
+  auto fail = [&]() -> TensorDict {
+    throw Error(std::string(op) + ": received a malformed structure section");
+  };
+  auto read_dims = [&is](std::vector<int64_t>& out) {
+    int64_t n = 0;
+    if (!(is >> n) || n < 0 || n > 64) return false;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t d = 0;
+      if (!(is >> d) || d < 0) return false;
+      out.push_back(d);
+    }
+    return true;
+  };
+  auto read_key = [&is, &text](std::optional<NestedKey>& key) {
+    size_t count = 0;
+    if (!(is >> count) || count == 0 || count > 64) return false;
+    for (size_t i = 0; i < count; ++i) {
+      size_t n = 0;
+      if (!(is >> n) || is.get() != ' ' || n == 0 || n > text.size()) return false;
+      std::string part(n, '\0');
+      if (!is.read(&part[0], static_cast<std::streamsize>(n))) return false;
+      key = key ? key->join(NestedKey(std::move(part))) : NestedKey(std::move(part));
+    }
+    return true;
+  };
+  std::vector<int64_t> root;
+  size_t count = 0;
+  if (!read_dims(root) || !(is >> count) || count > (size_t{1} << 24)) return fail();
+  TensorDict out = TensorDict::empty(root);
+  order.assign(leaves.size(), torch::Tensor());
+  for (size_t i = 0; i < count; ++i) {
+    std::string kind;
+    std::vector<int64_t> dims;
+    std::optional<NestedKey> key;
+    size_t index = 0;
+    if (!(is >> kind)) return fail();
+    if (kind == "n") {
+      if (!read_dims(dims) || !read_key(key)) return fail();
+      out.set(*key, TensorDict::empty(dims));
+    } else if (kind == "l") {
+      if (!(is >> index) || index >= leaves.size() || order[index].defined() || !read_key(key))
+        return fail();
+      auto options = torch::TensorOptions().dtype(leaves[index].dtype);
+      order[index] = torch::empty(leaves[index].shape, device ? options.device(*device) : options);
+      out.set(*key, order[index]);
+    } else {
+      return fail();
+    }
+  }
+  for (const auto& t : order)
+    if (!t.defined()) return fail();
   return out;
 }
 
@@ -161,33 +258,73 @@ std::vector<NestedKey> transport_order(const TensorDict& td) {
 
 void send(const TensorDict& td, c10d::ProcessGroup& group, int dst, int tag) {
   auto leaves = ordered_leaves(td);
-  const std::string header = encode(leaves);
-  send_one(group, torch::tensor({static_cast<int64_t>(header.size())}, torch::kLong), dst, tag);
+  const std::string leaf_section = encode(leaves);
+  const std::string header = leaf_section + encode_structure(td, leaves);
+  send_one(group,
+           torch::tensor(
+               {static_cast<int64_t>(header.size()), static_cast<int64_t>(leaf_section.size())},
+               torch::kLong),
+           dst, tag);
   send_one(group, header_bytes(header), dst, tag);
   for (const auto& l : leaves)
     send_one(group, l.tensor.detach().to(torch::kCPU).contiguous(), dst, tag);
 }
 
+namespace {
+
+// The two parts of a send header: the leaf section (compared by recv) and the structure.
+struct Header {
+  std::string leaves;
+  std::string structure;
+};
+
+Header recv_header(c10d::ProcessGroup& group, int src, int tag, const char* op) {
+  auto lengths = torch::empty({2}, torch::kLong);
+  recv_one(group, lengths, src, tag);
+  const int64_t n = lengths[0].item<int64_t>();
+  const int64_t leaf_part = lengths[1].item<int64_t>();
+  TDRL_CHECK(!(n < 0 || n > (int64_t{1} << 30) || leaf_part < 0 || leaf_part > n), Error, op,
+             ": received a bad header length");
+  auto bytes = torch::empty({n}, torch::kByte);
+  recv_one(group, bytes, src, tag);
+  const std::string all = bytes_to_string(bytes);
+  return {all.substr(0, static_cast<size_t>(leaf_part)),
+          all.substr(static_cast<size_t>(leaf_part))};
+}
+
+}  // namespace
+
 void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag) {
   static constexpr const char* kOp = "tensordict::recv";
   auto leaves = ordered_leaves(td);
   const std::string mine = encode(leaves);
-  auto length = torch::empty({1}, torch::kLong);
-  recv_one(group, length, src, tag);
-  const int64_t n = length.item<int64_t>();
-  if (n < 0 || n > (int64_t{1} << 30))
-    throw Error(std::string(kOp) + ": received a bad header length");
-  auto bytes = torch::empty({n}, torch::kByte);
-  recv_one(group, bytes, src, tag);
-  const std::string theirs = bytes_to_string(bytes);
-  if (theirs != mine) {
-    for (auto& t : scratch_for(theirs, kOp)) recv_one(group, t, src, tag);
+  const Header theirs = recv_header(group, src, tag, kOp);
+  if (theirs.leaves != mine) {
+    for (auto& t : scratch_for(theirs.leaves, kOp)) recv_one(group, t, src, tag);
     throw Error(std::string(kOp) + ": the TensorDict from rank " + std::to_string(src) +
-                " does not match this one: " + first_difference(theirs, mine, kOp) +
+                " does not match this one: " + first_difference(theirs.leaves, mine, kOp) +
                 "; nothing was written");
   }
   for (const auto& l : leaves)
     into_leaf(l.tensor, [&](const torch::Tensor& t) { recv_one(group, t, src, tag); });
+}
+
+TensorDict recv_new(c10d::ProcessGroup& group, int src, int tag,
+                    const std::optional<torch::Device>& device) {
+  static constexpr const char* kOp = "tensordict::recv_new";
+  const Header header = recv_header(group, src, tag, kOp);
+  const auto leaves = decode(header.leaves, kOp);
+  std::vector<torch::Tensor> order;
+  TensorDict out;
+  try {
+    out = decode_structure(header.structure, leaves, device, kOp, order);
+  } catch (const Error&) {
+    for (auto& t : scratch_for(header.leaves, kOp)) recv_one(group, t, src, tag);
+    throw;
+  }
+  for (const auto& t : order)
+    into_leaf(t, [&](const torch::Tensor& buffer) { recv_one(group, buffer, src, tag); });
+  return out;
 }
 
 TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int dst,
@@ -250,11 +387,10 @@ void all_reduce(const TensorDict& td, c10d::ProcessGroup& group, c10d::ReduceOp 
     options.reduceOp = c10d::ReduceOp::MIN;
     wait(group.allreduce(v, options));
   }
-  if (all_match.item<int>() == 0)
-    throw Error(std::string(kOp) + ": the ranks' TensorDicts differ" +
-                (match ? std::string(" (this rank matches rank 0; another does not)")
-                       : ": " + first_difference(theirs, mine, kOp)) +
-                "; nothing was reduced");
+  TDRL_CHECK(all_match.item<int>() != 0, Error, std::string(kOp), ": the ranks' TensorDicts differ",
+             (match ? std::string(" (this rank matches rank 0; another does not)")
+                    : ": " + first_difference(theirs, mine, kOp)),
+             "; nothing was reduced");
   for (const auto& l : leaves) {
     into_leaf(l.tensor, [&](const torch::Tensor& t) {
       std::vector<torch::Tensor> v{t};

@@ -50,14 +50,12 @@ std::vector<TensorIndex> normalize_index(at::ArrayRef<TensorIndex> index,
       consumed += is_mask(i.tensor()) ? std::max<int64_t>(i.tensor().dim(), 1) : 1;
     }
   }
-  if (ellipses > 1)
-    throw IndexError(std::string(op) + ": index " + index_str(index) +
-                     " has more than one Ellipsis");
-  if (consumed > ndim)
-    throw IndexError(std::string(op) + ": index " + index_str(index) + " addresses " +
-                     std::to_string(consumed) + " dims but batch_size " + shape_str(batch_size) +
-                     " has " + std::to_string(ndim) +
-                     "; indexing reaches batch dims only (index the tensors for feature dims)");
+  TDRL_CHECK(!(ellipses > 1), IndexError, std::string(op), ": index ", index_str(index),
+             " has more than one Ellipsis");
+  TDRL_CHECK(!(consumed > ndim), IndexError, std::string(op), ": index ", index_str(index),
+             " addresses ", std::to_string(consumed), " dims but batch_size ",
+             shape_str(batch_size), " has ", std::to_string(ndim),
+             "; indexing reaches batch dims only (index the tensors for feature dims)");
   std::vector<TensorIndex> out;
   out.reserve(index.size() + static_cast<size_t>(ndim));
   int64_t dim = 0;
@@ -73,10 +71,10 @@ std::vector<TensorIndex> normalize_index(at::ArrayRef<TensorIndex> index,
       const auto& m = i.tensor();
       const int64_t k = std::max<int64_t>(m.dim(), 1);
       c10::IntArrayRef expected(batch_size.data() + dim, static_cast<size_t>(k));
-      if (m.dim() > 0 && m.sizes() != expected)
-        throw IndexError(std::string(op) + ": bool mask of shape " + shape_str(m.sizes()) +
-                         " does not match batch dims " + shape_str(expected) + " at dim " +
-                         std::to_string(dim) + " of batch_size " + shape_str(batch_size));
+      TDRL_CHECK(!(m.dim() > 0 && m.sizes() != expected), IndexError, std::string(op),
+                 ": bool mask of shape ", shape_str(m.sizes()), " does not match batch dims ",
+                 shape_str(expected), " at dim ", std::to_string(dim), " of batch_size ",
+                 shape_str(batch_size));
       dim += k;
     } else if (i.is_integer() || i.is_slice() || i.is_tensor()) {
       ++dim;
@@ -244,10 +242,10 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
   auto resolved = detail::resolve_region(index, batch_size(), kOp);
   auto& norm = resolved.first;
   auto& region = resolved.second;
-  if (!at::is_expandable_to(value.batch_size(), region))
-    throw ShapeError(std::string(kOp) + ": value batch_size " + shape_str(value.batch_size()) +
-                     " does not broadcast to the indexed region " + shape_str(region) + " (index " +
-                     detail::index_str(index) + " of batch_size " + shape_str(batch_size()) + ")");
+  TDRL_CHECK(at::is_expandable_to(value.batch_size(), region), ShapeError, std::string(kOp),
+             ": value batch_size ", shape_str(value.batch_size()),
+             " does not broadcast to the indexed region ", shape_str(region), " (index ",
+             detail::index_str(index), " of batch_size ", shape_str(batch_size()), ")");
   const size_t vdims = value.batch_size().size();
   const size_t dims = batch_size().size();
 
@@ -257,18 +255,17 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
   for (auto& [key, v] : value.items(/*include_nested=*/true, /*leaves_only=*/false)) {
     auto dst = find_value(key);
     if (auto* nested = std::get_if<TensorDict>(&v)) {
-      if (dst && !std::holds_alternative<TensorDict>(*dst))
-        throw TypeError(std::string(kOp) + ": key " + key.repr() + " holds " +
-                        detail::kind_name(*dst) + " here but a TensorDict in the value");
+      TDRL_CHECK(!(dst && !std::holds_alternative<TensorDict>(*dst)), TypeError, std::string(kOp),
+                 ": key ", key.repr(), " holds ", detail::kind_name(*dst),
+                 " here but a TensorDict in the value");
       if (!dst) containers.emplace_back(key, *nested);
       continue;
     }
     if (auto* t = std::get_if<torch::Tensor>(&v)) {
       if (dst) {
         auto* d = std::get_if<torch::Tensor>(&*dst);
-        if (!d)
-          throw TypeError(std::string(kOp) + ": key " + key.repr() + " holds " +
-                          detail::kind_name(*dst) + " here but a tensor in the value");
+        TDRL_CHECK(d, TypeError, std::string(kOp), ": key ", key.repr(), " holds ",
+                   detail::kind_name(*dst), " here but a tensor in the value");
         BatchSize target = region;
         target.insert(target.end(), d->sizes().begin() + static_cast<int64_t>(dims),
                       d->sizes().end());
@@ -277,9 +274,9 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
       writes.push_back({key, v, !dst.has_value()});
       continue;
     }
-    if (dst && !std::holds_alternative<NonTensorData>(*dst))
-      throw TypeError(std::string(kOp) + ": key " + key.repr() + " holds " +
-                      detail::kind_name(*dst) + " here but non-tensor data in the value");
+    TDRL_CHECK(!(dst && !std::holds_alternative<NonTensorData>(*dst)), TypeError, std::string(kOp),
+               ": key ", key.repr(), " holds ", detail::kind_name(*dst),
+               " here but non-tensor data in the value");
     writes.push_back({key, v, !dst.has_value()});
   }
 

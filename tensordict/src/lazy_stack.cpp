@@ -13,10 +13,10 @@ LazyStackImpl::LazyStackImpl(std::vector<TensorDict> tensordicts, int64_t stack_
   const auto& b0 = tensordicts_.front().batch_size();
   device_ = tensordicts_.front().device();
   for (size_t i = 1; i < tensordicts_.size(); ++i) {
-    if (tensordicts_[i].batch_size() != b0)
-      throw ShapeError("tensordict::stack: TensorDict " + std::to_string(i) + " has batch_size " +
-                       shape_str(tensordicts_[i].batch_size()) + " but TensorDict 0 has " +
-                       shape_str(b0) + "; stacked TensorDicts need equal batch sizes");
+    TDRL_CHECK(tensordicts_[i].batch_size() == b0, ShapeError, "tensordict::stack: TensorDict ",
+               std::to_string(i), " has batch_size ", shape_str(tensordicts_[i].batch_size()),
+               " but TensorDict 0 has ", shape_str(b0),
+               "; stacked TensorDicts need equal batch sizes");
     if (tensordicts_[i].device() != device_) device_ = std::nullopt;
   }
   batch_size_ = b0;
@@ -50,11 +50,10 @@ std::optional<Value> LazyStackImpl::find(const std::string& key) const {
   if (std::holds_alternative<torch::Tensor>(values.front())) {
     auto tensors = values_as<torch::Tensor>(values, kOp, key);
     for (size_t i = 1; i < tensors.size(); ++i) {
-      if (tensors[i].sizes() != tensors[0].sizes())
-        throw ShapeError("LazyStackedTensorDict: key '" + key + "' has shape " +
-                         shape_str(tensors[0].sizes()) + " in member 0 but " +
-                         shape_str(tensors[i].sizes()) + " in member " + std::to_string(i) +
-                         "; read it per member (tensordicts()[i].get)");
+      TDRL_CHECK(tensors[i].sizes() == tensors[0].sizes(), ShapeError,
+                 "LazyStackedTensorDict: key '", key, "' has shape ", shape_str(tensors[0].sizes()),
+                 " in member 0 but ", shape_str(tensors[i].sizes()), " in member ",
+                 std::to_string(i), "; read it per member (tensordicts()[i].get)");
     }
     return Value(torch::stack(tensors, stack_dim_));
   }
@@ -120,9 +119,8 @@ void LazyStackImpl::set_batch_size(BatchSize) {
 
 void LazyStackImpl::set_device(std::optional<torch::Device> device) {
   for (auto& td : tensordicts_) {
-    if (device) {
-      throw DeviceError("LazyStackedTensorDict: set the device of each member instead");
-    }
+    TDRL_CHECK(!device, DeviceError,
+               "LazyStackedTensorDict: set the device of each member instead");
     td.clear_device_();
   }
   device_ = device;

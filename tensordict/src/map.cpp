@@ -14,14 +14,12 @@ namespace tensordict {
 TensorDict TensorDict::map(const std::function<TensorDict(const TensorDict&)>& fn,
                            const MapOptions& options) const {
   static constexpr const char* kOp = "TensorDict::map";
-  if (batch_dims() == 0)
-    throw ValueError(std::string(kOp) + ": batch_size [] has no dim 0 to split");
-  if (options.num_workers < 1)
-    throw ValueError(std::string(kOp) + ": num_workers must be at least 1, got " +
-                     std::to_string(options.num_workers));
-  if (options.chunk_size < 0)
-    throw ValueError(std::string(kOp) + ": chunk_size must not be negative, got " +
-                     std::to_string(options.chunk_size));
+  TDRL_CHECK(batch_dims() != 0, ValueError, std::string(kOp),
+             ": batch_size [] has no dim 0 to split");
+  TDRL_CHECK(!(options.num_workers < 1), ValueError, std::string(kOp),
+             ": num_workers must be at least 1, got ", std::to_string(options.num_workers));
+  TDRL_CHECK(!(options.chunk_size < 0), ValueError, std::string(kOp),
+             ": chunk_size must not be negative, got ", std::to_string(options.chunk_size));
   const int64_t rows = batch_size()[0];
   const int64_t chunk =
       options.chunk_size > 0

@@ -36,28 +36,26 @@ struct WriteJob {
 void check_key_is_file_name(const std::string& key, const std::string& dir) {
   const bool bad = key.empty() || key == "." || key == ".." || key.find('/') != std::string::npos ||
                    key.find('\0') != std::string::npos || detail::is_reserved_meta_key(key);
-  if (bad)
-    throw ValueError("TensorDict::memmap: key '" + key + "' in '" + dir +
-                     "' cannot be stored as a file name (no '/', '.', '..' or reserved names " +
-                     "such as batch_size, device, _type); rename it first");
+  TDRL_CHECK(!bad, ValueError, "TensorDict::memmap: key '", key, "' in '", dir,
+             "' cannot be stored as a file name (no '/', '.', '..' or reserved names ",
+             "such as batch_size, device, _type); rename it first");
 }
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) throw Error("TensorDict::memmap: cannot write '" + path + "': " + std::strerror(errno));
+  TDRL_CHECK(out, Error, "TensorDict::memmap: cannot write '", path, "': ", std::strerror(errno));
 }
 
 // Creates the folder tree and meta.json files; collects the leaf files to write.
 void plan_folder(const TensorDict& td, const std::string& dir, std::vector<WriteJob>& jobs) {
-  if (td.is_sub_tensordict())
-    throw Error(
-        "TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
-        "to_tensordict() copy");
+  TDRL_CHECK(!td.is_sub_tensordict(), Error,
+             "TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
+             "to_tensordict() copy");
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error("TensorDict::memmap: cannot create folder '" + dir + "': " + ec.message());
+  TDRL_CHECK(!ec, Error, "TensorDict::memmap: cannot create folder '", dir, "': ", ec.message());
   detail::FolderMeta meta;
   meta.batch_size = td.batch_size();
   meta.device = td.device();
@@ -88,17 +86,16 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
 
 void write_leaf(const WriteJob& job, bool like) {
   const int fd = open(job.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw Error("TensorDict::memmap: cannot create '" + job.path + "': " + std::strerror(errno));
+  TDRL_CHECK(!(fd < 0), Error, "TensorDict::memmap: cannot create '", job.path,
+             "': ", std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
   } closer{fd};
   const int64_t nbytes = job.tensor.numel() * static_cast<int64_t>(job.tensor.element_size());
   if (like) {
-    if (ftruncate(fd, nbytes) != 0)
-      throw Error("TensorDict::memmap_like: cannot size '" + job.path +
-                  "': " + std::strerror(errno));
+    TDRL_CHECK(ftruncate(fd, nbytes) == 0, Error, "TensorDict::memmap_like: cannot size '",
+               job.path, "': ", std::strerror(errno));
     return;
   }
   torch::Tensor data = job.tensor.detach().to(torch::kCPU).contiguous();
@@ -155,11 +152,11 @@ std::string unique_suffix() {
 // Writes `td` under a temporary name and renames it to `prefix` once every file is complete,
 // so a folder at `prefix` is never half written.
 void write_folder(const TensorDict& td, const std::string& prefix, bool like, int num_threads) {
-  if (prefix.empty()) throw ValueError("TensorDict::memmap: the prefix is empty");
+  TDRL_CHECK(!prefix.empty(), ValueError, "TensorDict::memmap: the prefix is empty");
   const fs::path target = folder_path(prefix);
   std::error_code ec;
-  if (fs::exists(target, ec) && !fs::is_directory(target, ec))
-    throw Error("TensorDict::memmap: '" + prefix + "' exists and is not a folder");
+  TDRL_CHECK(!(fs::exists(target, ec) && !fs::is_directory(target, ec)), Error,
+             "TensorDict::memmap: '", prefix, "' exists and is not a folder");
   const std::string tmp = target.string() + ".tmp" + unique_suffix();
   try {
     std::vector<WriteJob> jobs;
@@ -193,9 +190,8 @@ void write_folder(const TensorDict& td, const std::string& prefix, bool like, in
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error("TensorDict::load_memmap: cannot read '" + path + "': " + std::strerror(errno) +
-                " (is this a folder written by memmap or save?)");
+  TDRL_CHECK(in, Error, "TensorDict::load_memmap: cannot read '", path, "': ", std::strerror(errno),
+             " (is this a folder written by memmap or save?)");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -203,8 +199,8 @@ std::string read_text(const std::string& path) {
 
 TensorDict load_folder(const std::string& dir, MemmapMode mode) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw Error("TensorDict::load_memmap: '" + dir + "' is not a folder");
+  TDRL_CHECK(fs::is_directory(dir, ec), Error, "TensorDict::load_memmap: '", dir,
+             "' is not a folder");
   const std::string meta_path = dir + "/" + kMetaFile;
   const detail::FolderMeta meta = detail::parse_meta(read_text(meta_path), meta_path);
   if (meta.type == detail::FolderType::kLazyStack) {

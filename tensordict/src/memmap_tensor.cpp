@@ -43,10 +43,10 @@ struct FileDescriptor {
 int64_t byte_size(c10::IntArrayRef shape, torch::Dtype dtype) {
   int64_t n = c10::elementSize(dtype);
   for (int64_t d : shape) {
-    if (d < 0)
-      throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " has a negative dim");
-    if (__builtin_mul_overflow(n, d, &n))
-      throw ShapeError("MemoryMappedTensor: shape " + shape_str(shape) + " is too large");
+    TDRL_CHECK(!(d < 0), ShapeError, "MemoryMappedTensor: shape ", shape_str(shape),
+               " has a negative dim");
+    TDRL_CHECK(!__builtin_mul_overflow(n, d, &n), ShapeError, "MemoryMappedTensor: shape ",
+               shape_str(shape), " is too large");
   }
   return n;
 }
@@ -124,17 +124,17 @@ torch::Tensor MemoryMappedTensor::empty(const std::string& filename, c10::IntArr
                                         torch::Dtype dtype) {
   const int64_t size = byte_size(shape, dtype);
   FileDescriptor file{open(filename.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (file.fd < 0) throw Error(os_error("MemoryMappedTensor: cannot create", filename));
-  if (ftruncate(file.fd, size) != 0)
-    throw Error(os_error("MemoryMappedTensor: cannot size to " + std::to_string(size) + " bytes",
-                         filename));
+  TDRL_CHECK(!(file.fd < 0), Error, os_error("MemoryMappedTensor: cannot create", filename));
+  TDRL_CHECK(ftruncate(file.fd, size) == 0, Error,
+             (os_error("MemoryMappedTensor: cannot size to " + std::to_string(size) + " bytes",
+                       filename)));
   return map_file(filename, file.fd, static_cast<size_t>(size), shape, dtype,
                   MemmapMode::kReadWrite);
 }
 
 torch::Tensor MemoryMappedTensor::from_tensor(const std::string& filename,
                                               const torch::Tensor& tensor) {
-  if (!tensor.defined()) throw ValueError("MemoryMappedTensor::from_tensor: undefined tensor");
+  TDRL_CHECK(tensor.defined(), ValueError, "MemoryMappedTensor::from_tensor: undefined tensor");
   auto out = empty(filename, tensor.sizes(), tensor.scalar_type());
   torch::NoGradGuard no_grad;
   out.copy_(tensor);
@@ -146,15 +146,15 @@ torch::Tensor MemoryMappedTensor::from_filename(const std::string& filename, tor
   const int64_t expected = byte_size(shape, dtype);
   const int open_flags = (mode == MemmapMode::kReadWrite ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   FileDescriptor file{open(filename.c_str(), open_flags)};
-  if (file.fd < 0) throw Error(os_error("MemoryMappedTensor: cannot open", filename));
+  TDRL_CHECK(!(file.fd < 0), Error, os_error("MemoryMappedTensor: cannot open", filename));
   struct stat st {};
-  if (fstat(file.fd, &st) != 0) throw Error(os_error("MemoryMappedTensor: cannot stat", filename));
-  if (!S_ISREG(st.st_mode))
-    throw Error("MemoryMappedTensor: '" + filename + "' is not a regular file");
-  if (st.st_size != expected)
-    throw ShapeError("MemoryMappedTensor: '" + filename + "' holds " + std::to_string(st.st_size) +
-                     " bytes but shape " + shape_str(shape) + " of " +
-                     std::string(c10::toString(dtype)) + " needs " + std::to_string(expected));
+  TDRL_CHECK(fstat(file.fd, &st) == 0, Error,
+             os_error("MemoryMappedTensor: cannot stat", filename));
+  TDRL_CHECK(S_ISREG(st.st_mode), Error, "MemoryMappedTensor: '", filename,
+             "' is not a regular file");
+  TDRL_CHECK(st.st_size == expected, ShapeError, "MemoryMappedTensor: '", filename, "' holds ",
+             std::to_string(st.st_size), " bytes but shape ", shape_str(shape), " of ",
+             std::string(c10::toString(dtype)), " needs ", std::to_string(expected));
   return map_file(filename, file.fd, static_cast<size_t>(expected), shape, dtype, mode);
 }
 
@@ -170,8 +170,8 @@ std::optional<std::string> MemoryMappedTensor::filename(const torch::Tensor& ten
 void MemoryMappedTensor::flush(const torch::Tensor& tensor) {
   const Mapping* m = mapping_of(tensor);
   if (!m || !m->address) return;
-  if (msync(m->address, m->size, MS_SYNC) != 0)
-    throw Error(os_error("MemoryMappedTensor::flush: cannot write back", m->filename));
+  TDRL_CHECK(msync(m->address, m->size, MS_SYNC) == 0, Error,
+             os_error("MemoryMappedTensor::flush: cannot write back", m->filename));
 }
 
 }  // namespace tensordict

@@ -61,9 +61,8 @@ json value_json(const AnyValue& v, const std::string& key) {
   if (auto* i = v.get_if<int64_t>()) return *i;
   if (auto* d = v.get_if<double>()) {
     // JSON has no NaN or infinity (nlohmann would write null, which does not load back).
-    if (!std::isfinite(*d))
-      throw ValueError("TensorDict::memmap: non-tensor value of key '" + key + "' is " +
-                       std::to_string(*d) + "; only finite floating values can be saved");
+    TDRL_CHECK(std::isfinite(*d), ValueError, "TensorDict::memmap: non-tensor value of key '", key,
+               "' is ", std::to_string(*d), "; only finite floating values can be saved");
     return *d;
   }
   if (auto* b = v.get_if<bool>()) return *b;

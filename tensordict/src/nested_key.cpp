@@ -7,14 +7,14 @@ namespace tensordict {
 NestedKey::NestedKey(const char* key) : NestedKey(std::string(key ? key : "")) {}
 
 NestedKey::NestedKey(std::string key) {
-  if (key.empty()) throw ValueError("NestedKey: a key must not be the empty string");
+  TDRL_CHECK(!key.empty(), ValueError, "NestedKey: a key must not be the empty string");
   parts_.push_back(std::move(key));
 }
 
 NestedKey::NestedKey(std::initializer_list<NestedKey> parts) {
   for (const auto& part : parts)
     for (const auto& p : part.parts_) parts_.push_back(p);
-  if (parts_.empty()) throw ValueError("NestedKey: a key path must have at least one part");
+  TDRL_CHECK(!parts_.empty(), ValueError, "NestedKey: a key path must have at least one part");
 }
 
 void NestedKey::append(const std::string& part) { parts_.push_back(part); }
@@ -26,14 +26,14 @@ NestedKey NestedKey::join(const NestedKey& child) const {
 }
 
 NestedKey NestedKey::tail() const {
-  if (parts_.size() < 2) throw ValueError("NestedKey::tail: key " + repr() + " has one part");
+  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::tail: key ", repr(), " has one part");
   NestedKey out;
   for (size_t i = 1; i < parts_.size(); ++i) out.append(parts_[i]);
   return out;
 }
 
 NestedKey NestedKey::parent() const {
-  if (parts_.size() < 2) throw ValueError("NestedKey::parent: key " + repr() + " has one part");
+  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::parent: key ", repr(), " has one part");
   NestedKey out;
   for (size_t i = 0; i + 1 < parts_.size(); ++i) out.append(parts_[i]);
   return out;

@@ -13,16 +13,15 @@ NonTensorData::NonTensorData(AnyValue value, std::vector<int64_t> batch_size)
     : pool_{std::move(value)}, batch_size_(std::move(batch_size)) {}
 
 NonTensorData NonTensorData::per_element(std::vector<AnyValue> pool, torch::Tensor positions) {
-  if (positions.scalar_type() != torch::kLong)
-    throw TypeError("NonTensorData::per_element: positions must be int64, got " +
-                    std::string(c10::toString(positions.scalar_type())));
+  TDRL_CHECK(positions.scalar_type() == torch::kLong, TypeError,
+             "NonTensorData::per_element: positions must be int64, got ",
+             std::string(c10::toString(positions.scalar_type())));
   if (positions.numel() > 0) {
     const int64_t lo = positions.min().item<int64_t>();
     const int64_t hi = positions.max().item<int64_t>();
-    if (lo < 0 || hi >= static_cast<int64_t>(pool.size()))
-      throw ValueError("NonTensorData::per_element: positions span [" + std::to_string(lo) + ", " +
-                       std::to_string(hi) + "] but the pool holds " + std::to_string(pool.size()) +
-                       " values");
+    TDRL_CHECK(!(lo < 0 || hi >= static_cast<int64_t>(pool.size())), ValueError,
+               "NonTensorData::per_element: positions span [", std::to_string(lo), ", ",
+               std::to_string(hi), "] but the pool holds ", std::to_string(pool.size()), " values");
   }
   NonTensorData out;
   out.pool_ = std::move(pool);
@@ -35,12 +34,12 @@ const AnyValue& NonTensorData::value() const {
   if (is_uniform()) return pool_.front();
   auto flat = positions_.reshape({-1}).contiguous();
   const int64_t* p = flat.data_ptr<int64_t>();
-  if (flat.numel() == 0) throw TypeError("NonTensorData::value: the entry has no element");
+  TDRL_CHECK(flat.numel() != 0, TypeError, "NonTensorData::value: the entry has no element");
   const AnyValue& first = pool_[p[0]];
   for (int64_t i = 1; i < flat.numel(); ++i) {
-    if (!(pool_[p[i]] == first))
-      throw TypeError("NonTensorData::value: elements hold different values (" + first.to_string() +
-                      " and " + pool_[p[i]].to_string() + "); read them with tolist()");
+    TDRL_CHECK(pool_[p[i]] == first, TypeError,
+               "NonTensorData::value: elements hold different values (", first.to_string(), " and ",
+               pool_[p[i]].to_string(), "); read them with tolist()");
   }
   return first;
 }
@@ -112,7 +111,7 @@ std::pair<std::vector<AnyValue>, std::vector<torch::Tensor>> merged_positions(
 }  // namespace
 
 NonTensorData stack_non_tensor(const std::vector<NonTensorData>& items, int64_t dim) {
-  if (items.empty()) throw ValueError("stack_non_tensor: nothing to stack");
+  TDRL_CHECK(!items.empty(), ValueError, "stack_non_tensor: nothing to stack");
   if (all_uniform_equal(items)) {
     auto batch = items.front().batch_size();
     batch.insert(batch.begin() + dim, static_cast<int64_t>(items.size()));
@@ -123,7 +122,7 @@ NonTensorData stack_non_tensor(const std::vector<NonTensorData>& items, int64_t 
 }
 
 NonTensorData cat_non_tensor(const std::vector<NonTensorData>& items, int64_t dim) {
-  if (items.empty()) throw ValueError("cat_non_tensor: nothing to concatenate");
+  TDRL_CHECK(!items.empty(), ValueError, "cat_non_tensor: nothing to concatenate");
   if (all_uniform_equal(items)) {
     auto batch = items.front().batch_size();
     int64_t total = 0;

@@ -105,12 +105,12 @@ TensorDict TensorDict::view(BatchSize new_batch) const {
 TensorDict TensorDict::flatten(int64_t start_dim, int64_t end_dim) const {
   static constexpr const char* kOp = "TensorDict::flatten";
   const int64_t nd = batch_dims();
-  if (nd == 0) throw ValueError(std::string(kOp) + ": the TensorDict has no batch dims to flatten");
+  TDRL_CHECK(nd != 0, ValueError, std::string(kOp),
+             ": the TensorDict has no batch dims to flatten");
   const int64_t s = detail::wrap_dim(start_dim, nd, kOp);
   const int64_t e = detail::wrap_dim(end_dim, nd, kOp);
-  if (s > e)
-    throw ValueError(std::string(kOp) + ": start_dim " + std::to_string(start_dim) +
-                     " comes after end_dim " + std::to_string(end_dim));
+  TDRL_CHECK(!(s > e), ValueError, std::string(kOp), ": start_dim ", std::to_string(start_dim),
+             " comes after end_dim ", std::to_string(end_dim));
   const auto& old = batch_size();
   BatchSize b(old.begin(), old.begin() + s);
   b.push_back(std::accumulate(old.begin() + s, old.begin() + e + 1, int64_t{1},
@@ -136,16 +136,14 @@ TensorDict TensorDict::unflatten(int64_t dim, BatchSize sizes) const {
 TensorDict TensorDict::permute(std::vector<int64_t> dims) const {
   static constexpr const char* kOp = "TensorDict::permute";
   const int64_t nd = batch_dims();
-  if (static_cast<int64_t>(dims.size()) != nd)
-    throw ValueError(std::string(kOp) + ": got " + std::to_string(dims.size()) +
-                     " dims for batch_size " + shape_str(batch_size()) + " with " +
-                     std::to_string(nd) + " dims");
+  TDRL_CHECK(static_cast<int64_t>(dims.size()) == nd, ValueError, std::string(kOp), ": got ",
+             std::to_string(dims.size()), " dims for batch_size ", shape_str(batch_size()),
+             " with ", std::to_string(nd), " dims");
   std::vector<bool> seen(static_cast<size_t>(nd), false);
   for (auto& d : dims) {
     d = detail::wrap_dim(d, nd, kOp);
-    if (seen[static_cast<size_t>(d)])
-      throw ValueError(std::string(kOp) + ": dims " + shape_str(dims) + " repeat dim " +
-                       std::to_string(d));
+    TDRL_CHECK(!seen[static_cast<size_t>(d)], ValueError, std::string(kOp), ": dims ",
+               shape_str(dims), " repeat dim ", std::to_string(d));
     seen[static_cast<size_t>(d)] = true;
   }
   BatchSize b;
@@ -202,10 +200,9 @@ TensorDict TensorDict::unsqueeze(int64_t dim) const {
 }
 
 TensorDict TensorDict::expand(BatchSize new_batch) const {
-  if (!at::is_expandable_to(batch_size(), new_batch))
-    throw ShapeError("TensorDict::expand: batch_size " + shape_str(batch_size()) +
-                     " cannot be expanded to " + shape_str(new_batch) +
-                     " (trailing dims must match or be 1)");
+  TDRL_CHECK(at::is_expandable_to(batch_size(), new_batch), ShapeError,
+             "TensorDict::expand: batch_size ", shape_str(batch_size()), " cannot be expanded to ",
+             shape_str(new_batch), " (trailing dims must match or be 1)");
   const int64_t nd = batch_dims();
   return detail::map_batch(*this, new_batch, [&](const torch::Tensor& t) {
     return t.expand(with_features(new_batch, t, nd));
@@ -238,15 +235,13 @@ std::vector<TensorDict> TensorDict::split(std::vector<int64_t> split_sizes, int6
   const int64_t len = batch_size()[static_cast<size_t>(d)];
   int64_t total = 0;
   for (auto s : split_sizes) {
-    if (s < 0)
-      throw ValueError(std::string(kOp) + ": split sizes " + shape_str(split_sizes) +
-                       " contain a negative size");
+    TDRL_CHECK(!(s < 0), ValueError, std::string(kOp), ": split sizes ", shape_str(split_sizes),
+               " contain a negative size");
     total += s;
   }
-  if (total != len)
-    throw ValueError(std::string(kOp) + ": split sizes " + shape_str(split_sizes) + " add up to " +
-                     std::to_string(total) + " but batch dim " + std::to_string(d) + " has size " +
-                     std::to_string(len));
+  TDRL_CHECK(total == len, ValueError, std::string(kOp), ": split sizes ", shape_str(split_sizes),
+             " add up to ", std::to_string(total), " but batch dim ", std::to_string(d),
+             " has size ", std::to_string(len));
   TensorDict source = is_lazy_stack() ? contiguous() : *this;
   std::vector<TensorDict> out;
   int64_t start = 0;
@@ -262,9 +257,8 @@ std::vector<TensorDict> TensorDict::split(std::vector<int64_t> split_sizes, int6
 
 std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const {
   static constexpr const char* kOp = "TensorDict::split";
-  if (split_size <= 0)
-    throw ValueError(std::string(kOp) + ": split_size must be positive, got " +
-                     std::to_string(split_size));
+  TDRL_CHECK(!(split_size <= 0), ValueError, std::string(kOp),
+             ": split_size must be positive, got ", std::to_string(split_size));
   const int64_t d = detail::wrap_dim(dim, batch_dims(), kOp);
   const int64_t len = batch_size()[static_cast<size_t>(d)];
   std::vector<int64_t> sizes;
@@ -275,8 +269,8 @@ std::vector<TensorDict> TensorDict::split(int64_t split_size, int64_t dim) const
 
 std::vector<TensorDict> TensorDict::chunk(int64_t chunks, int64_t dim) const {
   static constexpr const char* kOp = "TensorDict::chunk";
-  if (chunks <= 0)
-    throw ValueError(std::string(kOp) + ": chunks must be positive, got " + std::to_string(chunks));
+  TDRL_CHECK(!(chunks <= 0), ValueError, std::string(kOp), ": chunks must be positive, got ",
+             std::to_string(chunks));
   const int64_t d = detail::wrap_dim(dim, batch_dims(), kOp);
   const int64_t len = batch_size()[static_cast<size_t>(d)];
   const int64_t size = std::max<int64_t>(1, (len + chunks - 1) / chunks);
@@ -299,7 +293,7 @@ TensorDict TensorDict::to_tensordict() const {
 // ---- stack and cat ----------------------------------------------------------------------
 
 LazyStackedTensorDict stack(const std::vector<TensorDict>& tensordicts, int64_t dim) {
-  if (tensordicts.empty()) throw ValueError("tensordict::stack: nothing to stack (empty list)");
+  TDRL_CHECK(!tensordicts.empty(), ValueError, "tensordict::stack: nothing to stack (empty list)");
   const int64_t d = detail::wrap_dim(dim, tensordicts.front().batch_dims(), "tensordict::stack",
                                      /*allow_end=*/true);
   return LazyStackedTensorDict(TensorDict(std::make_shared<detail::LazyStackImpl>(tensordicts, d)));
@@ -317,11 +311,10 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     bool ok = bi.size() == b.size();
     for (size_t k = 0; ok && k < bi.size(); ++k)
       ok = static_cast<int64_t>(k) == d || bi[k] == first.batch_size()[k];
-    if (!ok)
-      throw ShapeError("tensordict::cat: TensorDict " + std::to_string(i) +
-                       (path ? " at key " + path->repr() : std::string()) + " has batch_size " +
-                       shape_str(bi) + ", which differs from " + shape_str(first.batch_size()) +
-                       " outside dim " + std::to_string(d));
+    TDRL_CHECK(ok, ShapeError, "tensordict::cat: TensorDict ", std::to_string(i),
+               (path ? " at key " + path->repr() : std::string()), " has batch_size ",
+               shape_str(bi), ", which differs from ", shape_str(first.batch_size()),
+               " outside dim ", std::to_string(d));
     b[static_cast<size_t>(d)] += bi[static_cast<size_t>(d)];
     if (tds[i].device() != device) device = std::nullopt;
   }
@@ -332,11 +325,10 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     std::vector<std::string> a(keys), c(other);
     std::sort(a.begin(), a.end());
     std::sort(c.begin(), c.end());
-    if (a != c)
-      throw KeyError("tensordict::cat: TensorDict " + std::to_string(i) +
-                     (path ? " at key " + path->repr() : std::string()) + " has keys " +
-                     closest_names("", other) + " but TensorDict 0 has " + closest_names("", keys) +
-                     "; concatenated TensorDicts need the same keys");
+    TDRL_CHECK(a == c, KeyError, "tensordict::cat: TensorDict ", std::to_string(i),
+               (path ? " at key " + path->repr() : std::string()), " has keys ",
+               closest_names("", other), " but TensorDict 0 has ", closest_names("", keys),
+               "; concatenated TensorDicts need the same keys");
   }
   for (const auto& k : keys) {
     NestedKey key = path ? path->join(k) : NestedKey(k);
@@ -362,12 +354,12 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
 }  // namespace
 
 TensorDict cat(const std::vector<TensorDict>& tensordicts, int64_t dim) {
-  if (tensordicts.empty()) throw ValueError("tensordict::cat: nothing to concatenate (empty list)");
+  TDRL_CHECK(!tensordicts.empty(), ValueError,
+             "tensordict::cat: nothing to concatenate (empty list)");
   const int64_t nd = tensordicts.front().batch_dims();
-  if (nd == 0)
-    throw ValueError(
-        "tensordict::cat: TensorDicts with batch_size [] have no dim to concatenate "
-        "along; use tensordict::stack");
+  TDRL_CHECK(nd != 0, ValueError,
+             "tensordict::cat: TensorDicts with batch_size [] have no dim to concatenate "
+             "along; use tensordict::stack");
   return cat_at(tensordicts, detail::wrap_dim(dim, nd, "tensordict::cat"), nullptr);
 }
 

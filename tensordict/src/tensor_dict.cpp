@@ -29,10 +29,9 @@ bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op, bool allow_end) {
   const int64_t n = allow_end ? ndim + 1 : ndim;
-  if (dim < -n || dim >= n)
-    throw ValueError(std::string(op) + ": dim " + std::to_string(dim) + " is out of range for " +
-                     std::to_string(ndim) + " batch dims (expected a dim in [" +
-                     std::to_string(-n) + ", " + std::to_string(n - 1) + "])");
+  TDRL_CHECK(!(dim < -n || dim >= n), ValueError, std::string(op), ": dim ", std::to_string(dim),
+             " is out of range for ", std::to_string(ndim), " batch dims (expected a dim in [",
+             std::to_string(-n), ", ", std::to_string(n - 1), "])");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -74,9 +73,8 @@ std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& 
       return std::nullopt;
     }
     auto* nested = std::get_if<TensorDict>(v);
-    if (!nested)
-      throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
-                     "', which holds " + detail::kind_name(*v) + ", not a TensorDict");
+    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.repr(), " runs through '", key[i],
+               "', which holds ", detail::kind_name(*v), ", not a TensorDict");
     td = *nested;
   }
   return td;
@@ -135,9 +133,8 @@ TensorDict::TensorDict(const std::vector<std::pair<NestedKey, Value>>& items, Ba
 
 TensorDict TensorDict::empty(BatchSize batch_size, std::optional<torch::Device> device) {
   for (int64_t d : batch_size)
-    if (d < 0)
-      throw ShapeError("TensorDict::empty: batch_size " + shape_str(batch_size) +
-                       " has a negative dim");
+    TDRL_CHECK(!(d < 0), ShapeError, "TensorDict::empty: batch_size ", shape_str(batch_size),
+               " has a negative dim");
   return TensorDict(std::make_shared<DenseImpl>(std::move(batch_size), device));
 }
 
@@ -167,11 +164,11 @@ const TensorDict& TensorDict::set_batch_size(BatchSize new_batch) const {
     // A uniform non-tensor entry spans any batch size (it is restamped below).
     if (auto* nt = std::get_if<NonTensorData>(&*v); nt && nt->is_uniform()) continue;
     auto shape = detail::value_shape(*v);
-    if (!detail::starts_with(shape, new_batch))
-      throw ShapeError("TensorDict::set_batch_size: entry '" + key + "' (" + detail::kind_name(*v) +
-                       ") has shape " + shape_str(shape) + ", which does not start with the new " +
-                       "batch_size " + shape_str(new_batch) + "; the batch size stays " +
-                       shape_str(batch_size()));
+    TDRL_CHECK(detail::starts_with(shape, new_batch), ShapeError,
+               "TensorDict::set_batch_size: entry '", key, "' (", detail::kind_name(*v),
+               ") has shape ", shape_str(shape), ", which does not start with the new ",
+               "batch_size ", shape_str(new_batch), "; the batch size stays ",
+               shape_str(batch_size()));
   }
   impl_->set_batch_size(std::move(new_batch));
   // Uniform non-tensor entries span the whole batch: restamp them.
@@ -272,10 +269,9 @@ Value TensorDict::get_value(const NestedKey& key) const {
   }
   std::optional<Value> holder;
   const Value* v = detail::entry_of(*container, key.back(), holder);
-  if (!v)
-    throw KeyError("TensorDict::get: key " + key.repr() + " not found; available keys" +
-                   (key.size() > 1 ? std::string(" there") : std::string()) + ": " +
-                   closest_names(key.back(), container->impl()->keys()));
+  TDRL_CHECK(v, KeyError, "TensorDict::get: key ", key.repr(), " not found; available keys",
+             (key.size() > 1 ? std::string(" there") : std::string()), ": ",
+             (closest_names(key.back(), container->impl()->keys())));
   return holder ? std::move(*holder) : *v;
 }
 
@@ -327,22 +323,21 @@ namespace {
 Value prepare_value(const char* op, const NestedKey& key, Value value, const BatchSize& batch,
                     const std::optional<torch::Device>& device) {
   if (auto* t = std::get_if<torch::Tensor>(&value)) {
-    if (!t->defined())
-      throw ValueError(std::string(op) + ": value for key " + key.repr() +
-                       " is an undefined tensor");
-    if (!detail::starts_with(t->sizes(), batch))
-      throw ShapeError(std::string(op) + ": key " + key.repr() + ": tensor shape " +
-                       shape_str(t->sizes()) + " does not start with batch_size " +
-                       shape_str(batch) + "; give the value leading dims " + shape_str(batch) +
-                       " or change the TensorDict's batch_size");
+    TDRL_CHECK(t->defined(), ValueError, std::string(op), ": value for key ", key.repr(),
+               " is an undefined tensor");
+    TDRL_CHECK(detail::starts_with(t->sizes(), batch), ShapeError, std::string(op), ": key ",
+               key.repr(), ": tensor shape ", shape_str(t->sizes()),
+               " does not start with batch_size ", shape_str(batch),
+               "; give the value leading dims ", shape_str(batch),
+               " or change the TensorDict's batch_size");
     if (device && t->device() != *device) return t->to(*device);
     return value;
   }
   if (auto* td = std::get_if<TensorDict>(&value)) {
-    if (!detail::starts_with(td->batch_size(), batch))
-      throw ShapeError(std::string(op) + ": key " + key.repr() + ": nested TensorDict batch_size " +
-                       shape_str(td->batch_size()) + " does not start with batch_size " +
-                       shape_str(batch) + "; nested TensorDicts need the parent's leading dims");
+    TDRL_CHECK(detail::starts_with(td->batch_size(), batch), ShapeError, std::string(op), ": key ",
+               key.repr(), ": nested TensorDict batch_size ", shape_str(td->batch_size()),
+               " does not start with batch_size ", shape_str(batch),
+               "; nested TensorDicts need the parent's leading dims");
     if (device && td->device() != device) {
       bool all_there = true;
       detail::for_each_leaf(*td, [&](const NestedKey&, const torch::Tensor& t) {
@@ -354,10 +349,9 @@ Value prepare_value(const char* op, const NestedKey& key, Value value, const Bat
   }
   const auto& nt = std::get<NonTensorData>(value);
   if (nt.is_uniform()) return nt.with_batch(batch);
-  if (!detail::starts_with(nt.batch_size(), batch))
-    throw ShapeError(std::string(op) + ": key " + key.repr() + ": non-tensor data of shape " +
-                     shape_str(nt.batch_size()) + " does not start with batch_size " +
-                     shape_str(batch));
+  TDRL_CHECK(detail::starts_with(nt.batch_size(), batch), ShapeError, std::string(op), ": key ",
+             key.repr(), ": non-tensor data of shape ", shape_str(nt.batch_size()),
+             " does not start with batch_size ", shape_str(batch));
   return value;
 }
 
@@ -374,9 +368,8 @@ detail::PreparedSet detail::prepare_set(const TensorDict& root, const NestedKey&
     const Value* v = entry_of(td, key[i], holder);
     if (!v) break;
     auto* nested = std::get_if<TensorDict>(v);
-    if (!nested)
-      throw KeyError(std::string(op) + ": key " + key.repr() + " runs through '" + key[i] +
-                     "', which holds " + kind_name(*v) + ", not a TensorDict");
+    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.repr(), " runs through '", key[i],
+               "', which holds ", kind_name(*v), ", not a TensorDict");
     td = *nested;
   }
   Value prepared = prepare_value(op, key, std::move(value), td.batch_size(), td.device());
@@ -419,10 +412,10 @@ bool contains_tensordict(const TensorDict& value, const TensorDict& root) {
 
 const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) const {
   static constexpr const char* kOp = "TensorDict::set";
-  if (auto* td = std::get_if<TensorDict>(&value); td && contains_tensordict(*td, *this))
-    throw ValueError(
-        "TensorDict::set: key " + key.repr() +
-        ": the value contains this TensorDict, which would make a cycle; set a clone()");
+  const auto* td = std::get_if<TensorDict>(&value);
+  TDRL_CHECK(!(td && contains_tensordict(*td, *this)), ValueError, "TensorDict::set: key ",
+             key.repr(),
+             ": the value contains this TensorDict, which would make a cycle; set a clone()");
   if (key.size() == 1) {
     impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
     return *this;
@@ -458,29 +451,25 @@ std::pair<TensorDict, torch::Tensor> existing_tensor(const TensorDict& root, con
                                                      const char* op) {
   auto container = container_of(root, key, op);
   std::optional<Value> v = container ? container->impl()->find(key.back()) : std::nullopt;
-  if (!v)
-    throw KeyError(std::string(op) + ": key " + key.repr() +
-                   " not found; in-place writes need an existing tensor (use set to add one)");
+  TDRL_CHECK(v, KeyError, std::string(op), ": key ", key.repr(),
+             " not found; in-place writes need an existing tensor (use set to add one)");
   auto* t = std::get_if<torch::Tensor>(&*v);
-  if (!t)
-    throw TypeError(std::string(op) + ": key " + key.repr() + " holds " + kind_name(*v) +
-                    ", not a tensor");
+  TDRL_CHECK(t, TypeError, std::string(op), ": key ", key.repr(), " holds ", kind_name(*v),
+             ", not a tensor");
   return {*container, *t};
 }
 
 void check_inplace_value(const char* op, const NestedKey& key, const torch::Tensor& dst,
                          c10::IntArrayRef region, const torch::Tensor& value) {
-  if (!value.defined())
-    throw ValueError(std::string(op) + ": value for key " + key.repr() + " is an undefined tensor");
-  if (value.scalar_type() != dst.scalar_type())
-    throw TypeError(std::string(op) + ": key " + key.repr() + " holds " +
-                    std::string(c10::toString(dst.scalar_type())) + " but the value is " +
-                    std::string(c10::toString(value.scalar_type())) + "; cast it with .to(" +
-                    std::string(c10::toString(dst.scalar_type())) + ") first");
-  if (!at::is_expandable_to(value.sizes(), region))
-    throw ShapeError(std::string(op) + ": key " + key.repr() + ": value of shape " +
-                     shape_str(value.sizes()) + " does not broadcast to the destination shape " +
-                     shape_str(region));
+  TDRL_CHECK(value.defined(), ValueError, std::string(op), ": value for key ", key.repr(),
+             " is an undefined tensor");
+  TDRL_CHECK(value.scalar_type() == dst.scalar_type(), TypeError, std::string(op), ": key ",
+             key.repr(), " holds ", std::string(c10::toString(dst.scalar_type())),
+             " but the value is ", std::string(c10::toString(value.scalar_type())),
+             "; cast it with .to(", std::string(c10::toString(dst.scalar_type())), ") first");
+  TDRL_CHECK(at::is_expandable_to(value.sizes(), region), ShapeError, std::string(op), ": key ",
+             key.repr(), ": value of shape ", shape_str(value.sizes()),
+             " does not broadcast to the destination shape ", shape_str(region));
 }
 }  // namespace detail
 
@@ -494,10 +483,9 @@ const TensorDict& TensorDict::set_(const NestedKey& key, const torch::Tensor& va
 
 const TensorDict& TensorDict::del_(const NestedKey& key) const {
   auto container = container_of(*this, key, "TensorDict::del_");
-  if (!container || !container->impl()->contains(key.back()))
-    throw KeyError(
-        "TensorDict::del_: key " + key.repr() + " not found; available keys: " +
-        closest_names(key.back(), container ? container->impl()->keys() : impl_->keys()));
+  TDRL_CHECK(!(!container || !container->impl()->contains(key.back())), KeyError,
+             "TensorDict::del_: key ", key.repr(), " not found; available keys: ",
+             (closest_names(key.back(), container ? container->impl()->keys() : impl_->keys())));
   container->impl()->erase(key.back());
   return *this;
 }
@@ -515,9 +503,8 @@ const TensorDict& TensorDict::rename_key_(const NestedKey& old_key,
     return *this;
   }
   Value v = get_value(old_key);
-  if (contains(new_key))
-    throw KeyError("TensorDict::rename_key_: key " + new_key.repr() +
-                   " already exists; delete it first or pick another name");
+  TDRL_CHECK(!contains(new_key), KeyError, "TensorDict::rename_key_: key ", new_key.repr(),
+             " already exists; delete it first or pick another name");
   if (old_key.size() == 1 && new_key.size() == 1) {
     impl_->rename(old_key.front(), new_key.front());
     return *this;
@@ -533,10 +520,9 @@ bool TensorDict::is_sub_tensordict() const { return impl_->kind() == Kind::kSub;
 // ---- Lazy stack handle -------------------------------------------------------------------
 
 LazyStackedTensorDict::LazyStackedTensorDict(const TensorDict& td) : TensorDict(td) {
-  if (!td.is_lazy_stack())
-    throw TypeError(
-        "LazyStackedTensorDict: the TensorDict is not a lazy stack (make one with "
-        "tensordict::stack)");
+  TDRL_CHECK(td.is_lazy_stack(), TypeError,
+             "LazyStackedTensorDict: the TensorDict is not a lazy stack (make one with "
+             "tensordict::stack)");
 }
 
 const std::vector<TensorDict>& LazyStackedTensorDict::tensordicts() const {

@@ -77,14 +77,12 @@ void check_entries(const std::vector<std::pair<std::string, Value>>& entries,
 
 void check_value(const FieldSpec& field, const Value& value, const std::string& op, FieldCheck mode,
                  std::vector<std::string>& path) {
-  if (!kind_matches(field.kind, value))
-    throw TypeError(op + ": field " + path_repr(path) + " is declared " + field.type_name +
-                    " but holds " + kind_of(value));
+  TDRL_CHECK(kind_matches(field.kind, value), TypeError, op, ": field ", path_repr(path),
+             " is declared ", field.type_name, " but holds ", kind_of(value));
   if (field.kind == FieldKind::kNonTensor) {
     for (const auto& v : std::get<NonTensorData>(value).pool())
-      if (!field.accepts(v))
-        throw TypeError(op + ": field " + path_repr(path) + " is declared " + field.type_name +
-                        " but holds a " + v.type_name());
+      TDRL_CHECK(field.accepts(v), TypeError, op, ": field ", path_repr(path), " is declared ",
+                 field.type_name, " but holds a ", v.type_name());
   } else if (field.kind == FieldKind::kTensorClass) {
     const TensorDict& nested = std::get<TensorDict>(value);
     std::vector<std::pair<std::string, Value>> entries;
@@ -101,11 +99,11 @@ void check_entries(const std::vector<std::pair<std::string, Value>>& entries,
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string& key = entries[i].first;
     for (size_t j = 0; j < i; ++j)
-      if (entries[j].first == key)
-        throw ValueError(op + ": field '" + key + "'" + where + " is given twice");
-    if (std::find(names.begin(), names.end(), key) == names.end())
-      throw KeyError(op + ": unknown field '" + key + "'" + where + "; " + spec.name +
-                     " declares " + closest_names(key, names));
+      TDRL_CHECK(entries[j].first != key, ValueError, op, ": field '", key, "'", where,
+                 " is given twice");
+    TDRL_CHECK(std::find(names.begin(), names.end(), key) != names.end(), KeyError, op,
+               ": unknown field '", key, "'", where, "; ", spec.name, " declares ",
+               closest_names(key, names));
   }
   if (mode == FieldCheck::kAll) {
     std::vector<std::string> missing;
@@ -114,9 +112,8 @@ void check_entries(const std::vector<std::pair<std::string, Value>>& entries,
       for (const auto& e : entries) found = found || e.first == name;
       if (!found) missing.push_back(name);
     }
-    if (!missing.empty())
-      throw KeyError(op + ": missing field" + (missing.size() > 1 ? "s " : " ") +
-                     quoted_list(missing) + where + "; " + declared(spec));
+    TDRL_CHECK(missing.empty(), KeyError, op, ": missing field", (missing.size() > 1 ? "s " : " "),
+               quoted_list(missing), where, "; ", declared(spec));
   }
   for (const auto& field : spec.fields)
     for (const auto& e : entries)

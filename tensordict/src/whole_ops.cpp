@@ -58,10 +58,10 @@ TensorDict map_leaves(
     if (auto* t = std::get_if<torch::Tensor>(&v)) {
       torch::Tensor r = fn(key, *t);
       if (!r.defined()) return;
-      if (!starts_with(r.sizes(), td.batch_size()))
-        throw ShapeError("TensorDict::apply: the function turned key " + key.repr() + " of shape " +
-                         shape_str(t->sizes()) + " into shape " + shape_str(r.sizes()) +
-                         ", which does not start with batch_size " + shape_str(td.batch_size()));
+      TDRL_CHECK(starts_with(r.sizes(), td.batch_size()), ShapeError,
+                 "TensorDict::apply: the function turned key ", key.repr(), " of shape ",
+                 shape_str(t->sizes()), " into shape ", shape_str(r.sizes()),
+                 ", which does not start with batch_size ", shape_str(td.batch_size()));
       out->append(k, std::move(r));
     } else if (auto* nested = std::get_if<TensorDict>(&v)) {
       out->append(k, map_leaves(*nested, &key, fn, device));
@@ -118,11 +118,10 @@ std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> paired_leaves(
   std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> out;
   detail::for_each_leaf(td, [&](const NestedKey& key, const torch::Tensor& t) {
     auto o = other.find_value(key);
-    if (!o) throw KeyError(std::string(op) + ": the other TensorDict has no key " + key.repr());
+    TDRL_CHECK(o, KeyError, std::string(op), ": the other TensorDict has no key ", key.repr());
     auto* ot = std::get_if<torch::Tensor>(&*o);
-    if (!ot)
-      throw TypeError(std::string(op) + ": key " + key.repr() + " is a tensor here but " +
-                      detail::kind_name(*o) + " in the other TensorDict");
+    TDRL_CHECK(ot, TypeError, std::string(op), ": key ", key.repr(), " is a tensor here but ",
+               detail::kind_name(*o), " in the other TensorDict");
     out.emplace_back(key, t, *ot);
   });
   return out;
@@ -146,12 +145,10 @@ torch::Tensor mask_for(const torch::Tensor& mask, const torch::Tensor& t) {
 }
 
 void check_mask(const char* op, const torch::Tensor& mask, const BatchSize& batch) {
-  if (mask.scalar_type() != torch::kBool)
-    throw TypeError(std::string(op) + ": the mask must be bool, got " +
-                    std::string(c10::toString(mask.scalar_type())));
-  if (!detail::starts_with(batch, mask.sizes()))
-    throw ShapeError(std::string(op) + ": mask shape " + shape_str(mask.sizes()) +
-                     " is not a prefix of batch_size " + shape_str(batch));
+  TDRL_CHECK(mask.scalar_type() == torch::kBool, TypeError, std::string(op),
+             ": the mask must be bool, got ", std::string(c10::toString(mask.scalar_type())));
+  TDRL_CHECK(detail::starts_with(batch, mask.sizes()), ShapeError, std::string(op), ": mask shape ",
+             shape_str(mask.sizes()), " is not a prefix of batch_size ", shape_str(batch));
 }
 
 }  // namespace
@@ -241,10 +238,9 @@ TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) c
   for (const auto& key : keys) {
     auto v = find_value(key);
     if (!v) {
-      if (strict)
-        throw KeyError("TensorDict::select: key " + key.repr() +
-                       " not found; available keys: " + closest_names(key.back(), impl_->keys()) +
-                       " (pass strict = false to skip missing keys)");
+      TDRL_CHECK(!strict, KeyError, "TensorDict::select: key ", key.repr(),
+                 " not found; available keys: ", (closest_names(key.back(), impl_->keys())),
+                 " (pass strict = false to skip missing keys)");
       continue;
     }
     // Parents of a nested key are recreated with their own batch sizes.
@@ -467,20 +463,20 @@ TensorDict TensorDict::where(const torch::Tensor& condition, const c10::Scalar& 
 }
 
 TensorDict TensorDict::flatten_keys(const std::string& separator) const {
-  if (separator.empty()) throw ValueError("TensorDict::flatten_keys: the separator is empty");
+  TDRL_CHECK(!separator.empty(), ValueError, "TensorDict::flatten_keys: the separator is empty");
   auto out = std::make_shared<detail::DenseImpl>(batch_size(), device());
   for (auto& [key, v] : items(/*include_nested=*/true, /*leaves_only=*/true)) {
     std::string flat = key.join_parts(separator);
-    if (out->contains(flat))
-      throw ValueError("TensorDict::flatten_keys: flattening " + key.repr() + " gives '" + flat +
-                       "', which another key already gives; pick another separator");
+    TDRL_CHECK(!out->contains(flat), ValueError, "TensorDict::flatten_keys: flattening ",
+               key.repr(), " gives '", flat,
+               "', which another key already gives; pick another separator");
     out->append(flat, v);
   }
   return TensorDict(out);
 }
 
 TensorDict TensorDict::unflatten_keys(const std::string& separator) const {
-  if (separator.empty()) throw ValueError("TensorDict::unflatten_keys: the separator is empty");
+  TDRL_CHECK(!separator.empty(), ValueError, "TensorDict::unflatten_keys: the separator is empty");
   auto out = TensorDict::empty(batch_size(), device());
   detail::for_each_entry(*this, [&](const std::string& k, const Value& v) {
     std::vector<std::string> parts;
@@ -490,14 +486,12 @@ TensorDict TensorDict::unflatten_keys(const std::string& separator) const {
       parts.push_back(k.substr(start, pos - start));
     parts.push_back(k.substr(start));
     for (const auto& p : parts)
-      if (p.empty())
-        throw ValueError("TensorDict::unflatten_keys: key '" + k + "' has an empty part around '" +
-                         separator + "'");
+      TDRL_CHECK(!p.empty(), ValueError, "TensorDict::unflatten_keys: key '", k,
+                 "' has an empty part around '", separator, "'");
     NestedKey key(parts.front());
     for (size_t i = 1; i < parts.size(); ++i) key = key.join(parts[i]);
-    if (out.contains(key))
-      throw ValueError("TensorDict::unflatten_keys: key '" + k + "' unflattens to " + key.repr() +
-                       ", which another key already gives");
+    TDRL_CHECK(!out.contains(key), ValueError, "TensorDict::unflatten_keys: key '", k,
+               "' unflattens to ", key.repr(), ", which another key already gives");
     if (auto* nested = std::get_if<TensorDict>(&v))
       out.set(key, nested->unflatten_keys(separator));
     else
@@ -531,10 +525,9 @@ const TensorDict& TensorDict::requires_grad_(bool requires_grad) const {
       m.requires_grad_(requires_grad);
     return *this;
   }
-  if (is_sub_tensordict())
-    throw Error(
-        "TensorDict::requires_grad_: a sub-tensordict view holds no tensors of its own; "
-        "call it on the parent TensorDict");
+  TDRL_CHECK(!is_sub_tensordict(), Error,
+             "TensorDict::requires_grad_: a sub-tensordict view holds no tensors of its own; "
+             "call it on the parent TensorDict");
   for (const auto& key : keys(true, true)) {
     auto v = get_value(key);
     auto* t = std::get_if<torch::Tensor>(&v);

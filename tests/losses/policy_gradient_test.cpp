@@ -52,6 +52,17 @@ TEST(A2CLossTest, HandWorkedCaseGivesTheKnownTerms) {
   EXPECT_NEAR(scalar(out, "loss_critic"), 0.5 * (0.1 + 0.3) / 2, 1e-6);
 }
 
+TEST(A2CLossTest, NormalizeAdvantageStandardisesTheBatchsAdvantage) {
+  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5, nullptr, 2.0),
+                                        linear_critic(0.3, 0.1),
+                                        A2CLossOptions().normalize_advantage(true));
+  const auto out = loss->forward(hand_batch());
+  // Advantages 1 and -2: mean -0.5, sample std 1.5 * sqrt(2), so +-1 / sqrt(2).
+  const double lp1 = normal_log_density(0.0, 0.5, 2.0), lp2 = normal_log_density(2.0, 1.0, 2.0);
+  const double a = 1.0 / std::sqrt(2.0);
+  EXPECT_NEAR(scalar(out, "loss_objective"), -(lp1 * a - lp2 * a) / 2, 1e-5);
+}
+
 TEST(A2CLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
   torch::manual_seed(10);
   auto actor = mlp_tanh_actor(3, 2, {8});
@@ -129,8 +140,8 @@ TEST(A2CLossTest, PrintsItsOptions) {
   loss.pretty_print(os);
   EXPECT_EQ(os.str(),
             "A2CLoss(entropy_bonus=true, samples_mc_entropy=1, entropy_coef=0.01, "
-            "critic_coef=1, loss_critic_type=smooth_l1, separate_losses=false, "
-            "clip_value=None)");
+            "critic_coef=1, loss_critic_type=smooth_l1, normalize_advantage=false, "
+            "separate_losses=false, clip_value=None)");
 }
 
 // ---- ReinforceLoss ----------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "distributed_scenarios.h"
 
 using tensordict::TensorDict;
+using tensordict::testing::distributed_deep;
 using tensordict::testing::distributed_mismatch;
 using tensordict::testing::distributed_sample;
 
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
       auto td = distributed_sample(0.0, /*reversed=*/true);
       tensordict::recv(td, *group, 0);
       if (!td.allclose(distributed_sample(1.0))) return 2;
+    } else if (scenario == "send_deep") {
+      tensordict::send(distributed_deep(1.5), *group, 0, /*tag=*/3);
     } else if (scenario == "send_mismatch") {
       tensordict::send(distributed_mismatch(), *group, 0);
     } else if (scenario == "isend") {

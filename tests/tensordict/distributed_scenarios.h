@@ -30,4 +30,13 @@ inline TensorDict distributed_mismatch() {
   return td;
 }
 
+/// Nested batch dims deeper than the root's, a key with a space and a dot, and an insertion
+/// order that is not transport order: what recv_new must rebuild exactly.
+inline TensorDict distributed_deep(double fill) {
+  TensorDict inner({{"z", torch::full({2, 3, 4}, fill)},
+                    {"a b.c", torch::arange(6, torch::kInt).reshape({2, 3})}},
+                   {2, 3});
+  return TensorDict({{"y", torch::full({2}, 2.0 * fill, torch::kDouble)}, {"inner", inner}}, {2});
+}
+
 }  // namespace tensordict::testing

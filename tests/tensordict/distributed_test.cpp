@@ -101,6 +101,19 @@ TEST_F(DistributedTest, RecvOfAMismatchedStructureThrowsNamingTheLeafAndLeavesDa
   EXPECT_EQ(finish(), 0) << "the sender completes: the receiver drained the transfer";
 }
 
+TEST_F(DistributedTest, RecvNewBuildsTheSendersStructureBatchSizesAndKeyOrder) {
+  start("send_deep");
+  const TensorDict td = tensordict::recv_new(*group_, /*src=*/1, /*tag=*/3);
+  const TensorDict expected = distributed_deep(1.5);
+  EXPECT_EQ(td.batch_size(), expected.batch_size());
+  EXPECT_EQ(td.get_tensordict("inner").batch_size(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(td.keys(/*include_nested=*/true), expected.keys(/*include_nested=*/true))
+      << "the sender's insertion order, not transport order";
+  EXPECT_EQ(td.get({"inner", "a b.c"}).dtype(), torch::kInt);
+  EXPECT_TRUE(td.allclose(expected));
+  EXPECT_EQ(finish(), 0);
+}
+
 TEST_F(DistributedTest, IrecvCompletesWithIsendOnTheSameTag) {
   start("isend");
   auto td = distributed_sample(0.0);

@@ -23,6 +23,8 @@ using tensordict::NestedKey;
 std::string keys_repr(const std::vector<NestedKey>& keys);
 /// `0.5`, `-1`, `1e-06` (shortest round-trip form).
 std::string number_repr(double value);
+/// `true` or `false`.
+std::string bool_repr(bool v);
 /// `shape` followed by 1.
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape);
 /// A bool flag spec `[*batch, 1]` (as the done flags).
@@ -50,6 +52,8 @@ void require_inputs(const std::string& where, const std::vector<NestedKey>& keys
                     const EnvSpecs& specs);
 /// Throws ValueError when `key` is done, terminated or truncated (naming `where`).
 void reject_flag_key(const std::string& where, const NestedKey& key);
+/// Throws ValueError naming `where` when `keys` (the option `what`, e.g. "in_keys") is empty.
+void require_keys(const std::string& where, const char* what, const std::vector<NestedKey>& keys);
 
 /// An Unbounded spec of `spec`'s shape and device, with `dtype` (default: `spec`'s).
 specs::TensorSpecPtr unbounded_like(const specs::TensorSpec& spec,

@@ -18,8 +18,8 @@
 
 #include <torch/torch.h>
 
-#include <tdrl/losses/value_estimators.h>
 #include <tdrl/losses/functional/distance.h>
+#include <tdrl/losses/value_estimators.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -93,45 +93,37 @@ inline TensorDict network_inputs(const std::string& where, const std::string& wh
 inline void require_writes(const std::string& where, const std::string& who,
                            const tensordict::nn::TensorDictModuleBase& network,
                            const NestedKey& key, const std::string& key_name) {
-  if (!has_key(network.out_keys(), key)) {
-    throw tensordict::ValueError(where + ": " + who + " writes " + keys_str(network.out_keys()) +
-                                 ", not " + key.repr() + " (the '" + key_name +
-                                 "' key); make it write there or rename the key with set_keys");
-  }
+  TDRL_CHECK(has_key(network.out_keys(), key), tensordict::ValueError, where, ": ", who, " writes ",
+             keys_str(network.out_keys()), ", not ", key.repr(), " (the '", key_name,
+             "' key); make it write there or rename the key with set_keys");
 }
 
 /// Throws ValueError unless `network` reads `key` (the loss's `key_name` key).
 inline void require_reads(const std::string& where, const std::string& who,
                           const tensordict::nn::TensorDictModuleBase& network, const NestedKey& key,
                           const std::string& key_name) {
-  if (!has_key(network.in_keys(), key)) {
-    throw tensordict::ValueError(where + ": " + who + " reads " + keys_str(network.in_keys()) +
-                                 ", not " + key.repr() + " (the '" + key_name +
-                                 "' key); make it read the action there or rename the key with "
-                                 "set_keys");
-  }
+  TDRL_CHECK(has_key(network.in_keys(), key), tensordict::ValueError, where, ": ", who, " reads ",
+             keys_str(network.in_keys()), ", not ", key.repr(), " (the '", key_name,
+             "' key); make it read the action there or rename the key with "
+             "set_keys");
 }
 
 /// Throws ValueError for a null network or one without parameters (`who` names it).
 inline void check_network(const std::string& where, const std::string& who,
                           const std::shared_ptr<torch::nn::Module>& network) {
-  if (!network) throw tensordict::ValueError(where + ": " + who + " is null");
-  if (network->parameters().empty()) {
-    throw tensordict::ValueError(where + ": " + who +
-                                 " has no parameters (a lambda capturing a module does not "
-                                 "register it); wrap the module itself in a TensorDictModule");
-  }
+  TDRL_CHECK(network, tensordict::ValueError, where, ": ", who, " is null");
+  TDRL_CHECK(!network->parameters().empty(), tensordict::ValueError, where, ": ", who,
+             " has no parameters (a lambda capturing a module does not "
+             "register it); wrap the module itself in a TensorDictModule");
 }
 
 /// `batch["next"]`, or KeyError naming `where`.
 inline TensorDict next_tensordict(const std::string& where, const TensorDict& batch) {
   auto value = batch.find_value("next");
-  if (!value || !std::holds_alternative<TensorDict>(*value)) {
-    throw tensordict::KeyError(where +
-                               ": the batch has no \"next\" TensorDict (the next state the "
-                               "targets are computed from); use transitions as envs and "
-                               "collectors write them");
-  }
+  TDRL_CHECK(!(!value || !std::holds_alternative<TensorDict>(*value)), tensordict::KeyError, where,
+             ": the batch has no \"next\" TensorDict (the next state the "
+             "targets are computed from); use transitions as envs and "
+             "collectors write them");
   return std::get<TensorDict>(*value);
 }
 
@@ -171,11 +163,9 @@ inline torch::Tensor td_target(const ValueEstimatorBase& estimator, const torch:
 
 /// Throws ShapeError (naming `where`) when the batch has no batch dim.
 inline void check_batched(const std::string& where, const TensorDict& batch) {
-  if (batch.batch_dims() < 1) {
-    throw tensordict::ShapeError(where +
-                                 ": the batch has batch_size []; a loss needs at least one "
-                                 "batch dim (e.g. [B] transitions from a replay buffer)");
-  }
+  TDRL_CHECK(!(batch.batch_dims() < 1), tensordict::ShapeError, where,
+             ": the batch has batch_size []; a loss needs at least one "
+             "batch dim (e.g. [B] transitions from a replay buffer)");
 }
 
 /// Mean of a per-sample loss `[*B, 1]`; weighted by importance weights `[*B]` when given
@@ -184,13 +174,11 @@ inline torch::Tensor reduce_td_loss(const std::string& where, const torch::Tenso
                                     const std::optional<torch::Tensor>& weight) {
   if (!weight) return loss.mean();
   const auto per_sample = loss.squeeze(-1);
-  if (!weight->sizes().equals(per_sample.sizes())) {
-    throw tensordict::ShapeError(
-        where + ": the importance weights have shape " + shape_str(weight->sizes()) +
-        " but the batch's per-sample "
-        "losses have shape " +
-        shape_str(per_sample.sizes()) + "; they must match (one weight per sample)");
-  }
+  TDRL_CHECK(weight->sizes().equals(per_sample.sizes()), tensordict::ShapeError, where,
+             ": the importance weights have shape ", shape_str(weight->sizes()),
+             " but the batch's per-sample "
+             "losses have shape ",
+             shape_str(per_sample.sizes()), "; they must match (one weight per sample)");
   return (per_sample * weight->to(per_sample.dtype())).mean();
 }
 
@@ -239,24 +227,18 @@ inline void check_networks(const std::string& where,
                            const std::shared_ptr<torch::nn::Module>& actor,
                            const QNetworks& qvalue_networks) {
   check_network(where, "the actor_network", actor);
-  if (qvalue_networks.empty()) {
-    throw tensordict::ValueError(where +
-                                 ": no Q-value network given; pass num_qvalue_nets (usually 2) "
-                                 "independently built critics");
-  }
+  TDRL_CHECK(!qvalue_networks.empty(), tensordict::ValueError, where,
+             ": no Q-value network given; pass num_qvalue_nets (usually 2) "
+             "independently built critics");
   for (size_t i = 0; i < qvalue_networks.size(); ++i) {
     check_network(where, "Q-value network " + std::to_string(i), qvalue_networks[i]);
-    if (qvalue_networks[i] == actor) {
-      throw tensordict::ValueError(where + ": Q-value network " + std::to_string(i) +
-                                   " is the actor_network");
-    }
+    TDRL_CHECK(qvalue_networks[i] != actor, tensordict::ValueError, where, ": Q-value network ",
+               std::to_string(i), " is the actor_network");
     for (size_t j = 0; j < i; ++j) {
-      if (qvalue_networks[i] == qvalue_networks[j]) {
-        throw tensordict::ValueError(
-            where + ": Q-value networks " + std::to_string(j) + " and " + std::to_string(i) +
-            " are the same module; build each critic separately so that they have "
-            "their own parameters");
-      }
+      TDRL_CHECK(qvalue_networks[i] != qvalue_networks[j], tensordict::ValueError, where,
+                 ": Q-value networks ", std::to_string(j), " and ", std::to_string(i),
+                 " are the same module; build each critic separately so that they have "
+                 "their own parameters");
     }
   }
 }
@@ -322,10 +304,9 @@ inline ActionSpace resolve_action_space(const std::string& where, const torch::T
 inline torch::Tensor action_index(const std::string& where, const torch::Tensor& action,
                                   int64_t n) {
   const auto index = action.to(torch::kLong);
-  if (index.numel() > 0 && (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= n)) {
-    throw tensordict::ValueError(where + ": an action index is outside [0, " + std::to_string(n) +
-                                 ")");
-  }
+  TDRL_CHECK(
+      !(index.numel() > 0 && (index.min().item<int64_t>() < 0 || index.max().item<int64_t>() >= n)),
+      tensordict::ValueError, where, ": an action index is outside [0, ", std::to_string(n), ")");
   return index;
 }
 

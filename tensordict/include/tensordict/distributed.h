@@ -9,9 +9,12 @@
 /// insertion order on either side. Non-tensor entries are not transported.
 ///
 /// Each transfer first sends a description of the structure (every leaf's path, dtype and
-/// shape in transport order); a receiver whose TensorDict differs still drains the transfer
-/// (so the sender never hangs) and then throws tensordict::Error naming the first differing
-/// leaf and both descriptions of it; its TensorDict is left unchanged. Errors of the process
+/// shape in transport order; for send, also the batch sizes of the root and of every nested
+/// TensorDict and the entries' insertion order); a receiver whose TensorDict differs still
+/// drains the transfer (so the sender never hangs) and then throws tensordict::Error naming
+/// the first differing leaf and both descriptions of it; its TensorDict is left unchanged.
+/// `recv_new` needs no TensorDict: it builds one of the sender's structure (Python
+/// tensordict's `from_remote_init`, for every transfer). Errors of the process
 /// group itself (a peer gone, a timeout) come through as the group reports them.
 ///
 /// Thread safety: one transfer at a time per (group, peer, tag); different tags may overlap.
@@ -25,6 +28,7 @@
 /// ```
 
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +59,12 @@ std::vector<NestedKey> transport_order(const TensorDict& td);
 void send(const TensorDict& td, c10d::ProcessGroup& group, int dst, int tag = 0);
 /// Receives into `td`'s existing tensors from rank `src` (in place: aliases see the data).
 void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag = 0);
+/// Receives what rank `src` sends into a new TensorDict of the sender's structure: its batch
+/// size, nested TensorDicts (with their batch sizes), leaves (dtypes, shapes) and insertion
+/// order, the leaves allocated on `device` (default CPU). Non-tensor entries are not
+/// transported. Throws tensordict::Error for a malformed header (after draining the transfer).
+TensorDict recv_new(c10d::ProcessGroup& group, int src, int tag = 0,
+                    const std::optional<torch::Device>& device = std::nullopt);
 /// `send` on a background thread, which shares ownership of `group`; `td`'s tensors must not
 /// change until the future is done.
 TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int dst,

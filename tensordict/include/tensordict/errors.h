@@ -7,6 +7,7 @@
 /// A failed operation leaves the TensorDict it was called on exactly as it was.
 
 #include <exception>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,4 +75,28 @@ std::string closest_names(const std::string& wanted, const std::vector<std::stri
 /// a std::runtime_error. For errors that cross threads or processes ("sub-env 3: ...").
 [[noreturn]] void rethrow_with_prefix(const std::exception_ptr& error, const std::string& prefix);
 
+namespace detail {
+
+/// The parts of a TDRL_CHECK message, streamed one after the other.
+template <class... Parts>
+std::string check_message(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+}  // namespace detail
+
 }  // namespace tensordict
+
+/// Throws `ErrorType` (one of the errors above) unless `cond` holds; the message is the
+/// remaining arguments streamed one after the other, built only when the check fails:
+/// ```
+/// TDRL_CHECK(n >= 1, ValueError, "Collector: frames_per_batch is ", std::to_string(n),
+///            "; set it to n >= 1");
+/// ```
+/// The messages follow the rule of this file: operation, key path, expected, got, the fix.
+#define TDRL_CHECK(cond, ErrorType, ...)                                            \
+  do {                                                                              \
+    if (!(cond)) throw ErrorType(::tensordict::detail::check_message(__VA_ARGS__)); \
+  } while (false)

@@ -44,11 +44,8 @@ Categorical::Categorical(std::string name, torch::Tensor param, bool from_probs,
   const std::string where = name + "::" + name;
   const std::string param_name = from_probs ? "probs" : "logits";
   detail::check_floating(where, param_name, param);
-  if (param.dim() < 1) {
-    throw ShapeError(where + ": " + param_name +
-                     " must have shape [*batch, n] with n classes, got " +
-                     shape_str(param.sizes()));
-  }
+  TDRL_CHECK(!(param.dim() < 1), ShapeError, where, ": ", param_name,
+             " must have shape [*batch, n] with n classes, got ", shape_str(param.sizes()));
   torch::Tensor logits = from_probs ? logits_of_probs(where, param, options.probs_atol()) : param;
   if (options.mask()) {
     const auto& mask = *options.mask();
@@ -65,10 +62,9 @@ Categorical::Categorical(std::string name, torch::Tensor param, bool from_probs,
                        ", which would enlarge the " + param_name + " shape " +
                        shape_str(logits.sizes()) + "; it must broadcast to it");
     }
-    if (logits.numel() > 0 && !mask.expand(shape).any(-1).all().item<bool>()) {
-      throw ValueError(where + ": mask leaves a row with no allowed class; every row of mask " +
-                       shape_str(mask.sizes()) + " needs at least one true entry");
-    }
+    TDRL_CHECK(!(logits.numel() > 0 && !mask.expand(shape).any(-1).all().item<bool>()), ValueError,
+               where, ": mask leaves a row with no allowed class; every row of mask ",
+               shape_str(mask.sizes()), " needs at least one true entry");
     mask_ = mask.expand(shape);
     logits = logits.masked_fill(mask_->logical_not(), -std::numeric_limits<double>::infinity());
   }
@@ -106,10 +102,9 @@ torch::Tensor Categorical::index_log_prob(const torch::Tensor& index) const {
   if (index.numel() > 0) {
     const int64_t lo = index.min().item<int64_t>();
     const int64_t hi = index.max().item<int64_t>();
-    if (lo < 0 || hi >= n) {
-      throw ValueError(name() + "::log_prob: class indices must lie in [0, " + std::to_string(n) +
-                       "), got values from " + std::to_string(lo) + " to " + std::to_string(hi));
-    }
+    TDRL_CHECK(!(lo < 0 || hi >= n), ValueError, name(),
+               "::log_prob: class indices must lie in [0, ", std::to_string(n),
+               "), got values from ", std::to_string(lo), " to ", std::to_string(hi));
   }
   const auto value = index.to(torch::kLong).unsqueeze(-1);
   auto shape = detail::broadcast_shape(name() + "::log_prob", "value", value, "logits", logits_);
@@ -158,10 +153,9 @@ torch::Tensor OneHotCategorical::sample_impl(c10::IntArrayRef sample_shape) cons
 }
 
 torch::Tensor OneHotCategorical::log_prob_impl(const torch::Tensor& value) const {
-  if (value.dim() < 1 || value.size(-1) != num_categories()) {
-    throw ShapeError(name() + "::log_prob: value must be one-hot with last dim " +
-                     std::to_string(num_categories()) + ", got shape " + shape_str(value.sizes()));
-  }
+  TDRL_CHECK(!(value.dim() < 1 || value.size(-1) != num_categories()), ShapeError, name(),
+             "::log_prob: value must be one-hot with last dim ", std::to_string(num_categories()),
+             ", got shape ", shape_str(value.sizes()));
   return index_log_prob(value.argmax(-1));
 }
 

@@ -32,16 +32,14 @@ torch::Tensor Distribution::sample(c10::IntArrayRef sample_shape) const {
 }
 
 torch::Tensor Distribution::rsample(c10::IntArrayRef sample_shape) const {
-  if (!has_rsample()) {
-    throw TypeError(name_ + "::rsample: " + name_ +
-                    " is not reparametrisable, so its samples carry no gradient; use sample() "
-                    "and a score-function (log_prob) estimator instead");
-  }
+  TDRL_CHECK(has_rsample(), TypeError, name_, "::rsample: ", name_,
+             " is not reparametrisable, so its samples carry no gradient; use sample() "
+             "and a score-function (log_prob) estimator instead");
   return sample_impl(sample_shape);
 }
 
 torch::Tensor Distribution::log_prob(const torch::Tensor& value) const {
-  if (!value.defined()) throw TypeError(name_ + "::log_prob: value is an undefined tensor");
+  TDRL_CHECK(value.defined(), TypeError, name_, "::log_prob: value is an undefined tensor");
   const std::vector<int64_t> expected = extended_shape({});
   bool ok = value.dim() >= 0;
   const int64_t vd = value.dim();
@@ -51,19 +49,15 @@ torch::Tensor Distribution::log_prob(const torch::Tensor& value) const {
     const int64_t b = expected[ed - i];
     ok = a == b || a == 1 || b == 1;
   }
-  if (!ok) {
-    throw ShapeError(name_ + "::log_prob: value has shape " + shape_str(value.sizes()) +
-                     ", which does not broadcast with batch_shape + event_shape " +
-                     shape_str(expected) + "; its trailing dims must match those");
-  }
+  TDRL_CHECK(ok, ShapeError, name_, "::log_prob: value has shape ", shape_str(value.sizes()),
+             ", which does not broadcast with batch_shape + event_shape ", shape_str(expected),
+             "; its trailing dims must match those");
   return log_prob_impl(value);
 }
 
 torch::Tensor Distribution::entropy() const {
-  if (!has_entropy()) {
-    throw TypeError(name_ + "::entropy: " + name_ +
-                    " has no closed-form entropy; estimate it as -log_prob(sample({N})).mean(0)");
-  }
+  TDRL_CHECK(has_entropy(), TypeError, name_, "::entropy: ", name_,
+             " has no closed-form entropy; estimate it as -log_prob(sample({N})).mean(0)");
   auto h = entropy_impl();
   TORCH_INTERNAL_ASSERT(h.has_value(), name_, " reports has_entropy() but gave none");
   return *h;
@@ -71,20 +65,16 @@ torch::Tensor Distribution::entropy() const {
 
 torch::Tensor Distribution::mean() const {
   auto m = mean_impl();
-  if (!m) {
-    throw TypeError(name_ + "::mean: " + name_ +
-                    " has no closed-form mean; estimate it as sample({N}).mean(0), or use "
-                    "deterministic_sample()");
-  }
+  TDRL_CHECK(m, TypeError, name_, "::mean: ", name_,
+             " has no closed-form mean; estimate it as sample({N}).mean(0), or use "
+             "deterministic_sample()");
   return *m;
 }
 
 torch::Tensor Distribution::mode() const {
   auto m = mode_impl();
-  if (!m) {
-    throw TypeError(name_ + "::mode: " + name_ +
-                    " has no closed-form mode; use deterministic_sample() instead");
-  }
+  TDRL_CHECK(m, TypeError, name_, "::mode: ", name_,
+             " has no closed-form mode; use deterministic_sample() instead");
   return *m;
 }
 
@@ -103,7 +93,7 @@ std::ostream& operator<<(std::ostream& os, const Distribution& dist) {
 namespace detail {
 
 void check_floating(const std::string& where, const std::string& param, const torch::Tensor& t) {
-  if (!t.defined()) throw TypeError(where + ": " + param + " is an undefined tensor");
+  TDRL_CHECK(t.defined(), TypeError, where, ": ", param, " is an undefined tensor");
   if (!torch::isFloatingType(t.scalar_type())) {
     std::ostringstream os;
     os << where << ": " << param << " must be a floating-point tensor, got dtype "
@@ -130,22 +120,18 @@ std::vector<int64_t> broadcast_shape(const std::string& where, const std::string
   for (int64_t i = 1; i <= n; ++i) {
     const int64_t x = i <= a.dim() ? a.size(a.dim() - i) : 1;
     const int64_t y = i <= b.dim() ? b.size(b.dim() - i) : 1;
-    if (x != y && x != 1 && y != 1) {
-      throw ShapeError(where + ": " + name_a + " has shape " + shape_str(a.sizes()) + " and " +
-                       name_b + " has shape " + shape_str(b.sizes()) +
-                       ", which do not broadcast together");
-    }
+    TDRL_CHECK(!(x != y && x != 1 && y != 1), ShapeError, where, ": ", name_a, " has shape ",
+               shape_str(a.sizes()), " and ", name_b, " has shape ", shape_str(b.sizes()),
+               ", which do not broadcast together");
     out[n - i] = x == 1 ? y : x;
   }
   return out;
 }
 
 void check_event_dims(const std::string& where, int64_t event_dims, c10::IntArrayRef shape) {
-  if (event_dims < 0 || event_dims > static_cast<int64_t>(shape.size())) {
-    throw ValueError(where + ": event_dims must be in [0, " + std::to_string(shape.size()) +
-                     "] for parameters of shape " + shape_str(shape) + ", got " +
-                     std::to_string(event_dims));
-  }
+  TDRL_CHECK(!(event_dims < 0 || event_dims > static_cast<int64_t>(shape.size())), ValueError,
+             where, ": event_dims must be in [0, ", std::to_string(shape.size()),
+             "] for parameters of shape ", shape_str(shape), ", got ", std::to_string(event_dims));
 }
 
 torch::Tensor sum_rightmost(const torch::Tensor& t, int64_t n) {

@@ -32,19 +32,15 @@ DistributionClass::DistributionClass(std::string name, std::vector<std::string> 
       param_names_(std::move(param_names)),
       optional_param_names_(std::move(optional_param_names)),
       make_(std::move(make)) {
-  if (name_.empty()) throw ValueError("DistributionClass: the name is empty; give one");
-  if (param_names_.empty()) {
-    throw ValueError("DistributionClass(" + name_ +
-                     "): no required parameter; a distribution reads at least one");
-  }
-  if (!make_) throw ValueError("DistributionClass(" + name_ + "): the make function is empty");
+  TDRL_CHECK(!name_.empty(), ValueError, "DistributionClass: the name is empty; give one");
+  TDRL_CHECK(!param_names_.empty(), ValueError, "DistributionClass(", name_,
+             "): no required parameter; a distribution reads at least one");
+  TDRL_CHECK(make_, ValueError, "DistributionClass(", name_, "): the make function is empty");
   std::set<std::string> seen;
   for (const auto* names : {&param_names_, &optional_param_names_}) {
     for (const auto& param : *names) {
-      if (!seen.insert(param).second) {
-        throw ValueError("DistributionClass(" + name_ + "): parameter '" + param +
-                         "' is named twice; parameter names must be unique");
-      }
+      TDRL_CHECK(seen.insert(param).second, ValueError, "DistributionClass(", name_,
+                 "): parameter '", param, "' is named twice; parameter names must be unique");
     }
   }
 }

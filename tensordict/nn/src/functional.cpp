@@ -44,16 +44,15 @@ const char* value_kind(const Value& value) {
 void check_tensor(const std::string& op, const NestedKey& key, const std::string& what,
                   const torch::Tensor& got, c10::IntArrayRef expected_shape,
                   const torch::Tensor& reference, bool check_device) {
-  if (!got.defined())
-    throw ValueError(op + ": key " + key.repr() + " holds an undefined tensor; expected the " +
-                     what + " of shape " + shape_str(expected_shape));
-  if (got.scalar_type() != reference.scalar_type())
-    throw TypeError(op + ": key " + key.repr() + ": expected dtype " + dtype_str(reference) +
-                    " (the module " + what + "'s), got " + dtype_str(got) + "; cast it with .to(" +
-                    dtype_str(reference) + ")");
-  if (got.layout() != reference.layout())
-    throw TypeError(op + ": key " + key.repr() + ": expected a tensor of the module " + what +
-                    "'s layout, got another layout; convert it (e.g. .to_dense())");
+  TDRL_CHECK(got.defined(), ValueError, op, ": key ", key.repr(),
+             " holds an undefined tensor; expected the ", what, " of shape ",
+             shape_str(expected_shape));
+  TDRL_CHECK(got.scalar_type() == reference.scalar_type(), TypeError, op, ": key ", key.repr(),
+             ": expected dtype ", dtype_str(reference), " (the module ", what, "'s), got ",
+             dtype_str(got), "; cast it with .to(", dtype_str(reference), ")");
+  TDRL_CHECK(got.layout() == reference.layout(), TypeError, op, ": key ", key.repr(),
+             ": expected a tensor of the module ", what,
+             "'s layout, got another layout; convert it (e.g. .to_dense())");
   if (got.sizes() != expected_shape) {
     std::string hint;
     if (got.dim() == static_cast<int64_t>(expected_shape.size()) + 1 &&
@@ -62,10 +61,9 @@ void check_tensor(const std::string& op, const NestedKey& key, const std::string
     throw ShapeError(op + ": key " + key.repr() + ": expected shape " + shape_str(expected_shape) +
                      " (the module " + what + "'s), got " + shape_str(got.sizes()) + hint);
   }
-  if (check_device && got.device() != reference.device())
-    throw DeviceError(op + ": key " + key.repr() + ": expected device " + reference.device().str() +
-                      " (the module " + what + "'s), got " + got.device().str() +
-                      "; move params with .to(device)");
+  TDRL_CHECK(!(check_device && got.device() != reference.device()), DeviceError, op, ": key ",
+             key.repr(), ": expected device ", reference.device().str(), " (the module ", what,
+             "'s), got ", got.device().str(), "; move params with .to(device)");
 }
 
 // ---- from_module --------------------------------------------------------------------------
@@ -139,18 +137,16 @@ void plan_swaps(const TensorDict& params, torch::nn::Module& module, std::vector
       const char* what = parameter ? "parameter" : "buffer";
       const torch::Tensor& target = parameter ? *parameter : *buffer;
       const auto* value = std::get_if<torch::Tensor>(&item.second);
-      if (!value)
-        throw TypeError(std::string(kToModule) + ": key " + key.repr() + " holds " +
-                        value_kind(item.second) + " but the module has a " + what +
-                        " there (shape " + shape_str(target.sizes()) + "); pass a tensor");
+      TDRL_CHECK(value, TypeError, std::string(kToModule), ": key ", key.repr(), " holds ",
+                 value_kind(item.second), " but the module has a ", what, " there (shape ",
+                 shape_str(target.sizes()), "); pass a tensor");
       check_tensor(kToModule, key, what, *value, target.sizes(), target, /*check_device=*/true);
       out.push_back({target, *value});
     } else if (const auto* child = children.find(name)) {
       const auto* sub = std::get_if<TensorDict>(&item.second);
-      if (!sub)
-        throw TypeError(std::string(kToModule) + ": key " + key.repr() + " holds " +
-                        value_kind(item.second) + " but the module has a submodule there (" +
-                        (*child)->name() + "); pass a nested TensorDict of its parameters");
+      TDRL_CHECK(sub, TypeError, std::string(kToModule), ": key ", key.repr(), " holds ",
+                 value_kind(item.second), " but the module has a submodule there (",
+                 (*child)->name(), "); pass a nested TensorDict of its parameters");
       plan_swaps(*sub, **child, path, strict, out);
     } else {
       const std::string where =
@@ -234,30 +230,26 @@ std::vector<Layer> collect_layers(torch::nn::SequentialImpl& mlp, const TensorDi
     if (!expected.is_empty()) {
       valid_top.emplace_back(layer.name);
       const auto entry = stacked.find_value(layer.name);
-      if (!entry)
-        throw KeyError(std::string(kBatched) + ": stacked_params has no key '" + layer.name +
-                       "' for the parameters of module " + std::to_string(index) + " (" +
-                       layer.module->name() + "); its keys: " + keys_list(stacked.keys()) +
-                       " (make_ensemble_params of the members gives the right layout)");
+      TDRL_CHECK(entry, KeyError, std::string(kBatched), ": stacked_params has no key '",
+                 layer.name, "' for the parameters of module ", std::to_string(index), " (",
+                 layer.module->name(), "); its keys: ", keys_list(stacked.keys()),
+                 " (make_ensemble_params of the members gives the right layout)");
       const auto* sub = std::get_if<TensorDict>(&*entry);
-      if (!sub)
-        throw TypeError(std::string(kBatched) + ": key '" + layer.name + "' holds " +
-                        value_kind(*entry) + "; expected a TensorDict of module " +
-                        std::to_string(index) + "'s parameters");
+      TDRL_CHECK(sub, TypeError, std::string(kBatched), ": key '", layer.name, "' holds ",
+                 value_kind(*entry), "; expected a TensorDict of module ", std::to_string(index),
+                 "'s parameters");
       std::vector<std::string> names;
       for (const auto& p : expected) {
         const NestedKey key{layer.name, p.key()};
         names.push_back(p.key());
         const auto value = sub->find_value(p.key());
-        if (!value)
-          throw KeyError(std::string(kBatched) + ": key " + key.repr() +
-                         " is missing from stacked_params (module " + std::to_string(index) + ", " +
-                         layer.module->name() + ", has parameters " +
-                         closest_names(p.key(), expected.keys()) + ")");
+        TDRL_CHECK(value, KeyError, std::string(kBatched), ": key ", key.repr(),
+                   " is missing from stacked_params (module ", std::to_string(index), ", ",
+                   layer.module->name(), ", has parameters ",
+                   (closest_names(p.key(), expected.keys())), ")");
         const auto* tensor = std::get_if<torch::Tensor>(&*value);
-        if (!tensor)
-          throw TypeError(std::string(kBatched) + ": key " + key.repr() + " holds " +
-                          value_kind(*value) + "; expected a tensor");
+        TDRL_CHECK(tensor, TypeError, std::string(kBatched), ": key ", key.repr(), " holds ",
+                   value_kind(*value), "; expected a tensor");
         std::vector<int64_t> shape{n};
         shape.insert(shape.end(), p.value().sizes().begin(), p.value().sizes().end());
         check_tensor(kBatched, key, "parameter", *tensor, shape, p.value(),
@@ -265,11 +257,10 @@ std::vector<Layer> collect_layers(torch::nn::SequentialImpl& mlp, const TensorDi
         layer.params.emplace_back(p.key(), *tensor);
       }
       for (const auto& key : sub->keys())
-        if (!expected.contains(key.front()))
-          throw KeyError(std::string(kBatched) + ": key " + NestedKey{layer.name, key}.repr() +
-                         " names no parameter of module " + std::to_string(index) + " (" +
-                         layer.module->name() +
-                         "); valid names there: " + closest_names(key.front(), names));
+        TDRL_CHECK(expected.contains(key.front()), KeyError, std::string(kBatched), ": key ",
+                   (NestedKey{layer.name, key}.repr()), " names no parameter of module ",
+                   std::to_string(index), " (", layer.module->name(),
+                   "); valid names there: ", (closest_names(key.front(), names)));
     }
     layers.push_back(std::move(layer));
     ++index;
@@ -296,17 +287,15 @@ void check_features(const std::vector<Layer>& layers, int64_t features,
                               " ('" + layer.name + "', " + layer.module->name() + ")";
     if (layer.kind == LayerKind::kLinear) {
       const auto& opts = layer.module->as<torch::nn::Linear>()->options;
-      if (opts.in_features() != features)
-        throw ShapeError(where + " expects " + std::to_string(opts.in_features()) +
-                         " input features, got " + std::to_string(features) + " (input shape " +
-                         shape_str(input.sizes()) + ")");
+      TDRL_CHECK(opts.in_features() == features, ShapeError, where, " expects ",
+                 std::to_string(opts.in_features()), " input features, got ",
+                 std::to_string(features), " (input shape ", shape_str(input.sizes()), ")");
       features = opts.out_features();
     } else if (layer.kind == LayerKind::kLayerNorm) {
       const auto& shape = layer.module->as<torch::nn::LayerNorm>()->options.normalized_shape();
-      if (shape.size() != 1 || shape[0] != features)
-        throw ShapeError(where + " normalizes over " + shape_str(shape) + "; expected [" +
-                         std::to_string(features) +
-                         "] (only a LayerNorm over the last dim fits an MLP)");
+      TDRL_CHECK(!(shape.size() != 1 || shape[0] != features), ShapeError, where,
+                 " normalizes over ", shape_str(shape), "; expected [", std::to_string(features),
+                 "] (only a LayerNorm over the last dim fits an MLP)");
     }
   }
 }
@@ -377,27 +366,26 @@ ParamsGuard to_module(const TensorDict& params, torch::nn::Module& module,
 
 TensorDict stack_params(const std::vector<TensorDict>& params) {
   static const std::string kOp = "stack_params";
-  if (params.empty())
-    throw ValueError(kOp + ": no TensorDict to stack; pass one per ensemble member");
+  TDRL_CHECK(!params.empty(), ValueError, kOp,
+             ": no TensorDict to stack; pass one per ensemble member");
   const TensorDict& first = params.front();
   const auto keys = first.keys(/*include_nested=*/true, /*leaves_only=*/true);
   const std::unordered_set<NestedKey> key_set(keys.begin(), keys.end());
   for (size_t m = 1; m < params.size(); ++m) {
-    if (params[m].batch_size() != first.batch_size())
-      throw ShapeError(kOp + ": member " + std::to_string(m) + " has batch_size " +
-                       shape_str(params[m].batch_size()) + " but member 0 has " +
-                       shape_str(first.batch_size()) + "; every member needs the same");
+    TDRL_CHECK(params[m].batch_size() == first.batch_size(), ShapeError, kOp, ": member ",
+               std::to_string(m), " has batch_size ", shape_str(params[m].batch_size()),
+               " but member 0 has ", shape_str(first.batch_size()),
+               "; every member needs the same");
     const auto member_keys = params[m].keys(true, true);
     for (const auto& key : keys)
-      if (!params[m].contains(key))
-        throw KeyError(kOp + ": member " + std::to_string(m) + " lacks key " + key.repr() +
-                       " that member 0 has; member " + std::to_string(m) + "'s keys: " +
-                       keys_list(member_keys) + " (members must be modules of one architecture)");
+      TDRL_CHECK(params[m].contains(key), KeyError, kOp, ": member ", std::to_string(m),
+                 " lacks key ", key.repr(), " that member 0 has; member ", std::to_string(m),
+                 "'s keys: ", keys_list(member_keys),
+                 " (members must be modules of one architecture)");
     for (const auto& key : member_keys)
-      if (!key_set.count(key))
-        throw KeyError(kOp + ": member " + std::to_string(m) + " has key " + key.repr() +
-                       " that member 0 lacks; member 0's keys: " + keys_list(keys) +
-                       " (members must be modules of one architecture)");
+      TDRL_CHECK(key_set.count(key), KeyError, kOp, ": member ", std::to_string(m), " has key ",
+                 key.repr(), " that member 0 lacks; member 0's keys: ", keys_list(keys),
+                 " (members must be modules of one architecture)");
   }
   std::vector<std::pair<NestedKey, torch::Tensor>> leaves;
   for (const auto& key : keys) {
@@ -406,22 +394,18 @@ TensorDict stack_params(const std::vector<TensorDict>& params) {
     for (size_t m = 0; m < params.size(); ++m) {
       const Value value = params[m].get_value(key);
       const auto* t = std::get_if<torch::Tensor>(&value);
-      if (!t)
-        throw TypeError(kOp + ": member " + std::to_string(m) + "'s key " + key.repr() + " holds " +
-                        value_kind(value) + "; parameters must be tensors");
+      TDRL_CHECK(t, TypeError, kOp, ": member ", std::to_string(m), "'s key ", key.repr(),
+                 " holds ", value_kind(value), "; parameters must be tensors");
       if (m > 0) {
         const auto& ref = tensors.front();
         const std::string what =
             kOp + ": key " + key.repr() + " of member " + std::to_string(m) + " has ";
-        if (t->sizes() != ref.sizes())
-          throw ShapeError(what + "shape " + shape_str(t->sizes()) + " but member 0's has " +
-                           shape_str(ref.sizes()));
-        if (t->scalar_type() != ref.scalar_type())
-          throw TypeError(what + "dtype " + dtype_str(*t) + " but member 0's has " +
-                          dtype_str(ref));
-        if (t->device() != ref.device())
-          throw DeviceError(what + "device " + t->device().str() + " but member 0's has " +
-                            ref.device().str());
+        TDRL_CHECK(t->sizes() == ref.sizes(), ShapeError, what, "shape ", shape_str(t->sizes()),
+                   " but member 0's has ", shape_str(ref.sizes()));
+        TDRL_CHECK(t->scalar_type() == ref.scalar_type(), TypeError, what, "dtype ", dtype_str(*t),
+                   " but member 0's has ", dtype_str(ref));
+        TDRL_CHECK(t->device() == ref.device(), DeviceError, what, "device ", t->device().str(),
+                   " but member 0's has ", ref.device().str());
       }
       requires_grad = requires_grad || t->requires_grad();
       tensors.push_back(t->detach());
@@ -446,8 +430,8 @@ TensorDict make_ensemble_params(const std::vector<std::shared_ptr<torch::nn::Mod
   std::vector<TensorDict> params;
   params.reserve(members.size());
   for (size_t m = 0; m < members.size(); ++m) {
-    if (!members[m])
-      throw ValueError("make_ensemble_params: member " + std::to_string(m) + " is a null module");
+    TDRL_CHECK(members[m], ValueError, "make_ensemble_params: member ", std::to_string(m),
+               " is a null module");
     params.push_back(from_module(*members[m], options));
   }
   return stack_params(params);
@@ -457,12 +441,11 @@ torch::Tensor ensemble_forward_loop(torch::nn::Module& module, const TensorDict&
                                     const std::function<torch::Tensor(int64_t member)>& call,
                                     const ToModuleOptions& options) {
   static const std::string kOp = "ensemble_forward_loop";
-  if (stacked_params.batch_dims() == 0)
-    throw ShapeError(kOp +
-                     ": stacked_params has batch_size []; expected [N, ...] with one entry "
-                     "per member (see make_ensemble_params)");
+  TDRL_CHECK(stacked_params.batch_dims() != 0, ShapeError, kOp,
+             ": stacked_params has batch_size []; expected [N, ...] with one entry "
+             "per member (see make_ensemble_params)");
   const int64_t n = stacked_params.batch_size()[0];
-  if (n == 0) throw ValueError(kOp + ": stacked_params has no member (batch_size[0] is 0)");
+  TDRL_CHECK(n != 0, ValueError, kOp, ": stacked_params has no member (batch_size[0] is 0)");
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> outputs;
   outputs.reserve(n);
@@ -472,13 +455,11 @@ torch::Tensor ensemble_forward_loop(torch::nn::Module& module, const TensorDict&
       ParamsGuard guard = to_module(stacked_params.index({i}), module, options);
       out = call(i);
     }
-    if (!out.defined())
-      throw ValueError(kOp + ": the call for member " + std::to_string(i) +
-                       " returned an undefined tensor; return the module's output");
-    if (i > 0 && out.sizes() != outputs.front().sizes())
-      throw ShapeError(kOp + ": member " + std::to_string(i) + "'s output has shape " +
-                       shape_str(out.sizes()) + " but member 0's has " +
-                       shape_str(outputs.front().sizes()) + "; outputs must stack");
+    TDRL_CHECK(out.defined(), ValueError, kOp, ": the call for member ", std::to_string(i),
+               " returned an undefined tensor; return the module's output");
+    TDRL_CHECK(!(i > 0 && out.sizes() != outputs.front().sizes()), ShapeError, kOp, ": member ",
+               std::to_string(i), "'s output has shape ", shape_str(out.sizes()),
+               " but member 0's has ", shape_str(outputs.front().sizes()), "; outputs must stack");
     outputs.push_back(std::move(out));
   }
   return torch::stack(outputs);
@@ -487,22 +468,21 @@ torch::Tensor ensemble_forward_loop(torch::nn::Module& module, const TensorDict&
 torch::Tensor batched_mlp_forward(const torch::nn::Sequential& mlp,
                                   const TensorDict& stacked_params, const torch::Tensor& input,
                                   const BatchedMlpOptions& options) {
-  if (stacked_params.batch_dims() != 1)
-    throw ShapeError(std::string(kBatched) + ": stacked_params has batch_size " +
-                     shape_str(stacked_params.batch_size()) +
-                     "; expected [N], one entry per member (see make_ensemble_params)");
+  TDRL_CHECK(stacked_params.batch_dims() == 1, ShapeError, std::string(kBatched),
+             ": stacked_params has batch_size ", shape_str(stacked_params.batch_size()),
+             "; expected [N], one entry per member (see make_ensemble_params)");
   const int64_t n = stacked_params.batch_size()[0];
   const auto impl = mlp.ptr();
   const std::vector<Layer> layers = collect_layers(*impl, stacked_params, n);
 
   const bool shared_input = options.shared_input();
-  if (shared_input ? input.dim() < 1 : (input.dim() < 2 || input.size(0) != n))
-    throw ShapeError(std::string(kBatched) + ": input has shape " + shape_str(input.sizes()) +
-                     (shared_input ? "; expected [*batch, in] (shared_input)"
-                                   : "; expected [N, *batch, in] with N = " + std::to_string(n) +
-                                         " (one input per member); pass "
-                                         "BatchedMlpOptions().shared_input(true) to give every "
-                                         "member the same [*batch, in] input"));
+  TDRL_CHECK(!(shared_input ? input.dim() < 1 : (input.dim() < 2 || input.size(0) != n)),
+             ShapeError, std::string(kBatched), ": input has shape ", shape_str(input.sizes()),
+             (shared_input ? "; expected [*batch, in] (shared_input)"
+                           : "; expected [N, *batch, in] with N = " + std::to_string(n) +
+                                 " (one input per member); pass "
+                                 "BatchedMlpOptions().shared_input(true) to give every "
+                                 "member the same [*batch, in] input"));
   check_features(layers, input.size(-1), input);
 
   // Work on [N, M, features] (or [M, features] while every member still sees the same values),

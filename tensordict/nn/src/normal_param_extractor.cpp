@@ -22,11 +22,9 @@ double parse_number(const std::string& s, const std::string& mapping) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (s.empty() || used != s.size()) {
-    throw ValueError(std::string(kWhere) + ": scale_mapping '" + mapping +
-                     "' has no valid number in '" + s +
-                     "'; write biased_softplus_<bias> or biased_softplus_<bias>_<min>");
-  }
+  TDRL_CHECK(!(s.empty() || used != s.size()), ValueError, std::string(kWhere), ": scale_mapping '",
+             mapping, "' has no valid number in '", s,
+             "'; write biased_softplus_<bias> or biased_softplus_<bias>_<min>");
   return v;
 }
 
@@ -75,12 +73,10 @@ NormalParamExtractorImpl::NormalParamExtractorImpl(NormalParamExtractorOptions o
 }
 
 std::tuple<torch::Tensor, torch::Tensor> NormalParamExtractorImpl::forward(const torch::Tensor& x) {
-  if (x.dim() < 1 || x.size(-1) % 2 != 0) {
-    throw ShapeError(
-        "NormalParamExtractor::forward: input must have an even last dim [*batch, "
-        "2 * d] to split into loc and scale, got shape " +
-        shape_str(x.sizes()));
-  }
+  TDRL_CHECK(!(x.dim() < 1 || x.size(-1) % 2 != 0), ShapeError,
+             "NormalParamExtractor::forward: input must have an even last dim [*batch, "
+             "2 * d] to split into loc and scale, got shape ",
+             shape_str(x.sizes()));
   auto halves = x.chunk(2, -1);
   return {halves[0], mapping_(halves[1]).clamp_min(options_.scale_lb())};
 }

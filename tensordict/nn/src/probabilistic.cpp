@@ -34,10 +34,9 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
       throw ValueError(os.str());
     }
     for (const auto& other : dist_keys_) {
-      if (&other != &entry && other.first == name) {
-        throw ValueError(prefix + "two in keys feed parameter '" + name +
-                         "'; give each parameter one key (in_keys_map renames)");
-      }
+      TDRL_CHECK(!(&other != &entry && other.first == name), ValueError, prefix,
+                 "two in keys feed parameter '", name,
+                 "'; give each parameter one key (in_keys_map renames)");
     }
     in_keys.push_back(entry.second);
   }
@@ -58,14 +57,11 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
        << " must hold exactly one key, where the drawn value is written";
     throw ValueError(os.str());
   }
-  if (options_.return_log_prob() && options_.log_prob_key() == sample_key()) {
-    throw ValueError(prefix + "log_prob_key " + sample_key().repr() +
-                     " is the out key; give the log-probability its own key");
-  }
-  if (options_.n_empirical_estimate() < 1) {
-    throw ValueError(prefix + "n_empirical_estimate is " +
-                     std::to_string(options_.n_empirical_estimate()) + "; it must be >= 1");
-  }
+  TDRL_CHECK(!(options_.return_log_prob() && options_.log_prob_key() == sample_key()), ValueError,
+             prefix, "log_prob_key ", sample_key().repr(),
+             " is the out key; give the log-probability its own key");
+  TDRL_CHECK(!(options_.n_empirical_estimate() < 1), ValueError, prefix, "n_empirical_estimate is ",
+             std::to_string(options_.n_empirical_estimate()), "; it must be >= 1");
   std::vector<NestedKey> out_keys{sample_key()};
   if (options_.return_log_prob()) out_keys.push_back(options_.log_prob_key());
   set_keys(std::move(in_keys), std::move(out_keys));
@@ -88,10 +84,8 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
 }
 
 torch::Tensor ProbabilisticTensorDictModuleImpl::log_prob(const TensorDict& tensordict) const {
-  if (!tensordict.contains(sample_key())) {
-    throw KeyError(where() + "::log_prob: the value key " + sample_key().repr() +
-                   " is missing; run the module first or set the value to score");
-  }
+  TDRL_CHECK(tensordict.contains(sample_key()), KeyError, where(), "::log_prob: the value key ",
+             sample_key().repr(), " is missing; run the module first or set the value to score");
   return get_dist(tensordict)->log_prob(tensordict.get(sample_key()));
 }
 
@@ -113,11 +107,10 @@ torch::Tensor ProbabilisticTensorDictModuleImpl::draw(const Distribution& dist,
         // No closed form (TanhNormal, Categorical): estimate it as Python tensordict does.
         const int64_t n = options_.n_empirical_estimate();
         const auto samples = dist.has_rsample() ? dist.rsample({n}) : dist.sample({n});
-        if (!samples.is_floating_point()) {
-          throw TypeError(where() + ": MEAN interaction: " + dist.name() +
-                          " has no mean (its values are class labels); use MODE or "
-                          "DETERMINISTIC");
-        }
+        TDRL_CHECK(samples.is_floating_point(), TypeError, where(),
+                   ": MEAN interaction: ", dist.name(),
+                   " has no mean (its values are class labels); use MODE or "
+                   "DETERMINISTIC");
         return samples.mean(0);
       }
     case InteractionType::kDeterministic:
@@ -153,19 +146,15 @@ ProbabilisticTensorDictSequentialImpl::ProbabilisticTensorDictSequentialImpl(
     Modules modules, TensorDictSequentialOptions options)
     : TensorDictSequentialImpl("ProbabilisticTensorDictSequential", std::move(modules),
                                std::move(options)) {
-  if (size() == 0) {
-    throw ValueError(
-        "ProbabilisticTensorDictSequential: no module given; the last module must be a "
-        "ProbabilisticTensorDictModule");
-  }
+  TDRL_CHECK(size() != 0, ValueError,
+             "ProbabilisticTensorDictSequential: no module given; the last module must be a "
+             "ProbabilisticTensorDictModule");
   probabilistic_ =
       std::dynamic_pointer_cast<ProbabilisticTensorDictModuleImpl>(module_list().back());
-  if (!probabilistic_) {
-    throw ValueError("ProbabilisticTensorDictSequential: the last module is a " +
-                     module_list().back()->name() +
-                     "; it must be a ProbabilisticTensorDictModule (append one that builds "
-                     "the distribution)");
-  }
+  TDRL_CHECK(probabilistic_, ValueError, "ProbabilisticTensorDictSequential: the last module is a ",
+             module_list().back()->name(),
+             "; it must be a ProbabilisticTensorDictModule (append one that builds "
+             "the distribution)");
 }
 
 void ProbabilisticTensorDictSequentialImpl::run_deterministic_part(

@@ -74,10 +74,9 @@ const std::vector<NestedKey>& TensorDictModuleBase::out_keys() const {
 }
 
 TensorDictModuleBase& TensorDictModuleBase::select_out_keys(const std::vector<NestedKey>& keys) {
-  if (keys.empty()) {
-    throw ValueError(name() + "::select_out_keys: no key given; select at least one of " +
-                     keys_repr(out_keys_source_) + " (reset_out_keys() selects all)");
-  }
+  TDRL_CHECK(!keys.empty(), ValueError, name(),
+             "::select_out_keys: no key given; select at least one of ",
+             keys_repr(out_keys_source_), " (reset_out_keys() selects all)");
   for (const auto& key : keys) {
     if (std::find(out_keys_source_.begin(), out_keys_source_.end(), key) ==
         out_keys_source_.end()) {
@@ -120,11 +119,9 @@ bool TensorDictModuleBase::is_selected(const NestedKey& key) const {
 void TensorDictModuleBase::check_in_keys(const TensorDict& tensordict,
                                          const std::string& where) const {
   for (const auto& key : in_keys_) {
-    if (!tensordict.contains(key)) {
-      throw KeyError(where + ": in_key " + key.repr() +
-                     " is missing from the input TensorDict; available keys: " +
-                     keys_repr(tensordict.keys(/*include_nested=*/true, /*leaves_only=*/true)));
-    }
+    TDRL_CHECK(tensordict.contains(key), KeyError, where, ": in_key ", key.repr(),
+               " is missing from the input TensorDict; available keys: ",
+               keys_repr(tensordict.keys(/*include_nested=*/true, /*leaves_only=*/true)));
   }
 }
 

@@ -97,10 +97,8 @@ TensorDictSequentialImpl::TensorDictSequentialImpl(std::string name, Modules mod
 
 void TensorDictSequentialImpl::build(Modules modules, TensorDictSequentialOptions options) {
   for (size_t i = 0; i < modules.size(); ++i) {
-    if (!modules[i]) {
-      throw ValueError(name() + ": module " + std::to_string(i) +
-                       " is null; pass constructed modules");
-    }
+    TDRL_CHECK(modules[i], ValueError, name(), ": module ", std::to_string(i),
+               " is null; pass constructed modules");
   }
   modules_ = std::move(modules);
   partial_tolerant_ = options.partial_tolerant();
@@ -120,10 +118,9 @@ void TensorDictSequentialImpl::build(Modules modules, TensorDictSequentialOption
 
 std::shared_ptr<TensorDictModuleBase> TensorDictSequentialImpl::operator[](
     std::size_t index) const {
-  if (index >= modules_.size()) {
-    throw IndexError("TensorDictSequential[" + std::to_string(index) + "]: index out of range " +
-                     "for a sequence of " + std::to_string(modules_.size()) + " modules");
-  }
+  TDRL_CHECK(!(index >= modules_.size()), IndexError, "TensorDictSequential[",
+             std::to_string(index), "]: index out of range ", "for a sequence of ",
+             std::to_string(modules_.size()), " modules");
   return modules_[index];
 }
 

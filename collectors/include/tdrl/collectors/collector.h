@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/collectors/policy.h>
@@ -38,102 +39,51 @@ struct CollectorOptions {
   /// Frames (env steps of one sub-env) per yielded batch. With an env of batch size `[*B]`
   /// (numel N), each batch holds `T = frames_per_batch / N` steps of every sub-env, and
   /// frames_per_batch is rounded up to a multiple of N (with a warning). Required, >= 1.
-  CollectorOptions& frames_per_batch(int64_t v) {
-    frames_per_batch_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, frames_per_batch) = 0;
   /// Frames to collect in all; iteration ends after them. -1 (default) never ends. Rounded
   /// up to a multiple of frames_per_batch (with a warning), so every batch is full.
-  CollectorOptions& total_frames(int64_t v) {
-    total_frames_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, total_frames) = -1;
   /// While fewer than this many frames have been collected (counted at the start of a
   /// batch), the batch uses random actions from the action spec instead of the policy.
   /// Default 0.
-  CollectorOptions& init_random_frames(int64_t v) {
-    init_random_frames_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, init_random_frames) = 0;
   /// A trajectory is cut after this many steps: its last step gets ("next", "truncated") and
   /// ("next", "done") true and the sub-env is reset. -1 (default): no limit.
-  CollectorOptions& max_frames_per_traj(int64_t v) {
-    max_frames_per_traj_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, max_frames_per_traj) = -1;
   /// Reset every sub-env at the start of each batch (new trajectory ids). Default false:
   /// episodes continue across batches.
-  CollectorOptions& reset_at_each_iter(bool v) {
-    reset_at_each_iter_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, reset_at_each_iter) = false;
   /// Reset the sub-envs whose step is done (partial reset). Default true. When false, the
   /// policy keeps stepping done sub-envs and the env decides what that means.
-  CollectorOptions& reset_when_done(bool v) {
-    reset_when_done_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, reset_when_done) = true;
   /// Yield batches split by trajectory (split_trajectories): batch `[num_traj, max_len]`
   /// with ("collector", "mask"). Default false: batch `[*env_batch, T]`.
-  CollectorOptions& split_trajs(bool v) {
-    split_trajs_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, split_trajs) = false;
   /// The interaction type set while the policy runs (SetInteractionType). Default kRandom
   /// (sample, and exploration modules active).
-  CollectorOptions& exploration_type(tensordict::nn::InteractionType v) {
-    exploration_type_ = v;
-    return *this;
-  }
+  TORCH_ARG(tensordict::nn::InteractionType,
+            exploration_type) = tensordict::nn::InteractionType::kRandom;
+
+ public:
   /// Applied to each batch (after split_trajs) before it is yielded.
   CollectorOptions& postproc(std::function<TensorDict(TensorDict)> v) {
     postproc_ = std::move(v);
     return *this;
   }
   /// Where yielded batches live. Default: the env's device.
-  CollectorOptions& storing_device(torch::Device v) {
-    storing_device_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<torch::Device>, storing_device);
   /// Where the policy runs: its input is moved there and its output back to the env's
   /// device. Default: the env's device.
-  CollectorOptions& policy_device(torch::Device v) {
-    policy_device_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<torch::Device>, policy_device);
   /// Builds the policy of each worker of a multi-worker collector (each then has its own
   /// weights, updated by update_policy_weights_). Ignored by Collector.
-  CollectorOptions& policy_factory(PolicyFactory v) {
-    policy_factory_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(PolicyFactory, policy_factory);
 
-  int64_t frames_per_batch() const { return frames_per_batch_; }
-  int64_t total_frames() const { return total_frames_; }
-  int64_t init_random_frames() const { return init_random_frames_; }
-  int64_t max_frames_per_traj() const { return max_frames_per_traj_; }
-  bool reset_at_each_iter() const { return reset_at_each_iter_; }
-  bool reset_when_done() const { return reset_when_done_; }
-  bool split_trajs() const { return split_trajs_; }
-  tensordict::nn::InteractionType exploration_type() const { return exploration_type_; }
+ public:
   const std::function<TensorDict(TensorDict)>& postproc() const { return postproc_; }
-  const std::optional<torch::Device>& storing_device() const { return storing_device_; }
-  const std::optional<torch::Device>& policy_device() const { return policy_device_; }
-  const PolicyFactory& policy_factory() const { return policy_factory_; }
 
  private:
-  int64_t frames_per_batch_ = 0;
-  int64_t total_frames_ = -1;
-  int64_t init_random_frames_ = 0;
-  int64_t max_frames_per_traj_ = -1;
-  bool reset_at_each_iter_ = false;
-  bool reset_when_done_ = true;
-  bool split_trajs_ = false;
-  tensordict::nn::InteractionType exploration_type_ = tensordict::nn::InteractionType::kRandom;
   std::function<TensorDict(TensorDict)> postproc_;
-  std::optional<torch::Device> storing_device_;
-  std::optional<torch::Device> policy_device_;
-  PolicyFactory policy_factory_;
 };
 
 class CollectorBase;

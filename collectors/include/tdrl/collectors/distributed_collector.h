@@ -4,6 +4,8 @@
 /// and send batches to the trainer over torch.distributed (c10d Gloo, TCPStore rendezvous);
 /// the trainer sends them its policy weights (TorchRL's DistributedDataCollector).
 
+#include <torch/arg.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -19,71 +21,33 @@ namespace tdrl::collectors {
 /// Example: `DistributedOptions().address("10.0.0.1").port(29500).num_workers(4)`
 struct DistributedOptions {
   /// The trainer's host, where its TCPStore listens. Default "127.0.0.1".
-  DistributedOptions& address(std::string v) {
-    address_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::string, address) = "127.0.0.1";
   /// The TCPStore port. 0 (default) lets the trainer pick a free port; only possible when
   /// the trainer launches its workers itself (launch_command), as they must be told it.
-  DistributedOptions& port(int v) {
-    port_ = v;
-    return *this;
-  }
+  TORCH_ARG(int, port) = 0;
   /// Worker processes (world size is num_workers + 1). Default 1.
-  DistributedOptions& num_workers(int64_t v) {
-    num_workers_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, num_workers) = 1;
   /// Timeout of the rendezvous and of every wait of the trainer: a worker that does not
   /// answer within it (dead, unreachable, stuck) makes the trainer's call throw. The trainer
   /// waits for a batch with it, so it must exceed the time a worker takes to collect one
   /// batch. Workers wait for the trainer's next request without a limit (the trainer may
   /// train for long between batches); they end when its connection closes. Default 120 s.
-  DistributedOptions& timeout(std::chrono::milliseconds v) {
-    timeout_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::chrono::milliseconds, timeout){std::chrono::seconds(120)};
   /// Yield each worker's batch as it arrives (async) instead of one stacked batch from all
   /// workers (sync, default).
-  DistributedOptions& sync(bool v) {
-    sync_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, sync) = true;
   /// When not empty, the trainer starts num_workers local processes running this command
   /// (argv; argv[0] a path, not searched in PATH), with this process's environment plus the
   /// worker variables (see worker_identity_from_env); typically the trainer's own executable
   /// and arguments. When empty, workers are started by hand (on any host) with those
   /// variables.
-  DistributedOptions& launch_command(std::vector<std::string> v) {
-    launch_command_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<std::string>, launch_command);
   /// The host name or address of the network interface Gloo binds to on this process (the
   /// peers connect to it). Default: on the trainer, address(); on a worker, address() when it
   /// is a loopback address (everything on one host), else this machine's host name; set it
   /// on a worker whose host name resolves to a loopback address (e.g. Debian's 127.0.1.1).
   /// Workers started by launch_command bind where the trainer does.
-  DistributedOptions& gloo_hostname(std::string v) {
-    gloo_hostname_ = std::move(v);
-    return *this;
-  }
-
-  const std::string& address() const { return address_; }
-  int port() const { return port_; }
-  int64_t num_workers() const { return num_workers_; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  bool sync() const { return sync_; }
-  const std::vector<std::string>& launch_command() const { return launch_command_; }
-  const std::string& gloo_hostname() const { return gloo_hostname_; }
-
- private:
-  std::string address_ = "127.0.0.1";
-  int port_ = 0;
-  int64_t num_workers_ = 1;
-  std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
-  bool sync_ = true;
-  std::vector<std::string> launch_command_;
-  std::string gloo_hostname_;
+  TORCH_ARG(std::string, gloo_hostname);
 };
 
 /// The environment variables a worker process reads (set by the trainer's launch_command,

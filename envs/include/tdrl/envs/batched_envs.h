@@ -3,6 +3,8 @@
 /// SerialEnv and ParallelEnv: n copies of an env stepped as one env of batch `[n, *sub_batch]`
 /// (TorchRL's SerialEnv / ParallelEnv, with threads instead of processes).
 
+#include <torch/arg.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -133,14 +135,8 @@ class SerialEnv : public BatchedEnvBase {
 struct ParallelEnvOptions {
   /// Worker threads stepping the sub-envs (capped at the number of sub-envs); >= 1.
   /// Default: the number of hardware threads.
-  ParallelEnvOptions& num_threads(int64_t v) {
-    num_threads_ = v;
-    return *this;
-  }
-  int64_t num_threads() const { return num_threads_; }
-
- private:
-  int64_t num_threads_ = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  TORCH_ARG(int64_t,
+            num_threads) = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
 };
 
 /// n sub-envs stepped concurrently on a persistent pool of worker threads (TorchRL's

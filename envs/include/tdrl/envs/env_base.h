@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/specs/composite.h>
@@ -32,98 +33,46 @@ using Policy = std::function<TensorDict(TensorDict)>;
 struct EnvBaseOptions {
   /// The env's batch size: a natively batched env steps `batch_size` instances at once.
   /// Default `[]` (one instance).
-  EnvBaseOptions& batch_size(std::vector<int64_t> v) {
-    batch_size_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<int64_t>, batch_size);
   /// Where the env's outputs live (observations, rewards, flags). Default CPU.
-  EnvBaseOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
-  const std::vector<int64_t>& batch_size() const { return batch_size_; }
-  torch::Device device() const { return device_; }
-
- private:
-  std::vector<int64_t> batch_size_;
-  torch::Device device_ = torch::kCPU;
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
 };
 
 /// Options of rollout().
 /// Example: `RolloutOptions().break_when_any_done(false)`
 struct RolloutOptions {
   /// Reset before the first step. When false, `tensordict` must be given. Default true.
-  RolloutOptions& auto_reset(bool v) {
-    auto_reset_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, auto_reset) = true;
   /// Stop after the first step where any sub-env is done. When false, done sub-envs are
   /// reset (step_and_maybe_reset) and the rollout runs all max_steps. Default true.
-  RolloutOptions& break_when_any_done(bool v) {
-    break_when_any_done_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, break_when_any_done) = true;
+
+ public:
   /// The initial TensorDict (a root as reset() returns it). Default none.
   RolloutOptions& tensordict(TensorDict td) {
     tensordict_ = std::move(td);
     return *this;
   }
-  bool auto_reset() const { return auto_reset_; }
-  bool break_when_any_done() const { return break_when_any_done_; }
   const std::optional<TensorDict>& tensordict() const { return tensordict_; }
 
  private:
-  bool auto_reset_ = true;
-  bool break_when_any_done_ = true;
   std::optional<TensorDict> tensordict_;
 };
 
 /// Options of step_mdp (TorchRL's step_mdp keyword arguments).
 struct StepMdpOptions {
   /// Keep the root keys that are not under "next" (other than action/reward). Default true.
-  StepMdpOptions& keep_other(bool v) {
-    keep_other_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, keep_other) = true;
   /// Drop the action from the new root. Default true.
-  StepMdpOptions& exclude_action(bool v) {
-    exclude_action_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, exclude_action) = true;
   /// Drop the reward from the new root. Default true.
-  StepMdpOptions& exclude_reward(bool v) {
-    exclude_reward_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, exclude_reward) = true;
   /// Drop done/terminated/truncated from the new root. Default false.
-  StepMdpOptions& exclude_done(bool v) {
-    exclude_done_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, exclude_done) = false;
   /// The action key (excluded with exclude_action). Default "action".
-  StepMdpOptions& action_key(NestedKey v) {
-    action_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(NestedKey, action_key){specs::kAction};
   /// The reward key (excluded with exclude_reward). Default "reward".
-  StepMdpOptions& reward_key(NestedKey v) {
-    reward_key_ = std::move(v);
-    return *this;
-  }
-  bool keep_other() const { return keep_other_; }
-  bool exclude_action() const { return exclude_action_; }
-  bool exclude_reward() const { return exclude_reward_; }
-  bool exclude_done() const { return exclude_done_; }
-  const NestedKey& action_key() const { return action_key_; }
-  const NestedKey& reward_key() const { return reward_key_; }
-
- private:
-  bool keep_other_ = true;
-  bool exclude_action_ = true;
-  bool exclude_reward_ = true;
-  bool exclude_done_ = false;
-  NestedKey action_key_{specs::kAction};
-  NestedKey reward_key_{specs::kReward};
+  TORCH_ARG(NestedKey, reward_key){specs::kReward};
 };
 
 /// The root of the next step: the entries of `td["next"]` (a shallow copy: tensors are

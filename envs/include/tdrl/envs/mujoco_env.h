@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/env_base.h>
@@ -28,77 +29,29 @@ struct MujocoEnvOptions {
   /// The MJCF file to load. Required by the generic MujocoEnv; a task loads
   /// `<asset_dir>/<Task>.xml` unless this is given (a replacement model must have the task's
   /// dimensions, checked at construction).
-  MujocoEnvOptions& model_path(std::string v) {
-    model_path_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::string, model_path);
   /// Where the tasks' models live. Default: default_mujoco_asset_dir().
-  MujocoEnvOptions& asset_dir(std::string v) {
-    asset_dir_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::string, asset_dir);
   /// The env's batch size: the number of simulations stepped at once is its product
   /// (`[]`: one simulation, observations `[obs_dim]`). Default `[]`.
-  MujocoEnvOptions& batch_size(std::vector<int64_t> v) {
-    batch_size_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<int64_t>, batch_size);
   /// Threads stepping the simulations (the caller's thread included), >= 1; never more than
   /// the number of simulations are used. Default 1.
-  MujocoEnvOptions& num_threads(int64_t v) {
-    num_threads_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, num_threads) = 1;
   /// MuJoCo steps (of the model's timestep) per env step, >= 1. Default: the task's.
-  MujocoEnvOptions& frame_skip(int64_t v) {
-    frame_skip_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<int64_t>, frame_skip);
   /// Half-width (or standard deviation, as the task says) of the noise added to the initial
   /// qpos and qvel on reset, >= 0. Default: the task's.
-  MujocoEnvOptions& reset_noise_scale(double v) {
-    reset_noise_scale_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<double>, reset_noise_scale);
   /// Steps after which an episode is truncated (truncated = done = true); 0 = no limit.
   /// Default: the task's (1000 for most tasks, 50 for Reacher, 0 for the generic env).
-  MujocoEnvOptions& max_episode_steps(int64_t v) {
-    max_episode_steps_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<int64_t>, max_episode_steps);
   /// Whether an unhealthy state terminates the episode (Hopper, Walker2d, Ant, Humanoid).
   /// When false, the healthy reward is paid every step and episodes only end by truncation.
   /// Default true.
-  MujocoEnvOptions& terminate_when_unhealthy(bool v) {
-    terminate_when_unhealthy_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, terminate_when_unhealthy) = true;
   /// Where the outputs live. Default CPU (simulation always runs on the CPU).
-  MujocoEnvOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
-
-  const std::string& model_path() const { return model_path_; }
-  const std::string& asset_dir() const { return asset_dir_; }
-  const std::vector<int64_t>& batch_size() const { return batch_size_; }
-  int64_t num_threads() const { return num_threads_; }
-  const std::optional<int64_t>& frame_skip() const { return frame_skip_; }
-  const std::optional<double>& reset_noise_scale() const { return reset_noise_scale_; }
-  const std::optional<int64_t>& max_episode_steps() const { return max_episode_steps_; }
-  bool terminate_when_unhealthy() const { return terminate_when_unhealthy_; }
-  torch::Device device() const { return device_; }
-
- private:
-  std::string model_path_;
-  std::string asset_dir_;
-  std::vector<int64_t> batch_size_;
-  int64_t num_threads_ = 1;
-  std::optional<int64_t> frame_skip_;
-  std::optional<double> reset_noise_scale_;
-  std::optional<int64_t> max_episode_steps_;
-  bool terminate_when_unhealthy_ = true;
-  torch::Device device_ = torch::kCPU;
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
 };
 
 /// Prints `MujocoEnvOptions(model_path=..., batch_size=[16], num_threads=2, ...)`, unset

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/env_base.h>
@@ -35,15 +36,11 @@ using EnvOptionValue = std::variant<bool, int64_t, double, std::string>;
 /// `EnvOptions().batch_size({16}).seed(0).set("max_episode_steps", 200)`
 struct EnvOptions {
   /// The env's batch size. Default `[]` (one instance).
-  EnvOptions& batch_size(std::vector<int64_t> v) {
-    batch_size_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<int64_t>, batch_size);
   /// Where the env's outputs live. Default CPU.
-  EnvOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
   /// When set, make_env seeds the new env with it (env.set_seed). Default none.
   EnvOptions& seed(uint64_t v) {
     seed_ = v;
@@ -72,8 +69,6 @@ struct EnvOptions {
     return set(key, EnvOptionValue(std::in_place_type<std::string>, value));
   }
 
-  const std::vector<int64_t>& batch_size() const { return batch_size_; }
-  torch::Device device() const { return device_; }
   const std::optional<uint64_t>& seed() const { return seed_; }
   /// The task-specific options, sorted by name.
   const std::map<std::string, EnvOptionValue>& options() const { return options_; }
@@ -101,8 +96,6 @@ struct EnvOptions {
   }
 
  private:
-  std::vector<int64_t> batch_size_;
-  torch::Device device_ = torch::kCPU;
   std::optional<uint64_t> seed_;
   std::map<std::string, EnvOptionValue> options_;
 };

@@ -29,6 +29,9 @@ struct A2CLossOptions {
   TORCH_ARG(double, critic_coef) = 1.0;
   /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
   TORCH_ARG(std::string, loss_critic_type) = "smooth_l1";
+  /// Standardise the advantage over the batch forward gets (mean 0, std 1) before use.
+  /// Default false.
+  TORCH_ARG(bool, normalize_advantage) = false;
   /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
   TORCH_ARG(bool, separate_losses) = false;
   /// Clip the critic's change from the batch's value to ±clip_value (see

@@ -14,6 +14,7 @@
 #include <torch/types.h>
 
 #include <tdrl/losses/policy_gradient.h>
+#include <tensordict/arg.h>
 
 namespace tdrl::losses {
 
@@ -23,69 +24,24 @@ template <class Derived>
 class PPOOptionsBase {
  public:
   /// Add the entropy bonus term loss_entropy (and the entropy diagnostic). Default true.
-  Derived& entropy_bonus(bool v) {
-    entropy_bonus_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, bool, entropy_bonus) = true;
   /// Reparametrised samples for the Monte-Carlo entropy of distributions without a
   /// closed-form entropy (TanhNormal). At least 1. Default 1.
-  Derived& samples_mc_entropy(int64_t v) {
-    samples_mc_entropy_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, int64_t, samples_mc_entropy) = 1;
   /// Weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy). Default 0.01.
-  Derived& entropy_coef(double v) {
-    entropy_coef_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, double, entropy_coef) = 0.01;
   /// Weight of the critic loss: loss_critic = critic_coef * mean(distance). Default 1.0.
-  Derived& critic_coef(double v) {
-    critic_coef_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, double, critic_coef) = 1.0;
   /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
-  Derived& loss_critic_type(std::string v) {
-    loss_critic_type_ = std::move(v);
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, std::string, loss_critic_type) = "smooth_l1";
   /// Standardise the advantage over the batch before use. Default false.
-  Derived& normalize_advantage(bool v) {
-    normalize_advantage_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, bool, normalize_advantage) = false;
   /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
-  Derived& separate_losses(bool v) {
-    separate_losses_ = v;
-    return self();
-  }
+  TDRL_CRTP_ARG(Derived, bool, separate_losses) = false;
   /// Clip the critic's change from the batch's (collection-time) value to ±clip_value and
   /// take the larger of the clipped and unclipped losses (needs the value key in the batch).
   /// Must be > 0. Default none.
-  Derived& clip_value(std::optional<double> v) {
-    clip_value_ = v;
-    return self();
-  }
-
-  bool entropy_bonus() const { return entropy_bonus_; }
-  int64_t samples_mc_entropy() const { return samples_mc_entropy_; }
-  double entropy_coef() const { return entropy_coef_; }
-  double critic_coef() const { return critic_coef_; }
-  const std::string& loss_critic_type() const { return loss_critic_type_; }
-  bool normalize_advantage() const { return normalize_advantage_; }
-  bool separate_losses() const { return separate_losses_; }
-  const std::optional<double>& clip_value() const { return clip_value_; }
-
- private:
-  Derived& self() { return static_cast<Derived&>(*this); }
-
-  bool entropy_bonus_ = true;
-  int64_t samples_mc_entropy_ = 1;
-  double entropy_coef_ = 0.01;
-  double critic_coef_ = 1.0;
-  std::string loss_critic_type_ = "smooth_l1";
-  bool normalize_advantage_ = false;
-  bool separate_losses_ = false;
-  std::optional<double> clip_value_;
+  TDRL_CRTP_ARG(Derived, std::optional<double>, clip_value);
 };
 
 /// Options of PPOLoss (the options every PPO loss has).

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <utility>
 
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -22,65 +23,32 @@ namespace tdrl::modules {
 /// Example: `AdditiveGaussianModuleOptions().sigma_init(0.5).sigma_end(0.05).safe(true)`
 struct AdditiveGaussianModuleOptions {
   /// The noise scale before any `step()`; >= 0. Default 1.0.
-  AdditiveGaussianModuleOptions& sigma_init(double v) {
-    sigma_init_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, sigma_init) = 1.0;
   /// The noise scale reached after `annealing_num_steps` frames, in [0, sigma_init].
   /// Default 0.1.
-  AdditiveGaussianModuleOptions& sigma_end(double v) {
-    sigma_end_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, sigma_end) = 0.1;
   /// The number of frames over which sigma decreases linearly from sigma_init to sigma_end;
   /// >= 1. Default 1000.
-  AdditiveGaussianModuleOptions& annealing_num_steps(int64_t v) {
-    annealing_num_steps_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, annealing_num_steps) = 1000;
   /// The mean of the unscaled noise N(mean, std); finite. Default 0.0.
-  AdditiveGaussianModuleOptions& mean(double v) {
-    mean_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, mean) = 0.0;
   /// The standard deviation of the unscaled noise N(mean, std); >= 0. Default 1.0.
-  AdditiveGaussianModuleOptions& std(double v) {
-    std_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, std) = 1.0;
   /// The key of the action, read and overwritten. Default "action".
-  AdditiveGaussianModuleOptions& action_key(tensordict::NestedKey v) {
-    action_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(tensordict::NestedKey, action_key){"action"};
   /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
-  AdditiveGaussianModuleOptions& safe(bool v) {
-    safe_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, safe) = true;
+
+ public:
   /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
   AdditiveGaussianModuleOptions& generator(torch::Generator v) {
     generator_ = std::move(v);
     return *this;
   }
 
-  double sigma_init() const { return sigma_init_; }
-  double sigma_end() const { return sigma_end_; }
-  int64_t annealing_num_steps() const { return annealing_num_steps_; }
-  double mean() const { return mean_; }
-  double std() const { return std_; }
-  const tensordict::NestedKey& action_key() const { return action_key_; }
-  bool safe() const { return safe_; }
   const std::optional<torch::Generator>& generator() const { return generator_; }
 
  private:
-  double sigma_init_ = 1.0;
-  double sigma_end_ = 0.1;
-  int64_t annealing_num_steps_ = 1000;
-  double mean_ = 0.0;
-  double std_ = 1.0;
-  tensordict::NestedKey action_key_{"action"};
-  bool safe_ = true;
   std::optional<torch::Generator> generator_;
 };
 

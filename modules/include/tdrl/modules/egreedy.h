@@ -7,6 +7,7 @@
 #include <ostream>
 #include <utility>
 
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -21,26 +22,16 @@ namespace tdrl::modules {
 /// Example: `EGreedyModuleOptions().eps_init(1.0).eps_end(0.05).annealing_num_steps(10000)`
 struct EGreedyModuleOptions {
   /// The probability of a random action before any `step()`, in [0, 1]. Default 1.0.
-  EGreedyModuleOptions& eps_init(double v) {
-    eps_init_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, eps_init) = 1.0;
   /// The probability reached after `annealing_num_steps` frames, in [0, eps_init]. Default 0.1.
-  EGreedyModuleOptions& eps_end(double v) {
-    eps_end_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, eps_end) = 0.1;
   /// The number of frames over which eps decreases linearly from eps_init to eps_end; >= 1.
   /// Default 1000.
-  EGreedyModuleOptions& annealing_num_steps(int64_t v) {
-    annealing_num_steps_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, annealing_num_steps) = 1000;
   /// The key of the action, read and overwritten. Default "action".
-  EGreedyModuleOptions& action_key(tensordict::NestedKey v) {
-    action_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(tensordict::NestedKey, action_key){"action"};
+
+ public:
   /// The key of a bool mask `[*batch, n]` of allowed actions (true = allowed); random actions
   /// are drawn among allowed ones only. Only for Categorical and OneHot specs. Default: none.
   EGreedyModuleOptions& action_mask_key(tensordict::NestedKey v) {
@@ -54,18 +45,10 @@ struct EGreedyModuleOptions {
     return *this;
   }
 
-  double eps_init() const { return eps_init_; }
-  double eps_end() const { return eps_end_; }
-  int64_t annealing_num_steps() const { return annealing_num_steps_; }
-  const tensordict::NestedKey& action_key() const { return action_key_; }
   const std::optional<tensordict::NestedKey>& action_mask_key() const { return action_mask_key_; }
   const std::optional<torch::Generator>& generator() const { return generator_; }
 
  private:
-  double eps_init_ = 1.0;
-  double eps_end_ = 0.1;
-  int64_t annealing_num_steps_ = 1000;
-  tensordict::NestedKey action_key_{"action"};
   std::optional<tensordict::NestedKey> action_mask_key_;
   std::optional<torch::Generator> generator_;
 };

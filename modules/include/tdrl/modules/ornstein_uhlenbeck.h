@@ -8,6 +8,7 @@
 #include <ostream>
 #include <utility>
 
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -27,47 +28,25 @@ inline const char* const kOuStepsKey = "_ou_steps";
 /// Example: `OrnsteinUhlenbeckProcessModuleOptions().theta(0.15).sigma(0.2).sigma_min(0.05)`
 struct OrnsteinUhlenbeckProcessModuleOptions {
   /// The noise scale factor eps before any `step()`; >= 0. Default 1.0.
-  OrnsteinUhlenbeckProcessModuleOptions& eps_init(double v) {
-    eps_init_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, eps_init) = 1.0;
   /// The factor reached after `annealing_num_steps` frames, in [0, eps_init]. Default 0.1.
-  OrnsteinUhlenbeckProcessModuleOptions& eps_end(double v) {
-    eps_end_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, eps_end) = 0.1;
   /// The number of frames over which eps decreases linearly from eps_init to eps_end; >= 1.
   /// Default 1000.
-  OrnsteinUhlenbeckProcessModuleOptions& annealing_num_steps(int64_t v) {
-    annealing_num_steps_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, annealing_num_steps) = 1000;
   /// The mean-reversion rate; >= 0. Default 0.15.
-  OrnsteinUhlenbeckProcessModuleOptions& theta(double v) {
-    theta_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, theta) = 0.15;
   /// The mean the noise reverts to; finite. Default 0.0.
-  OrnsteinUhlenbeckProcessModuleOptions& mu(double v) {
-    mu_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, mu) = 0.0;
   /// The volatility at process step 0; >= 0. Default 0.2.
-  OrnsteinUhlenbeckProcessModuleOptions& sigma(double v) {
-    sigma_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, sigma) = 0.2;
   /// The time step; > 0. Default 0.01.
-  OrnsteinUhlenbeckProcessModuleOptions& dt(double v) {
-    dt_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, dt) = 1e-2;
   /// The noise a batch element restarts from: a tensor broadcastable to the spec's shape.
   /// Default: zeros.
-  OrnsteinUhlenbeckProcessModuleOptions& x0(torch::Tensor v) {
-    x0_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, x0);
+
+ public:
   /// The same, one value for every element.
   OrnsteinUhlenbeckProcessModuleOptions& x0(double v) {
     return x0(torch::tensor(v, torch::kFloat64));
@@ -75,66 +54,27 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
   /// The volatility floor, in [0, sigma]: sigma then decreases linearly with each batch
   /// element's process step count, reaching sigma_min after n_steps_annealing steps. Default:
   /// unset (constant sigma).
-  OrnsteinUhlenbeckProcessModuleOptions& sigma_min(double v) {
-    sigma_min_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<double>, sigma_min);
   /// The process steps over which sigma reaches sigma_min; >= 1. Default 1000.
-  OrnsteinUhlenbeckProcessModuleOptions& n_steps_annealing(int64_t v) {
-    n_steps_annealing_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, n_steps_annealing) = 1000;
   /// The key of the action, read and overwritten. Default "action".
-  OrnsteinUhlenbeckProcessModuleOptions& action_key(tensordict::NestedKey v) {
-    action_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(tensordict::NestedKey, action_key){"action"};
   /// The key of the bool flags `[*batch, 1]` (or `[*batch]`) marking batch elements whose
   /// process restarts from x0 (set by env resets). Default "is_init".
-  OrnsteinUhlenbeckProcessModuleOptions& is_init_key(tensordict::NestedKey v) {
-    is_init_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(tensordict::NestedKey, is_init_key){"is_init"};
   /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
-  OrnsteinUhlenbeckProcessModuleOptions& safe(bool v) {
-    safe_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, safe) = true;
+
+ public:
   /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
   OrnsteinUhlenbeckProcessModuleOptions& generator(torch::Generator v) {
     generator_ = std::move(v);
     return *this;
   }
 
-  double eps_init() const { return eps_init_; }
-  double eps_end() const { return eps_end_; }
-  int64_t annealing_num_steps() const { return annealing_num_steps_; }
-  double theta() const { return theta_; }
-  double mu() const { return mu_; }
-  double sigma() const { return sigma_; }
-  double dt() const { return dt_; }
-  const torch::Tensor& x0() const { return x0_; }
-  const std::optional<double>& sigma_min() const { return sigma_min_; }
-  int64_t n_steps_annealing() const { return n_steps_annealing_; }
-  const tensordict::NestedKey& action_key() const { return action_key_; }
-  const tensordict::NestedKey& is_init_key() const { return is_init_key_; }
-  bool safe() const { return safe_; }
   const std::optional<torch::Generator>& generator() const { return generator_; }
 
  private:
-  double eps_init_ = 1.0;
-  double eps_end_ = 0.1;
-  int64_t annealing_num_steps_ = 1000;
-  double theta_ = 0.15;
-  double mu_ = 0.0;
-  double sigma_ = 0.2;
-  double dt_ = 1e-2;
-  torch::Tensor x0_;
-  std::optional<double> sigma_min_;
-  int64_t n_steps_annealing_ = 1000;
-  tensordict::NestedKey action_key_{"action"};
-  tensordict::NestedKey is_init_key_{"is_init"};
-  bool safe_ = true;
   std::optional<torch::Generator> generator_;
 };
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 namespace tdrl::specs {
@@ -153,21 +154,9 @@ std::ostream& operator<<(std::ostream& os, const TensorSpec& spec);
 /// Example: `Unbounded spec({3}, UnboundedOptions().dtype(torch::kFloat64));`
 struct UnboundedOptions {
   /// Any real or bool dtype; floating dtypes make a continuous spec. Default float32.
-  UnboundedOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kFloat32;
   /// Default CPU.
-  UnboundedOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
-
- private:
-  torch::Dtype dtype_ = torch::kFloat32;
-  torch::Device device_ = torch::kCPU;
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
 };
 
 /// Any value of the dtype (TorchRL's Unbounded; prints as UnboundedContinuous or
@@ -202,16 +191,14 @@ class Unbounded : public TensorSpec {
 struct BoundedOptions {
   /// Lower bound: a scalar or a tensor broadcastable to the shape. Required.
   BoundedOptions& low(double v) { return low(torch::tensor(v, torch::kFloat64)); }
-  BoundedOptions& low(torch::Tensor v) {
-    low_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, low);
+
+ public:
   /// Upper bound: a scalar or a tensor broadcastable to the shape; >= low. Required.
   BoundedOptions& high(double v) { return high(torch::tensor(v, torch::kFloat64)); }
-  BoundedOptions& high(torch::Tensor v) {
-    high_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, high);
+
+ public:
   /// The spec's shape. Default: the broadcast shape of low and high.
   BoundedOptions& shape(std::vector<int64_t> v) {
     shape_ = std::move(v);
@@ -219,27 +206,15 @@ struct BoundedOptions {
   }
   /// A real dtype; integer dtypes make a discrete spec with inclusive integer bounds.
   /// Default float32.
-  BoundedOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kFloat32;
   /// Default CPU.
-  BoundedOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
-  const torch::Tensor& low() const { return low_; }
-  const torch::Tensor& high() const { return high_; }
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
   const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
 
  private:
-  torch::Tensor low_;
-  torch::Tensor high_;
   std::optional<std::vector<int64_t>> shape_;
-  torch::Dtype dtype_ = torch::kFloat32;
-  torch::Device device_ = torch::kCPU;
 };
 
 /// Values in the box [low, high], element-wise (TorchRL's Bounded; prints as
@@ -288,28 +263,11 @@ class Bounded : public TensorSpec {
 /// Example: `CategoricalOptions().shape({4})` (4 envs, one index each)
 struct CategoricalOptions {
   /// The spec's shape. Default `[]` (one index).
-  CategoricalOptions& shape(std::vector<int64_t> v) {
-    shape_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<int64_t>, shape);
   /// An integer dtype. Default int64.
-  CategoricalOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
   /// Default CPU.
-  CategoricalOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
-
- private:
-  std::vector<int64_t> shape_;
-  torch::Dtype dtype_ = torch::kInt64;
-  torch::Device device_ = torch::kCPU;
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
 };
 
 class OneHot;
@@ -359,23 +317,15 @@ struct OneHotOptions {
     return *this;
   }
   /// An integer or bool dtype. Default int64.
-  OneHotOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
   /// Default CPU.
-  OneHotOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
   const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
 
  private:
   std::optional<std::vector<int64_t>> shape_;
-  torch::Dtype dtype_ = torch::kInt64;
-  torch::Device device_ = torch::kCPU;
 };
 
 /// One-hot vectors of length n along the last dim (TorchRL's OneHot): each vector has exactly
@@ -426,23 +376,15 @@ struct BinaryOptions {
     return *this;
   }
   /// A real or bool dtype. Default int8, as TorchRL.
-  BinaryOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kInt8;
   /// Default CPU.
-  BinaryOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
   const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
 
  private:
   std::optional<std::vector<int64_t>> shape_;
-  torch::Dtype dtype_ = torch::kInt8;
-  torch::Device device_ = torch::kCPU;
 };
 
 /// Vectors of n independent 0/1 values (TorchRL's Binary). `rand` draws each element 0 or 1
@@ -485,23 +427,15 @@ struct MultiCategoricalOptions {
     return *this;
   }
   /// An integer dtype. Default int64.
-  MultiCategoricalOptions& dtype(torch::Dtype v) {
-    dtype_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
   /// Default CPU.
-  MultiCategoricalOptions& device(torch::Device v) {
-    device_ = v;
-    return *this;
-  }
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
   const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-  torch::Dtype dtype() const { return dtype_; }
-  torch::Device device() const { return device_; }
 
  private:
   std::optional<std::vector<int64_t>> shape_;
-  torch::Dtype dtype_ = torch::kInt64;
-  torch::Device device_ = torch::kCPU;
 };
 
 /// Several class indices side by side along the last dim (TorchRL's MultiCategorical): the

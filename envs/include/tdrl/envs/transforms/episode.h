@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/transforms.h>
@@ -20,35 +21,13 @@ namespace tdrl::envs {
 /// Example: `StepCounterOptions().max_steps(200)`
 struct StepCounterOptions {
   /// Truncate episodes after this many steps (>= 1). Default none (count only).
-  StepCounterOptions& max_steps(int64_t v) {
-    max_steps_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<int64_t>, max_steps);
   /// The count entry. Default "step_count".
-  StepCounterOptions& step_count_key(NestedKey v) {
-    step_count_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(NestedKey, step_count_key){"step_count"};
   /// The flag set at max_steps. Default "truncated".
-  StepCounterOptions& truncated_key(NestedKey v) {
-    truncated_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(NestedKey, truncated_key){specs::kTruncated};
   /// Also set "done" at max_steps (keeping done = terminated | truncated). Default true.
-  StepCounterOptions& update_done(bool v) {
-    update_done_ = v;
-    return *this;
-  }
-  const std::optional<int64_t>& max_steps() const { return max_steps_; }
-  const NestedKey& step_count_key() const { return step_count_key_; }
-  const NestedKey& truncated_key() const { return truncated_key_; }
-  bool update_done() const { return update_done_; }
-
- private:
-  std::optional<int64_t> max_steps_;
-  NestedKey step_count_key_{"step_count"};
-  NestedKey truncated_key_{specs::kTruncated};
-  bool update_done_ = true;
+  TORCH_ARG(bool, update_done) = true;
 };
 
 /// Counts the steps of each episode (TorchRL's StepCounter) and, with max_steps, truncates
@@ -86,14 +65,7 @@ class StepCounter : public Transform {
 /// Example: `InitTrackerOptions().init_key("is_init")`
 struct InitTrackerOptions {
   /// The flag entry. Default "is_init".
-  InitTrackerOptions& init_key(NestedKey v) {
-    init_key_ = std::move(v);
-    return *this;
-  }
-  const NestedKey& init_key() const { return init_key_; }
-
- private:
-  NestedKey init_key_{"is_init"};
+  TORCH_ARG(NestedKey, init_key){"is_init"};
 };
 
 /// Marks the first observation of each episode (TorchRL's InitTracker), e.g. for recurrent

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/transforms.h>
@@ -19,36 +20,14 @@ namespace tdrl::envs {
 /// Example: `CatTensorsOptions().out_key("observation").del_keys(true)`
 struct CatTensorsOptions {
   /// The concatenation's key. Default "observation_vector" (as TorchRL).
-  CatTensorsOptions& out_key(NestedKey v) {
-    out_key_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(NestedKey, out_key){"observation_vector"};
   /// The (negative) dim concatenated along, counted from the last. Default -1.
-  CatTensorsOptions& dim(int64_t v) {
-    dim_ = v;
-    return *this;
-  }
+  TORCH_ARG(int64_t, dim) = -1;
   /// Remove the in_keys after concatenating. Default true.
-  CatTensorsOptions& del_keys(bool v) {
-    del_keys_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, del_keys) = true;
   /// Concatenate the in_keys in sorted key order (as TorchRL) rather than as given. Default
   /// true.
-  CatTensorsOptions& sort(bool v) {
-    sort_ = v;
-    return *this;
-  }
-  const NestedKey& out_key() const { return out_key_; }
-  int64_t dim() const { return dim_; }
-  bool del_keys() const { return del_keys_; }
-  bool sort() const { return sort_; }
-
- private:
-  NestedKey out_key_{"observation_vector"};
-  int64_t dim_ = -1;
-  bool del_keys_ = true;
-  bool sort_ = true;
+  TORCH_ARG(bool, sort) = true;
 };
 
 /// Concatenates observation entries into one (TorchRL's CatTensors).
@@ -86,42 +65,15 @@ class CatTensors : public Transform {
 /// Example: `RenameTransformOptions().in_keys({"observation"}).out_keys({"pixels"})`
 struct RenameTransformOptions {
   /// Output entries (observation or reward) renamed. Default none.
-  RenameTransformOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys);
   /// Their new names, one per in_key.
-  RenameTransformOptions& out_keys(std::vector<NestedKey> v) {
-    out_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// Input entries (action or state) as the env below names them. Default none.
-  RenameTransformOptions& in_keys_inv(std::vector<NestedKey> v) {
-    in_keys_inv_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
   /// Their names as the caller writes them, one per in_key_inv.
-  RenameTransformOptions& out_keys_inv(std::vector<NestedKey> v) {
-    out_keys_inv_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys_inv);
   /// Keep the old entries too (copies). Default false.
-  RenameTransformOptions& create_copy(bool v) {
-    create_copy_ = v;
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
-  const std::vector<NestedKey>& out_keys_inv() const { return out_keys_inv_; }
-  bool create_copy() const { return create_copy_; }
-
- private:
-  std::vector<NestedKey> in_keys_;
-  std::vector<NestedKey> out_keys_;
-  std::vector<NestedKey> in_keys_inv_;
-  std::vector<NestedKey> out_keys_inv_;
-  bool create_copy_ = false;
+  TORCH_ARG(bool, create_copy) = false;
 };
 
 /// Renames entries (TorchRL's RenameTransform): outputs from in_keys to out_keys (reset and

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/transforms.h>
@@ -26,50 +27,20 @@ struct ObservationNormOptions {
   /// The location: a scalar or a tensor broadcastable to each in_key's `[*batch, *feature]`
   /// value. Give loc and scale together, or neither and call init_stats.
   ObservationNormOptions& loc(double v) { return loc(torch::tensor(v)); }
-  ObservationNormOptions& loc(torch::Tensor v) {
-    loc_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, loc);
+
+ public:
   /// The scale (no zero element), broadcastable as loc.
   ObservationNormOptions& scale(double v) { return scale(torch::tensor(v)); }
-  ObservationNormOptions& scale(torch::Tensor v) {
-    scale_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, scale);
   /// The entries normalized (observation spec leaves). Default `{"observation"}`.
-  ObservationNormOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
   /// Where the results go, one per in_key. Default: the in_keys (in place).
-  ObservationNormOptions& out_keys(std::vector<NestedKey> v) {
-    out_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// true: `(x - loc) / scale`; false: `x * scale + loc`. Default false (as TorchRL).
-  ObservationNormOptions& standard_normal(bool v) {
-    standard_normal_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, standard_normal) = false;
   /// The smallest standard deviation init_stats uses. Default 1e-6.
-  ObservationNormOptions& eps(double v) {
-    eps_ = v;
-    return *this;
-  }
-  const torch::Tensor& loc() const { return loc_; }
-  const torch::Tensor& scale() const { return scale_; }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-  bool standard_normal() const { return standard_normal_; }
-  double eps() const { return eps_; }
-
- private:
-  torch::Tensor loc_;
-  torch::Tensor scale_;
-  std::vector<NestedKey> in_keys_{specs::kObservation};
-  std::vector<NestedKey> out_keys_;
-  bool standard_normal_ = false;
-  double eps_ = 1e-6;
+  TORCH_ARG(double, eps) = 1e-6;
 };
 
 /// An affine map of observations (TorchRL's ObservationNorm): `x * scale + loc`, or
@@ -185,42 +156,15 @@ class VecNormState {
 struct VecNormOptions {
   /// The entries normalized (observation or reward spec leaves). Default
   /// `{"observation", "reward"}` (as TorchRL).
-  VecNormOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation, specs::kReward};
   /// Where the results go, one per in_key. Default: the in_keys.
-  VecNormOptions& out_keys(std::vector<NestedKey> v) {
-    out_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// The decay of the running sums, in (0, 1]. Default 0.9999.
-  VecNormOptions& decay(double v) {
-    decay_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, decay) = 0.9999;
   /// The smallest variance (> 0). Default 1e-4.
-  VecNormOptions& eps(double v) {
-    eps_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, eps) = 1e-4;
   /// Statistics shared with other VecNorms. Default: a new state of its own.
-  VecNormOptions& shared_state(std::shared_ptr<VecNormState> v) {
-    shared_state_ = std::move(v);
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-  double decay() const { return decay_; }
-  double eps() const { return eps_; }
-  const std::shared_ptr<VecNormState>& shared_state() const { return shared_state_; }
-
- private:
-  std::vector<NestedKey> in_keys_{specs::kObservation, specs::kReward};
-  std::vector<NestedKey> out_keys_;
-  double decay_ = 0.9999;
-  double eps_ = 1e-4;
-  std::shared_ptr<VecNormState> shared_state_;
+  TORCH_ARG(std::shared_ptr<VecNormState>, shared_state);
 };
 
 /// Normalizes entries with running statistics (TorchRL's VecNorm): every output (reset and

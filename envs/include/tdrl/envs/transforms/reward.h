@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/transforms.h>
@@ -19,35 +20,13 @@ namespace tdrl::envs {
 /// Example: `RewardScalingOptions().loc(0.0).scale(0.1)`
 struct RewardScalingOptions {
   /// Added after scaling (subtracted first with standard_normal). Finite. Default 0.
-  RewardScalingOptions& loc(double v) {
-    loc_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, loc) = 0.0;
   /// The factor (the divisor with standard_normal); finite, non-zero. Default 1.
-  RewardScalingOptions& scale(double v) {
-    scale_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, scale) = 1.0;
   /// The entries scaled. Default `{"reward"}`.
-  RewardScalingOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
   /// true: `(r - loc) / scale`; false: `r * scale + loc`. Default false.
-  RewardScalingOptions& standard_normal(bool v) {
-    standard_normal_ = v;
-    return *this;
-  }
-  double loc() const { return loc_; }
-  double scale() const { return scale_; }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  bool standard_normal() const { return standard_normal_; }
-
- private:
-  double loc_ = 0.0;
-  double scale_ = 1.0;
-  std::vector<NestedKey> in_keys_{specs::kReward};
-  bool standard_normal_ = false;
+  TORCH_ARG(bool, standard_normal) = false;
 };
 
 /// An affine map of the reward (TorchRL's RewardScaling): `r * scale + loc`, or
@@ -84,28 +63,11 @@ class RewardScaling : public Transform {
 /// Example: `RewardClippingOptions().clamp_min(-1.0).clamp_max(1.0)`
 struct RewardClippingOptions {
   /// The lower bound (finite). Default none.
-  RewardClippingOptions& clamp_min(double v) {
-    clamp_min_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<double>, clamp_min);
   /// The upper bound (finite, >= clamp_min). Default none.
-  RewardClippingOptions& clamp_max(double v) {
-    clamp_max_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<double>, clamp_max);
   /// The entries clipped. Default `{"reward"}`.
-  RewardClippingOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
-  const std::optional<double>& clamp_min() const { return clamp_min_; }
-  const std::optional<double>& clamp_max() const { return clamp_max_; }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-
- private:
-  std::optional<double> clamp_min_;
-  std::optional<double> clamp_max_;
-  std::vector<NestedKey> in_keys_{specs::kReward};
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
 };
 
 /// Clips the reward into [clamp_min, clamp_max] (TorchRL's RewardClipping).
@@ -143,21 +105,9 @@ class RewardClipping : public Transform {
 /// Example: `RewardSumOptions().in_keys({"reward"}).out_keys({"episode_reward"})`
 struct RewardSumOptions {
   /// The rewards summed. Default `{"reward"}`.
-  RewardSumOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
   /// The running sums, one per in_key. Default `{"episode_reward"}`.
-  RewardSumOptions& out_keys(std::vector<NestedKey> v) {
-    out_keys_ = std::move(v);
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-
- private:
-  std::vector<NestedKey> in_keys_{specs::kReward};
-  std::vector<NestedKey> out_keys_{"episode_reward"};
+  TORCH_ARG(std::vector<NestedKey>, out_keys){"episode_reward"};
 };
 
 /// The running return of the current episode (TorchRL's RewardSum): reset writes 0 (for the

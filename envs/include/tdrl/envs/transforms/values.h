@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/types.h>
 
 #include <tdrl/envs/transforms.h>
@@ -22,22 +23,10 @@ namespace tdrl::envs {
 struct DoubleToFloatOptions {
   /// Output entries cast float64 -> float32. Default (empty): every float64 observation and
   /// reward entry.
-  DoubleToFloatOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys);
   /// Input entries (action or state) the caller gives as float32 and the env below reads as
   /// float64. Default (empty): every float64 action and state entry.
-  DoubleToFloatOptions& in_keys_inv(std::vector<NestedKey> v) {
-    in_keys_inv_ = std::move(v);
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
-
- private:
-  std::vector<NestedKey> in_keys_;
-  std::vector<NestedKey> in_keys_inv_;
+  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
 };
 
 /// Casts float64 outputs to float32 and float32 inputs back to float64 (TorchRL's
@@ -85,28 +74,11 @@ class DoubleToFloat : public Transform {
 /// Example: `ClipTransformOptions().low(-5.0).high(5.0)`
 struct ClipTransformOptions {
   /// The entries clipped (observation or reward). Default `{"observation"}`.
-  ClipTransformOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
   /// The lower bound (finite). Default none (the dtype's lowest).
-  ClipTransformOptions& low(double v) {
-    low_ = v;
-    return *this;
-  }
+  TORCH_ARG(std::optional<double>, low);
   /// The upper bound (finite, >= low). Default none (the dtype's highest).
-  ClipTransformOptions& high(double v) {
-    high_ = v;
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::optional<double>& low() const { return low_; }
-  const std::optional<double>& high() const { return high_; }
-
- private:
-  std::vector<NestedKey> in_keys_{specs::kObservation};
-  std::optional<double> low_;
-  std::optional<double> high_;
+  TORCH_ARG(std::optional<double>, high);
 };
 
 /// Clips entries into [low, high] (TorchRL's ClipTransform).
@@ -144,29 +116,12 @@ class ClipTransform : public Transform {
 /// Example: `UnsqueezeTransformOptions().in_keys({"observation"})`
 struct UnsqueezeTransformOptions {
   /// The output entries unsqueezed (observation or reward). Default `{"observation"}`.
-  UnsqueezeTransformOptions& in_keys(std::vector<NestedKey> v) {
-    in_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
   /// Where the results go, one per in_key. Default: the in_keys.
-  UnsqueezeTransformOptions& out_keys(std::vector<NestedKey> v) {
-    out_keys_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// Input entries (action or state) the caller gives unsqueezed; they are squeezed at the
   /// same dim for the env below. Default none.
-  UnsqueezeTransformOptions& in_keys_inv(std::vector<NestedKey> v) {
-    in_keys_inv_ = std::move(v);
-    return *this;
-  }
-  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
-
- private:
-  std::vector<NestedKey> in_keys_{specs::kObservation};
-  std::vector<NestedKey> out_keys_;
-  std::vector<NestedKey> in_keys_inv_;
+  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
 };
 
 /// Inserts a dim of size 1 (TorchRL's UnsqueezeTransform). `dim` is negative, counted from

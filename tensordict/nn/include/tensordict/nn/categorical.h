@@ -4,6 +4,8 @@
 /// `OneHotCategorical` (one-hot samples), both with an optional action mask (TorchRL's
 /// MaskedCategorical / MaskedOneHotCategorical).
 
+#include <torch/arg.h>
+
 #include <optional>
 
 #include <tensordict/nn/distribution.h>
@@ -20,16 +22,13 @@ struct CategoricalOptions {
     return *this;
   }
   /// Tolerance on |sum(probs) - 1| for the probs constructor. Default 1e-5.
-  CategoricalOptions& probs_atol(double v) {
-    probs_atol_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, probs_atol) = 1e-5;
+
+ public:
   const std::optional<torch::Tensor>& mask() const { return mask_; }
-  double probs_atol() const { return probs_atol_; }
 
  private:
   std::optional<torch::Tensor> mask_;
-  double probs_atol_ = 1e-5;
 };
 
 /// Categorical over the last dim of logits/probs `[*batch, n]`: batch_shape `[*batch]`,

@@ -4,6 +4,8 @@
 /// at param squashed by tanh onto [low, high]), TorchRL's Delta and TanhDelta, used to give
 /// deterministic policies (DDPG, TD3) the Distribution interface.
 
+#include <torch/arg.h>
+
 #include <optional>
 
 #include <tensordict/nn/distribution.h>
@@ -14,28 +16,11 @@ namespace tensordict::nn {
 /// Example: `DeltaOptions().atol(1e-5)`
 struct DeltaOptions {
   /// Absolute tolerance of log_prob's equality test. Default 1e-6.
-  DeltaOptions& atol(double v) {
-    atol_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, atol) = 1e-6;
   /// Relative tolerance of log_prob's equality test (times |point|). Default 1e-6.
-  DeltaOptions& rtol(double v) {
-    rtol_ = v;
-    return *this;
-  }
+  TORCH_ARG(double, rtol) = 1e-6;
   /// Trailing dims forming one event. Default: 1, or 0 when param is a scalar.
-  DeltaOptions& event_dims(int64_t v) {
-    event_dims_ = v;
-    return *this;
-  }
-  double atol() const { return atol_; }
-  double rtol() const { return rtol_; }
-  std::optional<int64_t> event_dims() const { return event_dims_; }
-
- private:
-  double atol_ = 1e-6;
-  double rtol_ = 1e-6;
-  std::optional<int64_t> event_dims_;
+  TORCH_ARG(std::optional<int64_t>, event_dims);
 };
 
 /// A point mass at `param` `[*batch, *event]`. sample/rsample return param expanded to
@@ -78,29 +63,14 @@ class Delta : public Distribution {
 struct TanhDeltaOptions {
   /// Lower bound, scalar or tensor broadcastable with param. Default -1.
   TanhDeltaOptions& low(double v) { return low(torch::tensor(v)); }
-  TanhDeltaOptions& low(torch::Tensor v) {
-    low_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, low) = torch::tensor(-1.0);
+
+ public:
   /// Upper bound, scalar or tensor broadcastable with param; must exceed low. Default 1.
   TanhDeltaOptions& high(double v) { return high(torch::tensor(v)); }
-  TanhDeltaOptions& high(torch::Tensor v) {
-    high_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(torch::Tensor, high) = torch::tensor(1.0);
   /// Tolerances and event dims, as for Delta.
-  TanhDeltaOptions& delta(DeltaOptions v) {
-    delta_ = v;
-    return *this;
-  }
-  const torch::Tensor& low() const { return low_; }
-  const torch::Tensor& high() const { return high_; }
-  const DeltaOptions& delta() const { return delta_; }
-
- private:
-  torch::Tensor low_ = torch::tensor(-1.0);
-  torch::Tensor high_ = torch::tensor(1.0);
-  DeltaOptions delta_;
+  TORCH_ARG(DeltaOptions, delta);
 };
 
 /// A point mass at `low + (high - low) * (tanh(param) + 1) / 2`, a Delta in every other respect

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -31,14 +32,7 @@ namespace tensordict::nn {
 struct FromModuleOptions {
   /// Also take the module's buffers (BatchNorm's running_mean, running_var,
   /// num_batches_tracked). Default true.
-  FromModuleOptions& include_buffers(bool v) {
-    include_buffers_ = v;
-    return *this;
-  }
-  bool include_buffers() const { return include_buffers_; }
-
- private:
-  bool include_buffers_ = true;
+  TORCH_ARG(bool, include_buffers) = true;
 };
 
 /// The parameters (and buffers) of `module` as a nested TensorDict of batch size `[]` that
@@ -89,14 +83,7 @@ struct ToModuleOptions {
   /// When true (default) every parameter of the module (submodules included) must be in
   /// `params`; when false, parameters missing from `params` keep their values. Buffers are
   /// always optional: those present are swapped, the others kept.
-  ToModuleOptions& strict(bool v) {
-    strict_ = v;
-    return *this;
-  }
-  bool strict() const { return strict_; }
-
- private:
-  bool strict_ = true;
+  TORCH_ARG(bool, strict) = true;
 };
 
 /// The RAII guard of a to_module swap: holds the swapped tensors and their original values,
@@ -301,14 +288,7 @@ struct BatchedMlpOptions {
   /// False (default): `input` is `[N, *batch, in]`, one input per member. True: `input` is
   /// `[*batch, in]`, the same input for every member. (An explicit choice, since a shared
   /// input whose first batch dim happens to equal N would otherwise be ambiguous.)
-  BatchedMlpOptions& shared_input(bool v) {
-    shared_input_ = v;
-    return *this;
-  }
-  bool shared_input() const { return shared_input_; }
-
- private:
-  bool shared_input_ = false;
+  TORCH_ARG(bool, shared_input) = false;
 };
 
 /// Runs the N members of an MLP ensemble at once: the result equals, for every member i,

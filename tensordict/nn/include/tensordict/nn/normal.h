@@ -3,6 +3,8 @@
 /// Normal (Gaussian) distributions: `Normal` with scalar events and `IndependentNormal`,
 /// which treats the last `event_dims` dims as one event (TorchRL's IndependentNormal).
 
+#include <torch/arg.h>
+
 #include <tensordict/nn/distribution.h>
 
 namespace tensordict::nn {
@@ -48,14 +50,7 @@ class Normal : public Distribution {
 struct IndependentNormalOptions {
   /// How many trailing dims of loc/scale form one event (log_prob and entropy sum over
   /// them). Must be in [0, loc.dim()].
-  IndependentNormalOptions& event_dims(int64_t v) {
-    event_dims_ = v;
-    return *this;
-  }
-  int64_t event_dims() const { return event_dims_; }
-
- private:
-  int64_t event_dims_ = 1;
+  TORCH_ARG(int64_t, event_dims) = 1;
 };
 
 /// A Normal whose last `event_dims` dims are one event: for loc `[*batch, d]` and the default

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
@@ -22,21 +23,9 @@ struct NormalParamExtractorOptions {
   /// - "softplus": softplus(x); "exp": exp(x);
   /// - "expln": exp(x) for x <= 0, log1p(x) + 1 above (smooth, grows slowly);
   /// - "relu": relu(x), "abs": |x| (positive only through scale_lb).
-  NormalParamExtractorOptions& scale_mapping(std::string v) {
-    scale_mapping_ = std::move(v);
-    return *this;
-  }
+  TORCH_ARG(std::string, scale_mapping) = "biased_softplus_1.0";
   /// Lower bound applied to the mapped scale (clamp min). Default 1e-4.
-  NormalParamExtractorOptions& scale_lb(double v) {
-    scale_lb_ = v;
-    return *this;
-  }
-  const std::string& scale_mapping() const { return scale_mapping_; }
-  double scale_lb() const { return scale_lb_; }
-
- private:
-  std::string scale_mapping_ = "biased_softplus_1.0";
-  double scale_lb_ = 1e-4;
+  TORCH_ARG(double, scale_lb) = 1e-4;
 };
 
 /// Module mapping `[*batch, 2 * d]` to (loc `[*batch, d]`, scale `[*batch, d]`): loc is the

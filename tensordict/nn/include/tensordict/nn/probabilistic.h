@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -50,48 +51,24 @@ struct ProbabilisticTensorDictModuleOptions {
     return *this;
   }
   /// The key the drawn value is written to: exactly one key (required).
-  ProbabilisticTensorDictModuleOptions& out_keys(std::vector<NestedKey> keys) {
-    out_keys_ = std::move(keys);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// Also write the value's log-probability under log_prob_key. Default false.
-  ProbabilisticTensorDictModuleOptions& return_log_prob(bool v) {
-    return_log_prob_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, return_log_prob) = false;
   /// Where the log-probability goes. Default "sample_log_prob".
-  ProbabilisticTensorDictModuleOptions& log_prob_key(NestedKey key) {
-    log_prob_key_ = std::move(key);
-    return *this;
-  }
+  TORCH_ARG(NestedKey, log_prob_key){kSampleLogProbKey};
   /// The interaction type used when no SetInteractionType guard is live. Default
   /// kDeterministic (Python tensordict's default).
-  ProbabilisticTensorDictModuleOptions& default_interaction_type(InteractionType type) {
-    default_interaction_type_ = type;
-    return *this;
-  }
+  TORCH_ARG(InteractionType, default_interaction_type) = InteractionType::kDeterministic;
   /// Samples averaged for kMean when the distribution has no closed-form mean. Default 1000.
-  ProbabilisticTensorDictModuleOptions& n_empirical_estimate(int64_t n) {
-    n_empirical_estimate_ = n;
-    return *this;
-  }
+  TORCH_ARG(int64_t, n_empirical_estimate) = 1000;
 
+ public:
   const std::vector<NestedKey>& in_keys() const { return in_keys_; }
   const std::map<std::string, NestedKey>& in_keys_map() const { return in_keys_map_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
-  bool return_log_prob() const { return return_log_prob_; }
-  const NestedKey& log_prob_key() const { return log_prob_key_; }
-  InteractionType default_interaction_type() const { return default_interaction_type_; }
-  int64_t n_empirical_estimate() const { return n_empirical_estimate_; }
 
  private:
   std::vector<NestedKey> in_keys_;
   std::map<std::string, NestedKey> in_keys_map_;
-  std::vector<NestedKey> out_keys_;
-  bool return_log_prob_ = false;
-  NestedKey log_prob_key_{kSampleLogProbKey};
-  InteractionType default_interaction_type_ = InteractionType::kDeterministic;
-  int64_t n_empirical_estimate_ = 1000;
 };
 
 /// Reads distribution parameters from a TensorDict, builds a distribution with a

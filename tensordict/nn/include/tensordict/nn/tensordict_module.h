@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
@@ -128,19 +129,15 @@ struct TensorDictModuleOptions {
   }
   /// Keys written, one per output of the module in order; "_" discards that output. When
   /// the module returns a map, each key (not "_") is looked up in it.
-  TensorDictModuleOptions& out_keys(std::vector<NestedKey> keys) {
-    out_keys_ = std::move(keys);
-    return *this;
-  }
+  TORCH_ARG(std::vector<NestedKey>, out_keys);
 
+ public:
   const std::vector<NestedKey>& in_keys() const { return in_keys_; }
   const std::map<NestedKey, int>& in_keys_map() const { return in_key_positions_; }
-  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
 
  private:
   std::vector<NestedKey> in_keys_;
   std::map<NestedKey, int> in_key_positions_;
-  std::vector<NestedKey> out_keys_;
 };
 
 namespace detail {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
 #include <tensordict/nested_key.h>
@@ -25,21 +26,9 @@ namespace tensordict::nn {
 struct TensorDictSequentialOptions {
   /// When true, a module (or nested sequence) whose in keys are not all present in the
   /// TensorDict is skipped instead of throwing KeyError. Default false.
-  TensorDictSequentialOptions& partial_tolerant(bool v) {
-    partial_tolerant_ = v;
-    return *this;
-  }
+  TORCH_ARG(bool, partial_tolerant) = false;
   /// Out keys to keep (as select_out_keys after construction); empty = all. Default empty.
-  TensorDictSequentialOptions& selected_out_keys(std::vector<NestedKey> keys) {
-    selected_out_keys_ = std::move(keys);
-    return *this;
-  }
-  bool partial_tolerant() const { return partial_tolerant_; }
-  const std::vector<NestedKey>& selected_out_keys() const { return selected_out_keys_; }
-
- private:
-  bool partial_tolerant_ = false;
-  std::vector<NestedKey> selected_out_keys_;
+  TORCH_ARG(std::vector<NestedKey>, selected_out_keys);
 };
 
 class TensorDictSequentialImpl;

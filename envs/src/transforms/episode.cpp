@@ -1,13 +1,14 @@
 // Episode bookkeeping transforms: StepCounter, InitTracker, FrameSkipTransform.
 
+#include <tdrl/envs/transforms/episode.h>
+
 #include <limits>
 
 #include <torch/torch.h>
 
-#include <tdrl/envs/transforms/episode.h>
 #include <tensordict/errors.h>
 
-#include "detail/transform_util.h"
+#include "../detail/transform_util.h"
 
 namespace tdrl::envs {
 
@@ -25,10 +26,9 @@ torch::Tensor flag_shaped(const TensorDict& td, torch::Dtype dtype, bool value) 
 // ---- StepCounter -----------------------------------------------------------------------------
 
 StepCounter::StepCounter(StepCounterOptions options) : options_(std::move(options)) {
-  if (options_.max_steps() && *options_.max_steps() < 1) {
-    throw ValueError("StepCounter: max_steps is " + std::to_string(*options_.max_steps()) +
-                     "; it must be >= 1");
-  }
+  TDRL_CHECK(!(options_.max_steps() && *options_.max_steps() < 1), ValueError,
+             "StepCounter: max_steps is ", std::to_string(*options_.max_steps()),
+             "; it must be >= 1");
   detail::reject_flag_key("StepCounter (step_count_key)", options_.step_count_key());
 }
 
@@ -106,10 +106,8 @@ specs::CompositePtr InitTracker::transform_observation_spec(specs::CompositePtr 
 // ---- FrameSkipTransform ----------------------------------------------------------------------
 
 FrameSkipTransform::FrameSkipTransform(int64_t frame_skip) : frame_skip_(frame_skip) {
-  if (frame_skip_ < 1) {
-    throw ValueError("FrameSkipTransform: frame_skip is " + std::to_string(frame_skip_) +
-                     "; it must be >= 1");
-  }
+  TDRL_CHECK(!(frame_skip_ < 1), ValueError, "FrameSkipTransform: frame_skip is ",
+             std::to_string(frame_skip_), "; it must be >= 1");
 }
 
 std::string FrameSkipTransform::to_string() const {

@@ -1,3 +1,5 @@
+// Value estimation as tensor functions: TD(0), TD(1), TD(lambda) returns and GAE.
+
 #include <tdrl/losses/functional/value.h>
 
 #include <sstream>
@@ -25,19 +27,16 @@ void check_shapes(const std::string& where, const torch::Tensor& reference,
                   const std::string& reference_name,
                   const std::vector<std::pair<const char*, const torch::Tensor*>>& others) {
   for (const auto& [name, tensor] : others) {
-    if (!tensor->sizes().equals(reference.sizes())) {
-      throw ShapeError(where + ": " + name + " has shape " + shape_repr(tensor->sizes()) + " but " +
-                       reference_name + " has shape " + shape_repr(reference.sizes()) +
-                       "; every input must have the same shape [*B, T, *F] (no broadcasting)");
-    }
+    TDRL_CHECK(tensor->sizes().equals(reference.sizes()), ShapeError, where, ": ", name,
+               " has shape ", shape_repr(tensor->sizes()), " but ", reference_name, " has shape ",
+               shape_repr(reference.sizes()),
+               "; every input must have the same shape [*B, T, *F] (no broadcasting)");
   }
 }
 
 void check_unit(const std::string& where, const char* name, double value) {
-  if (!(value >= 0.0 && value <= 1.0)) {
-    throw ValueError(where + ": " + name + " is " + std::to_string(value) +
-                     "; it must be in [0, 1]");
-  }
+  TDRL_CHECK(value >= 0.0 && value <= 1.0, ValueError, where, ": ", name, " is ",
+             std::to_string(value), "; it must be in [0, 1]");
 }
 
 // `t` with time moved last and every other dim flattened: [N, T], contiguous, in `dtype`.
@@ -54,10 +53,8 @@ torch::Tensor unrows(const torch::Tensor& r, const torch::Tensor& like, int64_t 
 
 int64_t normalize_dim(const std::string& where, int64_t time_dim, int64_t ndim) {
   const int64_t d = time_dim < 0 ? time_dim + ndim : time_dim;
-  if (d < 0 || d >= ndim) {
-    throw ValueError(where + ": time_dim " + std::to_string(time_dim) + " is out of range for " +
-                     std::to_string(ndim) + "-dim inputs");
-  }
+  TDRL_CHECK(!(d < 0 || d >= ndim), ValueError, where, ": time_dim ", std::to_string(time_dim),
+             " is out of range for ", std::to_string(ndim), "-dim inputs");
   return d;
 }
 

@@ -1,3 +1,5 @@
+// The critics' elementwise regression losses (distance_loss) and their names.
+
 #include <tdrl/losses/functional/distance.h>
 
 #include <algorithm>

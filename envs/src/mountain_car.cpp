@@ -1,0 +1,165 @@
+// MountainCar-v0 and MountainCarContinuous-v0: Gymnasium's equations, in double precision.
+
+#include <tdrl/envs/mountain_car.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+#include "detail/classic_control_util.h"
+
+namespace tdrl::envs {
+
+using tensordict::shape_str;
+using tensordict::ValueError;
+
+using detail::base_options;
+using detail::bound;
+using detail::bounded_action;
+using detail::bounded_observation;
+using detail::categorical_action;
+using detail::device_str;
+using detail::number;
+
+std::ostream& operator<<(std::ostream& os, const MountainCarEnvOptions& o) {
+  return os << "MountainCarEnvOptions(batch_size=" << shape_str(o.batch_size())
+            << ", device=" << device_str(o.device())
+            << ", max_episode_steps=" << o.max_episode_steps()
+            << ", goal_velocity=" << number(o.goal_velocity())
+            << ", goal_position=" << number(o.goal_position()) << ", force=" << number(o.force())
+            << ", gravity=" << number(o.gravity()) << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const MountainCarContinuousEnvOptions& o) {
+  return os << "MountainCarContinuousEnvOptions(batch_size=" << shape_str(o.batch_size())
+            << ", device=" << device_str(o.device())
+            << ", max_episode_steps=" << o.max_episode_steps()
+            << ", goal_velocity=" << number(o.goal_velocity())
+            << ", goal_position=" << number(o.goal_position()) << ", power=" << number(o.power())
+            << ")";
+}
+
+namespace {
+
+using Track = MountainCarTrack;
+
+ClassicControlEnv::Layout mountain_car_layout() {
+  ClassicControlEnv::Layout layout;
+  layout.state_dim = 2;
+  layout.obs_dim = 2;
+  layout.state_names = {"position", "velocity"};
+  layout.state_low = {Track::kMinPosition, -Track::kMaxSpeed};
+  layout.state_high = {Track::kMaxPosition, Track::kMaxSpeed};
+  layout.init_low = {-0.6, 0.0};
+  layout.init_high = {-0.4, 0.0};
+  return layout;
+}
+
+specs::CompositePtr mountain_car_observation(const std::vector<int64_t>& batch,
+                                             torch::Device device) {
+  return bounded_observation(batch, device, {Track::kMinPosition, -Track::kMaxSpeed},
+                             {Track::kMaxPosition, Track::kMaxSpeed});
+}
+
+void require_finite(const std::string& env, const char* field, double value) {
+  TDRL_CHECK(std::isfinite(value), ValueError, env, ": option ", field, " is ", number(value),
+             "; it must be finite");
+}
+
+void observe_as_float(const double* states, int64_t count, float* obs) {
+  for (int64_t k = 0; k < count * 2; ++k) obs[k] = static_cast<float>(states[k]);
+}
+
+}  // namespace
+
+MountainCarEnv::MountainCarEnv(const MountainCarEnvOptions& options)
+    : ClassicControlEnv("MountainCar-v0", base_options(options.batch_size(), options.device()),
+                        options.max_episode_steps(), mountain_car_layout()),
+      options_(options) {
+  require_finite(name(), "goal_velocity", options.goal_velocity());
+  require_finite(name(), "goal_position", options.goal_position());
+  require_finite(name(), "force", options.force());
+  require_finite(name(), "gravity", options.gravity());
+  set_observation_spec(mountain_car_observation(batch_size(), device()));
+  set_action_spec(categorical_action(3, batch_size(), device()));
+  reset_all();
+}
+
+std::string MountainCarEnv::to_string() const {
+  return repr_prefix() + ", goal_velocity=" + number(options_.goal_velocity()) + ")";
+}
+
+void MountainCarEnv::observe(const double* states, int64_t count, float* obs) const {
+  observe_as_float(states, count, obs);
+}
+
+void MountainCarEnv::advance(const torch::Tensor& action, float* reward, bool* terminated) {
+  const int64_t* a = action.data_ptr<int64_t>();
+  const auto& o = options_;
+  double* s = states().data();
+  for (int64_t i = 0; i < num_envs(); ++i, s += 2) {
+    double position = s[0], velocity = s[1];
+    velocity += static_cast<double>(a[i] - 1) * o.force() + std::cos(3 * position) * (-o.gravity());
+    velocity = bound(velocity, -Track::kMaxSpeed, Track::kMaxSpeed);
+    position += velocity;
+    position = bound(position, Track::kMinPosition, Track::kMaxPosition);
+    if (position == Track::kMinPosition && velocity < 0) velocity = 0;
+    s[0] = position;
+    s[1] = velocity;
+    terminated[i] = position >= o.goal_position() && velocity >= o.goal_velocity();
+    reward[i] = -1.0f;
+  }
+}
+
+MountainCarContinuousEnv::MountainCarContinuousEnv(const MountainCarContinuousEnvOptions& options)
+    : ClassicControlEnv("MountainCarContinuous-v0",
+                        base_options(options.batch_size(), options.device()),
+                        options.max_episode_steps(), mountain_car_layout()),
+      options_(options) {
+  require_finite(name(), "goal_velocity", options.goal_velocity());
+  require_finite(name(), "goal_position", options.goal_position());
+  require_finite(name(), "power", options.power());
+  set_observation_spec(mountain_car_observation(batch_size(), device()));
+  set_action_spec(bounded_action(1.0, batch_size(), device()));
+  reset_all();
+}
+
+std::string MountainCarContinuousEnv::to_string() const {
+  return repr_prefix() + ", goal_velocity=" + number(options_.goal_velocity()) + ")";
+}
+
+void MountainCarContinuousEnv::observe(const double* states, int64_t count, float* obs) const {
+  observe_as_float(states, count, obs);
+}
+
+void MountainCarContinuousEnv::advance(const torch::Tensor& action, float* reward,
+                                       bool* terminated) {
+  const float* a = action.data_ptr<float>();
+  const auto& o = options_;
+  double* s = states().data();
+  for (int64_t i = 0; i < num_envs(); ++i, s += 2) {
+    double position = s[0], velocity = s[1];
+    const double act = static_cast<double>(a[i]);
+    const double force = std::min(std::max(act, -1.0), 1.0);
+    velocity += force * o.power() - 0.0025 * std::cos(3 * position);
+    velocity = bound(velocity, -Track::kMaxSpeed, Track::kMaxSpeed);
+    position += velocity;
+    position = bound(position, Track::kMinPosition, Track::kMaxPosition);
+    if (position == Track::kMinPosition && velocity < 0) velocity = 0;
+    s[0] = position;
+    s[1] = velocity;
+    const bool term = position >= o.goal_position() && velocity >= o.goal_velocity();
+    terminated[i] = term;
+    double r = term ? 100.0 : 0.0;
+    r -= (act * act) * 0.1;
+    reward[i] = static_cast<float>(r);
+  }
+}
+
+}  // namespace tdrl::envs

@@ -1,0 +1,209 @@
+// Reward transforms: RewardScaling, RewardClipping, RewardSum.
+
+#include <tdrl/envs/transforms/reward.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+#include "../detail/transform_util.h"
+
+namespace tdrl::envs {
+
+using tensordict::ValueError;
+
+using detail::bool_repr;
+
+namespace {
+
+void check_finite(const std::string& where, const char* what, double v) {
+  TDRL_CHECK(std::isfinite(v), ValueError, where, ": ", what, " is ", detail::number_repr(v),
+             "; it must be finite");
+}
+
+}  // namespace
+
+// ---- RewardScaling ---------------------------------------------------------------------------
+
+RewardScaling::RewardScaling(RewardScalingOptions options) : options_(std::move(options)) {
+  check_finite("RewardScaling", "loc", options_.loc());
+  check_finite("RewardScaling", "scale", options_.scale());
+  TDRL_CHECK(options_.scale() != 0, ValueError, "RewardScaling: scale is 0; it must be non-zero");
+  TDRL_CHECK(!options_.in_keys().empty(), ValueError, "RewardScaling: in_keys is empty");
+}
+
+std::string RewardScaling::to_string() const {
+  return "RewardScaling(in_keys=" + detail::keys_repr(options_.in_keys()) +
+         ", loc=" + detail::number_repr(options_.loc()) +
+         ", scale=" + detail::number_repr(options_.scale()) +
+         ", standard_normal=" + bool_repr(options_.standard_normal()) + ")";
+}
+
+TensorDict RewardScaling::call(TensorDict td) {
+  for (const auto& key : options_.in_keys()) {
+    const auto value = td.find(key);
+    if (!value) continue;
+    td.set(key, options_.standard_normal() ? (*value - options_.loc()) / options_.scale()
+                                           : *value * options_.scale() + options_.loc());
+  }
+  return td;
+}
+
+namespace {
+
+// Replaces the in_keys of `spec` (whose input is `input_spec`) by `make(leaf, key)`.
+template <class Make>
+specs::CompositePtr replace_outputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
+                                    const EnvSpecs& input, const std::vector<NestedKey>& keys,
+                                    const std::string& where, const Make& make) {
+  for (const auto& key : keys) {
+    if (detail::output_holding(input, key) != input_spec) continue;
+    const auto leaf = input_spec->get(key);
+    detail::require_floating(*leaf, where, key);
+    spec->set(key, make(*leaf, key));
+  }
+  return spec;
+}
+
+}  // namespace
+
+specs::CompositePtr RewardScaling::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
+  detail::require_outputs("RewardScaling", options_.in_keys(), input);
+  return replace_outputs(
+      std::move(spec), input.observation, input, options_.in_keys(), "RewardScaling",
+      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
+}
+
+specs::CompositePtr RewardScaling::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  return replace_outputs(
+      std::move(spec), input.reward, input, options_.in_keys(), "RewardScaling",
+      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
+}
+
+// ---- RewardClipping --------------------------------------------------------------------------
+
+RewardClipping::RewardClipping(RewardClippingOptions options) : options_(std::move(options)) {
+  const std::string where = "RewardClipping";
+  TDRL_CHECK(!(!options_.clamp_min() && !options_.clamp_max()), ValueError, where,
+             ": neither clamp_min nor clamp_max is given; give at least one");
+  if (options_.clamp_min()) check_finite(where, "clamp_min", *options_.clamp_min());
+  if (options_.clamp_max()) check_finite(where, "clamp_max", *options_.clamp_max());
+  if (options_.clamp_min() && options_.clamp_max() &&
+      *options_.clamp_min() > *options_.clamp_max()) {
+    throw ValueError(where + ": clamp_min " + detail::number_repr(*options_.clamp_min()) +
+                     " > clamp_max " + detail::number_repr(*options_.clamp_max()));
+  }
+  TDRL_CHECK(!options_.in_keys().empty(), ValueError, where, ": in_keys is empty");
+}
+
+std::string RewardClipping::to_string() const {
+  auto bound = [](const std::optional<double>& v) {
+    return v ? detail::number_repr(*v) : std::string("None");
+  };
+  return "RewardClipping(in_keys=" + detail::keys_repr(options_.in_keys()) +
+         ", clamp_min=" + bound(options_.clamp_min()) +
+         ", clamp_max=" + bound(options_.clamp_max()) + ")";
+}
+
+TensorDict RewardClipping::call(TensorDict td) {
+  for (const auto& key : options_.in_keys()) {
+    const auto value = td.find(key);
+    if (!value) continue;
+    c10::optional<c10::Scalar> low, high;
+    if (options_.clamp_min()) low = *options_.clamp_min();
+    if (options_.clamp_max()) high = *options_.clamp_max();
+    td.set(key, torch::clamp(*value, low, high));
+  }
+  return td;
+}
+
+specs::TensorSpecPtr RewardClipping::clipped(const specs::TensorSpec& spec,
+                                             const NestedKey& key) const {
+  if (!options_.clamp_min() || !options_.clamp_max()) return detail::unbounded_like(spec);
+  return detail::bounded(torch::tensor(*options_.clamp_min()), torch::tensor(*options_.clamp_max()),
+                         spec.shape(), spec.dtype(), spec.device());
+}
+
+specs::CompositePtr RewardClipping::transform_observation_spec(specs::CompositePtr spec,
+                                                               const EnvSpecs& input) {
+  detail::require_outputs("RewardClipping", options_.in_keys(), input);
+  return replace_outputs(
+      std::move(spec), input.observation, input, options_.in_keys(), "RewardClipping",
+      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
+}
+
+specs::CompositePtr RewardClipping::transform_reward_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
+  return replace_outputs(
+      std::move(spec), input.reward, input, options_.in_keys(), "RewardClipping",
+      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
+}
+
+// ---- RewardSum -------------------------------------------------------------------------------
+
+RewardSum::RewardSum(RewardSumOptions options) : options_(std::move(options)) {
+  TDRL_CHECK(!options_.in_keys().empty(), ValueError, "RewardSum: in_keys is empty");
+  TDRL_CHECK(options_.out_keys().size() == options_.in_keys().size(), ValueError,
+             "RewardSum: ", std::to_string(options_.out_keys().size()), " out_keys ",
+             detail::keys_repr(options_.out_keys()), " for ",
+             std::to_string(options_.in_keys().size()), " in_keys ",
+             detail::keys_repr(options_.in_keys()), "; give one out_key per in_key");
+  feature_shapes_.assign(options_.in_keys().size(), std::vector<int64_t>{1});
+  dtypes_.assign(options_.in_keys().size(), torch::kFloat32);
+}
+
+std::string RewardSum::to_string() const {
+  return "RewardSum(in_keys=" + detail::keys_repr(options_.in_keys()) +
+         ", out_keys=" + detail::keys_repr(options_.out_keys()) + ")";
+}
+
+TensorDict RewardSum::reset(const TensorDict& input, TensorDict output) {
+  const auto mask = input.get_or(specs::kReset, torch::Tensor());
+  for (size_t i = 0; i < options_.out_keys().size(); ++i) {
+    const auto& key = options_.out_keys()[i];
+    auto shape = output.batch_size();
+    shape.insert(shape.end(), feature_shapes_[i].begin(), feature_shapes_[i].end());
+    auto value = torch::zeros(
+        shape, torch::TensorOptions().dtype(dtypes_[i]).device(detail::device_of(output)));
+    const auto previous = input.find(key);
+    if (mask.defined() && previous) {
+      value = torch::where(mask, value, previous->to(dtypes_[i]));
+    }
+    output.set(key, value);
+  }
+  return output;
+}
+
+TensorDict RewardSum::step(const TensorDict& root, TensorDict next) {
+  for (size_t i = 0; i < options_.out_keys().size(); ++i) {
+    const auto reward = next.find(options_.in_keys()[i]);
+    if (!reward) continue;
+    const auto previous = root.find(options_.out_keys()[i]);
+    next.set(options_.out_keys()[i], previous ? *previous + *reward : reward->clone());
+  }
+  return next;
+}
+
+specs::CompositePtr RewardSum::transform_observation_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
+  detail::require_outputs("RewardSum", options_.in_keys(), input);
+  const auto batch_dims = static_cast<int64_t>(input.batch_size.size());
+  for (size_t i = 0; i < options_.in_keys().size(); ++i) {
+    const auto reward = input.find_output(options_.in_keys()[i]);
+    detail::require_floating(*reward, "RewardSum", options_.in_keys()[i]);
+    feature_shapes_[i].assign(reward->shape().begin() + batch_dims, reward->shape().end());
+    dtypes_[i] = reward->dtype();
+    spec->set(options_.out_keys()[i], detail::unbounded_like(*reward));
+  }
+  return spec;
+}
+
+}  // namespace tdrl::envs

@@ -1,0 +1,376 @@
+// Value transforms: DoubleToFloat, ClipTransform, UnsqueezeTransform, ActionScaling.
+
+#include <tdrl/envs/transforms/values.h>
+
+#include <cfloat>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tdrl/specs/detail/spec_format.h>
+#include <tensordict/errors.h>
+
+#include "../detail/transform_util.h"
+
+namespace tdrl::envs {
+
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+using detail::require_keys;
+
+// ---- DoubleToFloat ---------------------------------------------------------------------------
+
+DoubleToFloat::DoubleToFloat(DoubleToFloatOptions options) : options_(std::move(options)) {}
+
+std::string DoubleToFloat::to_string() const {
+  auto keys = [](const std::vector<NestedKey>& k) {
+    return k.empty() ? std::string("all float64") : detail::keys_repr(k);
+  };
+  return "DoubleToFloat(in_keys=" + keys(options_.in_keys()) +
+         ", in_keys_inv=" + keys(options_.in_keys_inv()) + ")";
+}
+
+TensorDict DoubleToFloat::call(TensorDict td) {
+  if (!options_.in_keys().empty()) {
+    for (const auto& key : options_.in_keys()) {
+      const auto value = td.find(key);
+      if (value && value->scalar_type() == torch::kFloat64) td.set(key, value->to(torch::kFloat));
+    }
+    return td;
+  }
+  for (const auto& [key, value] : td.items(/*include_nested=*/true, /*leaves_only=*/true)) {
+    const auto* tensor = std::get_if<torch::Tensor>(&value);
+    if (tensor && tensor->scalar_type() == torch::kFloat64) td.set(key, tensor->to(torch::kFloat));
+  }
+  return td;
+}
+
+TensorDict DoubleToFloat::inv(TensorDict td) {
+  for (const auto& key : inv_keys_) {
+    const auto value = td.find(key);
+    if (value && value->scalar_type() != torch::kFloat64) {
+      td.set(key, value->to(torch::kFloat64));
+    }
+  }
+  return td;
+}
+
+namespace {
+
+// The keys of `input_spec` to cast: `explicit_keys` held by it (checked float64), or every
+// float64 leaf of it.
+std::vector<NestedKey> keys_to_cast(const specs::CompositePtr& input_spec,
+                                    const std::vector<NestedKey>& explicit_keys,
+                                    const std::string& where) {
+  std::vector<NestedKey> keys;
+  if (explicit_keys.empty()) {
+    for (const auto& [key, value] : input_spec->items(true, true)) {
+      if (std::get<specs::TensorSpecPtr>(value)->dtype() == torch::kFloat64) keys.push_back(key);
+    }
+    return keys;
+  }
+  for (const auto& key : explicit_keys) {
+    const auto value = input_spec->find_value(key);
+    if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) continue;
+    const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
+    TDRL_CHECK(leaf->dtype() == torch::kFloat64, TypeError, where, ": ", key.repr(), " has dtype ",
+               specs::detail::dtype_repr(leaf->dtype()), ", not torch.float64");
+    keys.push_back(key);
+  }
+  return keys;
+}
+
+}  // namespace
+
+specs::CompositePtr DoubleToFloat::cast_outputs(specs::CompositePtr spec,
+                                                const specs::CompositePtr& input_spec,
+                                                const EnvSpecs& input) {
+  for (const auto& key : keys_to_cast(input_spec, options_.in_keys(), "DoubleToFloat")) {
+    spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
+  }
+  return spec;
+}
+
+specs::CompositePtr DoubleToFloat::cast_inputs(specs::CompositePtr spec,
+                                               const specs::CompositePtr& input_spec,
+                                               const EnvSpecs& input) {
+  for (const auto& key : keys_to_cast(input_spec, options_.in_keys_inv(), "DoubleToFloat")) {
+    spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
+    inv_keys_.push_back(key);
+  }
+  return spec;
+}
+
+specs::CompositePtr DoubleToFloat::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
+  detail::require_outputs("DoubleToFloat", options_.in_keys(), input);
+  return cast_outputs(std::move(spec), input.observation, input);
+}
+
+specs::CompositePtr DoubleToFloat::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  return cast_outputs(std::move(spec), input.reward, input);
+}
+
+specs::CompositePtr DoubleToFloat::transform_action_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  // The action hook runs before the state hook (Transform::transform_specs): the input keys
+  // found here and there make up inv_keys_.
+  detail::require_inputs("DoubleToFloat", options_.in_keys_inv(), input);
+  inv_keys_.clear();
+  return cast_inputs(std::move(spec), input.action, input);
+}
+
+specs::CompositePtr DoubleToFloat::transform_state_spec(specs::CompositePtr spec,
+                                                        const EnvSpecs& input) {
+  return cast_inputs(std::move(spec), input.state, input);
+}
+
+// ---- ClipTransform ---------------------------------------------------------------------------
+
+namespace {
+
+// The largest finite value of a floating dtype.
+double dtype_max(torch::Dtype dtype) {
+  switch (dtype) {
+    case torch::kHalf:
+      return 65504.0;
+    case torch::kBFloat16:
+      return 3.3895313892515355e38;
+    case torch::kFloat:
+      return FLT_MAX;
+    default:
+      return DBL_MAX;
+  }
+}
+
+}  // namespace
+
+ClipTransform::ClipTransform(ClipTransformOptions options) : options_(std::move(options)) {
+  const std::string where = "ClipTransform";
+  require_keys(where, "in_keys", options_.in_keys());
+  TDRL_CHECK(!(!options_.low() && !options_.high()), ValueError, where,
+             ": neither low nor high is given; give at least one");
+  for (const auto& [name, bound] :
+       {std::make_pair("low", options_.low()), std::make_pair("high", options_.high())}) {
+    TDRL_CHECK(!(bound && !std::isfinite(*bound)), ValueError, where, ": ", name, " is ",
+               detail::number_repr(*bound), "; it must be finite (leave it out for no bound)");
+  }
+  TDRL_CHECK(!(options_.low() && options_.high() && *options_.low() > *options_.high()), ValueError,
+             where, ": low ", detail::number_repr(*options_.low()), " > high ",
+             detail::number_repr(*options_.high()));
+}
+
+std::string ClipTransform::to_string() const {
+  auto bound = [](const std::optional<double>& v) {
+    return v ? detail::number_repr(*v) : std::string("None");
+  };
+  return "ClipTransform(in_keys=" + detail::keys_repr(options_.in_keys()) +
+         ", low=" + bound(options_.low()) + ", high=" + bound(options_.high()) + ")";
+}
+
+TensorDict ClipTransform::call(TensorDict td) {
+  c10::optional<c10::Scalar> low, high;
+  if (options_.low()) low = *options_.low();
+  if (options_.high()) high = *options_.high();
+  for (const auto& key : options_.in_keys()) {
+    const auto value = td.find(key);
+    if (value) td.set(key, torch::clamp(*value, low, high));
+  }
+  return td;
+}
+
+specs::CompositePtr ClipTransform::clip_specs(specs::CompositePtr spec,
+                                              const specs::CompositePtr& input_spec,
+                                              const EnvSpecs& input) const {
+  for (const auto& key : options_.in_keys()) {
+    if (detail::output_holding(input, key) != input_spec) continue;
+    const auto leaf = input_spec->get(key);
+    detail::require_floating(*leaf, "ClipTransform", key);
+    const double extreme = dtype_max(leaf->dtype());
+    const auto low = torch::tensor(options_.low().value_or(-extreme), torch::kFloat64);
+    const auto high = torch::tensor(options_.high().value_or(extreme), torch::kFloat64);
+    spec->set(key, detail::bounded(low, high, leaf->shape(), leaf->dtype(), leaf->device()));
+  }
+  return spec;
+}
+
+specs::CompositePtr ClipTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
+  detail::require_outputs("ClipTransform", options_.in_keys(), input);
+  return clip_specs(std::move(spec), input.observation, input);
+}
+
+specs::CompositePtr ClipTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  return clip_specs(std::move(spec), input.reward, input);
+}
+
+// ---- UnsqueezeTransform ----------------------------------------------------------------------
+
+UnsqueezeTransform::UnsqueezeTransform(int64_t dim, UnsqueezeTransformOptions options)
+    : dim_(dim),
+      options_(std::move(options)),
+      out_keys_(
+          detail::out_keys_or(options_.in_keys(), options_.out_keys(), "UnsqueezeTransform")) {
+  TDRL_CHECK(!(dim_ >= 0), ValueError, "UnsqueezeTransform: dim is ", std::to_string(dim_),
+             "; it must be negative (counted from the last dim, away from batch dims)");
+  TDRL_CHECK(!(options_.in_keys().empty() && options_.in_keys_inv().empty()), ValueError,
+             "UnsqueezeTransform: in_keys and in_keys_inv are both empty");
+}
+
+std::string UnsqueezeTransform::to_string() const {
+  std::string out = "UnsqueezeTransform(dim=" + std::to_string(dim_) +
+                    ", in_keys=" + detail::keys_repr(options_.in_keys()) +
+                    ", out_keys=" + detail::keys_repr(out_keys_);
+  if (!options_.in_keys_inv().empty()) {
+    out += ", in_keys_inv=" + detail::keys_repr(options_.in_keys_inv());
+  }
+  return out + ")";
+}
+
+TensorDict UnsqueezeTransform::call(TensorDict td) {
+  for (size_t i = 0; i < out_keys_.size(); ++i) {
+    const auto value = td.find(options_.in_keys()[i]);
+    if (value) td.set(out_keys_[i], value->unsqueeze(dim_));
+  }
+  return td;
+}
+
+TensorDict UnsqueezeTransform::inv(TensorDict td) {
+  for (const auto& key : options_.in_keys_inv()) {
+    const auto value = td.find(key);
+    if (value) td.set(key, value->squeeze(dim_));
+  }
+  return td;
+}
+
+specs::TensorSpecPtr UnsqueezeTransform::unsqueezed(const specs::TensorSpec& spec,
+                                                    const NestedKey& key,
+                                                    const EnvSpecs& input) const {
+  const std::string where = "UnsqueezeTransform";
+  const int64_t position = spec.ndim() + 1 + dim_;
+  const auto batch_dims = static_cast<int64_t>(input.batch_size.size());
+  TDRL_CHECK(!(position < batch_dims), ValueError, where, ": dim ", std::to_string(dim_),
+             " would insert a dim among the ", "batch dims ",
+             tensordict::shape_str(input.batch_size), " of ", key.repr(), " (shape ",
+             tensordict::shape_str(spec.shape()), "); use a dim in [-",
+             std::to_string(spec.ndim() - batch_dims + 1), ", -1]");
+  auto shape = spec.shape();
+  shape.insert(shape.begin() + position, 1);
+  if (dynamic_cast<const specs::Unbounded*>(&spec)) {
+    return std::make_shared<specs::Unbounded>(
+        shape, specs::UnboundedOptions().dtype(spec.dtype()).device(spec.device()));
+  }
+  if (const auto* b = dynamic_cast<const specs::Bounded*>(&spec)) {
+    return detail::bounded(b->low().unsqueeze(dim_), b->high().unsqueeze(dim_), shape, spec.dtype(),
+                           spec.device());
+  }
+  if (const auto* c = dynamic_cast<const specs::Categorical*>(&spec)) {
+    return std::make_shared<specs::Categorical>(
+        c->n(), specs::CategoricalOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
+  }
+  if (dynamic_cast<const specs::Binary*>(&spec)) {
+    return std::make_shared<specs::Binary>(
+        specs::BinaryOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
+  }
+  throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
+                  "; only Unbounded, Bounded, Categorical and Binary specs can be unsqueezed");
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_outputs(specs::CompositePtr spec,
+                                                          const specs::CompositePtr& input_spec,
+                                                          const EnvSpecs& input) const {
+  for (size_t i = 0; i < out_keys_.size(); ++i) {
+    const auto& key = options_.in_keys()[i];
+    if (detail::output_holding(input, key) != input_spec) continue;
+    spec->set(out_keys_[i], unsqueezed(*input_spec->get(key), key, input));
+  }
+  return spec;
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_inputs(specs::CompositePtr spec,
+                                                         const specs::CompositePtr& input_spec,
+                                                         const EnvSpecs& input) const {
+  for (const auto& key : options_.in_keys_inv()) {
+    if (detail::input_holding(input, key) != input_spec) continue;
+    spec->set(key, unsqueezed(*input_spec->get(key), key, input));
+  }
+  return spec;
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                                   const EnvSpecs& input) {
+  detail::require_outputs("UnsqueezeTransform", options_.in_keys(), input);
+  return transform_outputs(std::move(spec), input.observation, input);
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
+  return transform_outputs(std::move(spec), input.reward, input);
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_action_spec(specs::CompositePtr spec,
+                                                              const EnvSpecs& input) {
+  detail::require_inputs("UnsqueezeTransform", options_.in_keys_inv(), input);
+  return transform_inputs(std::move(spec), input.action, input);
+}
+
+specs::CompositePtr UnsqueezeTransform::transform_state_spec(specs::CompositePtr spec,
+                                                             const EnvSpecs& input) {
+  return transform_inputs(std::move(spec), input.state, input);
+}
+
+// ---- ActionScaling ---------------------------------------------------------------------------
+
+ActionScaling::ActionScaling(ActionScalingOptions options) : options_(std::move(options)) {}
+
+std::string ActionScaling::to_string() const {
+  const auto key = options_.action_key() ? options_.action_key() : key_;
+  return "ActionScaling(action_key=" + (key ? key->repr() : std::string("None")) + ")";
+}
+
+TensorDict ActionScaling::inv(TensorDict td) {
+  TDRL_CHECK(key_, tensordict::Error,
+             "ActionScaling: the transform has not seen an env's action spec; "
+             "use it inside a TransformedEnv");
+  const auto action = td.find(*key_);
+  if (!action) return td;
+  const auto options = action->options();
+  // low + (a + 1) / 2 * (high - low) == mid + a * half_range, clamped against rounding.
+  const auto scaled = torch::addcmul(mid_.to(options), *action, half_range_.to(options));
+  td.set(*key_, torch::clamp(scaled, low_.to(options), high_.to(options)));
+  return td;
+}
+
+specs::CompositePtr ActionScaling::transform_action_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  const std::string where = "ActionScaling";
+  const auto key = options_.action_key() ? options_.action_key() : input.action_key();
+  TDRL_CHECK(key, ValueError, where, ": the env has no action spec; there is nothing to scale");
+  const auto value = input.action->find_value(*key);
+  if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) {
+    detail::throw_missing(where, "action_key", *key, detail::leaf_keys(*input.action), "action");
+  }
+  const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
+  const auto* bounded = dynamic_cast<const specs::Bounded*>(leaf.get());
+  TDRL_CHECK(!(!bounded || !leaf->is_continuous()), TypeError, where, ": the action ", key->repr(),
+             " has a ", leaf->type_name(),
+             " spec; ActionScaling needs a floating Bounded action spec");
+  key_ = key;
+  low_ = bounded->low();
+  high_ = bounded->high();
+  mid_ = (low_ + high_) / 2;
+  half_range_ = (high_ - low_) / 2;
+  spec->set(*key, detail::bounded(torch::tensor(-1.0), torch::tensor(1.0), leaf->shape(),
+                                  leaf->dtype(), leaf->device()));
+  return spec;
+}
+
+}  // namespace tdrl::envs

@@ -1,0 +1,58 @@
+// ReinforceLoss: the REINFORCE policy-gradient loss, with an optional critic.
+
+#include <tdrl/losses/reinforce.h>
+
+#include <ostream>
+#include <utility>
+
+#include <torch/torch.h>
+
+#include <tdrl/losses/functional/distance.h>
+
+#include "detail/policy_gradient_util.h"
+
+namespace tdrl::losses {
+
+using detail::optional_repr;
+
+ReinforceLoss::ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOptions options)
+    : PolicyGradientLoss("ReinforceLoss", std::move(actor), std::move(critic), {}, {"action"},
+                         options.delay_value(), options.separate_losses()),
+      options_(std::move(options)) {
+  if (critic_network()) {
+    set_out_keys(actor_critic_out_keys("loss_actor", "loss_value", /*entropy=*/false,
+                                       options_.clip_value().has_value()));
+  } else {
+    set_out_keys({"loss_actor"});
+  }
+  functional::check_distance_loss_name(name(), "loss_critic_type", options_.loss_critic_type());
+  if (options_.clip_value()) check_positive("clip_value", *options_.clip_value());
+}
+
+TensorDict ReinforceLoss::forward_impl(const TensorDict& batch) {
+  const auto old = old_value(batch, options_.clip_value());
+  const TensorDict td = batch.clone(/*recurse=*/false);
+  const auto adv = advantage(td);
+  const auto dist = get_dist(td);
+  const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
+  check_same_shape("objective", adv, key("advantage").repr(), log_prob,
+                   "the log-prob of the action (unsqueezed to [*B, 1])");
+  TensorDict out = TensorDict::empty({});
+  out.set("loss_actor", -(log_prob * adv).mean());
+  if (critic_network()) {
+    auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
+    out.set("loss_value", critic.loss.mean());
+    if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
+  }
+  return out;
+}
+
+void ReinforceLoss::pretty_print(std::ostream& stream) const {
+  stream << "ReinforceLoss(delay_value=" << (options_.delay_value() ? "true" : "false")
+         << ", loss_critic_type=" << options_.loss_critic_type()
+         << ", separate_losses=" << (options_.separate_losses() ? "true" : "false")
+         << ", clip_value=" << optional_repr(options_.clip_value())
+         << ", critic=" << (critic_network() ? "true" : "false") << ")";
+}
+
+}  // namespace tdrl::losses

@@ -1,0 +1,154 @@
+// EGreedyModule: epsilon-greedy exploration over discrete action specs.
+
+#include <tdrl/modules/egreedy.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <tensordict/errors.h>
+
+#include "detail/exploration_util.h"
+
+namespace tdrl::modules {
+
+using tensordict::NestedKey;
+using tensordict::shape_str;
+using tensordict::ShapeError;
+using tensordict::TensorDict;
+using tensordict::TypeError;
+using tensordict::ValueError;
+
+using detail::anneal;
+using detail::check_action_shape;
+using detail::check_schedule;
+using detail::expand_right;
+using detail::exploring;
+using detail::fmt;
+using detail::holder_of;
+using detail::pass_through;
+using detail::require_spec;
+using detail::scalar_buffer;
+using detail::spec_repr;
+using detail::to_c10;
+
+EGreedyModuleImpl::EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyModuleOptions options)
+    : TensorDictModuleBase("EGreedyModule"), spec_(std::move(spec)), options_(std::move(options)) {
+  require_spec(spec_, name(), /*continuous=*/false);
+  check_schedule(name(), "eps", options_.eps_init(), options_.eps_end(),
+                 options_.annealing_num_steps(), 1.0, "[0, 1]");
+  std::vector<NestedKey> in_keys{options_.action_key()};
+  if (options_.action_mask_key()) {
+    const bool maskable = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get()) ||
+                          dynamic_cast<const tdrl::specs::OneHot*>(spec_.get());
+    TDRL_CHECK(maskable, ValueError, name(), ": action_mask_key ",
+               options_.action_mask_key()->repr(),
+               " needs a Categorical or OneHot action spec, got ", spec_repr(*spec_),
+               "; drop the mask key or use a discrete spec");
+    in_keys.push_back(*options_.action_mask_key());
+  }
+  set_keys(std::move(in_keys), {options_.action_key()});
+  eps_ = register_buffer("eps", scalar_buffer(options_.eps_init()));
+}
+
+void EGreedyModuleImpl::step(int64_t frames) {
+  anneal(eps_, options_.eps_init(), options_.eps_end(), options_.annealing_num_steps(), frames,
+         name());
+}
+
+double EGreedyModuleImpl::eps() const { return eps_.item<double>(); }
+
+void EGreedyModuleImpl::forward_impl(const TensorDict& tensordict,
+                                     const TensorDict& tensordict_out) {
+  const NestedKey& key = options_.action_key();
+  if (!exploring()) {
+    pass_through(tensordict, tensordict_out, key);
+    return;
+  }
+  const std::string where = name() + "::forward";
+  check_in_keys(tensordict, where);
+  const torch::Tensor action = tensordict.get(key);
+  check_action_shape(where, key, action, *spec_);
+
+  // One draw per batch element of the TensorDict holding the action; a one-hot vector's last
+  // dim is never a batch dim.
+  const bool one_hot = dynamic_cast<const tdrl::specs::OneHot*>(spec_.get()) != nullptr;
+  const int64_t batch_dims =
+      std::min<int64_t>(holder_of(tensordict, key).batch_dims(), action.dim() - (one_hot ? 1 : 0));
+  const std::vector<int64_t> cond_shape(action.sizes().begin(),
+                                        action.sizes().begin() + batch_dims);
+  const auto generator = to_c10(options_.generator());
+  const torch::Tensor replace =
+      torch::rand(cond_shape, generator, torch::TensorOptions().device(action.device())) < eps();
+  const torch::Tensor random = random_actions(tensordict, action, replace);
+  tensordict_out.set(key, torch::where(expand_right(replace, action.dim()), random, action));
+}
+
+torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
+                                                const torch::Tensor& action,
+                                                const torch::Tensor& replace) const {
+  const auto out_options = torch::TensorOptions().dtype(action.dtype()).device(action.device());
+  if (!options_.action_mask_key()) {
+    return spec_->expand(action.sizes().vec())->rand(options_.generator()).to(out_options);
+  }
+  const std::string where = name() + "::forward";
+  const NestedKey& mask_key = *options_.action_mask_key();
+  const torch::Tensor mask = tensordict.get(mask_key);
+  const auto* categorical = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get());
+  const int64_t n =
+      categorical ? categorical->n() : dynamic_cast<const tdrl::specs::OneHot&>(*spec_).n();
+  if (mask.scalar_type() != torch::kBool) {
+    std::ostringstream os;
+    os << where << ": action mask " << mask_key.repr() << " has dtype " << mask.dtype()
+       << "; it must be bool (true = allowed)";
+    throw TypeError(os.str());
+  }
+  // Each row of the mask holds the n choices of one action element.
+  std::vector<int64_t> rows_shape = action.sizes().vec();
+  if (!categorical) rows_shape.pop_back();
+  std::vector<int64_t> expected = rows_shape;
+  expected.push_back(n);
+  TDRL_CHECK(mask.sizes().vec() == expected, ShapeError, where, ": action mask ", mask_key.repr(),
+             " has shape ", shape_str(mask.sizes()), "; expected ", shape_str(expected),
+             " (the action's elements by the ", std::to_string(n), " actions)");
+  const torch::Tensor rows = mask.reshape({-1, n});
+  const torch::Tensor allowed_any = rows.any(-1);
+  const torch::Tensor replaced_rows =
+      expand_right(replace, static_cast<int64_t>(rows_shape.size())).expand(rows_shape).reshape(-1);
+  const torch::Tensor stuck = replaced_rows.logical_and(allowed_any.logical_not());
+  if (stuck.any().item<bool>()) {
+    const int64_t flat = stuck.nonzero().index({0, 0}).item<int64_t>();
+    std::vector<int64_t> index(rows_shape.size());
+    int64_t rest = flat;
+    for (int64_t d = static_cast<int64_t>(rows_shape.size()) - 1; d >= 0; --d) {
+      index[d] = rest % rows_shape[d];
+      rest /= rows_shape[d];
+    }
+    throw ValueError(where + ": action mask " + mask_key.repr() + " allows no action at index " +
+                     shape_str(index) + ", which was drawn for exploration; every masked " +
+                     "element needs at least one allowed action");
+  }
+  // Rows with no allowed action are never used; give them uniform weights so that multinomial
+  // accepts them.
+  const torch::Tensor weights =
+      rows.to(torch::kFloat).masked_fill(allowed_any.logical_not().unsqueeze(-1), 1.0);
+  const torch::Tensor index =
+      torch::multinomial(weights, 1, /*replacement=*/true, to_c10(options_.generator()))
+          .reshape(rows_shape);
+  if (categorical) return index.to(out_options);
+  return torch::one_hot(index, n).to(out_options);
+}
+
+void EGreedyModuleImpl::print_to(std::ostream& stream) const {
+  stream << name() << "(eps=" << fmt(eps()) << ", eps_init=" << fmt(options_.eps_init())
+         << ", eps_end=" << fmt(options_.eps_end())
+         << ", annealing_num_steps=" << options_.annealing_num_steps()
+         << ", action_key=" << options_.action_key().repr() << ", action_mask_key="
+         << (options_.action_mask_key() ? options_.action_mask_key()->repr() : "None")
+         << ", spec=" << spec_repr(*spec_) << ")";
+}
+
+}  // namespace tdrl::modules
