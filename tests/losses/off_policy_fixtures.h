@@ -29,9 +29,10 @@ namespace tdnn = tensordict::nn;
 
 /// Q(s, a) = mlp(cat(observation, action)); hidden = {} gives one Linear layer "mlp.0".
 inline modules::ConcatMLP make_qnet(int64_t obs_dim, int64_t action_dim,
-                                   std::vector<int64_t> hidden = {}) {
-  return modules::ConcatMLP(modules::MLP(
-      modules::MLPOptions(obs_dim + action_dim, 1).num_cells(std::move(hidden)).activation("relu")));
+                                    std::vector<int64_t> hidden = {}) {
+  return modules::ConcatMLP(modules::MLP(modules::MLPOptions(obs_dim + action_dim, 1)
+                                             .num_cells(std::move(hidden))
+                                             .activation("relu")));
 }
 
 /// A critic reading observation and action, writing state_action_value.

@@ -53,9 +53,9 @@ TEST(A2CLossTest, HandWorkedCaseGivesTheKnownTerms) {
 }
 
 TEST(A2CLossTest, NormalizeAdvantageStandardisesTheBatchsAdvantage) {
-  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5, nullptr, 2.0),
-                                        linear_critic(0.3, 0.1),
-                                        A2CLossOptions().normalize_advantage(true));
+  auto loss =
+      std::make_shared<A2CLoss>(linear_gaussian_actor(0.5, nullptr, 2.0), linear_critic(0.3, 0.1),
+                                A2CLossOptions().normalize_advantage(true));
   const auto out = loss->forward(hand_batch());
   // Advantages 1 and -2: mean -0.5, sample std 1.5 * sqrt(2), so +-1 / sqrt(2).
   const double lp1 = normal_log_density(0.0, 0.5, 2.0), lp2 = normal_log_density(2.0, 1.0, 2.0);

@@ -15,6 +15,6 @@
 #include <tdrl/losses/ppo.h>
 #include <tdrl/losses/reinforce.h>
 #include <tdrl/losses/sac.h>
-#include <tdrl/losses/temperature.h>
 #include <tdrl/losses/td3.h>
+#include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>

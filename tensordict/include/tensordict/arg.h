@@ -7,14 +7,14 @@
 /// in a private section, so the declaration can take a default: `TDRL_CRTP_ARG(Derived, int,
 /// n) = 1;`), but the setter returns the derived options, so a chain keeps its type:
 /// `ClipPPOLossOptions().entropy_coef(0.0).clip_epsilon(0.1)`.
-#define TDRL_CRTP_ARG(Derived, T, name)                      \
- public:                                                     \
-  Derived& name(const T& new_##name) {                       \
-    this->name##_ = new_##name;                              \
-    return static_cast<Derived&>(*this);                     \
-  }                                                          \
-  const T& name() const noexcept { return this->name##_; }   \
-  T& name() noexcept { return this->name##_; }               \
-                                                             \
- private:                                                    \
+#define TDRL_CRTP_ARG(Derived, T, name)                    \
+ public:                                                   \
+  Derived& name(const T& new_##name) {                     \
+    this->name##_ = new_##name;                            \
+    return static_cast<Derived&>(*this);                   \
+  }                                                        \
+  const T& name() const noexcept { return this->name##_; } \
+  T& name() noexcept { return this->name##_; }             \
+                                                           \
+ private:                                                  \
   T name##_

@@ -14,12 +14,12 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
-#include <tdrl/specs/composite.h>
-#include <tdrl/specs/keys.h>
 #include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/specs/composite.h>
+#include <tdrl/specs/keys.h>
 #include <tensordict/nn/distribution_class.h>
 #include <tensordict/nn/normal_param_extractor.h>
 #include <tensordict/nn/tensordict_module.h>

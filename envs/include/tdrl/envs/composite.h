@@ -11,8 +11,8 @@ namespace tdrl::envs {
 using Composite = specs::Composite;
 using CompositePtr = specs::CompositePtr;
 using SpecValue = specs::SpecValue;
-using specs::spec_repr;
 using specs::spec_equal;
+using specs::spec_repr;
 using specs::spec_shape;
 
 }  // namespace tdrl::envs

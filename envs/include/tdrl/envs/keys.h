@@ -8,13 +8,13 @@
 
 namespace tdrl::envs {
 
-using specs::kObservation;
 using specs::kAction;
-using specs::kReward;
 using specs::kDone;
+using specs::kNext;
+using specs::kObservation;
+using specs::kReset;
+using specs::kReward;
 using specs::kTerminated;
 using specs::kTruncated;
-using specs::kNext;
-using specs::kReset;
 
 }  // namespace tdrl::envs

@@ -146,8 +146,7 @@ class CQLLoss : public LossModule {
   // policy actions (importance weighted by their densities) minus Q at the data's actions;
   // Lagrange-weighted with with_lagrange, when `gap_sum` collects the gaps to the threshold.
   torch::Tensor conservative_penalty(const TensorDict& batch,
-                                     const std::vector<torch::Tensor>& preds,
-                                     const Policy& policy,
+                                     const std::vector<torch::Tensor>& preds, const Policy& policy,
                                      const tensordict::nn::Distribution& next_dist,
                                      torch::Tensor& gap_sum);
 

@@ -14,8 +14,8 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-#include <tensordict/nested_key.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tdrl::losses {
