@@ -126,14 +126,10 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
   const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
                                         terminated, batch.batch_dims());
-  const auto weight = batch.find(key("priority_weight"));
-  torch::Tensor loss_qvalue;
-  for (const auto& pred : preds) {
+  for (const auto& pred : preds)
     check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");
-    const auto term = detail::reduce_td_loss(
-        name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
-    loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
-  }
+  const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
+                                                 batch.find(key("priority_weight")));
 
   // Temperature term.
   const auto log_prob_detached = log_prob.detach();
@@ -293,13 +289,8 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
   const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
                                         terminated, batch.batch_dims());
-  const auto weight = batch.find(key("priority_weight"));
-  torch::Tensor loss_qvalue;
-  for (const auto& pred : preds) {
-    const auto term = detail::reduce_td_loss(
-        name(), functional::distance_loss(pred, target, options_.loss_function()), weight);
-    loss_qvalue = loss_qvalue.defined() ? loss_qvalue + term : term;
-  }
+  const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
+                                                 batch.find(key("priority_weight")));
   const auto loss_alpha = temperature_.loss(*temperature_.target_entropy() - entropy);
 
   const auto td_error = detail::max_td_error(preds, target);

@@ -18,7 +18,9 @@
 namespace tdrl::modules {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 using Shape = std::vector<int64_t>;
 
 std::vector<std::string> layer_names(const torch::nn::SequentialImpl& seq) {
@@ -172,6 +174,60 @@ TEST(ConvNetTest, RejectsPerLayerListsOfTheWrongLength) {
     EXPECT_THAT(e.what(), HasSubstr("strides has 2 values for 3 layers"));
   }
   EXPECT_THROW(ConvNet(ConvNetOptions(3).num_cells({})), tensordict::ValueError);
+}
+
+TEST(ConcatMLPTest, RunsTheMLPOnTheConcatenatedInputsAndNamesItMlp) {
+  torch::manual_seed(0);
+  ConcatMLP q(MLP(MLPOptions(3 + 2, 1).num_cells({4})));
+  const auto a = torch::randn({5, 3}), b = torch::randn({5, 2});
+  EXPECT_TRUE(torch::allclose(q(a, b), q->mlp()(torch::cat({a, b}, -1))));
+  EXPECT_EQ(q(a, b).sizes(), (Shape{5, 1}));
+  EXPECT_TRUE(q->named_parameters().contains("mlp.0.weight"));
+}
+
+TEST(ConcatMLPTest, InputsThatDoNotConcatenateToInFeaturesAreAShapeError) {
+  ConcatMLP q(MLP(MLPOptions(5, 1)));
+  EXPECT_THAT(
+      [&] {
+        q(torch::zeros({4, 3}), torch::zeros({4, 3}));
+      },
+      ThrowsMessage<tensordict::ShapeError>(
+          AllOf(HasSubstr("[4, 3] and [4, 3]"), HasSubstr("in_features"))));
+  EXPECT_THAT(
+      [&] {
+        q(torch::zeros({4, 3}), torch::zeros({2, 2}));
+      },
+      ThrowsMessage<tensordict::ShapeError>(HasSubstr("[4, 3] and [2, 2]")));
+}
+
+TEST(TanhBoundedMLPTest, OutputsStayInsideTheBox) {
+  torch::manual_seed(0);
+  TanhBoundedMLP actor(MLP(MLPOptions(3, 2)), torch::tensor({-2.0, 0.0}),
+                       torch::tensor({2.0, 1.0}));
+  const auto out = actor(torch::randn({100, 3}) * 100);
+  EXPECT_EQ(out.sizes(), (Shape{100, 2}));
+  EXPECT_TRUE((out.select(1, 0) >= -2).all().item<bool>());
+  EXPECT_TRUE((out.select(1, 0) <= 2).all().item<bool>());
+  EXPECT_TRUE((out.select(1, 1) >= 0).all().item<bool>());
+  EXPECT_TRUE((out.select(1, 1) <= 1).all().item<bool>());
+  // tanh(0) = 0 maps to the middle of the box.
+  TanhBoundedMLP zero(MLP(MLPOptions(3, 1)), torch::tensor(-4.0), torch::tensor(2.0));
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : zero->parameters()) p.zero_();
+  }
+  EXPECT_NEAR(zero(torch::ones({1, 3})).item<double>(), -1.0, 1e-6);
+}
+
+TEST(TanhBoundedMLPTest, BadBoundsAreRefusedNamingThem) {
+  EXPECT_THAT([] { TanhBoundedMLP(MLP(MLPOptions(3, 2)), torch::zeros({3}), torch::ones({3})); },
+              ThrowsMessage<tensordict::ShapeError>(HasSubstr("does not broadcast")));
+  EXPECT_THAT(
+      [] { TanhBoundedMLP(MLP(MLPOptions(3, 1)), torch::tensor(1.0), torch::tensor(-1.0)); },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("low > high")));
+  EXPECT_THAT(
+      [] { TanhBoundedMLP(MLP(MLPOptions(3, 1)), torch::tensor(-INFINITY), torch::tensor(1.0)); },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("finite")));
 }
 
 }  // namespace

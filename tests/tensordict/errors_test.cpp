@@ -81,6 +81,22 @@ TensorDict transition() {
 
 // ---- The hierarchy ----------------------------------------------------------------------------
 
+TEST(TensorDictErrorsTest, CheckThrowsTheTypeWithItsPartsStreamedOnlyWhenTheConditionFails) {
+  int built = 0;
+  auto part = [&built] {
+    ++built;
+    return std::string("part");
+  };
+  TDRL_CHECK(1 + 1 == 2, tensordict::ValueError, "never ", part());
+  EXPECT_EQ(built, 0) << "the message is built only on failure";
+  try {
+    TDRL_CHECK(1 + 1 == 3, tensordict::ShapeError, "op: got ", 3, " ", part(), '!');
+    FAIL() << "expected ShapeError";
+  } catch (const tensordict::ShapeError& e) {
+    EXPECT_STREQ(e.what(), "op: got 3 part!");
+  }
+}
+
 TEST(TensorDictErrorsTest, EveryErrorIsATensorDictErrorAndARuntimeError) {
   TensorDict td = transition();
   EXPECT_THROW(td.get("missing"), tensordict::Error);
