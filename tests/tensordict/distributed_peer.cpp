@@ -1,9 +1,11 @@
 // Rank 1 of the distributed tests: `distributed_peer PORT SCENARIO`. Exits 0 when its side of
 // the scenario succeeded, 2 when a check failed, 1 on an exception.
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -41,6 +43,17 @@ int main(int argc, char** argv) {
       if (!td.allclose(distributed_sample(1.0))) return 2;
     } else if (scenario == "send_deep") {
       tensordict::send(distributed_deep(1.5), *group, 0, /*tag=*/3);
+    } else if (scenario == "send_malformed_structure") {
+      // A valid leaf section (no leaves) followed by a structure section that is not one.
+      const std::string leaves = "0\n", header = leaves + "not a structure";
+      std::vector<torch::Tensor> lengths{
+          torch::tensor({static_cast<int64_t>(header.size()), static_cast<int64_t>(leaves.size())},
+                        torch::kLong)};
+      group->send(lengths, 0, 0)->wait();
+      auto bytes = torch::empty({static_cast<int64_t>(header.size())}, torch::kByte);
+      std::copy(header.begin(), header.end(), bytes.data_ptr<uint8_t>());
+      std::vector<torch::Tensor> payload{bytes};
+      group->send(payload, 0, 0)->wait();
     } else if (scenario == "send_mismatch") {
       tensordict::send(distributed_mismatch(), *group, 0);
     } else if (scenario == "isend") {

@@ -114,6 +114,14 @@ TEST_F(DistributedTest, RecvNewBuildsTheSendersStructureBatchSizesAndKeyOrder) {
   EXPECT_EQ(finish(), 0);
 }
 
+TEST_F(DistributedTest, RecvNewOfAMalformedStructureThrowsAndTheSenderCompletes) {
+  start("send_malformed_structure");
+  EXPECT_THAT([&] { tensordict::recv_new(*group_, 1); },
+              ThrowsMessage<tensordict::Error>(
+                  HasSubstr("tensordict::recv_new: received a malformed structure section")));
+  EXPECT_EQ(finish(), 0);
+}
+
 TEST_F(DistributedTest, IrecvCompletesWithIsendOnTheSameTag) {
   start("isend");
   auto td = distributed_sample(0.0);
