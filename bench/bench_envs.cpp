@@ -176,7 +176,7 @@ std::string run_name(int64_t batch, const std::string& side) {
   return "BM_CartPole/B" + std::to_string(batch) + "/" + side;
 }
 
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\nCartPole-v1 step of the whole batch with auto-reset, env vs hand-written (median of "
         "repetitions), torch::set_num_threads(1). env-steps/s from CPU time; ratios against "
         "the raw loop.\n\n"
@@ -196,15 +196,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
   }
 }
 
+void describe(std::ostream& os) {
+  os << "bench_envs: torch::set_num_threads(1); CartPole-v1, batch 1 and 1024, "
+        "step with auto-reset\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_envs: torch::set_num_threads(1); CartPole-v1, batch 1 and 1024, "
-              "step with auto-reset\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

@@ -260,7 +260,7 @@ void register_benchmarks() {
   add("ClipPPO/2048/Raw", ppo_raw);
 }
 
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\ntdrl::losses vs hand-written LibTorch: real time per call (median of repetitions), "
         "torch::set_num_threads(1)\n\n"
      << "| case | ours | ours us | raw us | ratio | cpu ratio | target |\n"
@@ -282,17 +282,13 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
   }
 }
 
+void describe(std::ostream& os) {
+  os << "bench_losses: torch::set_num_threads(1); GAE over [8, 256] and [64, 1000]; "
+        "ClipPPOLoss at batch "
+     << kPpoBatch << ", observation " << kObs << ", hidden 64x64, action " << kAction << "\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_losses: torch::set_num_threads(1); GAE over [8, 256] and [64, 1000]; "
-              "ClipPPOLoss at batch "
-           << tdrl::bench::kPpoBatch << ", observation " << tdrl::bench::kObs
-           << ", hidden 64x64, action " << tdrl::bench::kAction << "\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

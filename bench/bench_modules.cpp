@@ -156,31 +156,18 @@ void register_benchmarks() {
   add("QValueActor/NoGrad/Raw", qvalue_raw);
 }
 
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\ntdrl::modules vs hand-written LibTorch at batch " << kBatch
-     << ": real time per call (median of repetitions), torch::set_num_threads(1)\n\n"
-     << "| case | ours us | raw us | ratio | cpu ratio |\n"
-     << "|---|---:|---:|---:|---:|\n";
-  for (const auto& name : case_names()) {
-    const Timing ours = reporter.timing("BM_" + name + "/Ours");
-    const Timing raw = reporter.timing("BM_" + name + "/Raw");
-    if (ours.real < 0 || raw.real <= 0) continue;
-    os << "| " << name << " | " << fixed(ours.real / 1e3, 1) << " | " << fixed(raw.real / 1e3, 1)
-       << " | " << fixed(ours.real / raw.real, 2) << " | " << fixed(ours.cpu / raw.cpu, 2)
-       << " |\n";
-  }
+     << ": real time per call (median of repetitions), torch::set_num_threads(1)\n\n";
+  print_ours_vs_raw(reporter, os, case_names(), [](const std::string&) { return 0.0; });
+}
+
+void describe(std::ostream& os) {
+  os << "bench_modules: torch::set_num_threads(1); batch " << kBatch << ", observation " << kObs
+     << ", hidden 64x64, action " << kAction << "\n";
 }
 
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_modules: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-           << ", observation " << tdrl::bench::kObs << ", hidden 64x64, action "
-           << tdrl::bench::kAction << "\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

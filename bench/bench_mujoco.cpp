@@ -208,14 +208,11 @@ void print_tables(const RatioReporter& reporter, std::ostream& os) {
   }
 }
 
+void describe(std::ostream& os) {
+  os << "bench_mujoco: torch::set_num_threads(1); MuJoCo " << mj_versionString() << "\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_mujoco: torch::set_num_threads(1); MuJoCo " << mj_versionString() << "\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_tables);
-}
+TDRL_BENCHMARK_MAIN()

@@ -324,7 +324,7 @@ void register_benchmarks() {
   add("MemmapSample256/1M/Raw", [](benchmark::State& s) { sample_raw(s, kLarge, true); });
 }
 
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\ntdrl::replay vs the same copies in raw LibTorch, 256 rows per call: median of "
         "repetitions, torch::set_num_threads(1). On a loaded machine compare the CPU columns.\n\n"
      << "| case | ours us | raw us | ratio | ours cpu us | raw cpu us | cpu ratio | ours rows/s "
@@ -351,16 +351,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
   }
 }
 
+void describe(std::ostream& os) {
+  os << "bench_replay: torch::set_num_threads(1); transitions of observation " << kObs
+     << ", action " << kAction << ", next observation/reward/done; 256 rows per call\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_replay: torch::set_num_threads(1); transitions of observation "
-           << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
-           << ", next observation/reward/done; 256 rows per call\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

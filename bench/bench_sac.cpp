@@ -260,35 +260,20 @@ void register_benchmarks() {
   add("DQNLoss/Raw", dqn_raw);
 }
 
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\ntdrl::losses vs hand-written LibTorch, forward + backward at batch " << kBatch
      << ", 256x256 MLPs: real time per call (median of repetitions), "
-        "torch::set_num_threads(1)\n\n"
-     << "| case | ours us | raw us | ratio | cpu ratio | target |\n"
-     << "|---|---:|---:|---:|---:|---|\n";
-  for (const auto& name : case_names()) {
-    const Timing ours = reporter.timing("BM_" + name + "/Ours");
-    const Timing raw = reporter.timing("BM_" + name + "/Raw");
-    if (ours.real < 0 || raw.real <= 0) continue;
-    const double ratio = ours.real / raw.real;
-    std::string target = "-";
-    if (name == "SACLoss") target = ratio <= 1.2 ? "<= 1.2 ok" : "<= 1.2 MISSED";
-    os << "| " << name << " | " << fixed(ours.real / 1e3, 1) << " | " << fixed(raw.real / 1e3, 1)
-       << " | " << fixed(ratio, 3) << " | " << fixed(ours.cpu / raw.cpu, 3) << " | " << target
-       << " |\n";
-  }
+        "torch::set_num_threads(1)\n\n";
+  print_ours_vs_raw(reporter, os, case_names(),
+                    [](const std::string& name) { return name == "SACLoss" ? 1.2 : 0.0; });
+}
+
+void describe(std::ostream& os) {
+  os << "bench_sac: torch::set_num_threads(1); batch " << kBatch << ", observation " << kObs
+     << ", action " << kAction << ", hidden " << kHidden << "x" << kHidden << " ReLU\n";
 }
 
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_sac: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-           << ", observation " << tdrl::bench::kObs << ", action " << tdrl::bench::kAction
-           << ", hidden " << tdrl::bench::kHidden << "x" << tdrl::bench::kHidden << " ReLU\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

@@ -722,6 +722,7 @@ const std::vector<OpPair>& op_pairs() {
 }
 
 void register_benchmarks() {
+  inputs();  // built before the timings, not inside the first one
   for (const auto& pair : op_pairs()) {
     const std::string base = std::string("BM_") + pair.op;
     benchmark::RegisterBenchmark((base + "/TensorDict").c_str(), pair.tensordict)
@@ -732,7 +733,7 @@ void register_benchmarks() {
 
 // Times and ratio are real time, as the targets are stated; the CPU-time ratio is shown
 // beside it because on a shared machine preemption inflates real time, not CPU time.
-void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   os << "\nTensorDict vs raw LibTorch: real time per call (median of repetitions), "
      << "torch::set_num_threads(1)\n\n"
      << "| op | tensordict ns | raw ns | ratio | cpu ratio | target |\n"
@@ -755,19 +756,12 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
   os << "\n" << measured - missed << " of " << measured << " ops within target.\n";
 }
 
+void describe(std::ostream& os) {
+  os << "bench_tensordict: torch::set_num_threads(1) (intra-op threads: "
+     << torch::get_num_threads() << "); 10 float leaves [256, 8], batch [256]\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_tensordict: torch::set_num_threads(1) (intra-op threads: "
-           << torch::get_num_threads() << "); 10 float leaves [256, 8], batch [256]\n";
-      },
-      [] {
-        tdrl::bench::inputs();
-        tdrl::bench::register_benchmarks();
-      },
-      tdrl::bench::print_ratio_table);
-}
+TDRL_BENCHMARK_MAIN()

@@ -160,7 +160,7 @@ void register_benchmarks() {
   }
 }
 
-void print_table(const RatioReporter& reporter, std::ostream& os) {
+void print_tables(const RatioReporter& reporter, std::ostream& os) {
   const Timing bare = reporter.timing("BM_Step/Bare");
   if (bare.real <= 0) return;
   os << "\nTransformedEnv per-step overhead at batch " << kBatch
@@ -177,16 +177,13 @@ void print_table(const RatioReporter& reporter, std::ostream& os) {
   }
 }
 
+void describe(std::ostream& os) {
+  os << "bench_transforms: torch::set_num_threads(1); batch " << kBatch
+     << ", observation and velocity [" << kBatch << ", " << kObs << "], action [" << kBatch << ", "
+     << kAct << "]\n";
+}
+
 }  // namespace
 }  // namespace tdrl::bench
 
-int main(int argc, char** argv) {
-  return tdrl::bench::benchmark_main(
-      argc, argv,
-      [](std::ostream& os) {
-        os << "bench_transforms: torch::set_num_threads(1); batch " << tdrl::bench::kBatch
-           << ", observation and velocity [" << tdrl::bench::kBatch << ", " << tdrl::bench::kObs
-           << "], action [" << tdrl::bench::kBatch << ", " << tdrl::bench::kAct << "]\n";
-      },
-      tdrl::bench::register_benchmarks, tdrl::bench::print_table);
-}
+TDRL_BENCHMARK_MAIN()

@@ -108,11 +108,43 @@ int benchmark_main(int argc, char** argv, Describe&& describe, Register&& regist
   return run_and_print_ratio_table(std::forward<PrintTable>(print_table));
 }
 
+/// The main of a benchmark program whose namespace `tdrl::bench` defines
+/// `void describe(std::ostream&)` (what is measured), `void register_benchmarks()` and
+/// `void print_tables(const RatioReporter&, std::ostream&)` (see benchmark_main).
+#define TDRL_BENCHMARK_MAIN()                                             \
+  int main(int argc, char** argv) {                                       \
+    return tdrl::bench::benchmark_main(argc, argv, tdrl::bench::describe, \
+                                       tdrl::bench::register_benchmarks,  \
+                                       tdrl::bench::print_tables);        \
+  }
+
 /// `value` with `precision` digits after the point.
 inline std::string fixed(double value, int precision) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(precision) << value;
   return os.str();
+}
+
+/// The rows `| case | ours us | raw us | ratio | cpu ratio | target |` (after its header) of the
+/// cases `names`, each timing "BM_<name>/Ours" against "BM_<name>/Raw"; `max_ratio(name)` is
+/// the case's target ratio, or <= 0 for none. Cases that did not run are left out.
+template <class MaxRatio>
+void print_ours_vs_raw(const RatioReporter& reporter, std::ostream& os,
+                       const std::vector<std::string>& names, MaxRatio&& max_ratio) {
+  os << "| case | ours us | raw us | ratio | cpu ratio | target |\n"
+     << "|---|---:|---:|---:|---:|---|\n";
+  for (const auto& name : names) {
+    const Timing ours = reporter.timing("BM_" + name + "/Ours");
+    const Timing raw = reporter.timing("BM_" + name + "/Raw");
+    if (ours.real < 0 || raw.real <= 0) continue;
+    const double ratio = ours.real / raw.real;
+    const double target = max_ratio(name);
+    const std::string verdict =
+        target > 0 ? "<= " + fixed(target, 1) + (ratio <= target ? " ok" : " MISS") : "-";
+    os << "| " << name << " | " << fixed(ours.real / 1e3, 1) << " | " << fixed(raw.real / 1e3, 1)
+       << " | " << fixed(ratio, 3) << " | " << fixed(ours.cpu / raw.cpu, 3) << " | " << verdict
+       << " |\n";
+  }
 }
 
 }  // namespace tdrl::bench

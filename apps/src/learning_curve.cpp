@@ -137,6 +137,8 @@ void write_learning_curve_svg(
   constexpr double kWidth = 800, kHeight = 480;
   constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
 
+  // The data range over every finite point (a unit box when there is none), rounded out to
+  // tick values.
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
   bool any = false;
   for (const auto& s : series) {
@@ -162,6 +164,7 @@ void write_learning_curve_svg(
   auto sx = [&](double x) { return kLeft + (x - xa.lo) / (xa.hi - xa.lo) * (kRight - kLeft); };
   auto sy = [&](double y) { return kBottom - (y - ya.lo) / (ya.hi - ya.lo) * (kBottom - kTop); };
 
+  // Header and title.
   std::ostringstream svg;
   svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
@@ -172,6 +175,7 @@ void write_learning_curve_svg(
       << "<text x=\"" << coord((kLeft + kRight) / 2) << "\" y=\"28\" text-anchor=\"middle\" "
       << "font-size=\"16\">" << xml_escape(title) << "</text>\n";
 
+  // Grid lines at the ticks, then the frame.
   svg << "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n";
   for (double t : xa.ticks) {
     svg << "<line x1=\"" << coord(sx(t)) << "\" y1=\"" << coord(kTop) << "\" x2=\"" << coord(sx(t))
@@ -186,6 +190,7 @@ void write_learning_curve_svg(
       << coord(kRight - kLeft) << "\" height=\"" << coord(kBottom - kTop)
       << "\" fill=\"none\" stroke=\"#333333\"/>\n";
 
+  // Tick labels and axis titles.
   svg << "<g fill=\"#333333\">\n";
   for (double t : xa.ticks) {
     svg << "<text x=\"" << coord(sx(t)) << "\" y=\"" << coord(kBottom + 18)
@@ -202,6 +207,7 @@ void write_learning_curve_svg(
       << ")\">return</text>\n";
   svg << "</g>\n";
 
+  // One polyline per series (a dot for a single point) and its legend entry.
   size_t drawn = 0;
   for (const auto& s : series) {
     std::string points;

@@ -499,6 +499,7 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
 }
 
 bool Trainer::train() {
+  // Schedules: the next evaluation and checkpoint frame counts, from where a resumed run is.
   StopSignal::install();
   StopSignal::reset();  // a signal handled by an earlier train() in this process is done with
   session_start_ = std::chrono::steady_clock::now();
@@ -517,6 +518,7 @@ bool Trainer::train() {
   };
   auto collect_start = Clock::now();
   while (auto batch = collector_->next()) {
+    // One batch: record its episodes, optimise on it, hand the new weights to the collector.
     const auto collected = Clock::now();
     times_.collect += seconds(collect_start, collected);
     batch_ = *batch;
@@ -532,6 +534,7 @@ bool Trainer::train() {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
     const double fps = static_cast<double>(frames_ - frames_at_start) / std::max(elapsed, 1e-9);
+    // Evaluate on schedule and at the end, then log the batch's row.
     std::optional<EvalResult> eval;
     if (next_eval > 0 && frames_ >= next_eval && frames_ < total) {
       eval = evaluate_now();
@@ -545,6 +548,7 @@ bool Trainer::train() {
     times_.eval += seconds(optimized, Clock::now());
     log_row(fps, eval);
     display.update(frames_, fps, mean_of(recent_returns_), wall_time());
+    // A signal stops after this batch; otherwise checkpoint on schedule.
     if (StopSignal::requested()) {
       logger_->warn("signal {} received at {} frames: checkpointing and stopping",
                     StopSignal::signal_number(), frames_);
@@ -559,6 +563,7 @@ bool Trainer::train() {
     }
     collect_start = Clock::now();
   }
+  // The final checkpoint, then where the session's time went.
   checkpoint();
   display.finish();
   collector_->shutdown();

@@ -49,7 +49,7 @@ void load_policy_weights(const CollectorPolicy& policy, const TensorDict& weight
           i < target_keys.size() && (i >= source_keys.size() || target_keys[i] < source_keys[i]);
       const NestedKey& key = missing_in_source ? target_keys[i] : source_keys[i];
       throw KeyError(
-          "load_policy_weights: " + key.repr() +
+          "load_policy_weights: " + key.to_string() +
           (missing_in_source ? " is a weight of the policy but missing from the weights"
                              : " is in the weights but not a weight of the policy") +
           "; the weights must come from policy_weights() of a policy built the same way");
@@ -57,7 +57,7 @@ void load_policy_weights(const CollectorPolicy& policy, const TensorDict& weight
     const auto want = target.get(target_keys[i]);
     const auto got = weights.get(source_keys[i]);
     TDRL_CHECK(!(want.sizes() != got.sizes() || want.scalar_type() != got.scalar_type()),
-               ShapeError, "load_policy_weights: ", target_keys[i].repr(), " is ",
+               ShapeError, "load_policy_weights: ", target_keys[i].to_string(), " is ",
                tensordict::shape_str(want.sizes()), " ",
                std::string(c10::toString(want.scalar_type())), " in the policy but ",
                tensordict::shape_str(got.sizes()), " ",
@@ -179,9 +179,9 @@ TensorDict Collector::act(TensorDict td, bool random) {
   }
   if (!td.contains(env_->action_key())) {
     std::ostringstream keys;
-    for (const auto& key : td.keys(true, true)) keys << " " << key.repr();
-    throw KeyError("Collector: the policy did not write the action " + env_->action_key().repr() +
-                   " (it returned the keys" + keys.str() +
+    for (const auto& key : td.keys(true, true)) keys << " " << key.to_string();
+    throw KeyError("Collector: the policy did not write the action " +
+                   env_->action_key().to_string() + " (it returned the keys" + keys.str() +
                    "); the policy must write the env's action key");
   }
   return td;
@@ -244,12 +244,12 @@ std::optional<TensorDict> Collector::collect(bool random) {
         const auto& [leaf, key] = leaves[i];
         auto value = stepped.find(key);
         TDRL_CHECK(value, KeyError, "Collector: step ", std::to_string(t), " of the batch has no ",
-                   key.repr(),
+                   key.to_string(),
                    ", which the first step had; the policy and env must write the same "
                    "keys at every step");
         auto slot = leaf.select(time_dim, t);
-        TDRL_CHECK(slot.sizes() == value->sizes(), ShapeError, "Collector: ", key.repr(), " is ",
-                   tensordict::shape_str(value->sizes()), " at step ", std::to_string(t),
+        TDRL_CHECK(slot.sizes() == value->sizes(), ShapeError, "Collector: ", key.to_string(),
+                   " is ", tensordict::shape_str(value->sizes()), " at step ", std::to_string(t),
                    " but was ", tensordict::shape_str(slot.sizes()),
                    " at the first step of the batch; entries must keep their shape");
         slot.copy_(*value);
@@ -332,7 +332,7 @@ TensorDict split_trajectories(const TensorDict& batch, const NestedKey& trajecto
   torch::Tensor starts;
   if (auto ids = batch.find(trajectory_key)) {
     TDRL_CHECK(ids->sizes() == c10::IntArrayRef(batch_size), ShapeError,
-               "split_trajectories: ", trajectory_key.repr(), " is ",
+               "split_trajectories: ", trajectory_key.to_string(), " is ",
                tensordict::shape_str(ids->sizes()), "; expected the batch size ",
                tensordict::shape_str(batch_size));
     auto id = ids->reshape({rows, steps});
@@ -346,15 +346,15 @@ TensorDict split_trajectories(const TensorDict& batch, const NestedKey& trajecto
       expected.push_back(1);
     }
     TDRL_CHECK(done->sizes() == c10::IntArrayRef(expected), ShapeError,
-               "split_trajectories: ", done_key.repr(), " is ",
+               "split_trajectories: ", done_key.to_string(), " is ",
                tensordict::shape_str(done->sizes()), "; expected ",
                tensordict::shape_str(batch_size), " or with a trailing 1");
     auto d = done->reshape({rows, steps}).to(torch::kBool);
     starts = torch::ones({rows, steps}, torch::kBool);
     if (steps > 1) starts.slice(1, 1).copy_(d.slice(1, 0, steps - 1));
   } else {
-    throw KeyError("split_trajectories: the batch has neither " + trajectory_key.repr() + " nor " +
-                   done_key.repr() + "; one of them tells where trajectories end");
+    throw KeyError("split_trajectories: the batch has neither " + trajectory_key.to_string() +
+                   " nor " + done_key.to_string() + "; one of them tells where trajectories end");
   }
   // Segments in row-major order: (row, start, length).
   const auto starts_cpu = starts.contiguous();

@@ -33,7 +33,7 @@ void make_traj_ids_global(const torch::Tensor& ids, int64_t num_workers, int64_t
 
 std::string keys_repr(const std::vector<tensordict::NestedKey>& keys) {
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -56,7 +56,7 @@ std::string structure_difference(const TensorDict& a, const TensorDict& b) {
     const auto ta = a.get(key);
     const auto tb = b.get(key);
     if (ta.scalar_type() != tb.scalar_type() || ta.sizes() != tb.sizes())
-      return "this worker's " + key.repr() + " is " + leaf_repr(tb) + " but rank 1's is " +
+      return "this worker's " + key.to_string() + " is " + leaf_repr(tb) + " but rank 1's is " +
              leaf_repr(ta);
   }
   return "";
@@ -129,6 +129,7 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
     : impl_(std::make_unique<Impl>()),
       options_(std::move(options)),
       distributed_(std::move(distributed)) {
+  // The options, checked before any process or socket exists.
   static constexpr const char* kOp = "DistributedCollector";
   const auto& d = distributed_;
   auto invalid = [](const std::string& what) { throw ValueError(std::string(kOp) + ": " + what); };
@@ -158,6 +159,7 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
     invalid("max_frames_per_traj is " + std::to_string(options_.max_frames_per_traj()) +
             "; expected a positive count or -1 (no limit)");
 
+  // The learner's bookkeeping of each worker.
   const int64_t W = d.num_workers();
   auto& im = *impl_;
   im.policy = std::move(policy);
@@ -170,6 +172,7 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
   im.timeout = d.timeout();
   ignore_sigpipe();
 
+  // The rendezvous: a TCPStore served here, the workers launched (when asked) and joined.
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(d.port());
   store_options.isServer = true;
@@ -222,6 +225,7 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
   }
   if (failure) worker_failed(failure->first, failure->second);
 
+  // The batch and total frame counts the workers' answers make (rounded up, with a warning).
   frames_per_batch_ = 0;
   for (int64_t w = 0; w < W; ++w) {
     if (d.sync()) frames_per_batch_ += answers[w].value;

@@ -383,7 +383,7 @@ void MultiCollectorBase::load_state_dict(const TensorDict& state) {
     const NestedKey key({"workers", "w" + std::to_string(worker->index)});
     auto value = state.find_value(key);
     const auto* td = value ? std::get_if<TensorDict>(&*value) : nullptr;
-    TDRL_CHECK(td, KeyError, op, ": the state has no TensorDict at ", key.repr(),
+    TDRL_CHECK(td, KeyError, op, ": the state has no TensorDict at ", key.to_string(),
                " (one per worker); pass what state_dict() of a collector with ",
                std::to_string(workers_.size()), " workers returned");
     worker_states.push_back(*td);

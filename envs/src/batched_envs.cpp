@@ -136,13 +136,13 @@ void BatchedEnvBase::check_same_specs(int64_t i) const {
     fail("observation_spec", a.observation_spec()->to_string(), b.observation_spec()->to_string());
   }
   if (a.action_key() != b.action_key()) {
-    fail("action key", a.action_key().repr(), b.action_key().repr());
+    fail("action key", a.action_key().to_string(), b.action_key().to_string());
   }
   if (!same_spec(a.action_spec(), b.action_spec())) {
     fail("action_spec", spec_or_none(a.action_spec()), spec_or_none(b.action_spec()));
   }
   if (a.reward_key() != b.reward_key()) {
-    fail("reward key", a.reward_key().repr(), b.reward_key().repr());
+    fail("reward key", a.reward_key().to_string(), b.reward_key().to_string());
   }
   if (!same_spec(a.reward_spec(), b.reward_spec())) {
     fail("reward_spec", spec_or_none(a.reward_spec()), spec_or_none(b.reward_spec()));
@@ -208,7 +208,7 @@ void BatchedEnvBase::write_slice(const std::string& op, int64_t i, const Leaf& l
                                  const torch::Tensor& value, const torch::Tensor& target) const {
   torch::Tensor slice = target.select(0, i);
   TDRL_CHECK(value.sizes().equals(slice.sizes()), ShapeError, op, ": the sub-env wrote ",
-             leaf.key.repr(), " with shape ", shape_repr(value.sizes()), "; its spec says ",
+             leaf.key.to_string(), " with shape ", shape_repr(value.sizes()), "; its spec says ",
              shape_repr(slice.sizes()), " (fix the sub-env's output or its spec)");
   slice.copy_(value);
 }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,30 @@ using OptionSetter = std::function<void(O&, const EnvOptions&)>;
 
 template <class O>
 using OptionTable = std::vector<std::pair<std::string, OptionSetter<O>>>;
+
+// Reads option `name` as the setter's type T (an optional's value type for optional
+// fields); only called for options that are set, so the defaults are never used.
+template <class T>
+T read_option(const EnvOptions& options, const std::string& name) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return options.get_bool(name, false);
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(options.get_int(name, 0));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return options.get_double(name, 0);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return options.get_string(name, "");
+  } else {
+    return read_option<typename T::value_type>(options, name);
+  }
+}
+
+// The table entry setting option `name` through the Options setter `set` (a TORCH_ARG setter
+// of O, or of O's CRTP base C).
+template <class O, class C, class T>
+std::pair<std::string, OptionSetter<O>> option(const std::string& name, O& (C::*set)(const T&)) {
+  return {name, [name, set](O& o, const EnvOptions& e) { (o.*set)(read_option<T>(e, name)); }};
+}
 
 // A factory building `Env` from EnvOptions: batch size and device, then every option of
 // `table` that is set (check_keys rejects the others).
@@ -46,100 +71,72 @@ RegisteredEnvFactory task_factory(const std::string& name, OptionTable<O> table)
 OptionTable<CartPoleEnvOptions> cartpole_options() {
   using O = CartPoleEnvOptions;
   return {
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"sutton_barto_reward",
-       [](O& o, const EnvOptions& e) {
-         o.sutton_barto_reward(e.get_bool("sutton_barto_reward", false));
-       }},
-      {"gravity", [](O& o, const EnvOptions& e) { o.gravity(e.get_double("gravity", 0)); }},
-      {"masscart", [](O& o, const EnvOptions& e) { o.masscart(e.get_double("masscart", 0)); }},
-      {"masspole", [](O& o, const EnvOptions& e) { o.masspole(e.get_double("masspole", 0)); }},
-      {"length", [](O& o, const EnvOptions& e) { o.length(e.get_double("length", 0)); }},
-      {"force_mag", [](O& o, const EnvOptions& e) { o.force_mag(e.get_double("force_mag", 0)); }},
-      {"tau", [](O& o, const EnvOptions& e) { o.tau(e.get_double("tau", 0)); }},
-      {"theta_threshold_radians",
-       [](O& o, const EnvOptions& e) {
-         o.theta_threshold_radians(e.get_double("theta_threshold_radians", 0));
-       }},
-      {"x_threshold",
-       [](O& o, const EnvOptions& e) { o.x_threshold(e.get_double("x_threshold", 0)); }},
+      option("max_episode_steps", &O::max_episode_steps),
+      option("sutton_barto_reward", &O::sutton_barto_reward),
+      option("gravity", &O::gravity),
+      option("masscart", &O::masscart),
+      option("masspole", &O::masspole),
+      option("length", &O::length),
+      option("force_mag", &O::force_mag),
+      option("tau", &O::tau),
+      option("theta_threshold_radians", &O::theta_threshold_radians),
+      option("x_threshold", &O::x_threshold),
   };
 }
 
 OptionTable<PendulumEnvOptions> pendulum_options() {
   using O = PendulumEnvOptions;
   return {
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"g", [](O& o, const EnvOptions& e) { o.g(e.get_double("g", 0)); }},
-      {"m", [](O& o, const EnvOptions& e) { o.m(e.get_double("m", 0)); }},
-      {"l", [](O& o, const EnvOptions& e) { o.l(e.get_double("l", 0)); }},
-      {"dt", [](O& o, const EnvOptions& e) { o.dt(e.get_double("dt", 0)); }},
-      {"max_speed", [](O& o, const EnvOptions& e) { o.max_speed(e.get_double("max_speed", 0)); }},
-      {"max_torque",
-       [](O& o, const EnvOptions& e) { o.max_torque(e.get_double("max_torque", 0)); }},
+      option("max_episode_steps", &O::max_episode_steps),
+      option("g", &O::g),
+      option("m", &O::m),
+      option("l", &O::l),
+      option("dt", &O::dt),
+      option("max_speed", &O::max_speed),
+      option("max_torque", &O::max_torque),
   };
 }
 
 OptionTable<MountainCarEnvOptions> mountain_car_options() {
   using O = MountainCarEnvOptions;
   return {
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"goal_velocity",
-       [](O& o, const EnvOptions& e) { o.goal_velocity(e.get_double("goal_velocity", 0)); }},
-      {"goal_position",
-       [](O& o, const EnvOptions& e) { o.goal_position(e.get_double("goal_position", 0)); }},
-      {"force", [](O& o, const EnvOptions& e) { o.force(e.get_double("force", 0)); }},
-      {"gravity", [](O& o, const EnvOptions& e) { o.gravity(e.get_double("gravity", 0)); }},
+      option("max_episode_steps", &O::max_episode_steps),
+      option("goal_velocity", &O::goal_velocity),
+      option("goal_position", &O::goal_position),
+      option("force", &O::force),
+      option("gravity", &O::gravity),
   };
 }
 
 OptionTable<MountainCarContinuousEnvOptions> mountain_car_continuous_options() {
   using O = MountainCarContinuousEnvOptions;
   return {
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"goal_velocity",
-       [](O& o, const EnvOptions& e) { o.goal_velocity(e.get_double("goal_velocity", 0)); }},
-      {"goal_position",
-       [](O& o, const EnvOptions& e) { o.goal_position(e.get_double("goal_position", 0)); }},
-      {"power", [](O& o, const EnvOptions& e) { o.power(e.get_double("power", 0)); }},
+      option("max_episode_steps", &O::max_episode_steps),
+      option("goal_velocity", &O::goal_velocity),
+      option("goal_position", &O::goal_position),
+      option("power", &O::power),
   };
 }
 
 OptionTable<AcrobotEnvOptions> acrobot_options() {
   using O = AcrobotEnvOptions;
   return {
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"torque_noise_max",
-       [](O& o, const EnvOptions& e) { o.torque_noise_max(e.get_double("torque_noise_max", 0)); }},
-      {"book_or_nips",
-       [](O& o, const EnvOptions& e) { o.book_or_nips(e.get_string("book_or_nips", "")); }},
+      option("max_episode_steps", &O::max_episode_steps),
+      option("torque_noise_max", &O::torque_noise_max),
+      option("book_or_nips", &O::book_or_nips),
   };
 }
 
 OptionTable<MujocoEnvOptions> mujoco_options() {
   using O = MujocoEnvOptions;
   return {
-      {"model_path",
-       [](O& o, const EnvOptions& e) { o.model_path(e.get_string("model_path", "")); }},
-      {"asset_dir", [](O& o, const EnvOptions& e) { o.asset_dir(e.get_string("asset_dir", "")); }},
-      {"num_threads",
-       [](O& o, const EnvOptions& e) { o.num_threads(e.get_int("num_threads", 1)); }},
-      {"frame_skip", [](O& o, const EnvOptions& e) { o.frame_skip(e.get_int("frame_skip", 1)); }},
-      {"reset_noise_scale",
-       [](O& o, const EnvOptions& e) {
-         o.reset_noise_scale(e.get_double("reset_noise_scale", 0));
-       }},
-      {"max_episode_steps",
-       [](O& o, const EnvOptions& e) { o.max_episode_steps(e.get_int("max_episode_steps", 0)); }},
-      {"terminate_when_unhealthy",
-       [](O& o, const EnvOptions& e) {
-         o.terminate_when_unhealthy(e.get_bool("terminate_when_unhealthy", true));
-       }},
+      option("model_path", &O::model_path),
+      option("asset_dir", &O::asset_dir),
+      option("num_threads", &O::num_threads),
+      option("frame_skip", &O::frame_skip),
+      option("reset_noise_scale", &O::reset_noise_scale),
+      option("max_episode_steps", &O::max_episode_steps),
+      option("terminate_when_unhealthy", &O::terminate_when_unhealthy),
   };
 }
 

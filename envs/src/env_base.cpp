@@ -25,7 +25,7 @@ std::string shape_repr(c10::IntArrayRef shape) {
 
 std::string keys_repr(const std::vector<NestedKey>& keys) {
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -205,7 +205,7 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
   td.set(specs::kDone, done);
   for (const auto& key : observation_spec_->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     TDRL_CHECK(td.contains(key), KeyError, where, ": the env did not write observation ",
-               key.repr(), " declared in its observation spec; it wrote ",
+               key.to_string(), " declared in its observation spec; it wrote ",
                keys_repr(td.keys(true, true)));
   }
   if (device_ != torch::kCPU) return td.to(device_);
@@ -244,23 +244,23 @@ void EnvBase::check_action(const TensorDict& td) const {
   const std::string where = name_ + "::step";
   if (!action_spec_) return;
   auto action = td.find(action_key_);
-  TDRL_CHECK(action, KeyError, where, ": the action ", action_key_.repr(),
+  TDRL_CHECK(action, KeyError, where, ": the action ", action_key_.to_string(),
              " is missing; write it with the policy (or env.rand_action(td)); keys: ",
              keys_repr(td.keys(true, true)));
   const auto& expected = action_spec_->shape();
-  TDRL_CHECK(action->sizes().vec() == expected, ShapeError, where, ": action ", action_key_.repr(),
-             " has shape ", shape_repr(action->sizes()), "; the action spec expects ",
-             shape_repr(expected));
+  TDRL_CHECK(action->sizes().vec() == expected, ShapeError, where, ": action ",
+             action_key_.to_string(), " has shape ", shape_repr(action->sizes()),
+             "; the action spec expects ", shape_repr(expected));
   TDRL_CHECK(action->scalar_type() == action_spec_->dtype(), TypeError, where, ": action ",
-             action_key_.repr(), " has dtype ", std::string(c10::toString(action->scalar_type())),
-             "; the action spec expects ", std::string(c10::toString(action_spec_->dtype())),
-             " (cast it)");
+             action_key_.to_string(), " has dtype ",
+             std::string(c10::toString(action->scalar_type())), "; the action spec expects ",
+             std::string(c10::toString(action_spec_->dtype())), " (cast it)");
   TDRL_CHECK(!(action->is_floating_point() && !torch::isfinite(*action).all().item<bool>()),
-             ValueError, where, ": action ", action_key_.repr(),
+             ValueError, where, ": action ", action_key_.to_string(),
              " has non-finite values (NaN or inf); check the policy's outputs");
-  action_spec_->assert_is_in(*action, action_key_.repr());
+  action_spec_->assert_is_in(*action, action_key_.to_string());
   for (const auto& key : state_spec_->keys(true, true)) {
-    TDRL_CHECK(td.contains(key), KeyError, where, ": state entry ", key.repr(),
+    TDRL_CHECK(td.contains(key), KeyError, where, ": state entry ", key.to_string(),
                " (declared in the state spec) is missing; keys: ", keys_repr(td.keys(true, true)));
   }
 }
@@ -273,7 +273,7 @@ TensorDict EnvBase::step(TensorDict tensordict) {
   check_action(tensordict);
   TensorDict next = complete_flags(step_impl(tensordict), where);
   TDRL_CHECK(next.contains(reward_key_), KeyError, where, ": the env did not write the reward ",
-             reward_key_.repr());
+             reward_key_.to_string());
   tensordict.set(specs::kNext, next);
   return tensordict;
 }
@@ -374,12 +374,12 @@ void check_env_specs(EnvBase& env, int64_t steps) {
     auto check = [&](const specs::TensorSpecPtr& spec, const NestedKey& key) {
       auto value = step.find(key);
       if (!value) {
-        problems.push_back("step " + std::to_string(i) + ": " + key.repr() + " is missing");
+        problems.push_back("step " + std::to_string(i) + ": " + key.to_string() + " is missing");
         return;
       }
       if (!spec->is_in(*value)) {
         try {
-          spec->assert_is_in(*value, key.repr());
+          spec->assert_is_in(*value, key.to_string());
         } catch (const tensordict::Error& e) {
           problems.push_back("step " + std::to_string(i) + ": " + e.what());
         }

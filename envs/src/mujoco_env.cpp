@@ -206,6 +206,7 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
     : EnvBase(std::move(name),
               EnvBaseOptions().batch_size(options.batch_size()).device(options.device())),
       impl_(std::make_unique<Impl>()) {
+  // The task's settings (options override the task's defaults), checked.
   const std::string op = this->name();
   auto& s = *impl_;
   s.options = options;
@@ -229,6 +230,7 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
     s.n *= dim;
   }
 
+  // The model: an explicit MJCF file, or the task's file in the asset folder.
   if (!options.model_path().empty()) {
     s.model_path = options.model_path();
   } else if (config.model_file.empty()) {
@@ -247,6 +249,7 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   const mjModel* m = s.model.get();
   s.obs_dim = config.observation_dim >= 0 ? config.observation_dim : m->nq + m->nv;
 
+  // One simulation state per sub-env, and the worker pool stepping them.
   s.data.reserve(static_cast<size_t>(s.n));
   for (int64_t i = 0; i < s.n; ++i) {
     mjData* d = mj_makeData(m);
@@ -259,6 +262,7 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   s.steps.assign(static_cast<size_t>(s.n), 0);
   s.pool = std::make_unique<detail::SpinWorkerPool>(std::min(options.num_threads(), s.n));
 
+  // Specs: float32 observations; a Bounded action when every actuator is limited.
   const auto& batch = batch_size();
   const torch::Device device = options.device();
   set_observation_spec(specs::Composite::make(
@@ -378,6 +382,8 @@ void MujocoEnv::set_state(const torch::Tensor& qpos, const torch::Tensor& qvel) 
   const auto qvel64 = check("qvel", qvel, m->nv);
   const double* qp = qpos64.data_ptr<double>();
   const double* qv = qvel64.data_ptr<double>();
+  // Each sub-env on a worker: apply the action, frame_skip physics steps, then the task's
+  // reward and observation; an unstable simulation is reset and its episode truncated.
   s.parallel(s.n, [&](int64_t i) {
     mjData* d = s.data[i].get();
     std::copy_n(qp + i * m->nq, m->nq, d->qpos);
@@ -461,6 +467,7 @@ TensorDict MujocoEnv::reset_impl(const TensorDict& tensordict) {
 }
 
 TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
+  // Flat float32 CPU views of the action and of every output, written by the workers.
   auto& s = *impl_;
   const mjModel* m = s.model.get();
   const int64_t nu = m->nu;
@@ -525,6 +532,7 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
     done_out[i] = terminated_out[i] || truncated_out[i];
   });
 
+  // The outputs in the env's batch shape.
   const auto& batch = batch_size();
   return TensorDict({{specs::kObservation, obs.view(with_tail(batch, s.obs_dim))},
                      {specs::kReward, reward.view(with_tail(batch, 1))},

@@ -21,7 +21,7 @@ namespace detail {
 
 std::string keys_repr(const std::vector<NestedKey>& keys) {
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -32,6 +32,18 @@ std::string number_repr(double value) {
 }
 
 std::string bool_repr(bool v) { return v ? "true" : "false"; }
+
+std::string bound_repr(const std::optional<double>& bound) {
+  return bound ? number_repr(*bound) : std::string("None");
+}
+
+torch::Tensor clamp(const torch::Tensor& value, const std::optional<double>& low,
+                    const std::optional<double>& high) {
+  c10::optional<c10::Scalar> lo, hi;
+  if (low) lo = *low;
+  if (high) hi = *high;
+  return torch::clamp(value, lo, hi);
+}
 
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape) {
   shape.push_back(1);
@@ -58,7 +70,7 @@ void throw_missing(const std::string& where, const std::string& what, const Nest
   std::vector<std::string> names;
   names.reserve(candidates.size());
   for (const auto& k : candidates) names.push_back(k.join_parts("."));
-  throw KeyError(where + ": " + what + " " + key.repr() + " is not in the " + spec_names +
+  throw KeyError(where + ": " + what + " " + key.to_string() + " is not in the " + spec_names +
                  " spec; available keys (closest first): " +
                  tensordict::closest_names(key.join_parts("."), names));
 }
@@ -105,7 +117,7 @@ void require_inputs(const std::string& where, const std::vector<NestedKey>& keys
 
 void reject_flag_key(const std::string& where, const NestedKey& key) {
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
-    TDRL_CHECK(key != NestedKey(flag), ValueError, where, ": key ", key.repr(),
+    TDRL_CHECK(key != NestedKey(flag), ValueError, where, ": key ", key.to_string(),
                " is a done flag; envs always keep done, terminated and truncated");
   }
 }
@@ -137,14 +149,14 @@ specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtyp
   if (const auto* b = dynamic_cast<const specs::Bounded*>(&spec)) {
     return bounded(b->low().to(dtype), b->high().to(dtype), b->shape(), dtype, b->device());
   }
-  throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
+  throw TypeError(where + ": the spec of " + key.to_string() + " is " + spec.type_name() +
                   "; only Unbounded and Bounded specs can change dtype");
 }
 
 void require_floating(const specs::TensorSpec& spec, const std::string& where,
                       const NestedKey& key) {
-  TDRL_CHECK(c10::isFloatingType(spec.dtype()), TypeError, where, ": ", key.repr(), " has dtype ",
-             specs::detail::dtype_repr(spec.dtype()),
+  TDRL_CHECK(c10::isFloatingType(spec.dtype()), TypeError, where, ": ", key.to_string(),
+             " has dtype ", specs::detail::dtype_repr(spec.dtype()),
              "; the transform needs a floating-point entry (add DoubleToFloat or pick "
              "another key)");
 }
@@ -289,6 +301,144 @@ void Transform::release() { owner_ = nullptr; }
 
 std::ostream& operator<<(std::ostream& stream, const Transform& transform) {
   return stream << transform.to_string();
+}
+
+// ---- KeyedTransform --------------------------------------------------------------------------
+
+KeyedTransform::KeyedTransform(const std::string& where, std::vector<NestedKey> in_keys,
+                               std::vector<NestedKey> out_keys, std::vector<NestedKey> in_keys_inv,
+                               std::vector<NestedKey> out_keys_inv, Inverse inverse)
+    : where_(where),
+      in_keys_(std::move(in_keys)),
+      out_keys_(detail::out_keys_or(in_keys_, out_keys, where)),
+      in_keys_inv_(std::move(in_keys_inv)),
+      out_keys_inv_(out_keys_inv.empty() ? in_keys_inv_ : std::move(out_keys_inv)) {
+  TDRL_CHECK(out_keys_inv_.size() == in_keys_inv_.size(), ValueError, where, ": ",
+             std::to_string(out_keys_inv_.size()), " out_keys_inv ",
+             detail::keys_repr(out_keys_inv_), " for ", std::to_string(in_keys_inv_.size()),
+             " in_keys_inv ", detail::keys_repr(in_keys_inv_),
+             "; give one out_key_inv per in_key_inv");
+  if (inverse == Inverse::kNone) {
+    TDRL_CHECK(in_keys_inv_.empty(), ValueError, where, ": in_keys_inv is ",
+               detail::keys_repr(in_keys_inv_), ", but ", where,
+               " has no inverse; leave in_keys_inv and out_keys_inv empty");
+    detail::require_keys(where, "in_keys", in_keys_);
+  } else {
+    TDRL_CHECK(!(in_keys_.empty() && in_keys_inv_.empty()), ValueError, where,
+               ": in_keys and in_keys_inv are both empty");
+  }
+}
+
+TensorDict KeyedTransform::call(TensorDict td) {
+  return map_outputs(std::move(td), [this](const torch::Tensor& value, const NestedKey& key) {
+    return apply_transform(value, key);
+  });
+}
+
+TensorDict KeyedTransform::reset(const TensorDict& input, TensorDict output) {
+  output = call(std::move(output));
+  const auto mask = input.get_or(specs::kReset, torch::Tensor());
+  for (size_t i = 0; i < reward_copies_.size(); ++i) {
+    if (!reward_copies_[i] || output.contains(out_keys_[i])) continue;
+    auto zero = reward_copies_[i]->zero().to(detail::device_of(output));
+    const auto previous = input.find(out_keys_[i]);
+    if (mask.defined() && previous) {
+      auto keep = mask;
+      while (keep.dim() < zero.dim()) keep = keep.unsqueeze(-1);
+      zero = torch::where(keep, zero, previous->to(zero.dtype()));
+    }
+    output.set(out_keys_[i], zero);
+  }
+  return output;
+}
+
+TensorDict KeyedTransform::inv(TensorDict td) {
+  for (size_t i = 0; i < in_keys_inv_.size(); ++i) {
+    const auto value = td.find(out_keys_inv_[i]);
+    if (value) td.set(in_keys_inv_[i], apply_inverse(*value, in_keys_inv_[i]));
+  }
+  return td;
+}
+
+torch::Tensor KeyedTransform::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  return value;
+}
+
+torch::Tensor KeyedTransform::apply_inverse(const torch::Tensor& value, const NestedKey&) {
+  return value;
+}
+
+specs::TensorSpecPtr KeyedTransform::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                           const NestedKey&, const EnvSpecs&) {
+  return spec;
+}
+
+specs::TensorSpecPtr KeyedTransform::transform_input_leaf(const specs::TensorSpecPtr& spec,
+                                                          const NestedKey&, const EnvSpecs&) {
+  return spec;
+}
+
+specs::CompositePtr KeyedTransform::map_output_specs(specs::CompositePtr spec,
+                                                     const specs::CompositePtr& holder,
+                                                     bool is_reward, const EnvSpecs& input) {
+  for (size_t i = 0; i < in_keys_.size(); ++i) {
+    const auto& key = in_keys_[i];
+    const auto from = detail::output_holding(input, key);
+    // A result read from the reward but written elsewhere is an observation: the reward spec
+    // keeps exactly one leaf.
+    const bool in_place = key == out_keys_[i];
+    const bool belongs = is_reward ? (from == input.reward && in_place)
+                                   : (from == holder || (from == input.reward && !in_place));
+    if (!belongs) continue;
+    auto out = transform_output_leaf(from->get(key), key, input);
+    if (from == input.reward && !in_place) reward_copies_[i] = out;
+    spec->set(out_keys_[i], std::move(out));
+  }
+  return spec;
+}
+
+specs::CompositePtr KeyedTransform::map_input_specs(specs::CompositePtr spec,
+                                                    const specs::CompositePtr& holder,
+                                                    const EnvSpecs& input) {
+  for (size_t i = 0; i < in_keys_inv_.size(); ++i) {
+    const auto& key = in_keys_inv_[i];
+    if (detail::input_holding(input, key) != holder) continue;
+    auto leaf = transform_input_leaf(holder->get(key), key, input);
+    if (out_keys_inv_[i] != key) spec->del_(key);
+    spec->set(out_keys_inv_[i], std::move(leaf));
+  }
+  return spec;
+}
+
+specs::CompositePtr KeyedTransform::transform_observation_spec(specs::CompositePtr spec,
+                                                               const EnvSpecs& input) {
+  detail::require_outputs(where_, in_keys_, input);
+  reward_copies_.assign(in_keys_.size(), nullptr);
+  return map_output_specs(std::move(spec), input.observation, /*is_reward=*/false, input);
+}
+
+specs::CompositePtr KeyedTransform::transform_reward_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
+  return map_output_specs(std::move(spec), input.reward, /*is_reward=*/true, input);
+}
+
+specs::CompositePtr KeyedTransform::transform_action_spec(specs::CompositePtr spec,
+                                                          const EnvSpecs& input) {
+  detail::require_inputs(where_, in_keys_inv_, input);
+  return map_input_specs(std::move(spec), input.action, input);
+}
+
+specs::CompositePtr KeyedTransform::transform_state_spec(specs::CompositePtr spec,
+                                                         const EnvSpecs& input) {
+  return map_input_specs(std::move(spec), input.state, input);
+}
+
+std::string KeyedTransform::keys_to_string() const {
+  std::string out = "in_keys=" + detail::keys_repr(in_keys_);
+  if (out_keys_ != in_keys_) out += ", out_keys=" + detail::keys_repr(out_keys_);
+  if (!in_keys_inv_.empty()) out += ", in_keys_inv=" + detail::keys_repr(in_keys_inv_);
+  if (out_keys_inv_ != in_keys_inv_) out += ", out_keys_inv=" + detail::keys_repr(out_keys_inv_);
+  return out;
 }
 
 // ---- Compose ---------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
   const auto adv = options_.normalize_advantage() ? normalize(advantage(td)) : advantage(td);
   const auto dist = get_dist(td);
   const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
-  check_same_shape("objective", adv, key("advantage").repr(), log_prob,
+  check_same_shape("objective", adv, key("advantage").to_string(), log_prob,
                    "the log-prob of the action (unsqueezed to [*B, 1])");
   TensorDict out = TensorDict::empty({});
   out.set("loss_objective", -(log_prob * adv).mean());

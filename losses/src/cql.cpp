@@ -34,8 +34,8 @@ TensorDict repeated_inputs(const std::string& where, const std::string& who,
     auto value = source.find(key);
     if (!value) {
       const NestedKey shown = prefix.empty() ? key : NestedKey{prefix, key};
-      throw tensordict::KeyError(where + ": the batch has no " + shown.repr() + ", an input of " +
-                                 who);
+      throw tensordict::KeyError(where + ": the batch has no " + shown.to_string() +
+                                 ", an input of " + who);
     }
     std::vector<int64_t> shape{r};
     for (auto d : value->sizes()) shape.push_back(d);
@@ -226,9 +226,7 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   const NestedKey& action_key = key("action");
   const NestedKey& q_key = key("state_action_value");
   detail::check_q_keys(name(), qvalue_networks_, action_key, q_key);
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
+  const auto [reward, done, terminated] = transition(batch);
 
   // SAC's actor and temperature terms, the Q-networks' parameters held out of the actor's.
   const auto policy = policy_at_states(batch);
@@ -254,9 +252,7 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
                              [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
   const auto& pred0 = preds.front();
-  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  check_td_shapes({reward, done, terminated}, pred0);
   std::shared_ptr<tdnn::Distribution> next_dist;
   const auto next_value =
       next_state_value(detail::next_tensordict(name(), batch), alpha, next_dist);

@@ -73,12 +73,8 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
   auto value_td = detail::network_inputs(name(), "the value_network", batch, critic_in);
   value_network_->forward(value_td);
   const auto pred = value_td.get(value_key);
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
-  check_same_shape("TD target", reward, "reward", pred, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred, "Q(s, a)");
+  const auto [reward, done, terminated] = transition(batch);
+  check_td_shapes({reward, done, terminated}, pred);
 
   torch::Tensor next_value;
   {
@@ -86,11 +82,8 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
     const auto next = detail::next_tensordict(name(), batch);
     auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
                                                 actor_in, {}, "next");
-    if (options_.delay_actor()) {
-      with_target("actor_network", [&] { actor_network_->forward(next_actor_td); });
-    } else {
-      actor_network_->forward(next_actor_td);
-    }
+    with_target_if(options_.delay_actor(), "actor_network",
+                   [&] { return actor_network_->forward(next_actor_td); });
     auto next_critic_td = detail::network_inputs(name(), "the value_network on the next state",
                                                  next, critic_in, {action_key}, "next");
     next_critic_td.set(action_key, next_actor_td.get(action_key));

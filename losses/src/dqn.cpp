@@ -50,7 +50,7 @@ namespace {
 torch::Tensor action_values(const std::string& where, const TensorDict& td, const NestedKey& key,
                             const std::vector<NestedKey>& out_keys) {
   auto values = td.find(key);
-  TDRL_CHECK(values, ValueError, where, ": the value_network wrote no ", key.repr(),
+  TDRL_CHECK(values, ValueError, where, ": the value_network wrote no ", key.to_string(),
              " (the 'action_value' key); its out keys are ", detail::keys_str(out_keys),
              "; make it write the action values there or rename the key with set_keys");
   return *values;
@@ -101,12 +101,8 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   const auto pred =
       detail::chosen_value(name(), values, get(batch, "action"), batch.batch_size(), space);
 
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
-  check_same_shape("TD target", reward, "reward", pred, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred, "Q(s, a)");
+  const auto [reward, done, terminated] = transition(batch);
+  check_td_shapes({reward, done, terminated}, pred);
   const auto next = next_value(batch);
   check_same_shape("TD target", next, "the next state's value", pred, "Q(s, a)");
   const auto target = detail::td_target(*value_estimator_, pred, next, reward, done, terminated,
@@ -203,12 +199,8 @@ TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
   std::vector<int64_t> value_shape(batch.batch_size().begin(), batch.batch_size().end());
   value_shape.push_back(1);
   const auto value_like = torch::empty(value_shape, torch::TensorOptions().device(torch::kMeta));
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
-  check_same_shape("TD target", reward, "reward", value_like, "Q(s, a)");
-  check_same_shape("TD target", done, "done", value_like, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", value_like, "Q(s, a)");
+  const auto [reward, done, terminated] = transition(batch);
+  check_td_shapes({reward, done, terminated}, value_like);
 
   torch::Tensor projected;  // m `[*B, K]`
   {
@@ -216,11 +208,8 @@ TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
     const auto next = detail::next_tensordict(name(), batch);
     auto next_td = detail::network_inputs(name(), "the value_network on the next state", next,
                                           in_keys, {}, "next");
-    if (options_.delay_value()) {
-      with_target("value_network", [&] { value_network_->forward(next_td); });
-    } else {
-      value_network_->forward(next_td);
-    }
+    with_target_if(options_.delay_value(), "value_network",
+                   [&] { return value_network_->forward(next_td); });
     const auto next_p = log_probs(next_td, batch.batch_dims()).exp();
     const auto support = support_.to(next_p.dtype());
     const auto q = (next_p * support.unsqueeze(-1)).sum(-2);   // [*B, n]

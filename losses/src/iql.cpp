@@ -65,9 +65,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   detail::check_q_keys(name(), qvalue_networks_, action_key, q_key);
   detail::require_writes(name(), "the value_network", *value_network_, v_key, "value");
   const auto action = get(batch, "action");
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
+  const auto [reward, done, terminated] = transition(batch);
 
   // min_i Q'_i(s, a) at the batch's actions, without gradient.
   torch::Tensor min_q;
@@ -108,9 +106,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
                              [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
   const auto& pred0 = preds.front();
-  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;

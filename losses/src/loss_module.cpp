@@ -121,7 +121,7 @@ std::vector<NestedKey> LossModule::in_keys() const {
 torch::Tensor LossModule::get(const TensorDict& batch, const std::string& key_name) const {
   const auto& k = key(key_name);
   auto value = batch.find(k);
-  TDRL_CHECK(value, KeyError, name(), ": the batch has no ", k.repr(), " (the '", key_name,
+  TDRL_CHECK(value, KeyError, name(), ": the batch has no ", k.to_string(), " (the '", key_name,
              "' key); write it into the batch or rename it with set_keys({{\"", key_name,
              "\", <your key>}})");
   return *value;
@@ -135,6 +135,16 @@ void LossModule::check_same_shape(const std::string& what, const torch::Tensor& 
              shape_repr(b.sizes()),
              "; they must match exactly (a [B] reward against a [B, 1] value would "
              "broadcast to [B, B]); reshape one of them");
+}
+
+LossModule::Transition LossModule::transition(const TensorDict& batch) const {
+  return {get(batch, "reward"), get(batch, "done"), get(batch, "terminated")};
+}
+
+void LossModule::check_td_shapes(const Transition& t, const torch::Tensor& value) const {
+  check_same_shape("TD target", t.reward, "reward", value, "Q(s, a)");
+  check_same_shape("TD target", t.done, "done", value, "Q(s, a)");
+  check_same_shape("TD target", t.terminated, "terminated", value, "Q(s, a)");
 }
 
 void LossModule::convert_to_functional(const std::string& net_name,

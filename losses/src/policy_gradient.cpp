@@ -108,7 +108,7 @@ void PolicyGradientLoss::on_keys_changed() {
 torch::Tensor PolicyGradientLoss::advantage(const TensorDict& td) {
   const auto& advantage_key = key("advantage");
   if (auto found = td.find(advantage_key)) return found->detach();
-  TDRL_CHECK(critic_, KeyError, name(), ": the batch has no ", advantage_key.repr(),
+  TDRL_CHECK(critic_, KeyError, name(), ": the batch has no ", advantage_key.to_string(),
              " (the 'advantage' key) and the loss has no critic to estimate it; compute "
              "it beforehand or rename it with set_keys({{\"advantage\", <your key>}})");
   estimate(td);
@@ -150,7 +150,7 @@ torch::Tensor PolicyGradientLoss::critic_value(const TensorDict& td) const {
   const NestedKey& value_key = key("value");
   auto found = td.find(value_key);
   TDRL_CHECK(found, KeyError, name(), ": the critic writes ", tdnn::keys_repr(critic_->out_keys()),
-             " but the loss reads the value from ", value_key.repr(),
+             " but the loss reads the value from ", value_key.to_string(),
              "; make them agree with set_keys({{\"value\", <the critic's out key>}})");
   return *found;
 }
@@ -210,7 +210,8 @@ std::optional<torch::Tensor> PolicyGradientLoss::old_value(
   if (!clip_value || !critic_) return std::nullopt;
   const auto& value_key = key("value");
   auto found = batch.find(value_key);
-  TDRL_CHECK(found, KeyError, name(), ": clip_value is set but the batch has no ", value_key.repr(),
+  TDRL_CHECK(found, KeyError, name(), ": clip_value is set but the batch has no ",
+             value_key.to_string(),
              " (the 'value' key), the critic's value at collection time; write it into "
              "the batch, rename it with set_keys({{\"value\", <your key>}}) or unset "
              "clip_value");
@@ -227,11 +228,12 @@ PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
   }
   const auto value = critic_value(td);
   const NestedKey& value_key = key("value");
-  check_same_shape("critic loss", target, key("value_target").repr(), value, value_key.repr());
+  check_same_shape("critic loss", target, key("value_target").to_string(), value,
+                   value_key.to_string());
   CriticLoss out{functional::distance_loss(target, value, loss_critic_type), std::nullopt};
   if (clip_value) {
     const auto& old = *old_value;
-    check_same_shape("clipped critic loss", old, "the batch's " + value_key.repr(), value,
+    check_same_shape("clipped critic loss", old, "the batch's " + value_key.to_string(), value,
                      "the critic's value");
     const auto change = value - old;
     const auto clipped = change.clamp(-*clip_value, *clip_value);

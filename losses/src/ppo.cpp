@@ -59,21 +59,21 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
 PPOLoss::LogWeight PPOLoss::log_weight(const TensorDict& td) const {
   const auto previous = get(td, "sample_log_prob");
   TDRL_CHECK(!previous.requires_grad(), ValueError, name(), ": the batch's ",
-             key("sample_log_prob").repr(),
+             key("sample_log_prob").to_string(),
              " (the 'sample_log_prob' key) requires grad; it must be the log-probability "
              "recorded at collection time: detach it, or collect under "
              "torch::NoGradGuard");
   auto dist = get_dist(td);
   const auto log_prob = action_log_prob(*dist, td);
   check_same_shape("importance weight", log_prob, "the actor's log-prob of the action", previous,
-                   key("sample_log_prob").repr());
+                   key("sample_log_prob").to_string());
   return {(log_prob - previous).unsqueeze(-1), std::move(dist),
           (previous - log_prob).unsqueeze(-1)};
 }
 
 torch::Tensor PPOLoss::checked_advantage(const TensorDict& td, const torch::Tensor& log_weight) {
   auto adv = advantage(td);
-  check_same_shape("objective", adv, key("advantage").repr(), log_weight,
+  check_same_shape("objective", adv, key("advantage").to_string(), log_weight,
                    "the log-weight (the log-prob unsqueezed to [*B, 1])");
   return ppo_options_.normalize_advantage() ? normalize(adv) : adv;
 }
@@ -234,7 +234,7 @@ TensorDict KLPENPPOLoss::forward_impl(const TensorDict& batch) {
   TensorDict previous_params = TensorDict::empty(batch.batch_size());
   for (const auto& entry : prob->dist_keys()) {
     auto found = batch.find(entry.second);
-    TDRL_CHECK(found, KeyError, name(), ": the batch has no ", entry.second.repr(), ", the '",
+    TDRL_CHECK(found, KeyError, name(), ": the batch has no ", entry.second.to_string(), ", the '",
                entry.first,
                "' parameter of the collecting policy's distribution; KLPENPPOLoss needs "
                "the distribution parameters the actor wrote during collection");
@@ -247,7 +247,7 @@ TensorDict KLPENPPOLoss::forward_impl(const TensorDict& batch) {
   const auto adv = checked_advantage(td, lw.log_weight);
   const auto divergence = kl(*previous, *lw.dist).unsqueeze(-1);
   check_same_shape("KL penalty", divergence, "KL(previous || current) (unsqueezed)", adv,
-                   key("advantage").repr());
+                   key("advantage").to_string());
   const double beta = this->beta();
   TensorDict out = TensorDict::empty({});
   out.set("loss_objective", -(lw.log_weight.exp() * adv - beta * divergence).mean());

@@ -67,9 +67,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const NestedKey& value_key = key("state_action_value");
   detail::check_q_keys(name(), qvalue_networks_, action_key, value_key);
   const auto& actor_in = actor_network_->in_keys();
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
+  const auto [reward, done, terminated] = transition(batch);
 
   // Actor term: a reparametrised action at s, valued by the Q-networks with their
   // parameters held out.
@@ -100,9 +98,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
                              [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
   const auto& pred0 = preds.front();
-  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
@@ -231,9 +227,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     return std::get<0>(torch::stack(values).min(0));
   };
   const auto& actor_in = actor_network_->in_keys();
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
+  const auto [reward, done, terminated] = transition(batch);
 
   // Actor term: the expectation over pi(.|s), the Q-networks' parameters held out.
   auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
@@ -263,9 +257,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     preds.push_back(detail::chosen_value(name(), values, action, batch.batch_size(), space));
   }
   const auto& pred0 = preds.front();
-  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;

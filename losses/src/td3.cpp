@@ -110,12 +110,8 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
     preds.push_back(td.get(value_key));
   }
   const auto& pred0 = preds.front();
-  const auto reward = get(batch, "reward");
-  const auto done = get(batch, "done");
-  const auto terminated = get(batch, "terminated");
-  check_same_shape("TD target", reward, "reward", pred0, "Q(s, a)");
-  check_same_shape("TD target", done, "done", pred0, "Q(s, a)");
-  check_same_shape("TD target", terminated, "terminated", pred0, "Q(s, a)");
+  const auto [reward, done, terminated] = transition(batch);
+  check_td_shapes({reward, done, terminated}, pred0);
 
   torch::Tensor next_value;
   {
@@ -123,11 +119,8 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
     const auto next = detail::next_tensordict(name(), batch);
     auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
                                                 actor_in, {}, "next");
-    if (options_.delay_actor()) {
-      with_target("actor_network", [&] { actor_network_->forward(next_actor_td); });
-    } else {
-      actor_network_->forward(next_actor_td);
-    }
+    with_target_if(options_.delay_actor(), "actor_network",
+                   [&] { return actor_network_->forward(next_actor_td); });
     // Target policy smoothing: clipped Gaussian noise, then back into the action bounds.
     const auto next_action = next_actor_td.get(action_key);
     const auto noise = (torch::randn_like(next_action) * options_.policy_noise())

@@ -110,8 +110,8 @@ void ValueEstimatorBase::update_declared_keys() {
 torch::Tensor ValueEstimatorBase::read(const TensorDict& td, const std::string& key_name,
                                        const NestedKey& k) const {
   auto value = td.find(k);
-  TDRL_CHECK(value, KeyError, name(), ": the TensorDict has no ", k.repr(), " (the '", key_name,
-             "' key); write it or rename it with set_keys");
+  TDRL_CHECK(value, KeyError, name(), ": the TensorDict has no ", k.to_string(), " (the '",
+             key_name, "' key); write it or rename it with set_keys");
   return *value;
 }
 

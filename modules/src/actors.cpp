@@ -50,7 +50,7 @@ void ProbabilisticActorImpl::forward_impl(const TensorDict& tensordict,
   const auto& expected = spec_->shape();
   const auto ndim = static_cast<int64_t>(expected.size());
   TDRL_CHECK(!(action.dim() < ndim || action.sizes().slice(action.dim() - ndim).vec() != expected),
-             ShapeError, "ProbabilisticActor: action ", key.repr(), " has shape ",
+             ShapeError, "ProbabilisticActor: action ", key.to_string(), " has shape ",
              shape_repr(action.sizes()), "; the action spec expects trailing dims ",
              shape_repr(expected), " (make the network's output match the env's action spec)");
   if (safe_ && !spec_->is_in(action)) tensordict_out.set(key, spec_->project(action));

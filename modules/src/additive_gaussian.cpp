@@ -79,7 +79,7 @@ void AdditiveGaussianModuleImpl::print_to(std::ostream& stream) const {
          << ", sigma_end=" << fmt(options_.sigma_end())
          << ", annealing_num_steps=" << options_.annealing_num_steps()
          << ", mean=" << fmt(options_.mean()) << ", std=" << fmt(options_.std())
-         << ", action_key=" << options_.action_key().repr()
+         << ", action_key=" << options_.action_key().to_string()
          << ", safe=" << (options_.safe() ? "True" : "False") << ", spec=" << spec_repr(*spec_)
          << ")";
 }

@@ -45,7 +45,7 @@ EGreedyModuleImpl::EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyMod
     const bool maskable = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get()) ||
                           dynamic_cast<const tdrl::specs::OneHot*>(spec_.get());
     TDRL_CHECK(maskable, ValueError, name(), ": action_mask_key ",
-               options_.action_mask_key()->repr(),
+               options_.action_mask_key()->to_string(),
                " needs a Categorical or OneHot action spec, got ", spec_repr(*spec_),
                "; drop the mask key or use a discrete spec");
     in_keys.push_back(*options_.action_mask_key());
@@ -102,7 +102,7 @@ torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
       categorical ? categorical->n() : dynamic_cast<const tdrl::specs::OneHot&>(*spec_).n();
   if (mask.scalar_type() != torch::kBool) {
     std::ostringstream os;
-    os << where << ": action mask " << mask_key.repr() << " has dtype " << mask.dtype()
+    os << where << ": action mask " << mask_key.to_string() << " has dtype " << mask.dtype()
        << "; it must be bool (true = allowed)";
     throw TypeError(os.str());
   }
@@ -111,9 +111,10 @@ torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
   if (!categorical) rows_shape.pop_back();
   std::vector<int64_t> expected = rows_shape;
   expected.push_back(n);
-  TDRL_CHECK(mask.sizes().vec() == expected, ShapeError, where, ": action mask ", mask_key.repr(),
-             " has shape ", shape_str(mask.sizes()), "; expected ", shape_str(expected),
-             " (the action's elements by the ", std::to_string(n), " actions)");
+  TDRL_CHECK(mask.sizes().vec() == expected, ShapeError, where, ": action mask ",
+             mask_key.to_string(), " has shape ", shape_str(mask.sizes()), "; expected ",
+             shape_str(expected), " (the action's elements by the ", std::to_string(n),
+             " actions)");
   const torch::Tensor rows = mask.reshape({-1, n});
   const torch::Tensor allowed_any = rows.any(-1);
   const torch::Tensor replaced_rows =
@@ -127,8 +128,9 @@ torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
       index[d] = rest % rows_shape[d];
       rest /= rows_shape[d];
     }
-    throw ValueError(where + ": action mask " + mask_key.repr() + " allows no action at index " +
-                     shape_str(index) + ", which was drawn for exploration; every masked " +
+    throw ValueError(where + ": action mask " + mask_key.to_string() +
+                     " allows no action at index " + shape_str(index) +
+                     ", which was drawn for exploration; every masked " +
                      "element needs at least one allowed action");
   }
   // Rows with no allowed action are never used; give them uniform weights so that multinomial
@@ -146,8 +148,8 @@ void EGreedyModuleImpl::print_to(std::ostream& stream) const {
   stream << name() << "(eps=" << fmt(eps()) << ", eps_init=" << fmt(options_.eps_init())
          << ", eps_end=" << fmt(options_.eps_end())
          << ", annealing_num_steps=" << options_.annealing_num_steps()
-         << ", action_key=" << options_.action_key().repr() << ", action_mask_key="
-         << (options_.action_mask_key() ? options_.action_mask_key()->repr() : "None")
+         << ", action_key=" << options_.action_key().to_string() << ", action_mask_key="
+         << (options_.action_mask_key() ? options_.action_mask_key()->to_string() : "None")
          << ", spec=" << spec_repr(*spec_) << ")";
 }
 

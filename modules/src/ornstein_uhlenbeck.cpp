@@ -128,25 +128,27 @@ void OrnsteinUhlenbeckProcessModuleImpl::forward_impl(const TensorDict& tensordi
     with_one.push_back(1);
     const std::vector<int64_t> got = is_init->sizes().vec();
     TDRL_CHECK(!(got != root && got != with_one), ShapeError, where, ": is_init ",
-               options_.is_init_key().repr(), " has shape ", shape_str(got), "; expected ",
+               options_.is_init_key().to_string(), " has shape ", shape_str(got), "; expected ",
                shape_str(with_one), " or ", shape_str(root), " (one flag per batch element)");
     std::vector<int64_t> view = root;
     view.resize(batch.size(), 1);
     restart = is_init->to(torch::kBool).reshape(view).expand(batch).to(action.device());
   }
 
+  // The process state carried in the TensorDict (checked against the action), restarted where
+  // flagged; x0 and step 0 when absent.
   torch::Tensor prev_noise;
   torch::Tensor steps;
   const auto stored_noise = tensordict.find(noise_key_);
   const auto stored_steps = tensordict.find(steps_key_);
   if (stored_noise && stored_steps) {
-    TDRL_CHECK(stored_noise->sizes() == action.sizes(), ShapeError, where, ": ", noise_key_.repr(),
-               " has shape ", shape_str(stored_noise->sizes()), " but the action has shape ",
-               shape_str(action.sizes()), "; delete the stale process state or set ",
-               options_.is_init_key().repr());
-    TDRL_CHECK(stored_steps->sizes().vec() == batch, ShapeError, where, ": ", steps_key_.repr(),
-               " has shape ", shape_str(stored_steps->sizes()), "; expected the batch size ",
-               shape_str(batch), "; delete the stale process state");
+    TDRL_CHECK(stored_noise->sizes() == action.sizes(), ShapeError, where, ": ",
+               noise_key_.to_string(), " has shape ", shape_str(stored_noise->sizes()),
+               " but the action has shape ", shape_str(action.sizes()),
+               "; delete the stale process state or set ", options_.is_init_key().to_string());
+    TDRL_CHECK(stored_steps->sizes().vec() == batch, ShapeError, where, ": ",
+               steps_key_.to_string(), " has shape ", shape_str(stored_steps->sizes()),
+               "; expected the batch size ", shape_str(batch), "; delete the stale process state");
     prev_noise = stored_noise->to(options);
     steps = stored_steps->to(torch::TensorOptions().dtype(torch::kInt64).device(action.device()));
     if (restart) {
@@ -159,6 +161,7 @@ void OrnsteinUhlenbeckProcessModuleImpl::forward_impl(const TensorDict& tensordi
         torch::zeros(batch, torch::TensorOptions().dtype(torch::kInt64).device(action.device()));
   }
 
+  // One Euler-Maruyama step of the process with the annealed sigma_t, added to the action.
   torch::Tensor sigma;
   if (options_.sigma_min()) {
     const double sigma_min = *options_.sigma_min();
@@ -190,8 +193,8 @@ void OrnsteinUhlenbeckProcessModuleImpl::print_to(std::ostream& stream) const {
          << ", sigma=" << fmt(options_.sigma()) << ", dt=" << fmt(options_.dt())
          << ", sigma_min=" << (options_.sigma_min() ? fmt(*options_.sigma_min()) : "None")
          << ", n_steps_annealing=" << options_.n_steps_annealing()
-         << ", action_key=" << options_.action_key().repr()
-         << ", is_init_key=" << options_.is_init_key().repr()
+         << ", action_key=" << options_.action_key().to_string()
+         << ", is_init_key=" << options_.is_init_key().to_string()
          << ", safe=" << (options_.safe() ? "True" : "False") << ", spec=" << spec_repr(*spec_)
          << ")";
 }

@@ -58,26 +58,27 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
   const auto values = tensordict.get(value_key);
   const int64_t batch_dims = static_cast<int64_t>(tensordict.batch_size().size());
   TDRL_CHECK(values.dim() == batch_dims + 1, ShapeError, "QValueModule: action values ",
-             value_key.repr(), " have shape ", shape_repr(values.sizes()),
+             value_key.to_string(), " have shape ", shape_repr(values.sizes()),
              "; expected [*batch, n] with batch ", shape_repr(tensordict.batch_size()));
   const int64_t n = values.size(-1);
   if (const auto& spec = options_.spec()) {
     const int64_t spec_n = action_space_ == "one_hot"
                                ? std::static_pointer_cast<specs::OneHot>(spec)->n()
                                : std::static_pointer_cast<specs::Categorical>(spec)->n();
-    TDRL_CHECK(spec_n == n, ShapeError, "QValueModule: action values ", value_key.repr(), " have ",
-               std::to_string(n),
+    TDRL_CHECK(spec_n == n, ShapeError, "QValueModule: action values ", value_key.to_string(),
+               " have ", std::to_string(n),
                " entries per row; the action spec has n=", std::to_string(spec_n));
   }
   torch::Tensor scores = values;
   if (const auto& mask_key = options_.action_mask_key()) {
     const auto mask = tensordict.get(*mask_key);
     TDRL_CHECK(!(mask.sizes() != values.sizes() || mask.scalar_type() != torch::kBool), ShapeError,
-               "QValueModule: action mask ", mask_key->repr(), " is ", shape_repr(mask.sizes()),
-               " ", std::string(c10::toString(mask.scalar_type())), "; expected bool ",
-               shape_repr(values.sizes()));
+               "QValueModule: action mask ", mask_key->to_string(), " is ",
+               shape_repr(mask.sizes()), " ", std::string(c10::toString(mask.scalar_type())),
+               "; expected bool ", shape_repr(values.sizes()));
     TDRL_CHECK(!(n > 0 && !mask.any(-1).all().item<bool>()), ValueError,
-               "QValueModule: action mask ", mask_key->repr(), " has a row with no allowed action");
+               "QValueModule: action mask ", mask_key->to_string(),
+               " has a row with no allowed action");
     scores = values.masked_fill(~mask, -std::numeric_limits<double>::infinity());
   }
   const auto index = scores.argmax(-1);

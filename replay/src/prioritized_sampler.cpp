@@ -47,7 +47,7 @@ PrioritizedSampler::PrioritizedSampler(int64_t max_capacity, PrioritizedSamplerO
   check_option(options.max_priority(), "max_priority");
 }
 
-std::string PrioritizedSampler::repr() const {
+std::string PrioritizedSampler::to_string() const {
   std::ostringstream os;
   os << "PrioritizedSampler(max_capacity=" << max_capacity_ << ", alpha=" << options_.alpha()
      << ", beta=" << options_.beta() << ", eps=" << options_.eps() << ")";

@@ -84,7 +84,7 @@ ReplayBuffer::ReplayBuffer(std::shared_ptr<Storage> storage, std::shared_ptr<Sam
              "ReplayBuffer: prefetch ", std::to_string(prefetch_),
              " needs prefetch >= 0 and, when positive, a batch_size");
   TDRL_CHECK(!(sampler_->capacity() < storage_->max_size()), ValueError,
-             "ReplayBuffer: the sampler ", sampler_->repr(), " tracks ",
+             "ReplayBuffer: the sampler ", sampler_->to_string(), " tracks ",
              std::to_string(sampler_->capacity()), " elements but the storage holds ",
              std::to_string(storage_->max_size()),
              "; give the sampler a capacity of at least the storage's max_size");
@@ -140,12 +140,12 @@ torch::Tensor ReplayBuffer::extend(const TensorDict& data) {
       const int64_t steps =
           storage_->ndim() == 2 && data.batch_dims() >= 2 ? data.batch_size()[1] : 1;
       TDRL_CHECK(priority.size(1) == steps, ShapeError, where, "priority key ",
-                 keys->priority.repr(), " has shape ", detail::sizes_str(*p),
+                 keys->priority.to_string(), " has shape ", detail::sizes_str(*p),
                  " but the data's rows hold ", std::to_string(steps),
                  " element(s) each; give one priority per element");
       TDRL_CHECK(
           !(!torch::isfinite(priority).all().item<bool>() || (priority < 0).any().item<bool>()),
-          ValueError, where, "priority key ", keys->priority.repr(),
+          ValueError, where, "priority key ", keys->priority.to_string(),
           " holds negative or non-finite values; priorities must be finite "
           "and >= 0");
     }
@@ -382,7 +382,7 @@ void ReplayBuffer::loads(const std::string& dir) {
 
 // ---- Printing -----------------------------------------------------------------------------------
 
-std::string ReplayBuffer::repr() const {
+std::string ReplayBuffer::to_string() const {
   size_t transforms = 0;
   std::string name;
   {
@@ -393,14 +393,14 @@ std::string ReplayBuffer::repr() const {
   std::ostringstream os;
   ReadLock lock(turnstile_, data_mutex_);
   std::lock_guard<std::mutex> sampler_lock(sampler_mutex_);
-  os << name << "(storage=" << storage_->repr() << ", sampler=" << sampler_->repr()
-     << ", writer=" << writer_->repr() << ", batch_size=" << batch_size_
+  os << name << "(storage=" << storage_->to_string() << ", sampler=" << sampler_->to_string()
+     << ", writer=" << writer_->to_string() << ", batch_size=" << batch_size_
      << ", transforms=" << transforms << ", prefetch=" << prefetch_ << ")";
   return os.str();
 }
 
 std::ostream& operator<<(std::ostream& os, const ReplayBuffer& buffer) {
-  return os << buffer.repr();
+  return os << buffer.to_string();
 }
 
 // ---- TensorDictReplayBuffer ---------------------------------------------------------------------
@@ -423,10 +423,10 @@ void TensorDictReplayBuffer::update_tensordict_priority(const TensorDict& td) {
   const auto k = keys();
   const std::string where = class_name() + "::update_tensordict_priority: ";
   auto index = td.find(k.index);
-  TDRL_CHECK(index, KeyError, where, "td has no index key ", k.index.repr(),
+  TDRL_CHECK(index, KeyError, where, "td has no index key ", k.index.to_string(),
              " (its keys: ", detail::keys_str(td), "); pass a sample of this buffer");
   auto priority = td.find(k.priority);
-  TDRL_CHECK(priority, KeyError, where, "td has no priority key ", k.priority.repr(),
+  TDRL_CHECK(priority, KeyError, where, "td has no priority key ", k.priority.to_string(),
              " (its keys: ", detail::keys_str(td),
              "); write it (e.g. the loss's td_error) or set_keys");
   update_priority(*index, *priority);

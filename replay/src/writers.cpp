@@ -41,11 +41,13 @@ std::function<void()> Writer::prepare_load_state_dict(const TensorDict& state) {
   return prepare_load_impl(state);
 }
 
-std::ostream& operator<<(std::ostream& os, const Writer& writer) { return os << writer.repr(); }
+std::ostream& operator<<(std::ostream& os, const Writer& writer) {
+  return os << writer.to_string();
+}
 
 // ---- RoundRobinWriter ---------------------------------------------------------------------------
 
-std::string RoundRobinWriter::repr() const {
+std::string RoundRobinWriter::to_string() const {
   return "RoundRobinWriter(cursor=" + std::to_string(cursor_) + ")";
 }
 
@@ -85,8 +87,8 @@ std::function<void()> RoundRobinWriter::prepare_load_impl(const TensorDict& stat
 TensorDictMaxValueWriter::TensorDictMaxValueWriter(NestedKey rank_key)
     : rank_key_(std::move(rank_key)) {}
 
-std::string TensorDictMaxValueWriter::repr() const {
-  return "TensorDictMaxValueWriter(rank_key=" + rank_key_.repr() + ")";
+std::string TensorDictMaxValueWriter::to_string() const {
+  return "TensorDictMaxValueWriter(rank_key=" + rank_key_.to_string() + ")";
 }
 
 void TensorDictMaxValueWriter::clear() { ranks_ = torch::Tensor(); }
@@ -98,12 +100,12 @@ torch::Tensor TensorDictMaxValueWriter::ranks() const {
 torch::Tensor TensorDictMaxValueWriter::row_ranks(const TensorDict& data) const {
   const std::string where = op("extend");
   auto value = data.find(rank_key_);
-  TDRL_CHECK(value, KeyError, where, "data has no rank key ", rank_key_.repr(),
+  TDRL_CHECK(value, KeyError, where, "data has no rank key ", rank_key_.to_string(),
              " (its keys: ", detail::keys_str(data), ")");
   const int64_t n = data.batch_size()[0];
   auto ranks = value->detach().to(torch::kCPU, torch::kDouble).reshape({n, -1}).sum(1);
   TDRL_CHECK(!(torch::isnan(ranks).any().item<bool>()), ValueError, where, "rank key ",
-             rank_key_.repr(), " holds NaN (shape ", detail::sizes_str(*value),
+             rank_key_.to_string(), " holds NaN (shape ", detail::sizes_str(*value),
              "); ranks must be numbers");
   return ranks;
 }

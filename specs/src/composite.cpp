@@ -138,17 +138,17 @@ void Composite::throw_missing(const std::string& op, const NestedKey& key) const
       if (depth > 0) {
         NestedKey parent(key[0]);
         for (size_t j = 1; j < depth; ++j) parent = parent.join(key[j]);
-        where = " under " + parent.repr();
+        where = " under " + parent.to_string();
       }
-      throw KeyError(op + ": key " + key.repr() + " not found: no entry '" + key[depth] + "'" +
+      throw KeyError(op + ": key " + key.to_string() + " not found: no entry '" + key[depth] + "'" +
                      where + "; available keys there: " + closest_names(key[depth], at->names()));
     }
     const auto* nested = std::get_if<CompositePtr>(&at->entries_[static_cast<size_t>(i)].second);
-    TDRL_CHECK(nested, KeyError, op, ": key ", key.repr(), " walks through '", key[depth],
+    TDRL_CHECK(nested, KeyError, op, ": key ", key.to_string(), " walks through '", key[depth],
                "', which is a leaf spec, not a Composite");
     at = nested->get();
   }
-  throw KeyError(op + ": key " + key.repr() + " not found");
+  throw KeyError(op + ": key " + key.to_string() + " not found");
 }
 
 bool Composite::contains(const NestedKey& key) const { return lookup(key) != nullptr; }
@@ -191,7 +191,7 @@ TensorSpecPtr Composite::get(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get", key);
   TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
-             "Composite::get: the entry at key ", key.repr(),
+             "Composite::get: the entry at key ", key.to_string(),
              " is a Composite, not a leaf spec; use get_composite");
   return std::get<TensorSpecPtr>(*value);
 }
@@ -200,7 +200,7 @@ TensorSpecPtr Composite::find(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
   TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
-             "Composite::find: the entry at key ", key.repr(),
+             "Composite::find: the entry at key ", key.to_string(),
              " is a Composite, not a leaf spec; use find_composite");
   return std::get<TensorSpecPtr>(*value);
 }
@@ -209,7 +209,7 @@ CompositePtr Composite::get_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get_composite", key);
   TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
-             "Composite::get_composite: the entry at key ", key.repr(), " is a ",
+             "Composite::get_composite: the entry at key ", key.to_string(), " is a ",
              std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use get");
   return std::get<CompositePtr>(*value);
 }
@@ -218,7 +218,7 @@ CompositePtr Composite::find_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
   TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
-             "Composite::find_composite: the entry at key ", key.repr(), " is a ",
+             "Composite::find_composite: the entry at key ", key.to_string(), " is a ",
              std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use find");
   return std::get<CompositePtr>(*value);
 }
@@ -227,7 +227,7 @@ CompositePtr Composite::find_composite(const NestedKey& key) const {
 
 Composite& Composite::set(const NestedKey& key, SpecValue spec) {
   const std::string op = "Composite::set";
-  TDRL_CHECK(!is_null(spec), ValueError, op, ": the spec for key ", key.repr(),
+  TDRL_CHECK(!is_null(spec), ValueError, op, ": the spec for key ", key.to_string(),
              " is null; pass a spec, e.g. std::make_shared<Unbounded>(...)");
   // Walk the existing Composites of the path without creating anything, so that a throw below
   // leaves this spec as it was; missing intermediates take the shape and device of `at`.
@@ -237,25 +237,25 @@ Composite& Composite::set(const NestedKey& key, SpecValue spec) {
     const int64_t i = path.back()->index_of(key[depth]);
     if (i < 0) break;
     auto* nested = std::get_if<CompositePtr>(&path.back()->entries_[static_cast<size_t>(i)].second);
-    TDRL_CHECK(nested, KeyError, op, ": key ", key.repr(), " walks through '", key[depth],
+    TDRL_CHECK(nested, KeyError, op, ": key ", key.to_string(), " walks through '", key[depth],
                "', which is a leaf spec, not a Composite; del_ it first or use another key");
     path.push_back(nested->get());
   }
   Composite* at = path.back();
   const std::vector<int64_t>& shape = spec_shape(spec);
   TDRL_CHECK(detail::starts_with(shape, at->shape_), ShapeError, op, ": the spec for key ",
-             key.repr(), " has shape ", shape_str(shape),
+             key.to_string(), " has shape ", shape_str(shape),
              "; its leading dims must equal the Composite's shape ", shape_str(at->shape_),
              " (the batch dims); build it with that shape or ", "expand it to ",
              shape_str(at->shape_), " + its own dims");
   TDRL_CHECK(!(at->device_ && spec_device(spec) != at->device_), DeviceError, op,
-             ": the spec for key ", key.repr(), " is on ", device_repr(spec_device(spec)),
+             ": the spec for key ", key.to_string(), " is on ", device_repr(spec_device(spec)),
              " but the Composite is on ", at->device_->str(), "; move it first with ->to(",
              at->device_->str(), ")");
   if (const auto* nested = std::get_if<CompositePtr>(&spec)) {
     for (const Composite* ancestor : path) {
       TDRL_CHECK(!reaches(**nested, ancestor), ValueError, op, ": the Composite set at key ",
-                 key.repr(), " contains the Composite it would be stored in; store a clone()");
+                 key.to_string(), " contains the Composite it would be stored in; store a clone()");
     }
   }
   for (; depth + 1 < key.size(); ++depth) {
@@ -331,19 +331,19 @@ void Composite::assert_is_in_at(const TensorDict& td, const NestedKey* prefix) c
   for (const auto& entry : entries_) {
     const NestedKey key = full_key(prefix, entry.first);
     const std::optional<tensordict::Value> value = td.find_value(entry.first);
-    TDRL_CHECK(value, KeyError, op, ": key ", key.repr(),
+    TDRL_CHECK(value, KeyError, op, ": key ", key.to_string(),
                " is missing from the TensorDict; the spec ", "expects a ",
                spec_summary(entry.second),
                "; keys there: ", (closest_names(entry.first.front(), td_names(td))));
     if (const auto* leaf = std::get_if<TensorSpecPtr>(&entry.second)) {
       const auto* tensor = std::get_if<torch::Tensor>(&*value);
-      TDRL_CHECK(tensor, TypeError, op, ": key ", key.repr(), " holds ",
+      TDRL_CHECK(tensor, TypeError, op, ": key ", key.to_string(), " holds ",
                  (std::holds_alternative<TensorDict>(*value) ? "a TensorDict" : "non-tensor data"),
                  "; the spec expects a tensor (", spec_summary(entry.second), ")");
-      (*leaf)->assert_is_in(*tensor, key.repr());
+      (*leaf)->assert_is_in(*tensor, key.to_string());
     } else {
       const auto* nested = std::get_if<TensorDict>(&*value);
-      TDRL_CHECK(nested, TypeError, op, ": key ", key.repr(), " holds ",
+      TDRL_CHECK(nested, TypeError, op, ": key ", key.to_string(), " holds ",
                  (std::holds_alternative<torch::Tensor>(*value) ? "a tensor" : "non-tensor data"),
                  "; the spec expects a TensorDict (", spec_summary(entry.second), ")");
       std::get<CompositePtr>(entry.second)->assert_is_in_at(*nested, &key);
@@ -357,7 +357,7 @@ TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) 
   const std::string op = "Composite::project";
   for (const auto& entry : entries_) {
     TDRL_CHECK(td.contains(entry.first), KeyError, op, ": key ",
-               full_key(prefix, entry.first).repr(),
+               full_key(prefix, entry.first).to_string(),
                " is missing from the TensorDict; keys there: ",
                (closest_names(entry.first.front(), td_names(td))));
   }
@@ -372,16 +372,16 @@ TensorDict Composite::project_at(const TensorDict& td, const NestedKey* prefix) 
     const NestedKey key = full_key(prefix, item.first);
     if (const auto* leaf = std::get_if<TensorSpecPtr>(&spec)) {
       const auto* tensor = std::get_if<torch::Tensor>(&item.second);
-      TDRL_CHECK(tensor, TypeError, op, ": key ", key.repr(), " does not hold a tensor; the spec ",
-                 "expects one (", spec_summary(spec), ")");
+      TDRL_CHECK(tensor, TypeError, op, ": key ", key.to_string(),
+                 " does not hold a tensor; the spec ", "expects one (", spec_summary(spec), ")");
       try {
         out.set(item.first, (*leaf)->project(*tensor));
       } catch (const ShapeError& e) {
-        throw ShapeError(op + ": key " + key.repr() + ": " + e.what());
+        throw ShapeError(op + ": key " + key.to_string() + ": " + e.what());
       }
     } else {
       const auto* nested = std::get_if<TensorDict>(&item.second);
-      TDRL_CHECK(nested, TypeError, op, ": key ", key.repr(),
+      TDRL_CHECK(nested, TypeError, op, ": key ", key.to_string(),
                  " does not hold a TensorDict; the spec ", "expects one (", spec_summary(spec),
                  ")");
       out.set(item.first, std::get<CompositePtr>(spec)->project_at(*nested, &key));

@@ -477,7 +477,8 @@ void check_integer_dtype(const std::string& op, torch::Dtype dtype, bool allow_b
 }  // namespace
 
 Categorical::Categorical(int64_t n, CategoricalOptions options)
-    : TensorSpec("Categorical", options.shape(), options.dtype(), options.device(), false),
+    : TensorSpec("Categorical", options.shape().value_or(std::vector<int64_t>{}), options.dtype(),
+                 options.device(), false),
       n_(checked_n("Categorical", n)) {
   check_integer_dtype("Categorical", dtype(), /*allow_bool=*/false);
 }

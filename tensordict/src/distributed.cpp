@@ -43,7 +43,7 @@ std::string encode(const std::vector<Leaf>& leaves) {
   for (const auto& l : leaves) {
     os << detail::dtype_name(l.tensor.scalar_type()) << ' ' << l.tensor.dim();
     for (int64_t d : l.tensor.sizes()) os << ' ' << d;
-    const std::string repr = l.key.repr();
+    const std::string repr = l.key.to_string();
     os << ' ' << repr.size() << ' ' << repr << '\n';
   }
   return os.str();

@@ -256,7 +256,7 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
     auto dst = find_value(key);
     if (auto* nested = std::get_if<TensorDict>(&v)) {
       TDRL_CHECK(!(dst && !std::holds_alternative<TensorDict>(*dst)), TypeError, std::string(kOp),
-                 ": key ", key.repr(), " holds ", detail::kind_name(*dst),
+                 ": key ", key.to_string(), " holds ", detail::kind_name(*dst),
                  " here but a TensorDict in the value");
       if (!dst) containers.emplace_back(key, *nested);
       continue;
@@ -264,7 +264,7 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
     if (auto* t = std::get_if<torch::Tensor>(&v)) {
       if (dst) {
         auto* d = std::get_if<torch::Tensor>(&*dst);
-        TDRL_CHECK(d, TypeError, std::string(kOp), ": key ", key.repr(), " holds ",
+        TDRL_CHECK(d, TypeError, std::string(kOp), ": key ", key.to_string(), " holds ",
                    detail::kind_name(*dst), " here but a tensor in the value");
         BatchSize target = region;
         target.insert(target.end(), d->sizes().begin() + static_cast<int64_t>(dims),
@@ -275,7 +275,7 @@ const TensorDict& TensorDict::index_put_(at::ArrayRef<TensorIndex> index,
       continue;
     }
     TDRL_CHECK(!(dst && !std::holds_alternative<NonTensorData>(*dst)), TypeError, std::string(kOp),
-               ": key ", key.repr(), " holds ", detail::kind_name(*dst),
+               ": key ", key.to_string(), " holds ", detail::kind_name(*dst),
                " here but non-tensor data in the value");
     writes.push_back({key, v, !dst.has_value()});
   }

@@ -157,6 +157,7 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
     bad(filename, std::string("not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) bad(filename, "the top level must be an object");
+  // The folder's batch size and device.
   FolderMeta meta;
   if (!j.contains("batch_size")) bad(filename, "no 'batch_size'");
   meta.batch_size = int_list(j["batch_size"], "batch_size", filename, /*non_negative=*/true);
@@ -168,6 +169,7 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
       bad(filename, "unknown device '" + j["device"].get<std::string>() + "'");
     }
   }
+  // A lazy stack: its stack dim and member count (the members are subfolders).
   const std::string type =
       j.contains("_type") && j["_type"].is_string() ? j["_type"].get<std::string>() : "";
   const json tdrl = j.contains("_tdrl") && j["_tdrl"].is_object() ? j["_tdrl"] : json::object();
@@ -184,6 +186,8 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
       bad(filename, "'_tdrl.stack_dim' must be a batch dim");
     return meta;
   }
+  // tdrl's own key order, then one entry per leaf: non-tensor values inline, tensors as shape
+  // and dtype (their data is in the leaf's file).
   if (tdrl.contains("order")) {
     if (!tdrl["order"].is_array()) bad(filename, "'_tdrl.order' must be a list of keys");
     for (const auto& k : tdrl["order"]) {

@@ -26,14 +26,16 @@ NestedKey NestedKey::join(const NestedKey& child) const {
 }
 
 NestedKey NestedKey::tail() const {
-  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::tail: key ", repr(), " has one part");
+  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::tail: key ", to_string(),
+             " has one part");
   NestedKey out;
   for (size_t i = 1; i < parts_.size(); ++i) out.append(parts_[i]);
   return out;
 }
 
 NestedKey NestedKey::parent() const {
-  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::parent: key ", repr(), " has one part");
+  TDRL_CHECK(!(parts_.size() < 2), ValueError, "NestedKey::parent: key ", to_string(),
+             " has one part");
   NestedKey out;
   for (size_t i = 0; i + 1 < parts_.size(); ++i) out.append(parts_[i]);
   return out;
@@ -45,7 +47,7 @@ std::string NestedKey::join_parts(const std::string& separator) const {
   return out;
 }
 
-std::string NestedKey::repr() const {
+std::string NestedKey::to_string() const {
   if (parts_.size() == 1) return "'" + parts_[0] + "'";
   std::string out = "(";
   for (size_t i = 0; i < parts_.size(); ++i) out += (i ? ", '" : "'") + parts_[i] + "'";
@@ -64,7 +66,7 @@ bool NestedKey::operator<(const NestedKey& other) const {
                                       other.parts_.end());
 }
 
-std::ostream& operator<<(std::ostream& os, const NestedKey& key) { return os << key.repr(); }
+std::ostream& operator<<(std::ostream& os, const NestedKey& key) { return os << key.to_string(); }
 
 }  // namespace tensordict
 

@@ -312,7 +312,7 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     for (size_t k = 0; ok && k < bi.size(); ++k)
       ok = static_cast<int64_t>(k) == d || bi[k] == first.batch_size()[k];
     TDRL_CHECK(ok, ShapeError, "tensordict::cat: TensorDict ", std::to_string(i),
-               (path ? " at key " + path->repr() : std::string()), " has batch_size ",
+               (path ? " at key " + path->to_string() : std::string()), " has batch_size ",
                shape_str(bi), ", which differs from ", shape_str(first.batch_size()),
                " outside dim ", std::to_string(d));
     b[static_cast<size_t>(d)] += bi[static_cast<size_t>(d)];
@@ -326,7 +326,7 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
     std::sort(a.begin(), a.end());
     std::sort(c.begin(), c.end());
     TDRL_CHECK(a == c, KeyError, "tensordict::cat: TensorDict ", std::to_string(i),
-               (path ? " at key " + path->repr() : std::string()), " has keys ",
+               (path ? " at key " + path->to_string() : std::string()), " has keys ",
                closest_names("", other), " but TensorDict 0 has ", closest_names("", keys),
                "; concatenated TensorDicts need the same keys");
   }
@@ -340,7 +340,8 @@ TensorDict cat_at(const std::vector<TensorDict>& tds, int64_t d, const NestedKey
       try {
         out->append(k, torch::cat(ts, d));
       } catch (const c10::Error& e) {
-        throw ShapeError("tensordict::cat: key " + key.repr() + ": " + e.what_without_backtrace());
+        throw ShapeError("tensordict::cat: key " + key.to_string() + ": " +
+                         e.what_without_backtrace());
       }
     } else if (std::holds_alternative<TensorDict>(vals[0])) {
       out->append(k, cat_at(detail::values_as<TensorDict>(vals, kOp, key), d, &key));

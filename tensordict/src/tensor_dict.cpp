@@ -73,8 +73,8 @@ std::optional<TensorDict> container_of(const TensorDict& root, const NestedKey& 
       return std::nullopt;
     }
     auto* nested = std::get_if<TensorDict>(v);
-    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.repr(), " runs through '", key[i],
-               "', which holds ", detail::kind_name(*v), ", not a TensorDict");
+    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.to_string(), " runs through '",
+               key[i], "', which holds ", detail::kind_name(*v), ", not a TensorDict");
     td = *nested;
   }
   return td;
@@ -263,13 +263,14 @@ Value TensorDict::get_value(const NestedKey& key) const {
   if (!container) {
     TensorDict at = *this;
     for (size_t i = 0; i < missing_depth; ++i) at = std::get<TensorDict>(*at.impl()->find(key[i]));
-    throw KeyError("TensorDict::get: key " + key.repr() + " not found: no '" + key[missing_depth] +
-                   "' at depth " + std::to_string(missing_depth) + "; available keys there: " +
-                   closest_names(key[missing_depth], at.impl()->keys()));
+    throw KeyError(
+        "TensorDict::get: key " + key.to_string() + " not found: no '" + key[missing_depth] +
+        "' at depth " + std::to_string(missing_depth) +
+        "; available keys there: " + closest_names(key[missing_depth], at.impl()->keys()));
   }
   std::optional<Value> holder;
   const Value* v = detail::entry_of(*container, key.back(), holder);
-  TDRL_CHECK(v, KeyError, "TensorDict::get: key ", key.repr(), " not found; available keys",
+  TDRL_CHECK(v, KeyError, "TensorDict::get: key ", key.to_string(), " not found; available keys",
              (key.size() > 1 ? std::string(" there") : std::string()), ": ",
              (closest_names(key.back(), container->impl()->keys())));
   return holder ? std::move(*holder) : *v;
@@ -283,7 +284,7 @@ torch::Tensor TensorDict::get(const NestedKey& key) const {
   }
   Value v = get_value(key);
   if (auto* t = std::get_if<torch::Tensor>(&v)) return *t;
-  throw TypeError("TensorDict::get: key " + key.repr() + " holds " + detail::kind_name(v) +
+  throw TypeError("TensorDict::get: key " + key.to_string() + " holds " + detail::kind_name(v) +
                   ", not a tensor; use " +
                   (std::holds_alternative<TensorDict>(v) ? "get_tensordict" : "get_non_tensor"));
 }
@@ -292,7 +293,7 @@ std::optional<torch::Tensor> TensorDict::find(const NestedKey& key) const {
   auto v = find_value(key);
   if (!v) return std::nullopt;
   if (auto* t = std::get_if<torch::Tensor>(&*v)) return *t;
-  throw TypeError("TensorDict::find: key " + key.repr() + " holds " + detail::kind_name(*v) +
+  throw TypeError("TensorDict::find: key " + key.to_string() + " holds " + detail::kind_name(*v) +
                   ", not a tensor");
 }
 
@@ -304,14 +305,14 @@ torch::Tensor TensorDict::get_or(const NestedKey& key, torch::Tensor default_val
 TensorDict TensorDict::get_tensordict(const NestedKey& key) const {
   Value v = get_value(key);
   if (auto* td = std::get_if<TensorDict>(&v)) return *td;
-  throw TypeError("TensorDict::get_tensordict: key " + key.repr() + " holds " +
+  throw TypeError("TensorDict::get_tensordict: key " + key.to_string() + " holds " +
                   detail::kind_name(v) + ", not a TensorDict");
 }
 
 NonTensorData TensorDict::get_non_tensor(const NestedKey& key) const {
   Value v = get_value(key);
   if (auto* nt = std::get_if<NonTensorData>(&v)) return *nt;
-  throw TypeError("TensorDict::get_non_tensor: key " + key.repr() + " holds " +
+  throw TypeError("TensorDict::get_non_tensor: key " + key.to_string() + " holds " +
                   detail::kind_name(v) + ", not non-tensor data");
 }
 
@@ -323,10 +324,10 @@ namespace {
 Value prepare_value(const char* op, const NestedKey& key, Value value, const BatchSize& batch,
                     const std::optional<torch::Device>& device) {
   if (auto* t = std::get_if<torch::Tensor>(&value)) {
-    TDRL_CHECK(t->defined(), ValueError, std::string(op), ": value for key ", key.repr(),
+    TDRL_CHECK(t->defined(), ValueError, std::string(op), ": value for key ", key.to_string(),
                " is an undefined tensor");
     TDRL_CHECK(detail::starts_with(t->sizes(), batch), ShapeError, std::string(op), ": key ",
-               key.repr(), ": tensor shape ", shape_str(t->sizes()),
+               key.to_string(), ": tensor shape ", shape_str(t->sizes()),
                " does not start with batch_size ", shape_str(batch),
                "; give the value leading dims ", shape_str(batch),
                " or change the TensorDict's batch_size");
@@ -335,7 +336,7 @@ Value prepare_value(const char* op, const NestedKey& key, Value value, const Bat
   }
   if (auto* td = std::get_if<TensorDict>(&value)) {
     TDRL_CHECK(detail::starts_with(td->batch_size(), batch), ShapeError, std::string(op), ": key ",
-               key.repr(), ": nested TensorDict batch_size ", shape_str(td->batch_size()),
+               key.to_string(), ": nested TensorDict batch_size ", shape_str(td->batch_size()),
                " does not start with batch_size ", shape_str(batch),
                "; nested TensorDicts need the parent's leading dims");
     if (device && td->device() != device) {
@@ -350,7 +351,7 @@ Value prepare_value(const char* op, const NestedKey& key, Value value, const Bat
   const auto& nt = std::get<NonTensorData>(value);
   if (nt.is_uniform()) return nt.with_batch(batch);
   TDRL_CHECK(detail::starts_with(nt.batch_size(), batch), ShapeError, std::string(op), ": key ",
-             key.repr(), ": non-tensor data of shape ", shape_str(nt.batch_size()),
+             key.to_string(), ": non-tensor data of shape ", shape_str(nt.batch_size()),
              " does not start with batch_size ", shape_str(batch));
   return value;
 }
@@ -368,8 +369,8 @@ detail::PreparedSet detail::prepare_set(const TensorDict& root, const NestedKey&
     const Value* v = entry_of(td, key[i], holder);
     if (!v) break;
     auto* nested = std::get_if<TensorDict>(v);
-    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.repr(), " runs through '", key[i],
-               "', which holds ", kind_name(*v), ", not a TensorDict");
+    TDRL_CHECK(nested, KeyError, std::string(op), ": key ", key.to_string(), " runs through '",
+               key[i], "', which holds ", kind_name(*v), ", not a TensorDict");
     td = *nested;
   }
   Value prepared = prepare_value(op, key, std::move(value), td.batch_size(), td.device());
@@ -414,7 +415,7 @@ const TensorDict& TensorDict::set(const NestedKey& key, const Value& value) cons
   static constexpr const char* kOp = "TensorDict::set";
   const auto* td = std::get_if<TensorDict>(&value);
   TDRL_CHECK(!(td && contains_tensordict(*td, *this)), ValueError, "TensorDict::set: key ",
-             key.repr(),
+             key.to_string(),
              ": the value contains this TensorDict, which would make a cycle; set a clone()");
   if (key.size() == 1) {
     impl_->store(key.front(), prepare_value(kOp, key, value, batch_size(), device()));
@@ -451,24 +452,24 @@ std::pair<TensorDict, torch::Tensor> existing_tensor(const TensorDict& root, con
                                                      const char* op) {
   auto container = container_of(root, key, op);
   std::optional<Value> v = container ? container->impl()->find(key.back()) : std::nullopt;
-  TDRL_CHECK(v, KeyError, std::string(op), ": key ", key.repr(),
+  TDRL_CHECK(v, KeyError, std::string(op), ": key ", key.to_string(),
              " not found; in-place writes need an existing tensor (use set to add one)");
   auto* t = std::get_if<torch::Tensor>(&*v);
-  TDRL_CHECK(t, TypeError, std::string(op), ": key ", key.repr(), " holds ", kind_name(*v),
+  TDRL_CHECK(t, TypeError, std::string(op), ": key ", key.to_string(), " holds ", kind_name(*v),
              ", not a tensor");
   return {*container, *t};
 }
 
 void check_inplace_value(const char* op, const NestedKey& key, const torch::Tensor& dst,
                          c10::IntArrayRef region, const torch::Tensor& value) {
-  TDRL_CHECK(value.defined(), ValueError, std::string(op), ": value for key ", key.repr(),
+  TDRL_CHECK(value.defined(), ValueError, std::string(op), ": value for key ", key.to_string(),
              " is an undefined tensor");
   TDRL_CHECK(value.scalar_type() == dst.scalar_type(), TypeError, std::string(op), ": key ",
-             key.repr(), " holds ", std::string(c10::toString(dst.scalar_type())),
+             key.to_string(), " holds ", std::string(c10::toString(dst.scalar_type())),
              " but the value is ", std::string(c10::toString(value.scalar_type())),
              "; cast it with .to(", std::string(c10::toString(dst.scalar_type())), ") first");
   TDRL_CHECK(at::is_expandable_to(value.sizes(), region), ShapeError, std::string(op), ": key ",
-             key.repr(), ": value of shape ", shape_str(value.sizes()),
+             key.to_string(), ": value of shape ", shape_str(value.sizes()),
              " does not broadcast to the destination shape ", shape_str(region));
 }
 }  // namespace detail
@@ -484,7 +485,7 @@ const TensorDict& TensorDict::set_(const NestedKey& key, const torch::Tensor& va
 const TensorDict& TensorDict::del_(const NestedKey& key) const {
   auto container = container_of(*this, key, "TensorDict::del_");
   TDRL_CHECK(!(!container || !container->impl()->contains(key.back())), KeyError,
-             "TensorDict::del_: key ", key.repr(), " not found; available keys: ",
+             "TensorDict::del_: key ", key.to_string(), " not found; available keys: ",
              (closest_names(key.back(), container ? container->impl()->keys() : impl_->keys())));
   container->impl()->erase(key.back());
   return *this;
@@ -503,7 +504,7 @@ const TensorDict& TensorDict::rename_key_(const NestedKey& old_key,
     return *this;
   }
   Value v = get_value(old_key);
-  TDRL_CHECK(!contains(new_key), KeyError, "TensorDict::rename_key_: key ", new_key.repr(),
+  TDRL_CHECK(!contains(new_key), KeyError, "TensorDict::rename_key_: key ", new_key.to_string(),
              " already exists; delete it first or pick another name");
   if (old_key.size() == 1 && new_key.size() == 1) {
     impl_->rename(old_key.front(), new_key.front());

@@ -59,7 +59,7 @@ TensorDict map_leaves(
       torch::Tensor r = fn(key, *t);
       if (!r.defined()) return;
       TDRL_CHECK(starts_with(r.sizes(), td.batch_size()), ShapeError,
-                 "TensorDict::apply: the function turned key ", key.repr(), " of shape ",
+                 "TensorDict::apply: the function turned key ", key.to_string(), " of shape ",
                  shape_str(t->sizes()), " into shape ", shape_str(r.sizes()),
                  ", which does not start with batch_size ", shape_str(td.batch_size()));
       out->append(k, std::move(r));
@@ -83,7 +83,7 @@ void modify_leaf(const TensorDict& root, const NestedKey& key,
   if (dense) {
     Value* v = static_cast<DenseImpl&>(*td.impl()).lookup(key.back());
     TORCH_INTERNAL_ASSERT(v && std::holds_alternative<torch::Tensor>(*v),
-                          "modify_leaf: ", key.repr());
+                          "modify_leaf: ", key.to_string());
     op(std::get<torch::Tensor>(*v));
     return;
   }
@@ -118,9 +118,9 @@ std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> paired_leaves(
   std::vector<std::tuple<NestedKey, torch::Tensor, torch::Tensor>> out;
   detail::for_each_leaf(td, [&](const NestedKey& key, const torch::Tensor& t) {
     auto o = other.find_value(key);
-    TDRL_CHECK(o, KeyError, std::string(op), ": the other TensorDict has no key ", key.repr());
+    TDRL_CHECK(o, KeyError, std::string(op), ": the other TensorDict has no key ", key.to_string());
     auto* ot = std::get_if<torch::Tensor>(&*o);
-    TDRL_CHECK(ot, TypeError, std::string(op), ": key ", key.repr(), " is a tensor here but ",
+    TDRL_CHECK(ot, TypeError, std::string(op), ": key ", key.to_string(), " is a tensor here but ",
                detail::kind_name(*o), " in the other TensorDict");
     out.emplace_back(key, t, *ot);
   });
@@ -133,7 +133,8 @@ auto leaf_guard(const char* op, const NestedKey& key, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const c10::Error& e) {
-    throw TypeError(std::string(op) + ": key " + key.repr() + ": " + e.what_without_backtrace());
+    throw TypeError(std::string(op) + ": key " + key.to_string() + ": " +
+                    e.what_without_backtrace());
   }
 }
 
@@ -238,7 +239,7 @@ TensorDict TensorDict::select(const std::vector<NestedKey>& keys, bool strict) c
   for (const auto& key : keys) {
     auto v = find_value(key);
     if (!v) {
-      TDRL_CHECK(!strict, KeyError, "TensorDict::select: key ", key.repr(),
+      TDRL_CHECK(!strict, KeyError, "TensorDict::select: key ", key.to_string(),
                  " not found; available keys: ", (closest_names(key.back(), impl_->keys())),
                  " (pass strict = false to skip missing keys)");
       continue;
@@ -468,7 +469,7 @@ TensorDict TensorDict::flatten_keys(const std::string& separator) const {
   for (auto& [key, v] : items(/*include_nested=*/true, /*leaves_only=*/true)) {
     std::string flat = key.join_parts(separator);
     TDRL_CHECK(!out->contains(flat), ValueError, "TensorDict::flatten_keys: flattening ",
-               key.repr(), " gives '", flat,
+               key.to_string(), " gives '", flat,
                "', which another key already gives; pick another separator");
     out->append(flat, v);
   }
@@ -491,7 +492,7 @@ TensorDict TensorDict::unflatten_keys(const std::string& separator) const {
     NestedKey key(parts.front());
     for (size_t i = 1; i < parts.size(); ++i) key = key.join(parts[i]);
     TDRL_CHECK(!out.contains(key), ValueError, "TensorDict::unflatten_keys: key '", k,
-               "' unflattens to ", key.repr(), ", which another key already gives");
+               "' unflattens to ", key.to_string(), ", which another key already gives");
     if (auto* nested = std::get_if<TensorDict>(&v))
       out.set(key, nested->unflatten_keys(separator));
     else
@@ -547,9 +548,9 @@ void check_same_leaves(const TensorDict& a, const TensorDict& b, const char* op)
   if (sa != sb) {
     std::vector<std::string> only;
     for (const auto& k : sa)
-      if (!sb.count(k)) only.push_back(k.repr() + " (left only)");
+      if (!sb.count(k)) only.push_back(k.to_string() + " (left only)");
     for (const auto& k : sb)
-      if (!sa.count(k)) only.push_back(k.repr() + " (right only)");
+      if (!sa.count(k)) only.push_back(k.to_string() + " (right only)");
     std::string list;
     for (const auto& s : only) list += (list.empty() ? "" : ", ") + s;
     throw KeyError(std::string(op) + ": the TensorDicts have different keys: " + list);

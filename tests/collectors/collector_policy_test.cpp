@@ -149,7 +149,7 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithMissingKeyThrowsKeyErrorAndChange
   weights.del_(dropped);
   const std::string message =
       error_message<tensordict::KeyError>([&] { load_policy_weights(target, weights); });
-  EXPECT_THAT(message, HasSubstr(dropped.repr()));
+  EXPECT_THAT(message, HasSubstr(dropped.to_string()));
   EXPECT_THAT(message, HasSubstr("missing from the weights"));
   expect_same(policy_weights(target), before);
 }

@@ -90,7 +90,7 @@ void expect_same_leaves(const TensorDict& a, const TensorDict& b) {
   const auto keys = a.keys(true, true);
   ASSERT_EQ(keys.size(), b.keys(true, true).size());
   for (const auto& key : keys) {
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
   }
 }
 

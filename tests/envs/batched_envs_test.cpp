@@ -53,8 +53,8 @@ void expect_identical(const TensorDict& a, const TensorDict& b) {
   const auto keys = a.keys(true, true);
   ASSERT_EQ(keys.size(), b.keys(true, true).size());
   for (const auto& key : keys) {
-    ASSERT_TRUE(b.contains(key)) << key.repr();
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+    ASSERT_TRUE(b.contains(key)) << key.to_string();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
   }
 }
 
@@ -130,7 +130,7 @@ TEST_P(BatchedEnvTest, StepResultsEqualEachSubEnvSteppedAlone) {
           NestedKey("terminated"), NestedKey("truncated"), NestedKey("done")}) {
       EXPECT_TRUE(
           torch::equal(single.get(NestedKey({"next", key})), td.get(NestedKey({"next", key}))[i]))
-          << "sub-env " << i << " key " << key.repr();
+          << "sub-env " << i << " key " << key.to_string();
     }
   }
 }

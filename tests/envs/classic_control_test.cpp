@@ -119,7 +119,7 @@ void expect_identical(const TensorDict& a, const TensorDict& b) {
   const auto keys = a.keys(true, true);
   ASSERT_EQ(keys, b.keys(true, true));
   for (const auto& key : keys) {
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
   }
 }
 

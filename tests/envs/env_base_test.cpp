@@ -265,7 +265,7 @@ TEST(EnvBaseTest, FakeTensordictHasEverySpecdEntry) {
                               {"next", "observation"},
                               {"next", "reward"},
                               {"next", "truncated"}}) {
-    EXPECT_TRUE(fake.contains(key)) << key.repr();
+    EXPECT_TRUE(fake.contains(key)) << key.to_string();
   }
 }
 

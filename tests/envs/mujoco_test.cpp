@@ -51,8 +51,8 @@ void expect_identical(const TensorDict& a, const TensorDict& b) {
   const auto keys_b = b.keys(/*include_nested=*/true, /*leaves_only=*/true);
   ASSERT_EQ(keys_a.size(), keys_b.size());
   for (const auto& key : keys_a) {
-    ASSERT_TRUE(b.contains(key)) << key.repr();
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+    ASSERT_TRUE(b.contains(key)) << key.to_string();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
   }
 }
 

@@ -283,7 +283,7 @@ TEST(BuiltinEnvsTest, BuiltinTasksFeedSerialAndParallelEnvsAlike) {
   auto b = parallel.rollout(20);
   EXPECT_EQ(a.batch_size(), (Shape{3, 20}));
   for (const auto& key : a.keys(true, true)) {
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.repr();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
   }
 }
 

@@ -61,11 +61,11 @@ TEST(NestedKeyTest, OnePartBracedKeyEqualsStringKey) {
 }
 
 TEST(NestedKeyTest, ReprOfOnePartIsQuotedString) {
-  EXPECT_EQ(NestedKey("reward").repr(), "'reward'");
+  EXPECT_EQ(NestedKey("reward").to_string(), "'reward'");
 }
 
 TEST(NestedKeyTest, ReprOfPathIsPythonTuple) {
-  EXPECT_EQ((NestedKey{"next", "reward"}).repr(), "('next', 'reward')");
+  EXPECT_EQ((NestedKey{"next", "reward"}).to_string(), "('next', 'reward')");
 }
 
 TEST(NestedKeyTest, StreamsItsRepr) {

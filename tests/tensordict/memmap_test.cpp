@@ -61,7 +61,7 @@ void expect_same(const TensorDict& expected, const TensorDict& actual) {
   }
   ASSERT_EQ(actual.keys(), expected.keys());
   for (const auto& key : expected.keys()) {
-    SCOPED_TRACE(key.repr());
+    SCOPED_TRACE(key.to_string());
     const Value e = expected.get_value(key);
     const Value a = actual.get_value(key);
     ASSERT_EQ(a.index(), e.index());
@@ -361,7 +361,7 @@ TEST_F(MemmapTest, MemmapLikeGivesZeroFilledFilesOfTheSameShapesAndCopiesNothing
   EXPECT_EQ(like.batch_size(), td.batch_size());
   EXPECT_EQ(like.keys(true, true), td.keys(true, true));
   for (const auto& key : td.keys(true, true)) {
-    SCOPED_TRACE(key.repr());
+    SCOPED_TRACE(key.to_string());
     auto t = like.get(key);
     EXPECT_EQ(t.scalar_type(), td.get(key).scalar_type());
     EXPECT_EQ(shape_of(t), shape_of(td.get(key)));

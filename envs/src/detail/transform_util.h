@@ -12,6 +12,7 @@
 #include <tdrl/envs/transforms.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/errors.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -25,6 +26,11 @@ std::string keys_repr(const std::vector<NestedKey>& keys);
 std::string number_repr(double value);
 /// `true` or `false`.
 std::string bool_repr(bool v);
+/// number_repr of a bound, or `None` when it is not given.
+std::string bound_repr(const std::optional<double>& bound);
+/// `value` clamped into [low, high]; a bound not given does not clamp.
+torch::Tensor clamp(const torch::Tensor& value, const std::optional<double>& low,
+                    const std::optional<double>& high);
 /// `shape` followed by 1.
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape);
 /// A bool flag spec `[*batch, 1]` (as the done flags).
@@ -68,6 +74,16 @@ specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtyp
 /// Throws TypeError naming `where` and `key` unless `spec` has a floating dtype.
 void require_floating(const specs::TensorSpec& spec, const std::string& where,
                       const NestedKey& key);
+
+/// Throws ValueError naming `where` when `options` (a TransformKeysOptions) has inverse keys:
+/// for the transforms that only change outputs and are not KeyedTransforms.
+template <class Options>
+void reject_inverse_keys(const std::string& where, const TransformKeysOptions<Options>& options) {
+  TDRL_CHECK(options.in_keys_inv().empty() && options.out_keys_inv().empty(),
+             tensordict::ValueError, where, ": in_keys_inv is ", keys_repr(options.in_keys_inv()),
+             " and out_keys_inv is ", keys_repr(options.out_keys_inv()), ", but ", where,
+             " has no inverse; leave them empty");
+}
 
 /// The keys `out` (or `in` when `out` is empty); ValueError naming `where` when the sizes
 /// differ.

@@ -33,9 +33,9 @@ StepCounter::StepCounter(StepCounterOptions options) : options_(std::move(option
 }
 
 std::string StepCounter::to_string() const {
-  return "StepCounter(step_count_key=" + options_.step_count_key().repr() + ", max_steps=" +
+  return "StepCounter(step_count_key=" + options_.step_count_key().to_string() + ", max_steps=" +
          (options_.max_steps() ? std::to_string(*options_.max_steps()) : std::string("None")) +
-         ", truncated_key=" + options_.truncated_key().repr() +
+         ", truncated_key=" + options_.truncated_key().to_string() +
          ", update_done=" + (options_.update_done() ? "true" : "false") + ")";
 }
 
@@ -82,7 +82,7 @@ InitTracker::InitTracker(InitTrackerOptions options) : options_(std::move(option
 }
 
 std::string InitTracker::to_string() const {
-  return "InitTracker(init_key=" + options_.init_key().repr() + ")";
+  return "InitTracker(init_key=" + options_.init_key().to_string() + ")";
 }
 
 TensorDict InitTracker::reset(const TensorDict& input, TensorDict output) {

@@ -52,15 +52,15 @@ CatTensors::CatTensors(std::vector<NestedKey> in_keys, CatTensorsOptions options
   if (options_.sort()) std::sort(in_keys_.begin(), in_keys_.end());
   for (size_t i = 0; i < in_keys_.size(); ++i) {
     for (size_t j = i + 1; j < in_keys_.size(); ++j) {
-      TDRL_CHECK(in_keys_[i] != in_keys_[j], ValueError, "CatTensors: in_key ", in_keys_[i].repr(),
-                 " is given twice");
+      TDRL_CHECK(in_keys_[i] != in_keys_[j], ValueError, "CatTensors: in_key ",
+                 in_keys_[i].to_string(), " is given twice");
     }
   }
 }
 
 std::string CatTensors::to_string() const {
   return "CatTensors(in_keys=" + detail::keys_repr(in_keys_) +
-         ", out_key=" + options_.out_key().repr() + ", dim=" + std::to_string(options_.dim()) +
+         ", out_key=" + options_.out_key().to_string() + ", dim=" + std::to_string(options_.dim()) +
          ", del_keys=" + bool_repr(options_.del_keys()) + ")";
 }
 
@@ -96,22 +96,22 @@ specs::CompositePtr CatTensors::transform_observation_spec(specs::CompositePtr s
   const int64_t batch_dims = static_cast<int64_t>(input.batch_size.size());
   const int64_t dim = ndim + options_.dim();
   TDRL_CHECK(!(dim < batch_dims), ValueError, where, ": dim ", std::to_string(options_.dim()),
-             " of ", in_keys_.front().repr(), " (shape ", tensordict::shape_str(first.shape()),
+             " of ", in_keys_.front().to_string(), " (shape ", tensordict::shape_str(first.shape()),
              ") falls in the batch dims ", tensordict::shape_str(input.batch_size));
   auto shape = first.shape();
   bool all_bounded = true;
   for (size_t i = 0; i < leaves.size(); ++i) {
     const auto& leaf = *leaves[i];
-    TDRL_CHECK(leaf.dtype() == first.dtype(), TypeError, where, ": ", in_keys_[i].repr(),
+    TDRL_CHECK(leaf.dtype() == first.dtype(), TypeError, where, ": ", in_keys_[i].to_string(),
                " has dtype ", specs::detail::dtype_repr(leaf.dtype()), " but ",
-               in_keys_.front().repr(), " has ", specs::detail::dtype_repr(first.dtype()),
+               in_keys_.front().to_string(), " has ", specs::detail::dtype_repr(first.dtype()),
                "; concatenated entries need one dtype (cast them first)");
     bool same = leaf.ndim() == ndim;
     for (int64_t d = 0; same && d < ndim; ++d) {
       if (d != dim && leaf.shape()[d] != first.shape()[d]) same = false;
     }
-    TDRL_CHECK(same, ShapeError, where, ": ", in_keys_[i].repr(), " has shape ",
-               tensordict::shape_str(leaf.shape()), " and ", in_keys_.front().repr(), " has ",
+    TDRL_CHECK(same, ShapeError, where, ": ", in_keys_[i].to_string(), " has shape ",
+               tensordict::shape_str(leaf.shape()), " and ", in_keys_.front().to_string(), " has ",
                tensordict::shape_str(first.shape()), "; they must be equal but along dim ",
                std::to_string(options_.dim()));
     if (i > 0) shape[dim] += leaf.shape()[dim];
@@ -263,8 +263,8 @@ specs::CompositePtr ExcludeTransform::transform_observation_spec(specs::Composit
   const auto reward_key = input.reward_key();
   for (const auto& key : excluded_keys_) {
     detail::reject_flag_key(where, key);
-    TDRL_CHECK(key != reward_key, ValueError, where, ": cannot exclude the reward ", key.repr(),
-               "; every step returns it");
+    TDRL_CHECK(key != reward_key, ValueError, where, ": cannot exclude the reward ",
+               key.to_string(), "; every step returns it");
     if (!input.observation->contains(key)) {
       detail::throw_missing(where, "excluded key", key, detail::leaf_keys(*input.observation),
                             "observation");

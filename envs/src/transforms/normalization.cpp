@@ -40,9 +40,7 @@ torch::Tensor sample_rows(const torch::Tensor& value, int64_t batch_dims,
 // ---- ObservationNorm -------------------------------------------------------------------------
 
 ObservationNorm::ObservationNorm(ObservationNormOptions options)
-    : options_(std::move(options)),
-      out_keys_(detail::out_keys_or(options_.in_keys(), options_.out_keys(), "ObservationNorm")) {
-  TDRL_CHECK(!options_.in_keys().empty(), ValueError, "ObservationNorm: in_keys is empty");
+    : KeyedTransform("ObservationNorm", options, Inverse::kNone), options_(std::move(options)) {
   TDRL_CHECK(options_.loc().defined() == options_.scale().defined(), ValueError,
              "ObservationNorm: ", std::string(options_.loc().defined() ? "loc" : "scale"),
              " is given but ", (options_.loc().defined() ? "scale" : "loc"),
@@ -56,8 +54,9 @@ ObservationNorm::ObservationNorm(ObservationNormOptions options)
 }
 
 std::string ObservationNorm::to_string() const {
-  return "ObservationNorm(in_keys=" + detail::keys_repr(options_.in_keys()) +
-         ", out_keys=" + detail::keys_repr(out_keys_) +
+  // out_keys are always shown, as TorchRL prints them.
+  return "ObservationNorm(in_keys=" + detail::keys_repr(in_keys()) +
+         ", out_keys=" + detail::keys_repr(out_keys()) +
          ", standard_normal=" + bool_repr(options_.standard_normal()) +
          ", initialized=" + bool_repr(initialized()) + ")";
 }
@@ -68,40 +67,36 @@ torch::Tensor ObservationNorm::apply(const torch::Tensor& x) const {
   return options_.standard_normal() ? (x - loc) / scale : x * scale + loc;
 }
 
-TensorDict ObservationNorm::call(TensorDict td) {
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto value = td.find(options_.in_keys()[i]);
-    if (!value) continue;
-    TDRL_CHECK(initialized(), tensordict::Error,
-               "ObservationNorm: loc and scale are not set; give them in "
-               "ObservationNormOptions or call init_stats(num_iter) first");
-    td.set(out_keys_[i], apply(*value));
-  }
-  return td;
+torch::Tensor ObservationNorm::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  TDRL_CHECK(initialized(), tensordict::Error,
+             "ObservationNorm: loc and scale are not set; give them in "
+             "ObservationNormOptions or call init_stats(num_iter) first");
+  return apply(value);
 }
 
 specs::CompositePtr ObservationNorm::transform_observation_spec(specs::CompositePtr spec,
                                                                 const EnvSpecs& input) {
-  const std::string where = "ObservationNorm";
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto& key = options_.in_keys()[i];
+  // Observations only: a missing key is reported against the observation spec.
+  for (const auto& key : in_keys()) {
     const auto in = input.observation->find_value(key);
     if (!in || !std::holds_alternative<specs::TensorSpecPtr>(*in)) {
-      detail::throw_missing(where, "in_key", key, detail::leaf_keys(*input.observation),
+      detail::throw_missing("ObservationNorm", "in_key", key, detail::leaf_keys(*input.observation),
                             "observation");
     }
-    const auto& leaf = std::get<specs::TensorSpecPtr>(*in);
-    detail::require_floating(*leaf, where, key);
-    specs::TensorSpecPtr out = detail::unbounded_like(*leaf);
-    if (const auto* b = dynamic_cast<const specs::Bounded*>(leaf.get()); b && initialized()) {
-      const auto x = apply(b->low());
-      const auto y = apply(b->high());
-      out = detail::bounded(torch::minimum(x, y), torch::maximum(x, y), leaf->shape(),
-                            leaf->dtype(), leaf->device());
-    }
-    spec->set(out_keys_[i], out);
   }
-  return spec;
+  return KeyedTransform::transform_observation_spec(std::move(spec), input);
+}
+
+specs::TensorSpecPtr ObservationNorm::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                            const NestedKey& in_key,
+                                                            const EnvSpecs&) {
+  detail::require_floating(*spec, "ObservationNorm", in_key);
+  const auto* b = dynamic_cast<const specs::Bounded*>(spec.get());
+  if (!b || !initialized()) return detail::unbounded_like(*spec);
+  const auto x = apply(b->low());
+  const auto y = apply(b->high());
+  return detail::bounded(torch::minimum(x, y), torch::maximum(x, y), spec->shape(), spec->dtype(),
+                         spec->device());
 }
 
 void ObservationNorm::init_stats(int64_t num_iter, std::optional<NestedKey> key) {
@@ -190,8 +185,8 @@ torch::Tensor VecNormState::update_and_normalize(const NestedKey& key, const tor
   if (samples.defined() && samples.size(0) > 0) {
     const auto s = samples.to(torch::kFloat64);
     const auto feature = s.sizes().slice(1);
-    TDRL_CHECK(!(stats && !stats->sum.sizes().equals(feature)), ShapeError, "VecNorm: ", key.repr(),
-               " has feature shape ", tensordict::shape_str(feature),
+    TDRL_CHECK(!(stats && !stats->sum.sizes().equals(feature)), ShapeError,
+               "VecNorm: ", key.to_string(), " has feature shape ", tensordict::shape_str(feature),
                " but its statistics have shape ", tensordict::shape_str(stats->sum.sizes()),
                "; a shared state needs the same shapes in every env");
     if (!stats) {
@@ -204,7 +199,7 @@ torch::Tensor VecNormState::update_and_normalize(const NestedKey& key, const tor
     stats->ssq.mul_(decay).add_(s.square().sum(0));
     stats->count = stats->count * decay + static_cast<double>(s.size(0));
   } else if (!stats) {
-    throw KeyError("VecNorm: no statistics for " + key.repr() +
+    throw KeyError("VecNorm: no statistics for " + key.to_string() +
                    " yet (frozen before any update); unfreeze it or load a state_dict");
   }
   const auto [mean, std] = moments(*stats, eps);
@@ -224,7 +219,7 @@ std::pair<torch::Tensor, torch::Tensor> VecNormState::mean_std(const NestedKey& 
   if (!stats) {
     std::vector<NestedKey> keys;
     for (const auto& entry : stats_) keys.push_back(entry.first);
-    throw KeyError("VecNormState::mean_std: no statistics for " + key.repr() +
+    throw KeyError("VecNormState::mean_std: no statistics for " + key.to_string() +
                    "; keys: " + detail::keys_repr(keys));
   }
   return moments(*stats, eps);
@@ -248,9 +243,9 @@ void VecNormState::load_state_dict(const TensorDict& state) {
   for (const auto& key : state.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     const auto& last = key.back();
     TDRL_CHECK(!(last != "sum" && last != "ssq" && last != "count"), KeyError, where,
-               ": unexpected entry ", key.repr(),
+               ": unexpected entry ", key.to_string(),
                "; statistics are groups {\"sum\", \"ssq\", \"count\"} under each key");
-    TDRL_CHECK(key.is_nested(), KeyError, where, ": entry ", key.repr(),
+    TDRL_CHECK(key.is_nested(), KeyError, where, ": entry ", key.to_string(),
                " is not under a key; expected ", "{key: {\"sum\", \"ssq\", \"count\"}}");
     const auto group = key.parent();
     if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
@@ -259,13 +254,13 @@ void VecNormState::load_state_dict(const TensorDict& state) {
   for (const auto& group : groups) {
     for (const char* name : {"sum", "ssq", "count"}) {
       TDRL_CHECK(state.contains(group.join(name)), KeyError, where, ": the statistics of ",
-                 group.repr(), " lack '", name, "'");
+                 group.to_string(), " lack '", name, "'");
     }
     const auto sum = state.get(group.join("sum"));
     const auto ssq = state.get(group.join("ssq"));
     const auto count = state.get(group.join("count"));
     TDRL_CHECK(!(!sum.sizes().equals(ssq.sizes()) || count.numel() != 1), ShapeError, where,
-               ": the statistics of ", group.repr(), " have sum ",
+               ": the statistics of ", group.to_string(), " have sum ",
                tensordict::shape_str(sum.sizes()), ", ssq ", tensordict::shape_str(ssq.sizes()),
                ", count ", tensordict::shape_str(count.sizes()),
                "; sum and ssq must share a shape and count must be a scalar");
@@ -280,10 +275,9 @@ void VecNormState::load_state_dict(const TensorDict& state) {
 // ---- VecNorm ---------------------------------------------------------------------------------
 
 VecNorm::VecNorm(VecNormOptions options)
-    : options_(std::move(options)),
-      out_keys_(detail::out_keys_or(options_.in_keys(), options_.out_keys(), "VecNorm")),
+    : KeyedTransform("VecNorm", options, Inverse::kNone),
+      options_(std::move(options)),
       state_(options_.shared_state() ? options_.shared_state() : std::make_shared<VecNormState>()) {
-  TDRL_CHECK(!options_.in_keys().empty(), ValueError, "VecNorm: in_keys is empty");
   TDRL_CHECK(options_.decay() > 0 && options_.decay() <= 1, ValueError, "VecNorm: decay is ",
              detail::number_repr(options_.decay()), "; it must be in (0, 1]");
   TDRL_CHECK(options_.eps() > 0, ValueError, "VecNorm: eps is ",
@@ -291,21 +285,16 @@ VecNorm::VecNorm(VecNormOptions options)
 }
 
 std::string VecNorm::to_string() const {
-  return "VecNorm(in_keys=" + detail::keys_repr(options_.in_keys()) +
-         ", decay=" + detail::number_repr(options_.decay()) +
+  return "VecNorm(" + keys_to_string() + ", decay=" + detail::number_repr(options_.decay()) +
          ", eps=" + detail::number_repr(options_.eps()) + ", frozen=" + bool_repr(frozen_) + ")";
 }
 
 TensorDict VecNorm::normalize(TensorDict td, const torch::Tensor& rows) {
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto& key = options_.in_keys()[i];
-    const auto value = td.find(key);
-    if (!value) continue;
-    const auto samples = frozen_ ? torch::Tensor() : sample_rows(*value, td.batch_dims(), rows);
-    td.set(out_keys_[i],
-           state_->update_and_normalize(key, *value, samples, options_.decay(), options_.eps()));
-  }
-  return td;
+  const int64_t batch_dims = td.batch_dims();
+  return map_outputs(std::move(td), [&](const torch::Tensor& value, const NestedKey& key) {
+    const auto samples = frozen_ ? torch::Tensor() : sample_rows(value, batch_dims, rows);
+    return state_->update_and_normalize(key, value, samples, options_.decay(), options_.eps());
+  });
 }
 
 TensorDict VecNorm::call(TensorDict td) { return normalize(std::move(td), torch::Tensor()); }
@@ -314,28 +303,10 @@ TensorDict VecNorm::reset(const TensorDict& input, TensorDict output) {
   return normalize(std::move(output), input.get_or(specs::kReset, torch::Tensor()));
 }
 
-specs::CompositePtr VecNorm::transform_outputs(specs::CompositePtr spec,
-                                               const specs::CompositePtr& input_spec,
-                                               const EnvSpecs& input) {
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto& key = options_.in_keys()[i];
-    if (detail::output_holding(input, key) != input_spec) continue;
-    const auto leaf = input_spec->get(key);
-    detail::require_floating(*leaf, "VecNorm", key);
-    spec->set(out_keys_[i], detail::unbounded_like(*leaf));
-  }
-  return spec;
-}
-
-specs::CompositePtr VecNorm::transform_observation_spec(specs::CompositePtr spec,
-                                                        const EnvSpecs& input) {
-  detail::require_outputs("VecNorm", options_.in_keys(), input);
-  return transform_outputs(std::move(spec), input.observation, input);
-}
-
-specs::CompositePtr VecNorm::transform_reward_spec(specs::CompositePtr spec,
-                                                   const EnvSpecs& input) {
-  return transform_outputs(std::move(spec), input.reward, input);
+specs::TensorSpecPtr VecNorm::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                    const NestedKey& in_key, const EnvSpecs&) {
+  detail::require_floating(*spec, "VecNorm", in_key);
+  return detail::unbounded_like(*spec);
 }
 
 TensorDict VecNorm::state_dict() const { return state_->state_dict(); }

@@ -31,66 +31,35 @@ void check_finite(const std::string& where, const char* what, double v) {
 
 // ---- RewardScaling ---------------------------------------------------------------------------
 
-RewardScaling::RewardScaling(RewardScalingOptions options) : options_(std::move(options)) {
+RewardScaling::RewardScaling(RewardScalingOptions options)
+    : KeyedTransform("RewardScaling", options, Inverse::kNone), options_(std::move(options)) {
   check_finite("RewardScaling", "loc", options_.loc());
   check_finite("RewardScaling", "scale", options_.scale());
   TDRL_CHECK(options_.scale() != 0, ValueError, "RewardScaling: scale is 0; it must be non-zero");
-  TDRL_CHECK(!options_.in_keys().empty(), ValueError, "RewardScaling: in_keys is empty");
 }
 
 std::string RewardScaling::to_string() const {
-  return "RewardScaling(in_keys=" + detail::keys_repr(options_.in_keys()) +
-         ", loc=" + detail::number_repr(options_.loc()) +
+  return "RewardScaling(" + keys_to_string() + ", loc=" + detail::number_repr(options_.loc()) +
          ", scale=" + detail::number_repr(options_.scale()) +
          ", standard_normal=" + bool_repr(options_.standard_normal()) + ")";
 }
 
-TensorDict RewardScaling::call(TensorDict td) {
-  for (const auto& key : options_.in_keys()) {
-    const auto value = td.find(key);
-    if (!value) continue;
-    td.set(key, options_.standard_normal() ? (*value - options_.loc()) / options_.scale()
-                                           : *value * options_.scale() + options_.loc());
-  }
-  return td;
+torch::Tensor RewardScaling::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  return options_.standard_normal() ? (value - options_.loc()) / options_.scale()
+                                    : value * options_.scale() + options_.loc();
 }
 
-namespace {
-
-// Replaces the in_keys of `spec` (whose input is `input_spec`) by `make(leaf, key)`.
-template <class Make>
-specs::CompositePtr replace_outputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
-                                    const EnvSpecs& input, const std::vector<NestedKey>& keys,
-                                    const std::string& where, const Make& make) {
-  for (const auto& key : keys) {
-    if (detail::output_holding(input, key) != input_spec) continue;
-    const auto leaf = input_spec->get(key);
-    detail::require_floating(*leaf, where, key);
-    spec->set(key, make(*leaf, key));
-  }
-  return spec;
-}
-
-}  // namespace
-
-specs::CompositePtr RewardScaling::transform_observation_spec(specs::CompositePtr spec,
-                                                              const EnvSpecs& input) {
-  detail::require_outputs("RewardScaling", options_.in_keys(), input);
-  return replace_outputs(
-      std::move(spec), input.observation, input, options_.in_keys(), "RewardScaling",
-      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
-}
-
-specs::CompositePtr RewardScaling::transform_reward_spec(specs::CompositePtr spec,
-                                                         const EnvSpecs& input) {
-  return replace_outputs(
-      std::move(spec), input.reward, input, options_.in_keys(), "RewardScaling",
-      [](const specs::TensorSpec& leaf, const NestedKey&) { return detail::unbounded_like(leaf); });
+specs::TensorSpecPtr RewardScaling::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                          const NestedKey& in_key,
+                                                          const EnvSpecs&) {
+  detail::require_floating(*spec, "RewardScaling", in_key);
+  return detail::unbounded_like(*spec);
 }
 
 // ---- RewardClipping --------------------------------------------------------------------------
 
-RewardClipping::RewardClipping(RewardClippingOptions options) : options_(std::move(options)) {
+RewardClipping::RewardClipping(RewardClippingOptions options)
+    : KeyedTransform("RewardClipping", options, Inverse::kNone), options_(std::move(options)) {
   const std::string where = "RewardClipping";
   TDRL_CHECK(!(!options_.clamp_min() && !options_.clamp_max()), ValueError, where,
              ": neither clamp_min nor clamp_max is given; give at least one");
@@ -101,56 +70,32 @@ RewardClipping::RewardClipping(RewardClippingOptions options) : options_(std::mo
     throw ValueError(where + ": clamp_min " + detail::number_repr(*options_.clamp_min()) +
                      " > clamp_max " + detail::number_repr(*options_.clamp_max()));
   }
-  TDRL_CHECK(!options_.in_keys().empty(), ValueError, where, ": in_keys is empty");
 }
 
 std::string RewardClipping::to_string() const {
-  auto bound = [](const std::optional<double>& v) {
-    return v ? detail::number_repr(*v) : std::string("None");
-  };
-  return "RewardClipping(in_keys=" + detail::keys_repr(options_.in_keys()) +
-         ", clamp_min=" + bound(options_.clamp_min()) +
-         ", clamp_max=" + bound(options_.clamp_max()) + ")";
+  return "RewardClipping(" + keys_to_string() +
+         ", clamp_min=" + detail::bound_repr(options_.clamp_min()) +
+         ", clamp_max=" + detail::bound_repr(options_.clamp_max()) + ")";
 }
 
-TensorDict RewardClipping::call(TensorDict td) {
-  for (const auto& key : options_.in_keys()) {
-    const auto value = td.find(key);
-    if (!value) continue;
-    c10::optional<c10::Scalar> low, high;
-    if (options_.clamp_min()) low = *options_.clamp_min();
-    if (options_.clamp_max()) high = *options_.clamp_max();
-    td.set(key, torch::clamp(*value, low, high));
-  }
-  return td;
+torch::Tensor RewardClipping::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  return detail::clamp(value, options_.clamp_min(), options_.clamp_max());
 }
 
-specs::TensorSpecPtr RewardClipping::clipped(const specs::TensorSpec& spec,
-                                             const NestedKey& key) const {
-  if (!options_.clamp_min() || !options_.clamp_max()) return detail::unbounded_like(spec);
+specs::TensorSpecPtr RewardClipping::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                           const NestedKey& in_key,
+                                                           const EnvSpecs&) {
+  detail::require_floating(*spec, "RewardClipping", in_key);
+  if (!options_.clamp_min() || !options_.clamp_max()) return detail::unbounded_like(*spec);
   return detail::bounded(torch::tensor(*options_.clamp_min()), torch::tensor(*options_.clamp_max()),
-                         spec.shape(), spec.dtype(), spec.device());
-}
-
-specs::CompositePtr RewardClipping::transform_observation_spec(specs::CompositePtr spec,
-                                                               const EnvSpecs& input) {
-  detail::require_outputs("RewardClipping", options_.in_keys(), input);
-  return replace_outputs(
-      std::move(spec), input.observation, input, options_.in_keys(), "RewardClipping",
-      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
-}
-
-specs::CompositePtr RewardClipping::transform_reward_spec(specs::CompositePtr spec,
-                                                          const EnvSpecs& input) {
-  return replace_outputs(
-      std::move(spec), input.reward, input, options_.in_keys(), "RewardClipping",
-      [this](const specs::TensorSpec& leaf, const NestedKey& key) { return clipped(leaf, key); });
+                         spec->shape(), spec->dtype(), spec->device());
 }
 
 // ---- RewardSum -------------------------------------------------------------------------------
 
 RewardSum::RewardSum(RewardSumOptions options) : options_(std::move(options)) {
   TDRL_CHECK(!options_.in_keys().empty(), ValueError, "RewardSum: in_keys is empty");
+  detail::reject_inverse_keys("RewardSum", options_);
   TDRL_CHECK(options_.out_keys().size() == options_.in_keys().size(), ValueError,
              "RewardSum: ", std::to_string(options_.out_keys().size()), " out_keys ",
              detail::keys_repr(options_.out_keys()), " for ",

@@ -22,11 +22,14 @@ namespace tdrl::envs {
 using tensordict::TypeError;
 using tensordict::ValueError;
 
-using detail::require_keys;
-
 // ---- DoubleToFloat ---------------------------------------------------------------------------
 
-DoubleToFloat::DoubleToFloat(DoubleToFloatOptions options) : options_(std::move(options)) {}
+DoubleToFloat::DoubleToFloat(DoubleToFloatOptions options) : options_(std::move(options)) {
+  TDRL_CHECK(options_.out_keys().empty() && options_.out_keys_inv().empty(), ValueError,
+             "DoubleToFloat: out_keys is ", detail::keys_repr(options_.out_keys()),
+             " and out_keys_inv is ", detail::keys_repr(options_.out_keys_inv()),
+             ", but DoubleToFloat casts in place; leave them empty");
+}
 
 std::string DoubleToFloat::to_string() const {
   auto keys = [](const std::vector<NestedKey>& k) {
@@ -79,8 +82,8 @@ std::vector<NestedKey> keys_to_cast(const specs::CompositePtr& input_spec,
     const auto value = input_spec->find_value(key);
     if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) continue;
     const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
-    TDRL_CHECK(leaf->dtype() == torch::kFloat64, TypeError, where, ": ", key.repr(), " has dtype ",
-               specs::detail::dtype_repr(leaf->dtype()), ", not torch.float64");
+    TDRL_CHECK(leaf->dtype() == torch::kFloat64, TypeError, where, ": ", key.to_string(),
+               " has dtype ", specs::detail::dtype_repr(leaf->dtype()), ", not torch.float64");
     keys.push_back(key);
   }
   return keys;
@@ -152,9 +155,9 @@ double dtype_max(torch::Dtype dtype) {
 
 }  // namespace
 
-ClipTransform::ClipTransform(ClipTransformOptions options) : options_(std::move(options)) {
+ClipTransform::ClipTransform(ClipTransformOptions options)
+    : KeyedTransform("ClipTransform", options, Inverse::kNone), options_(std::move(options)) {
   const std::string where = "ClipTransform";
-  require_keys(where, "in_keys", options_.in_keys());
   TDRL_CHECK(!(!options_.low() && !options_.high()), ValueError, where,
              ": neither low nor high is given; give at least one");
   for (const auto& [name, bound] :
@@ -168,87 +171,52 @@ ClipTransform::ClipTransform(ClipTransformOptions options) : options_(std::move(
 }
 
 std::string ClipTransform::to_string() const {
-  auto bound = [](const std::optional<double>& v) {
-    return v ? detail::number_repr(*v) : std::string("None");
-  };
-  return "ClipTransform(in_keys=" + detail::keys_repr(options_.in_keys()) +
-         ", low=" + bound(options_.low()) + ", high=" + bound(options_.high()) + ")";
+  return "ClipTransform(" + keys_to_string() + ", low=" + detail::bound_repr(options_.low()) +
+         ", high=" + detail::bound_repr(options_.high()) + ")";
 }
 
-TensorDict ClipTransform::call(TensorDict td) {
-  c10::optional<c10::Scalar> low, high;
-  if (options_.low()) low = *options_.low();
-  if (options_.high()) high = *options_.high();
-  for (const auto& key : options_.in_keys()) {
-    const auto value = td.find(key);
-    if (value) td.set(key, torch::clamp(*value, low, high));
-  }
-  return td;
+torch::Tensor ClipTransform::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  return detail::clamp(value, options_.low(), options_.high());
 }
 
-specs::CompositePtr ClipTransform::clip_specs(specs::CompositePtr spec,
-                                              const specs::CompositePtr& input_spec,
-                                              const EnvSpecs& input) const {
-  for (const auto& key : options_.in_keys()) {
-    if (detail::output_holding(input, key) != input_spec) continue;
-    const auto leaf = input_spec->get(key);
-    detail::require_floating(*leaf, "ClipTransform", key);
-    const double extreme = dtype_max(leaf->dtype());
-    const auto low = torch::tensor(options_.low().value_or(-extreme), torch::kFloat64);
-    const auto high = torch::tensor(options_.high().value_or(extreme), torch::kFloat64);
-    spec->set(key, detail::bounded(low, high, leaf->shape(), leaf->dtype(), leaf->device()));
-  }
-  return spec;
-}
-
-specs::CompositePtr ClipTransform::transform_observation_spec(specs::CompositePtr spec,
-                                                              const EnvSpecs& input) {
-  detail::require_outputs("ClipTransform", options_.in_keys(), input);
-  return clip_specs(std::move(spec), input.observation, input);
-}
-
-specs::CompositePtr ClipTransform::transform_reward_spec(specs::CompositePtr spec,
-                                                         const EnvSpecs& input) {
-  return clip_specs(std::move(spec), input.reward, input);
+specs::TensorSpecPtr ClipTransform::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                          const NestedKey& in_key,
+                                                          const EnvSpecs&) {
+  detail::require_floating(*spec, "ClipTransform", in_key);
+  const double extreme = dtype_max(spec->dtype());
+  const auto low = torch::tensor(options_.low().value_or(-extreme), torch::kFloat64);
+  const auto high = torch::tensor(options_.high().value_or(extreme), torch::kFloat64);
+  return detail::bounded(low, high, spec->shape(), spec->dtype(), spec->device());
 }
 
 // ---- UnsqueezeTransform ----------------------------------------------------------------------
 
 UnsqueezeTransform::UnsqueezeTransform(int64_t dim, UnsqueezeTransformOptions options)
-    : dim_(dim),
-      options_(std::move(options)),
-      out_keys_(
-          detail::out_keys_or(options_.in_keys(), options_.out_keys(), "UnsqueezeTransform")) {
+    : KeyedTransform("UnsqueezeTransform", options, Inverse::kSupported),
+      dim_(dim),
+      options_(std::move(options)) {
   TDRL_CHECK(!(dim_ >= 0), ValueError, "UnsqueezeTransform: dim is ", std::to_string(dim_),
              "; it must be negative (counted from the last dim, away from batch dims)");
-  TDRL_CHECK(!(options_.in_keys().empty() && options_.in_keys_inv().empty()), ValueError,
-             "UnsqueezeTransform: in_keys and in_keys_inv are both empty");
 }
 
 std::string UnsqueezeTransform::to_string() const {
+  // out_keys are always shown, as TorchRL prints them.
   std::string out = "UnsqueezeTransform(dim=" + std::to_string(dim_) +
-                    ", in_keys=" + detail::keys_repr(options_.in_keys()) +
-                    ", out_keys=" + detail::keys_repr(out_keys_);
-  if (!options_.in_keys_inv().empty()) {
-    out += ", in_keys_inv=" + detail::keys_repr(options_.in_keys_inv());
+                    ", in_keys=" + detail::keys_repr(in_keys()) +
+                    ", out_keys=" + detail::keys_repr(out_keys());
+  if (!in_keys_inv().empty()) out += ", in_keys_inv=" + detail::keys_repr(in_keys_inv());
+  if (out_keys_inv() != in_keys_inv()) {
+    out += ", out_keys_inv=" + detail::keys_repr(out_keys_inv());
   }
   return out + ")";
 }
 
-TensorDict UnsqueezeTransform::call(TensorDict td) {
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto value = td.find(options_.in_keys()[i]);
-    if (value) td.set(out_keys_[i], value->unsqueeze(dim_));
-  }
-  return td;
+torch::Tensor UnsqueezeTransform::apply_transform(const torch::Tensor& value, const NestedKey&) {
+  return value.unsqueeze(dim_);
 }
 
-TensorDict UnsqueezeTransform::inv(TensorDict td) {
-  for (const auto& key : options_.in_keys_inv()) {
-    const auto value = td.find(key);
-    if (value) td.set(key, value->squeeze(dim_));
-  }
-  return td;
+torch::Tensor UnsqueezeTransform::apply_inverse(const torch::Tensor& value, const NestedKey&) {
+  return value.squeeze(dim_);
 }
 
 specs::TensorSpecPtr UnsqueezeTransform::unsqueezed(const specs::TensorSpec& spec,
@@ -259,7 +227,7 @@ specs::TensorSpecPtr UnsqueezeTransform::unsqueezed(const specs::TensorSpec& spe
   const auto batch_dims = static_cast<int64_t>(input.batch_size.size());
   TDRL_CHECK(!(position < batch_dims), ValueError, where, ": dim ", std::to_string(dim_),
              " would insert a dim among the ", "batch dims ",
-             tensordict::shape_str(input.batch_size), " of ", key.repr(), " (shape ",
+             tensordict::shape_str(input.batch_size), " of ", key.to_string(), " (shape ",
              tensordict::shape_str(spec.shape()), "); use a dim in [-",
              std::to_string(spec.ndim() - batch_dims + 1), ", -1]");
   auto shape = spec.shape();
@@ -280,51 +248,20 @@ specs::TensorSpecPtr UnsqueezeTransform::unsqueezed(const specs::TensorSpec& spe
     return std::make_shared<specs::Binary>(
         specs::BinaryOptions().shape(shape).dtype(spec.dtype()).device(spec.device()));
   }
-  throw TypeError(where + ": the spec of " + key.repr() + " is " + spec.type_name() +
+  throw TypeError(where + ": the spec of " + key.to_string() + " is " + spec.type_name() +
                   "; only Unbounded, Bounded, Categorical and Binary specs can be unsqueezed");
 }
 
-specs::CompositePtr UnsqueezeTransform::transform_outputs(specs::CompositePtr spec,
-                                                          const specs::CompositePtr& input_spec,
-                                                          const EnvSpecs& input) const {
-  for (size_t i = 0; i < out_keys_.size(); ++i) {
-    const auto& key = options_.in_keys()[i];
-    if (detail::output_holding(input, key) != input_spec) continue;
-    spec->set(out_keys_[i], unsqueezed(*input_spec->get(key), key, input));
-  }
-  return spec;
+specs::TensorSpecPtr UnsqueezeTransform::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                               const NestedKey& in_key,
+                                                               const EnvSpecs& input) {
+  return unsqueezed(*spec, in_key, input);
 }
 
-specs::CompositePtr UnsqueezeTransform::transform_inputs(specs::CompositePtr spec,
-                                                         const specs::CompositePtr& input_spec,
-                                                         const EnvSpecs& input) const {
-  for (const auto& key : options_.in_keys_inv()) {
-    if (detail::input_holding(input, key) != input_spec) continue;
-    spec->set(key, unsqueezed(*input_spec->get(key), key, input));
-  }
-  return spec;
-}
-
-specs::CompositePtr UnsqueezeTransform::transform_observation_spec(specs::CompositePtr spec,
-                                                                   const EnvSpecs& input) {
-  detail::require_outputs("UnsqueezeTransform", options_.in_keys(), input);
-  return transform_outputs(std::move(spec), input.observation, input);
-}
-
-specs::CompositePtr UnsqueezeTransform::transform_reward_spec(specs::CompositePtr spec,
+specs::TensorSpecPtr UnsqueezeTransform::transform_input_leaf(const specs::TensorSpecPtr& spec,
+                                                              const NestedKey& in_key_inv,
                                                               const EnvSpecs& input) {
-  return transform_outputs(std::move(spec), input.reward, input);
-}
-
-specs::CompositePtr UnsqueezeTransform::transform_action_spec(specs::CompositePtr spec,
-                                                              const EnvSpecs& input) {
-  detail::require_inputs("UnsqueezeTransform", options_.in_keys_inv(), input);
-  return transform_inputs(std::move(spec), input.action, input);
-}
-
-specs::CompositePtr UnsqueezeTransform::transform_state_spec(specs::CompositePtr spec,
-                                                             const EnvSpecs& input) {
-  return transform_inputs(std::move(spec), input.state, input);
+  return unsqueezed(*spec, in_key_inv, input);
 }
 
 // ---- ActionScaling ---------------------------------------------------------------------------
@@ -333,7 +270,7 @@ ActionScaling::ActionScaling(ActionScalingOptions options) : options_(std::move(
 
 std::string ActionScaling::to_string() const {
   const auto key = options_.action_key() ? options_.action_key() : key_;
-  return "ActionScaling(action_key=" + (key ? key->repr() : std::string("None")) + ")";
+  return "ActionScaling(action_key=" + (key ? key->to_string() : std::string("None")) + ")";
 }
 
 TensorDict ActionScaling::inv(TensorDict td) {
@@ -360,8 +297,8 @@ specs::CompositePtr ActionScaling::transform_action_spec(specs::CompositePtr spe
   }
   const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
   const auto* bounded = dynamic_cast<const specs::Bounded*>(leaf.get());
-  TDRL_CHECK(!(!bounded || !leaf->is_continuous()), TypeError, where, ": the action ", key->repr(),
-             " has a ", leaf->type_name(),
+  TDRL_CHECK(!(!bounded || !leaf->is_continuous()), TypeError, where, ": the action ",
+             key->to_string(), " has a ", leaf->type_name(),
              " spec; ActionScaling needs a floating Bounded action spec");
   key_ = key;
   low_ = bounded->low();

@@ -58,7 +58,7 @@ inline std::string shape_str(c10::IntArrayRef shape) {
 
 inline std::string keys_str(const std::vector<NestedKey>& keys) {
   std::string out = "[";
-  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (std::size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -79,8 +79,8 @@ inline TensorDict network_inputs(const std::string& where, const std::string& wh
     auto value = source.find_value(key);
     if (!value) {
       const NestedKey shown = prefix.empty() ? key : NestedKey{prefix, key};
-      throw tensordict::KeyError(where + ": the batch has no " + shown.repr() + ", an input of " +
-                                 who +
+      throw tensordict::KeyError(where + ": the batch has no " + shown.to_string() +
+                                 ", an input of " + who +
                                  "; write it into the batch or change the network's "
                                  "in_keys");
     }
@@ -94,7 +94,7 @@ inline void require_writes(const std::string& where, const std::string& who,
                            const tensordict::nn::TensorDictModuleBase& network,
                            const NestedKey& key, const std::string& key_name) {
   TDRL_CHECK(has_key(network.out_keys(), key), tensordict::ValueError, where, ": ", who, " writes ",
-             keys_str(network.out_keys()), ", not ", key.repr(), " (the '", key_name,
+             keys_str(network.out_keys()), ", not ", key.to_string(), " (the '", key_name,
              "' key); make it write there or rename the key with set_keys");
 }
 
@@ -103,7 +103,7 @@ inline void require_reads(const std::string& where, const std::string& who,
                           const tensordict::nn::TensorDictModuleBase& network, const NestedKey& key,
                           const std::string& key_name) {
   TDRL_CHECK(has_key(network.in_keys(), key), tensordict::ValueError, where, ": ", who, " reads ",
-             keys_str(network.in_keys()), ", not ", key.repr(), " (the '", key_name,
+             keys_str(network.in_keys()), ", not ", key.to_string(), " (the '", key_name,
              "' key); make it read the action there or rename the key with "
              "set_keys");
 }

@@ -113,7 +113,7 @@ inline void check_action_shape(const std::string& where, const NestedKey& key,
   const auto n = static_cast<int64_t>(expected.size());
   const bool ok =
       action.dim() >= n && std::equal(expected.begin(), expected.end(), action.sizes().end() - n);
-  TDRL_CHECK(ok, ShapeError, where, ": action ", key.repr(), " has shape ",
+  TDRL_CHECK(ok, ShapeError, where, ": action ", key.to_string(), " has shape ",
              shape_str(action.sizes()), "; its trailing dims must equal the action spec's shape ",
              shape_str(expected), " (any leading dims are batch dims); pass an action ",
              "matching the spec, or build the module from the right spec");
@@ -123,7 +123,7 @@ inline void check_floating(const std::string& where, const NestedKey& key,
                            const torch::Tensor& action) {
   if (!action.is_floating_point()) {
     std::ostringstream os;
-    os << where << ": action " << key.repr() << " has dtype " << action.dtype()
+    os << where << ": action " << key.to_string() << " has dtype " << action.dtype()
        << "; this module adds real-valued noise and needs a floating action";
     throw TypeError(os.str());
   }

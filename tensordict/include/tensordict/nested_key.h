@@ -51,8 +51,14 @@ class NestedKey {
   /// The parts joined by `separator`, e.g. `"next.reward"`.
   std::string join_parts(const std::string& separator) const;
 
-  /// Python's repr: `'a'` for one part, `('next', 'reward')` for a path.
-  std::string repr() const;
+  /// Python's repr: `'a'` for one part, `('next', 'reward')` for a path. (Every printable
+  /// type in tensordict and tdrl names this method `to_string`.)
+  std::string to_string() const;
+  /// The former name of to_string(); removed after release 0.2.
+  [[deprecated("use NestedKey::to_string(); repr() is removed after release 0.2")]] std::string
+  repr() const {
+    return to_string();
+  }
 
   bool operator==(const NestedKey& other) const;
   bool operator!=(const NestedKey& other) const { return !(*this == other); }

@@ -25,7 +25,7 @@ NestedKey path_key(const std::vector<std::string>& path) {
 
 std::string keys_list(const std::vector<NestedKey>& keys) {
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -44,13 +44,13 @@ const char* value_kind(const Value& value) {
 void check_tensor(const std::string& op, const NestedKey& key, const std::string& what,
                   const torch::Tensor& got, c10::IntArrayRef expected_shape,
                   const torch::Tensor& reference, bool check_device) {
-  TDRL_CHECK(got.defined(), ValueError, op, ": key ", key.repr(),
+  TDRL_CHECK(got.defined(), ValueError, op, ": key ", key.to_string(),
              " holds an undefined tensor; expected the ", what, " of shape ",
              shape_str(expected_shape));
-  TDRL_CHECK(got.scalar_type() == reference.scalar_type(), TypeError, op, ": key ", key.repr(),
+  TDRL_CHECK(got.scalar_type() == reference.scalar_type(), TypeError, op, ": key ", key.to_string(),
              ": expected dtype ", dtype_str(reference), " (the module ", what, "'s), got ",
              dtype_str(got), "; cast it with .to(", dtype_str(reference), ")");
-  TDRL_CHECK(got.layout() == reference.layout(), TypeError, op, ": key ", key.repr(),
+  TDRL_CHECK(got.layout() == reference.layout(), TypeError, op, ": key ", key.to_string(),
              ": expected a tensor of the module ", what,
              "'s layout, got another layout; convert it (e.g. .to_dense())");
   if (got.sizes() != expected_shape) {
@@ -58,11 +58,12 @@ void check_tensor(const std::string& op, const NestedKey& key, const std::string
     if (got.dim() == static_cast<int64_t>(expected_shape.size()) + 1 &&
         got.sizes().slice(1) == expected_shape)
       hint = "; it looks like a stacked ensemble: pass one member, params.index({i})";
-    throw ShapeError(op + ": key " + key.repr() + ": expected shape " + shape_str(expected_shape) +
-                     " (the module " + what + "'s), got " + shape_str(got.sizes()) + hint);
+    throw ShapeError(op + ": key " + key.to_string() + ": expected shape " +
+                     shape_str(expected_shape) + " (the module " + what + "'s), got " +
+                     shape_str(got.sizes()) + hint);
   }
   TDRL_CHECK(!(check_device && got.device() != reference.device()), DeviceError, op, ": key ",
-             key.repr(), ": expected device ", reference.device().str(), " (the module ", what,
+             key.to_string(), ": expected device ", reference.device().str(), " (the module ", what,
              "'s), got ", got.device().str(), "; move params with .to(device)");
 }
 
@@ -107,7 +108,7 @@ void check_complete(const TensorDict* params, const torch::nn::Module& module,
     if (params && params->contains(item.key())) continue;
     path.push_back(item.key());
     const NestedKey key = path_key(path);
-    throw KeyError(std::string(kToModule) + ": parameter " + key.repr() + " of the module (" +
+    throw KeyError(std::string(kToModule) + ": parameter " + key.to_string() + " of the module (" +
                    module.name() +
                    ") is missing from params; include it (from_module gives every parameter) or "
                    "pass ToModuleOptions().strict(false) to keep the module's own value");
@@ -137,14 +138,14 @@ void plan_swaps(const TensorDict& params, torch::nn::Module& module, std::vector
       const char* what = parameter ? "parameter" : "buffer";
       const torch::Tensor& target = parameter ? *parameter : *buffer;
       const auto* value = std::get_if<torch::Tensor>(&item.second);
-      TDRL_CHECK(value, TypeError, std::string(kToModule), ": key ", key.repr(), " holds ",
+      TDRL_CHECK(value, TypeError, std::string(kToModule), ": key ", key.to_string(), " holds ",
                  value_kind(item.second), " but the module has a ", what, " there (shape ",
                  shape_str(target.sizes()), "); pass a tensor");
       check_tensor(kToModule, key, what, *value, target.sizes(), target, /*check_device=*/true);
       out.push_back({target, *value});
     } else if (const auto* child = children.find(name)) {
       const auto* sub = std::get_if<TensorDict>(&item.second);
-      TDRL_CHECK(sub, TypeError, std::string(kToModule), ": key ", key.repr(), " holds ",
+      TDRL_CHECK(sub, TypeError, std::string(kToModule), ": key ", key.to_string(), " holds ",
                  value_kind(item.second), " but the module has a submodule there (",
                  (*child)->name(), "); pass a nested TensorDict of its parameters");
       plan_swaps(*sub, **child, path, strict, out);
@@ -153,8 +154,8 @@ void plan_swaps(const TensorDict& params, torch::nn::Module& module, std::vector
           path.size() == 1
               ? "the module"
               : "submodule " +
-                    path_key(std::vector<std::string>(path.begin(), path.end() - 1)).repr();
-      throw KeyError(std::string(kToModule) + ": key " + key.repr() +
+                    path_key(std::vector<std::string>(path.begin(), path.end() - 1)).to_string();
+      throw KeyError(std::string(kToModule) + ": key " + key.to_string() +
                      " names no parameter, buffer or submodule of " + where + " (" + module.name() +
                      "); valid names there: " + closest_names(name, entry_names(module)));
     }
@@ -243,12 +244,12 @@ std::vector<Layer> collect_layers(torch::nn::SequentialImpl& mlp, const TensorDi
         const NestedKey key{layer.name, p.key()};
         names.push_back(p.key());
         const auto value = sub->find_value(p.key());
-        TDRL_CHECK(value, KeyError, std::string(kBatched), ": key ", key.repr(),
+        TDRL_CHECK(value, KeyError, std::string(kBatched), ": key ", key.to_string(),
                    " is missing from stacked_params (module ", std::to_string(index), ", ",
                    layer.module->name(), ", has parameters ",
                    (closest_names(p.key(), expected.keys())), ")");
         const auto* tensor = std::get_if<torch::Tensor>(&*value);
-        TDRL_CHECK(tensor, TypeError, std::string(kBatched), ": key ", key.repr(), " holds ",
+        TDRL_CHECK(tensor, TypeError, std::string(kBatched), ": key ", key.to_string(), " holds ",
                    value_kind(*value), "; expected a tensor");
         std::vector<int64_t> shape{n};
         shape.insert(shape.end(), p.value().sizes().begin(), p.value().sizes().end());
@@ -258,7 +259,7 @@ std::vector<Layer> collect_layers(torch::nn::SequentialImpl& mlp, const TensorDi
       }
       for (const auto& key : sub->keys())
         TDRL_CHECK(expected.contains(key.front()), KeyError, std::string(kBatched), ": key ",
-                   (NestedKey{layer.name, key}.repr()), " names no parameter of module ",
+                   (NestedKey{layer.name, key}.to_string()), " names no parameter of module ",
                    std::to_string(index), " (", layer.module->name(),
                    "); valid names there: ", (closest_names(key.front(), names)));
     }
@@ -271,7 +272,7 @@ std::vector<Layer> collect_layers(torch::nn::SequentialImpl& mlp, const TensorDi
     if (!known) {
       std::vector<std::string> names;
       for (const auto& v : valid_top) names.push_back(v.front());
-      throw KeyError(std::string(kBatched) + ": key " + key.repr() +
+      throw KeyError(std::string(kBatched) + ": key " + key.to_string() +
                      " names no layer with parameters of the MLP; valid names: " +
                      closest_names(key.front(), names));
     }
@@ -379,12 +380,12 @@ TensorDict stack_params(const std::vector<TensorDict>& params) {
     const auto member_keys = params[m].keys(true, true);
     for (const auto& key : keys)
       TDRL_CHECK(params[m].contains(key), KeyError, kOp, ": member ", std::to_string(m),
-                 " lacks key ", key.repr(), " that member 0 has; member ", std::to_string(m),
+                 " lacks key ", key.to_string(), " that member 0 has; member ", std::to_string(m),
                  "'s keys: ", keys_list(member_keys),
                  " (members must be modules of one architecture)");
     for (const auto& key : member_keys)
       TDRL_CHECK(key_set.count(key), KeyError, kOp, ": member ", std::to_string(m), " has key ",
-                 key.repr(), " that member 0 lacks; member 0's keys: ", keys_list(keys),
+                 key.to_string(), " that member 0 lacks; member 0's keys: ", keys_list(keys),
                  " (members must be modules of one architecture)");
   }
   std::vector<std::pair<NestedKey, torch::Tensor>> leaves;
@@ -394,12 +395,12 @@ TensorDict stack_params(const std::vector<TensorDict>& params) {
     for (size_t m = 0; m < params.size(); ++m) {
       const Value value = params[m].get_value(key);
       const auto* t = std::get_if<torch::Tensor>(&value);
-      TDRL_CHECK(t, TypeError, kOp, ": member ", std::to_string(m), "'s key ", key.repr(),
+      TDRL_CHECK(t, TypeError, kOp, ": member ", std::to_string(m), "'s key ", key.to_string(),
                  " holds ", value_kind(value), "; parameters must be tensors");
       if (m > 0) {
         const auto& ref = tensors.front();
         const std::string what =
-            kOp + ": key " + key.repr() + " of member " + std::to_string(m) + " has ";
+            kOp + ": key " + key.to_string() + " of member " + std::to_string(m) + " has ";
         TDRL_CHECK(t->sizes() == ref.sizes(), ShapeError, what, "shape ", shape_str(t->sizes()),
                    " but member 0's has ", shape_str(ref.sizes()));
         TDRL_CHECK(t->scalar_type() == ref.scalar_type(), TypeError, what, "dtype ", dtype_str(*t),

@@ -28,7 +28,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
     const auto& name = entry.first;
     if (!distribution_class_.accepts(name)) {
       std::ostringstream os;
-      os << prefix << "in key " << entry.second.repr() << " feeds parameter '" << name
+      os << prefix << "in key " << entry.second.to_string() << " feeds parameter '" << name
          << "', which " << distribution_class_ << " does not take; name keys after its "
          << "parameters or map them with in_keys_map";
       throw ValueError(os.str());
@@ -58,7 +58,7 @@ ProbabilisticTensorDictModuleImpl::ProbabilisticTensorDictModuleImpl(
     throw ValueError(os.str());
   }
   TDRL_CHECK(!(options_.return_log_prob() && options_.log_prob_key() == sample_key()), ValueError,
-             prefix, "log_prob_key ", sample_key().repr(),
+             prefix, "log_prob_key ", sample_key().to_string(),
              " is the out key; give the log-probability its own key");
   TDRL_CHECK(!(options_.n_empirical_estimate() < 1), ValueError, prefix, "n_empirical_estimate is ",
              std::to_string(options_.n_empirical_estimate()), "; it must be >= 1");
@@ -85,7 +85,8 @@ std::shared_ptr<Distribution> ProbabilisticTensorDictModuleImpl::get_dist(
 
 torch::Tensor ProbabilisticTensorDictModuleImpl::log_prob(const TensorDict& tensordict) const {
   TDRL_CHECK(tensordict.contains(sample_key()), KeyError, where(), "::log_prob: the value key ",
-             sample_key().repr(), " is missing; run the module first or set the value to score");
+             sample_key().to_string(),
+             " is missing; run the module first or set the value to score");
   return get_dist(tensordict)->log_prob(tensordict.get(sample_key()));
 }
 

@@ -37,7 +37,7 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 std::string keys_repr(const std::vector<NestedKey>& keys) {
   std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].repr();
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
   return out + "]";
 }
 
@@ -80,7 +80,7 @@ TensorDictModuleBase& TensorDictModuleBase::select_out_keys(const std::vector<Ne
   for (const auto& key : keys) {
     if (std::find(out_keys_source_.begin(), out_keys_source_.end(), key) ==
         out_keys_source_.end()) {
-      throw KeyError(name() + "::select_out_keys: " + key.repr() +
+      throw KeyError(name() + "::select_out_keys: " + key.to_string() +
                      " is not an out key; valid: " + keys_repr(out_keys_source_));
     }
   }
@@ -119,7 +119,7 @@ bool TensorDictModuleBase::is_selected(const NestedKey& key) const {
 void TensorDictModuleBase::check_in_keys(const TensorDict& tensordict,
                                          const std::string& where) const {
   for (const auto& key : in_keys_) {
-    TDRL_CHECK(tensordict.contains(key), KeyError, where, ": in_key ", key.repr(),
+    TDRL_CHECK(tensordict.contains(key), KeyError, where, ": in_key ", key.to_string(),
                " is missing from the input TensorDict; available keys: ",
                keys_repr(tensordict.keys(/*include_nested=*/true, /*leaves_only=*/true)));
   }
@@ -146,7 +146,7 @@ void TensorDictModuleImpl::init(Function fn, std::size_t arity, bool variadic,
     for (const auto& [key, position] : map) {
       if (position < 0 || position >= static_cast<int>(map.size()) || by_position[position]) {
         std::ostringstream os;
-        os << "TensorDictModule: in_keys_map gives " << key.repr() << " position " << position
+        os << "TensorDictModule: in_keys_map gives " << key.to_string() << " position " << position
            << "; positions must be 0.." << map.size() - 1 << ", each used once";
         throw ValueError(os.str());
       }
@@ -189,7 +189,7 @@ std::vector<torch::Tensor> TensorDictModuleImpl::match_outputs(
       if (it == outputs.keyed.end()) {
         std::vector<NestedKey> returned;
         for (const auto& entry : outputs.keyed) returned.push_back(entry.first);
-        throw KeyError(where() + ": the module returned a map without out key " + key.repr() +
+        throw KeyError(where() + ": the module returned a map without out key " + key.to_string() +
                        "; it returned " + keys_repr(returned));
       }
       matched.push_back(it->second);

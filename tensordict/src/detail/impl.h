@@ -190,8 +190,9 @@ std::vector<T> values_as(const std::vector<Value>& values, const char* op, const
   out.reserve(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     const T* v = std::get_if<T>(&values[i]);
-    TDRL_CHECK(v, TypeError, std::string(op), ": key ", key.repr(), " holds ", kind_name(values[0]),
-               " in TensorDict 0 but ", kind_name(values[i]), " in TensorDict ", std::to_string(i));
+    TDRL_CHECK(v, TypeError, std::string(op), ": key ", key.to_string(), " holds ",
+               kind_name(values[0]), " in TensorDict 0 but ", kind_name(values[i]),
+               " in TensorDict ", std::to_string(i));
     out.push_back(*v);
   }
   return out;

@@ -63,13 +63,8 @@ struct CollectorOptions {
   /// (sample, and exploration modules active).
   TORCH_ARG(tensordict::nn::InteractionType,
             exploration_type) = tensordict::nn::InteractionType::kRandom;
-
- public:
-  /// Applied to each batch (after split_trajs) before it is yielded.
-  CollectorOptions& postproc(std::function<TensorDict(TensorDict)> v) {
-    postproc_ = std::move(v);
-    return *this;
-  }
+  /// Applied to each batch (after split_trajs) before it is yielded. Default none.
+  TORCH_ARG(std::function<TensorDict(TensorDict)>, postproc);
   /// Where yielded batches live. Default: the env's device.
   TORCH_ARG(std::optional<torch::Device>, storing_device);
   /// Where the policy runs: its input is moved there and its output back to the env's
@@ -78,12 +73,6 @@ struct CollectorOptions {
   /// Builds the policy of each worker of a multi-worker collector (each then has its own
   /// weights, updated by update_policy_weights_). Ignored by Collector.
   TORCH_ARG(PolicyFactory, policy_factory);
-
- public:
-  const std::function<TensorDict(TensorDict)>& postproc() const { return postproc_; }
-
- private:
-  std::function<TensorDict(TensorDict)> postproc_;
 };
 
 class CollectorBase;

@@ -46,17 +46,8 @@ struct RolloutOptions {
   /// Stop after the first step where any sub-env is done. When false, done sub-envs are
   /// reset (step_and_maybe_reset) and the rollout runs all max_steps. Default true.
   TORCH_ARG(bool, break_when_any_done) = true;
-
- public:
   /// The initial TensorDict (a root as reset() returns it). Default none.
-  RolloutOptions& tensordict(TensorDict td) {
-    tensordict_ = std::move(td);
-    return *this;
-  }
-  const std::optional<TensorDict>& tensordict() const { return tensordict_; }
-
- private:
-  std::optional<TensorDict> tensordict_;
+  TORCH_ARG(std::optional<TensorDict>, tensordict);
 };
 
 /// Options of step_mdp (TorchRL's step_mdp keyword arguments).

@@ -22,6 +22,7 @@
 #include <tdrl/envs/env_base.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/arg.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -188,6 +189,129 @@ class Transform {
 
 /// Prints transform.to_string().
 std::ostream& operator<<(std::ostream& stream, const Transform& transform);
+
+/// The keys of a transform (TorchRL's Transform `in_keys`, `out_keys`, `in_keys_inv`,
+/// `out_keys_inv`), the CRTP base of every transform options struct that names entries:
+/// `RewardScalingOptions().in_keys({"reward"}).out_keys({"scaled_reward"}).scale(0.1)` keeps
+/// its type along the chain. Forward (outputs): the transform reads each in_key and writes its
+/// result at the out_key of the same position. Inverse (inputs): it reads each out_key_inv as
+/// the caller writes it and writes the in_key_inv of the same position as the env below reads
+/// it. A transform documents which of the four it takes and its default in_keys; the others
+/// must stay empty (ValueError naming the transform otherwise).
+template <class Derived>
+struct TransformKeysOptions {
+  /// The output entries read (observation or reward leaves).
+  TDRL_CRTP_ARG(Derived, std::vector<NestedKey>, in_keys);
+  /// Where the results go, one per in_key. Default (empty): the in_keys (in place).
+  TDRL_CRTP_ARG(Derived, std::vector<NestedKey>, out_keys);
+  /// The input entries (action or state) written for the env below.
+  TDRL_CRTP_ARG(Derived, std::vector<NestedKey>, in_keys_inv);
+  /// The input entries read as the caller writes them, one per in_key_inv. Default (empty):
+  /// the in_keys_inv.
+  TDRL_CRTP_ARG(Derived, std::vector<NestedKey>, out_keys_inv);
+};
+
+/// The base of the transforms that map entries one to one, leaf by leaf (TorchRL's Transform
+/// with `_apply_transform` / `_inv_apply_transform`); a subclass gives the per-leaf maps and
+/// inherits the loops over the keys, on tensors and on specs alike.
+///
+/// Keys: on reset and under "next", writes `out_key = apply_transform(in_key)` for each key
+/// pair (an in_key the TensorDict lacks is skipped); before the env steps, writes
+/// `in_key_inv = apply_inverse(out_key_inv)` (skipped likewise).
+/// Specs: each out_key gets `transform_output_leaf(in_key's spec)`, in the Composite holding
+/// the in_key; each out_key_inv gets `transform_input_leaf(in_key_inv's spec)` in place of the
+/// in_key_inv. A result read from the reward but written at another key is an observation (the
+/// reward spec holds one leaf): reset, which has no reward, writes it as zeros (on a partial
+/// reset, for the sub-envs reset; the others keep the value of the given TensorDict).
+/// Throws (constructor) ValueError for no in_keys (nor in_keys_inv), out_keys of another count
+/// than in_keys (out_keys_inv: than in_keys_inv), or inverse keys given to a transform without
+/// an inverse; (specs) KeyError naming the transform and listing the available keys for a key
+/// the env lacks, and what the per-leaf spec maps throw.
+class KeyedTransform : public Transform {
+ public:
+  /// The output entries read, and where their results go (the in_keys when not given).
+  const std::vector<NestedKey>& in_keys() const { return in_keys_; }
+  const std::vector<NestedKey>& out_keys() const { return out_keys_; }
+  /// The input entries written for the env below, and where they are read.
+  const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
+  const std::vector<NestedKey>& out_keys_inv() const { return out_keys_inv_; }
+
+  TensorDict reset(const TensorDict& input, TensorDict output) override;
+  TensorDict inv(TensorDict td) override;
+  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
+                                                 const EnvSpecs& input) override;
+  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
+                                            const EnvSpecs& input) override;
+  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
+                                           const EnvSpecs& input) override;
+
+ protected:
+  /// Whether the transform has an inverse (apply_inverse and transform_input_leaf).
+  enum class Inverse { kNone, kSupported };
+
+  /// Takes the keys of `options` (see TransformKeysOptions); `where` is the transform's name
+  /// in messages. Throws ValueError as the class documents.
+  template <class Options>
+  KeyedTransform(const std::string& where, const TransformKeysOptions<Options>& options,
+                 Inverse inverse)
+      : KeyedTransform(where, options.in_keys(), options.out_keys(), options.in_keys_inv(),
+                       options.out_keys_inv(), inverse) {}
+  KeyedTransform(const std::string& where, std::vector<NestedKey> in_keys,
+                 std::vector<NestedKey> out_keys, std::vector<NestedKey> in_keys_inv,
+                 std::vector<NestedKey> out_keys_inv, Inverse inverse);
+
+  /// The forward map of the entry read at `in_key`. Default: the value unchanged (a transform
+  /// that needs more than the value, as VecNorm the batch dims, overrides call() and uses
+  /// map_outputs).
+  virtual torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key);
+  /// The inverse map of the entry read at `out_key_inv`, written at `in_key_inv`. Default:
+  /// the value unchanged.
+  virtual torch::Tensor apply_inverse(const torch::Tensor& value, const NestedKey& in_key_inv);
+  /// The spec of an out_key, given its in_key's `spec`. Default: `spec` unchanged.
+  virtual specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                     const NestedKey& in_key,
+                                                     const EnvSpecs& input);
+  /// The spec the caller sees at an out_key_inv, given the env's `spec` at its in_key_inv.
+  /// Default: `spec` unchanged.
+  virtual specs::TensorSpecPtr transform_input_leaf(const specs::TensorSpecPtr& spec,
+                                                    const NestedKey& in_key_inv,
+                                                    const EnvSpecs& input);
+
+  /// The forward map over the key pairs of `td`, `fn(value, in_key)` giving each result.
+  template <class Fn>
+  TensorDict map_outputs(TensorDict td, const Fn& fn) {
+    for (size_t i = 0; i < in_keys_.size(); ++i) {
+      const auto value = td.find(in_keys_[i]);
+      if (value) td.set(out_keys_[i], fn(*value, in_keys_[i]));
+    }
+    return td;
+  }
+
+  /// `in_keys=[...]`, then `out_keys=[...]` when they differ from the in_keys, then the
+  /// inverse keys when there are any (for to_string()).
+  std::string keys_to_string() const;
+
+  TensorDict call(TensorDict td) override;
+
+ private:
+  // The output spec hooks: the pairs whose in_key `holder` (observation or reward) holds and
+  // whose result belongs in `spec` (see the class comment).
+  specs::CompositePtr map_output_specs(specs::CompositePtr spec, const specs::CompositePtr& holder,
+                                       bool is_reward, const EnvSpecs& input);
+  specs::CompositePtr map_input_specs(specs::CompositePtr spec, const specs::CompositePtr& holder,
+                                      const EnvSpecs& input);
+
+  std::string where_;
+  std::vector<NestedKey> in_keys_;
+  std::vector<NestedKey> out_keys_;
+  std::vector<NestedKey> in_keys_inv_;
+  std::vector<NestedKey> out_keys_inv_;
+  // Per key pair: the spec of an observation read from the reward (written as zeros at reset),
+  // else null. Set by the observation spec hook.
+  std::vector<specs::TensorSpecPtr> reward_copies_;
+};
 
 /// A sequence of transforms applied as one (TorchRL's Compose): forward hooks (reset, step,
 /// specs) in order, inverse hooks in reverse order. Appending or inserting into a Compose

@@ -135,6 +135,24 @@ class LossModule : public torch::nn::Module {
   void check_same_shape(const std::string& what, const torch::Tensor& a, const std::string& a_name,
                         const torch::Tensor& b, const std::string& b_name) const;
 
+  /// A transition's reward, done and terminated (the keys "reward", "done", "terminated").
+  struct Transition {
+    torch::Tensor reward;
+    torch::Tensor done;
+    torch::Tensor terminated;
+  };
+  /// Reads the transition's entries from `batch` (KeyError as get()).
+  Transition transition(const TensorDict& batch) const;
+  /// Throws ShapeError (as check_same_shape, for the "TD target") unless each of `t`'s entries
+  /// has the shape of `value`, the Q(s, a) they are regressed with.
+  void check_td_shapes(const Transition& t, const torch::Tensor& value) const;
+  /// Runs `fn()` through network `name`'s target parameters when `use_target` (with_target),
+  /// else through its own; the delayed-actor switch of DDPG and TD3.
+  template <typename F>
+  auto with_target_if(bool use_target, const std::string& name, F&& fn) {
+    return use_target ? with_target(name, std::forward<F>(fn)) : fn();
+  }
+
   /// The guard of a target swap (implemented in the .cpp, used by with_target).
   class TargetSwap {
    public:

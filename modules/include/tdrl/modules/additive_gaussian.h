@@ -38,18 +38,8 @@ struct AdditiveGaussianModuleOptions {
   TORCH_ARG(tensordict::NestedKey, action_key){"action"};
   /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
   TORCH_ARG(bool, safe) = true;
-
- public:
   /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
-  AdditiveGaussianModuleOptions& generator(torch::Generator v) {
-    generator_ = std::move(v);
-    return *this;
-  }
-
-  const std::optional<torch::Generator>& generator() const { return generator_; }
-
- private:
-  std::optional<torch::Generator> generator_;
+  TORCH_ARG(std::optional<torch::Generator>, generator);
 };
 
 /// Additive Gaussian exploration: action + sigma * N(mean, std), drawn independently for each

@@ -34,23 +34,21 @@ struct EGreedyModuleOptions {
  public:
   /// The key of a bool mask `[*batch, n]` of allowed actions (true = allowed); random actions
   /// are drawn among allowed ones only. Only for Categorical and OneHot specs. Default: none.
+  /// (Written by hand, not TORCH_ARG: a string literal converts to a NestedKey, but not on to
+  /// an optional one.)
   EGreedyModuleOptions& action_mask_key(tensordict::NestedKey v) {
     action_mask_key_ = std::move(v);
     return *this;
   }
-  /// The generator of every draw (e.g. `at::make_generator<at::CPUGeneratorImpl>(seed)`), on
-  /// the actions' device. Default: LibTorch's default generator.
-  EGreedyModuleOptions& generator(torch::Generator v) {
-    generator_ = std::move(v);
-    return *this;
-  }
-
   const std::optional<tensordict::NestedKey>& action_mask_key() const { return action_mask_key_; }
-  const std::optional<torch::Generator>& generator() const { return generator_; }
 
  private:
   std::optional<tensordict::NestedKey> action_mask_key_;
-  std::optional<torch::Generator> generator_;
+
+ public:
+  /// The generator of every draw (e.g. `at::make_generator<at::CPUGeneratorImpl>(seed)`), on
+  /// the actions' device. Default: LibTorch's default generator.
+  TORCH_ARG(std::optional<torch::Generator>, generator);
 };
 
 /// Epsilon-greedy exploration: with probability `eps()`, independently for each batch element,

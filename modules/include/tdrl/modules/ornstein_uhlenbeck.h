@@ -64,18 +64,8 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
   TORCH_ARG(tensordict::NestedKey, is_init_key){"is_init"};
   /// Project the noisy action into the spec (clamp into a Bounded spec's box). Default true.
   TORCH_ARG(bool, safe) = true;
-
- public:
   /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
-  OrnsteinUhlenbeckProcessModuleOptions& generator(torch::Generator v) {
-    generator_ = std::move(v);
-    return *this;
-  }
-
-  const std::optional<torch::Generator>& generator() const { return generator_; }
-
- private:
-  std::optional<torch::Generator> generator_;
+  TORCH_ARG(std::optional<torch::Generator>, generator);
 };
 
 /// Ornstein-Uhlenbeck exploration: one noise process per batch element, advanced once per call,

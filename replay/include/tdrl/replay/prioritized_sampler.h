@@ -58,7 +58,7 @@ class PrioritizedSampler final : public Sampler {
   PrioritizedSampler(int64_t max_capacity, PrioritizedSamplerOptions options);
 
   std::string name() const override { return "PrioritizedSampler"; }
-  std::string repr() const override;
+  std::string to_string() const override;
   bool has_priorities() const override { return true; }
   int64_t capacity() const override { return max_capacity_; }
   void clear() override;

@@ -162,7 +162,7 @@ class ReplayBuffer {
 
   /// `ReplayBuffer(storage=..., sampler=..., writer=..., batch_size=256, transforms=0,
   /// prefetch=0)`.
-  std::string repr() const;
+  std::string to_string() const;
 
  protected:
   /// TensorDictReplayBuffer's keys: when set, samples get `index` (and `_weight`), and

@@ -90,7 +90,7 @@ class Sampler {
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
 
   /// One line, e.g. `PrioritizedSampler(max_capacity=1000, alpha=0.6, beta=0.4, eps=1e-08)`.
-  virtual std::string repr() const = 0;
+  virtual std::string to_string() const = 0;
 
  protected:
   /// Draws among `storage.size() > 0` elements; `batch_size >= 1`.
@@ -117,7 +117,7 @@ std::ostream& operator<<(std::ostream& os, const Sampler& sampler);
 class RandomSampler final : public Sampler {
  public:
   std::string name() const override { return "RandomSampler"; }
-  std::string repr() const override { return "RandomSampler()"; }
+  std::string to_string() const override { return "RandomSampler()"; }
 
  protected:
   SampleInfo sample_impl(const Storage& storage, int64_t batch_size) override;
@@ -144,7 +144,7 @@ class SamplerWithoutReplacement final : public Sampler {
  public:
   explicit SamplerWithoutReplacement(SamplerWithoutReplacementOptions options = {});
   std::string name() const override { return "SamplerWithoutReplacement"; }
-  std::string repr() const override;
+  std::string to_string() const override;
   void clear() override;
   bool ran_out() const override { return ran_out_; }
   const SamplerWithoutReplacementOptions& options() const { return options_; }

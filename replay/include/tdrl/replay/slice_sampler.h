@@ -58,7 +58,7 @@ class SliceSampler final : public Sampler {
  public:
   explicit SliceSampler(SliceSamplerOptions options);
   std::string name() const override { return "SliceSampler"; }
-  std::string repr() const override;
+  std::string to_string() const override;
   void clear() override;
   const SliceSamplerOptions& options() const { return options_; }
   /// The key that marks trajectory ends (end_key mode) or holds trajectory ids.

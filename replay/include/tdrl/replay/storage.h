@@ -119,7 +119,7 @@ class Storage {
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
 
   /// One line: `LazyTensorStorage(max_size=1000, size=10, ndim=1, device=cpu)`.
-  virtual std::string repr() const;
+  virtual std::string to_string() const;
 
  protected:
   /// Checks max_size >= 1 and ndim in {1, 2}; `row_numel` is 1 for ndim 1, else 0 until the

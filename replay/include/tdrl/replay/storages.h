@@ -80,7 +80,7 @@ class TensorStorage : public Storage {
   /// hold no data). Empty with batch `[]` before the first write of a lazy storage.
   const TensorDict& data() const { return storage_; }
   torch::Device device() const { return device_; }
-  std::string repr() const override;
+  std::string to_string() const override;
 
  protected:
   /// An uninitialised storage for the lazy subclasses.
@@ -165,7 +165,7 @@ class LazyMemmapStorage : public TensorStorage {
   std::string name() const override { return "LazyMemmapStorage"; }
   /// The folder of the files (after a load: the folder the checkpoint named).
   const std::string& scratch_dir() const { return scratch_dir_; }
-  std::string repr() const override;
+  std::string to_string() const override;
 
  protected:
   bool is_lazy() const override { return true; }

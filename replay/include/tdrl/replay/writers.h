@@ -56,7 +56,7 @@ class Writer {
   std::function<void()> prepare_load_state_dict(const TensorDict& state);
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
 
-  virtual std::string repr() const = 0;
+  virtual std::string to_string() const = 0;
 
  protected:
   /// Where `data` (at least one batch dim, n = data.size(0) >= 1) goes; must not change the
@@ -79,7 +79,7 @@ std::ostream& operator<<(std::ostream& os, const Writer& writer);
 class RoundRobinWriter final : public Writer {
  public:
   std::string name() const override { return "RoundRobinWriter"; }
-  std::string repr() const override;
+  std::string to_string() const override;
   void clear() override { cursor_ = 0; }
   /// The next row to be written.
   int64_t cursor() const { return cursor_; }
@@ -106,7 +106,7 @@ class TensorDictMaxValueWriter final : public Writer {
  public:
   explicit TensorDictMaxValueWriter(NestedKey rank_key = "reward");
   std::string name() const override { return "TensorDictMaxValueWriter"; }
-  std::string repr() const override;
+  std::string to_string() const override;
   void clear() override;
   const NestedKey& rank_key() const { return rank_key_; }
   /// The rank of every storage row, double `[max_rows]` (-inf for rows never written; a

@@ -22,6 +22,8 @@
 #include <torch/arg.h>
 #include <torch/types.h>
 
+#include <tensordict/arg.h>
+
 namespace tdrl::specs {
 
 class TensorSpec;
@@ -148,6 +150,32 @@ class TensorSpec {
 
 std::ostream& operator<<(std::ostream& os, const TensorSpec& spec);
 
+// ---- Leaf spec options --------------------------------------------------------------------------
+
+/// The options the sized leaf specs share (CRTP base of BoundedOptions, CategoricalOptions,
+/// OneHotOptions, BinaryOptions and MultiCategoricalOptions): the shape, the dtype and the
+/// device. Each spec documents its default shape and dtype.
+template <class Derived>
+struct LeafSpecOptions {
+  /// The spec's shape. Default: the spec's own (see its options).
+  Derived& shape(std::vector<int64_t> v) {
+    shape_ = std::move(v);
+    return static_cast<Derived&>(*this);
+  }
+  /// The shape given, or nothing for the spec's default.
+  const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
+  /// The dtype. Default: the spec's own (see its options).
+  TDRL_CRTP_ARG(Derived, torch::Dtype, dtype);
+  /// Default CPU.
+  TDRL_CRTP_ARG(Derived, torch::Device, device) = torch::kCPU;
+
+ protected:
+  explicit LeafSpecOptions(torch::Dtype default_dtype) : dtype_(default_dtype) {}
+
+ private:
+  std::optional<std::vector<int64_t>> shape_;
+};
+
 // ---- Unbounded ----------------------------------------------------------------------------------
 
 /// Options of Unbounded.
@@ -188,7 +216,10 @@ class Unbounded : public TensorSpec {
 
 /// Options of Bounded: the bounds (required), and optionally shape, dtype and device.
 /// Example: `BoundedOptions().low(-2.0).high(2.0).shape({1})`
-struct BoundedOptions {
+struct BoundedOptions : LeafSpecOptions<BoundedOptions> {
+  /// Shape default: the broadcast shape of low and high. A real dtype (default float32);
+  /// integer dtypes make a discrete spec with inclusive integer bounds.
+  BoundedOptions() : LeafSpecOptions(torch::kFloat32) {}
   /// Lower bound: a scalar or a tensor broadcastable to the shape. Required.
   BoundedOptions& low(double v) { return low(torch::tensor(v, torch::kFloat64)); }
   TORCH_ARG(torch::Tensor, low);
@@ -197,24 +228,6 @@ struct BoundedOptions {
   /// Upper bound: a scalar or a tensor broadcastable to the shape; >= low. Required.
   BoundedOptions& high(double v) { return high(torch::tensor(v, torch::kFloat64)); }
   TORCH_ARG(torch::Tensor, high);
-
- public:
-  /// The spec's shape. Default: the broadcast shape of low and high.
-  BoundedOptions& shape(std::vector<int64_t> v) {
-    shape_ = std::move(v);
-    return *this;
-  }
-  /// A real dtype; integer dtypes make a discrete spec with inclusive integer bounds.
-  /// Default float32.
-  TORCH_ARG(torch::Dtype, dtype) = torch::kFloat32;
-  /// Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-
- public:
-  const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-
- private:
-  std::optional<std::vector<int64_t>> shape_;
 };
 
 /// Values in the box [low, high], element-wise (TorchRL's Bounded; prints as
@@ -261,13 +274,9 @@ class Bounded : public TensorSpec {
 
 /// Options of Categorical.
 /// Example: `CategoricalOptions().shape({4})` (4 envs, one index each)
-struct CategoricalOptions {
-  /// The spec's shape. Default `[]` (one index).
-  TORCH_ARG(std::vector<int64_t>, shape);
-  /// An integer dtype. Default int64.
-  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
-  /// Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
+struct CategoricalOptions : LeafSpecOptions<CategoricalOptions> {
+  /// Shape default `[]` (one index); an integer dtype, default int64.
+  CategoricalOptions() : LeafSpecOptions(torch::kInt64) {}
 };
 
 class OneHot;
@@ -310,22 +319,9 @@ class Categorical : public TensorSpec {
 
 /// Options of OneHot.
 /// Example: `OneHotOptions().shape({8, 4}).dtype(torch::kBool)`
-struct OneHotOptions {
-  /// The spec's shape; its last dim must be n. Default `[n]`.
-  OneHotOptions& shape(std::vector<int64_t> v) {
-    shape_ = std::move(v);
-    return *this;
-  }
-  /// An integer or bool dtype. Default int64.
-  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
-  /// Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-
- public:
-  const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-
- private:
-  std::optional<std::vector<int64_t>> shape_;
+struct OneHotOptions : LeafSpecOptions<OneHotOptions> {
+  /// Shape: its last dim must be n, default `[n]`; an integer or bool dtype, default int64.
+  OneHotOptions() : LeafSpecOptions(torch::kInt64) {}
 };
 
 /// One-hot vectors of length n along the last dim (TorchRL's OneHot): each vector has exactly
@@ -368,23 +364,10 @@ class OneHot : public TensorSpec {
 
 /// Options of Binary.
 /// Example: `BinaryOptions().shape({4, 3}).dtype(torch::kBool)`
-struct BinaryOptions {
-  /// The spec's shape (not a scalar); with `Binary(n, ...)` its last dim must be n.
-  /// Default `[n]`.
-  BinaryOptions& shape(std::vector<int64_t> v) {
-    shape_ = std::move(v);
-    return *this;
-  }
-  /// A real or bool dtype. Default int8, as TorchRL.
-  TORCH_ARG(torch::Dtype, dtype) = torch::kInt8;
-  /// Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-
- public:
-  const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-
- private:
-  std::optional<std::vector<int64_t>> shape_;
+struct BinaryOptions : LeafSpecOptions<BinaryOptions> {
+  /// Shape: not a scalar; with `Binary(n, ...)` its last dim must be n, default `[n]`. A real
+  /// or bool dtype, default int8 (as TorchRL).
+  BinaryOptions() : LeafSpecOptions(torch::kInt8) {}
 };
 
 /// Vectors of n independent 0/1 values (TorchRL's Binary). `rand` draws each element 0 or 1
@@ -420,22 +403,10 @@ class Binary : public TensorSpec {
 
 /// Options of MultiCategorical.
 /// Example: `MultiCategoricalOptions().shape({4, 2})`
-struct MultiCategoricalOptions {
-  /// The spec's shape; its last dim must be `nvec.size()`. Default `[nvec.size()]`.
-  MultiCategoricalOptions& shape(std::vector<int64_t> v) {
-    shape_ = std::move(v);
-    return *this;
-  }
-  /// An integer dtype. Default int64.
-  TORCH_ARG(torch::Dtype, dtype) = torch::kInt64;
-  /// Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-
- public:
-  const std::optional<std::vector<int64_t>>& shape() const { return shape_; }
-
- private:
-  std::optional<std::vector<int64_t>> shape_;
+struct MultiCategoricalOptions : LeafSpecOptions<MultiCategoricalOptions> {
+  /// Shape: its last dim must be `nvec.size()`, default `[nvec.size()]`; an integer dtype,
+  /// default int64.
+  MultiCategoricalOptions() : LeafSpecOptions(torch::kInt64) {}
 };
 
 /// Several class indices side by side along the last dim (TorchRL's MultiCategorical): the

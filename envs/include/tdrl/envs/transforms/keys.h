@@ -61,17 +61,12 @@ class CatTensors : public Transform {
 
 // ---- RenameTransform ---------------------------------------------------------------------------
 
-/// Options of RenameTransform.
+/// Options of RenameTransform: the keys (output entries, observation or reward, renamed from
+/// in_keys to out_keys; input entries, action or state, from out_keys_inv as the caller writes
+/// them to in_keys_inv as the env below names them; the new names are required: an empty
+/// out_keys does not default to the in_keys here) and create_copy.
 /// Example: `RenameTransformOptions().in_keys({"observation"}).out_keys({"pixels"})`
-struct RenameTransformOptions {
-  /// Output entries (observation or reward) renamed. Default none.
-  TORCH_ARG(std::vector<NestedKey>, in_keys);
-  /// Their new names, one per in_key.
-  TORCH_ARG(std::vector<NestedKey>, out_keys);
-  /// Input entries (action or state) as the env below names them. Default none.
-  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
-  /// Their names as the caller writes them, one per in_key_inv.
-  TORCH_ARG(std::vector<NestedKey>, out_keys_inv);
+struct RenameTransformOptions : TransformKeysOptions<RenameTransformOptions> {
   /// Keep the old entries too (copies). Default false.
   TORCH_ARG(bool, create_copy) = false;
 };

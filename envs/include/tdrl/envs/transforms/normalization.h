@@ -21,9 +21,12 @@ namespace tdrl::envs {
 
 // ---- ObservationNorm ---------------------------------------------------------------------------
 
-/// Options of ObservationNorm.
+/// Options of ObservationNorm: the keys (in_keys, observation spec leaves, default
+/// `{"observation"}`; out_keys default the in_keys; no inverse keys), loc and scale,
+/// standard_normal and eps.
 /// Example: `ObservationNormOptions().loc(0.5).scale(2.0).standard_normal(true)`
-struct ObservationNormOptions {
+struct ObservationNormOptions : TransformKeysOptions<ObservationNormOptions> {
+  ObservationNormOptions() { in_keys({specs::kObservation}); }
   /// The location: a scalar or a tensor broadcastable to each in_key's `[*batch, *feature]`
   /// value. Give loc and scale together, or neither and call init_stats.
   ObservationNormOptions& loc(double v) { return loc(torch::tensor(v)); }
@@ -33,10 +36,6 @@ struct ObservationNormOptions {
   /// The scale (no zero element), broadcastable as loc.
   ObservationNormOptions& scale(double v) { return scale(torch::tensor(v)); }
   TORCH_ARG(torch::Tensor, scale);
-  /// The entries normalized (observation spec leaves). Default `{"observation"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
-  /// Where the results go, one per in_key. Default: the in_keys (in place).
-  TORCH_ARG(std::vector<NestedKey>, out_keys);
   /// true: `(x - loc) / scale`; false: `x * scale + loc`. Default false (as TorchRL).
   TORCH_ARG(bool, standard_normal) = false;
   /// The smallest standard deviation init_stats uses. Default 1e-6.
@@ -52,17 +51,16 @@ struct ObservationNormOptions {
 /// same shape and dtype at its out_key, on reset and step. Specs: an Unbounded in_key stays
 /// Unbounded; a Bounded one gets the mapped bounds (Unbounded until loc and scale are known).
 ///
-/// Throws ValueError for loc without scale (or the reverse), a zero scale, out_keys of
-/// another count than in_keys or a negative eps; KeyError / TypeError when attached to an env
-/// whose observation spec lacks an in_key or holds a non-floating one; Error when a value is
-/// transformed before loc and scale are known.
-/// Example:
+/// Throws ValueError for loc without scale (or the reverse), a zero scale, no in_keys, out_keys
+/// of another count than in_keys, inverse keys or a negative eps; KeyError / TypeError when
+/// attached to an env whose observation spec lacks an in_key or holds a non-floating one; Error
+/// when a value is transformed before loc and scale are known. Example:
 /// ```
 /// auto norm = std::make_shared<ObservationNorm>(ObservationNormOptions().standard_normal(true));
 /// TransformedEnv env(base, norm);
 /// norm->init_stats(1000);
 /// ```
-class ObservationNorm : public Transform {
+class ObservationNorm : public KeyedTransform {
  public:
   explicit ObservationNorm(ObservationNormOptions options = {});
 
@@ -93,13 +91,15 @@ class ObservationNorm : public Transform {
   void load_state_dict(const TensorDict& state) override;
 
  protected:
-  TensorDict call(TensorDict td) override;
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
 
  private:
   torch::Tensor apply(const torch::Tensor& x) const;
 
   ObservationNormOptions options_;
-  std::vector<NestedKey> out_keys_;
   torch::Tensor loc_;
   torch::Tensor scale_;
 };
@@ -151,14 +151,12 @@ class VecNormState {
   std::vector<std::pair<NestedKey, Stats>> stats_;  // insertion order
 };
 
-/// Options of VecNorm.
+/// Options of VecNorm: the keys (in_keys, observation or reward spec leaves, default
+/// `{"observation", "reward"}` as TorchRL; out_keys default the in_keys; no inverse keys), the
+/// decay, eps and a shared state.
 /// Example: `VecNormOptions().in_keys({"observation"}).decay(0.99)`
-struct VecNormOptions {
-  /// The entries normalized (observation or reward spec leaves). Default
-  /// `{"observation", "reward"}` (as TorchRL).
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation, specs::kReward};
-  /// Where the results go, one per in_key. Default: the in_keys.
-  TORCH_ARG(std::vector<NestedKey>, out_keys);
+struct VecNormOptions : TransformKeysOptions<VecNormOptions> {
+  VecNormOptions() { in_keys({specs::kObservation, specs::kReward}); }
   /// The decay of the running sums, in (0, 1]. Default 0.9999.
   TORCH_ARG(double, decay) = 0.9999;
   /// The smallest variance (> 0). Default 1e-4.
@@ -175,16 +173,15 @@ struct VecNormOptions {
 /// shape and dtype) at its out_key; statistics have the feature shape. Specs: the out_keys
 /// become Unbounded (same shape and dtype).
 ///
-/// Throws ValueError for decay outside (0, 1], eps <= 0 or out_keys of another count than
-/// in_keys; KeyError / TypeError when attached to an env lacking an in_key or holding a
-/// non-floating one; KeyError when frozen before any statistics exist.
-/// Example:
+/// Throws ValueError for decay outside (0, 1], eps <= 0, no in_keys, out_keys of another count
+/// than in_keys or inverse keys; KeyError / TypeError when attached to an env lacking an in_key or
+/// holding a non-floating one; KeyError when frozen before any statistics exist. Example:
 /// ```
 /// auto stats = std::make_shared<VecNormState>();
 /// TransformedEnv a(base_a, std::make_shared<VecNorm>(VecNormOptions().shared_state(stats)));
 /// TransformedEnv b(base_b, std::make_shared<VecNorm>(VecNormOptions().shared_state(stats)));
 /// ```
-class VecNorm : public Transform {
+class VecNorm : public KeyedTransform {
  public:
   explicit VecNorm(VecNormOptions options = {});
 
@@ -200,10 +197,6 @@ class VecNorm : public Transform {
   std::string name() const override { return "VecNorm"; }
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
   /// The statistics (see VecNormState::state_dict).
   TensorDict state_dict() const override;
   /// Loads statistics into the (possibly shared) state (see VecNormState::load_state_dict).
@@ -211,17 +204,16 @@ class VecNorm : public Transform {
 
  protected:
   TensorDict call(TensorDict td) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
 
  private:
   // Normalizes the in_keys of `td`, updating with the rows selected by `rows` (bool
   // `[*batch]`; undefined: all rows).
   TensorDict normalize(TensorDict td, const torch::Tensor& rows);
-  specs::CompositePtr transform_outputs(specs::CompositePtr spec,
-                                        const specs::CompositePtr& input_spec,
-                                        const EnvSpecs& input);
 
   VecNormOptions options_;
-  std::vector<NestedKey> out_keys_;
   std::shared_ptr<VecNormState> state_;
   bool frozen_ = false;
 };

@@ -16,15 +16,15 @@ namespace tdrl::envs {
 
 // ---- RewardScaling -----------------------------------------------------------------------------
 
-/// Options of RewardScaling.
+/// Options of RewardScaling: the keys (in_keys default `{"reward"}`, out_keys default the
+/// in_keys; no inverse keys), loc, scale and standard_normal.
 /// Example: `RewardScalingOptions().loc(0.0).scale(0.1)`
-struct RewardScalingOptions {
+struct RewardScalingOptions : TransformKeysOptions<RewardScalingOptions> {
+  RewardScalingOptions() { in_keys({specs::kReward}); }
   /// Added after scaling (subtracted first with standard_normal). Finite. Default 0.
   TORCH_ARG(double, loc) = 0.0;
   /// The factor (the divisor with standard_normal); finite, non-zero. Default 1.
   TORCH_ARG(double, scale) = 1.0;
-  /// The entries scaled. Default `{"reward"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
   /// true: `(r - loc) / scale`; false: `r * scale + loc`. Default false.
   TORCH_ARG(bool, standard_normal) = false;
 };
@@ -32,26 +32,27 @@ struct RewardScalingOptions {
 /// An affine map of the reward (TorchRL's RewardScaling): `r * scale + loc`, or
 /// `(r - loc) / scale` with standard_normal.
 ///
-/// Keys: reads and rewrites each in_key (reward or observation spec leaf, floating) under
-/// "next" (same shape and dtype). Specs: those entries become Unbounded.
-/// Throws ValueError for a zero or non-finite scale or a non-finite loc; KeyError / TypeError
-/// when attached to an env lacking an in_key or holding a non-floating one.
+/// Keys (see KeyedTransform): reads each in_key (reward or observation spec leaf, floating)
+/// under "next" and writes the result (same shape and dtype) at its out_key. Specs: the
+/// out_keys are Unbounded.
+/// Throws ValueError for a zero or non-finite scale, a non-finite loc, no in_keys or inverse
+/// keys; KeyError / TypeError when attached to an env lacking an in_key or holding a
+/// non-floating one.
 /// Example:
 /// `env.append_transform(std::make_shared<RewardScaling>(RewardScalingOptions().scale(0.1)));`
-class RewardScaling : public Transform {
+class RewardScaling : public KeyedTransform {
  public:
   explicit RewardScaling(RewardScalingOptions options = {});
   const RewardScalingOptions& options() const { return options_; }
 
   std::string name() const override { return "RewardScaling"; }
   std::string to_string() const override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
 
  protected:
-  TensorDict call(TensorDict td) override;
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
 
  private:
   RewardScalingOptions options_;
@@ -59,55 +60,54 @@ class RewardScaling : public Transform {
 
 // ---- RewardClipping ----------------------------------------------------------------------------
 
-/// Options of RewardClipping (at least one bound).
+/// Options of RewardClipping (at least one bound): the keys (in_keys default `{"reward"}`,
+/// out_keys default the in_keys; no inverse keys) and the bounds.
 /// Example: `RewardClippingOptions().clamp_min(-1.0).clamp_max(1.0)`
-struct RewardClippingOptions {
+struct RewardClippingOptions : TransformKeysOptions<RewardClippingOptions> {
+  RewardClippingOptions() { in_keys({specs::kReward}); }
   /// The lower bound (finite). Default none.
   TORCH_ARG(std::optional<double>, clamp_min);
   /// The upper bound (finite, >= clamp_min). Default none.
   TORCH_ARG(std::optional<double>, clamp_max);
-  /// The entries clipped. Default `{"reward"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
 };
 
 /// Clips the reward into [clamp_min, clamp_max] (TorchRL's RewardClipping).
 ///
-/// Keys: reads and rewrites each in_key (reward or observation spec leaf, floating) under
-/// "next". Specs: Bounded [clamp_min, clamp_max] when both bounds are given, else Unbounded.
-/// Throws ValueError when no bound is given, a bound is not finite or clamp_min > clamp_max;
-/// KeyError / TypeError when attached to an env lacking an in_key or holding a non-floating
-/// one.
+/// Keys (see KeyedTransform): reads each in_key (reward or observation spec leaf, floating)
+/// under "next" and writes it clipped at its out_key. Specs: the out_keys are Bounded
+/// [clamp_min, clamp_max] when both bounds are given, else Unbounded.
+/// Throws ValueError when no bound is given, a bound is not finite, clamp_min > clamp_max, for
+/// no in_keys or inverse keys; KeyError / TypeError when attached to an env lacking an in_key
+/// or holding a non-floating one.
 /// Example: `std::make_shared<RewardClipping>(RewardClippingOptions().clamp_min(-1).clamp_max(1))`
-class RewardClipping : public Transform {
+class RewardClipping : public KeyedTransform {
  public:
   explicit RewardClipping(RewardClippingOptions options);
   const RewardClippingOptions& options() const { return options_; }
 
   std::string name() const override { return "RewardClipping"; }
   std::string to_string() const override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
 
  protected:
-  TensorDict call(TensorDict td) override;
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
 
  private:
-  specs::TensorSpecPtr clipped(const specs::TensorSpec& spec, const NestedKey& key) const;
-
   RewardClippingOptions options_;
 };
 
 // ---- RewardSum ---------------------------------------------------------------------------------
 
-/// Options of RewardSum.
+/// Options of RewardSum: the rewards summed (in_keys, default `{"reward"}`) and the running
+/// sums, one per in_key (out_keys, default `{"episode_reward"}`); no inverse keys.
 /// Example: `RewardSumOptions().in_keys({"reward"}).out_keys({"episode_reward"})`
-struct RewardSumOptions {
-  /// The rewards summed. Default `{"reward"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kReward};
-  /// The running sums, one per in_key. Default `{"episode_reward"}`.
-  TORCH_ARG(std::vector<NestedKey>, out_keys){"episode_reward"};
+struct RewardSumOptions : TransformKeysOptions<RewardSumOptions> {
+  RewardSumOptions() {
+    in_keys({specs::kReward});
+    out_keys({"episode_reward"});
+  }
 };
 
 /// The running return of the current episode (TorchRL's RewardSum): reset writes 0 (for the
@@ -118,8 +118,8 @@ struct RewardSumOptions {
 /// step reads the root's out_key (0 when absent) and ("next", in_key) and writes
 /// ("next", out_key). Specs: the out_keys join the observation spec as Unbounded of the
 /// reward's shape and dtype.
-/// Throws ValueError when in_keys and out_keys differ in count or are empty; KeyError when
-/// attached to an env whose reward (or observation) spec lacks an in_key.
+/// Throws ValueError when in_keys and out_keys differ in count or are empty, or for inverse
+/// keys; KeyError when attached to an env whose reward (or observation) spec lacks an in_key.
 /// Example: `env.append_transform(std::make_shared<RewardSum>());`
 class RewardSum : public Transform {
  public:

@@ -18,16 +18,14 @@ namespace tdrl::envs {
 
 // ---- DoubleToFloat -----------------------------------------------------------------------------
 
-/// Options of DoubleToFloat.
+/// Options of DoubleToFloat: in_keys and in_keys_inv (it casts in place: out_keys and
+/// out_keys_inv stay empty).
+/// - in_keys: output entries cast float64 -> float32. Default (empty): every float64
+///   observation and reward entry.
+/// - in_keys_inv: input entries (action or state) the caller gives as float32 and the env
+///   below reads as float64. Default (empty): every float64 action and state entry.
 /// Example: `DoubleToFloatOptions().in_keys({"observation"})`
-struct DoubleToFloatOptions {
-  /// Output entries cast float64 -> float32. Default (empty): every float64 observation and
-  /// reward entry.
-  TORCH_ARG(std::vector<NestedKey>, in_keys);
-  /// Input entries (action or state) the caller gives as float32 and the env below reads as
-  /// float64. Default (empty): every float64 action and state entry.
-  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
-};
+struct DoubleToFloatOptions : TransformKeysOptions<DoubleToFloatOptions> {};
 
 /// Casts float64 outputs to float32 and float32 inputs back to float64 (TorchRL's
 /// DoubleToFloat), e.g. for MuJoCo envs computing in double precision.
@@ -35,8 +33,9 @@ struct DoubleToFloatOptions {
 /// Keys: on reset and under "next", casts the in_keys (all float64 entries by default);
 /// before the env steps, casts the in_keys_inv to float64. Specs: the cast entries (outputs
 /// and inputs) become float32; Unbounded and Bounded specs only.
-/// Throws, when attached to an env: KeyError for an explicit key missing from the specs,
-/// TypeError for an explicit key that is not float64 or whose spec is not Unbounded/Bounded.
+/// Throws ValueError for out_keys or out_keys_inv; when attached to an env: KeyError for an
+/// explicit key missing from the specs, TypeError for an explicit key that is not float64 or
+/// whose spec is not Unbounded/Bounded.
 /// Example: `env.append_transform(std::make_shared<DoubleToFloat>());`
 class DoubleToFloat : public Transform {
  public:
@@ -70,11 +69,11 @@ class DoubleToFloat : public Transform {
 
 // ---- ClipTransform -----------------------------------------------------------------------------
 
-/// Options of ClipTransform (at least one bound).
+/// Options of ClipTransform (at least one bound): the keys (in_keys default
+/// `{"observation"}`, out_keys default the in_keys; no inverse keys) and the bounds.
 /// Example: `ClipTransformOptions().low(-5.0).high(5.0)`
-struct ClipTransformOptions {
-  /// The entries clipped (observation or reward). Default `{"observation"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
+struct ClipTransformOptions : TransformKeysOptions<ClipTransformOptions> {
+  ClipTransformOptions() { in_keys({specs::kObservation}); }
   /// The lower bound (finite). Default none (the dtype's lowest).
   TORCH_ARG(std::optional<double>, low);
   /// The upper bound (finite, >= low). Default none (the dtype's highest).
@@ -83,59 +82,54 @@ struct ClipTransformOptions {
 
 /// Clips entries into [low, high] (TorchRL's ClipTransform).
 ///
-/// Keys: on reset and under "next", rewrites each in_key (floating) clamped. Specs: those
-/// entries become Bounded [low, high] (a missing bound is the dtype's finite extreme).
-/// Throws ValueError when no bound is given, a bound is not finite or low > high; KeyError /
-/// TypeError when attached to an env lacking an in_key or holding a non-floating one.
+/// Keys (see KeyedTransform): on reset and under "next", writes each in_key (floating)
+/// clamped at its out_key. Specs: the out_keys are Bounded [low, high] (a missing bound is the
+/// dtype's finite extreme).
+/// Throws ValueError when no bound is given, a bound is not finite, low > high, for no in_keys
+/// or inverse keys; KeyError / TypeError when attached to an env lacking an in_key or holding a
+/// non-floating one.
 /// Example: `std::make_shared<ClipTransform>(ClipTransformOptions().low(-10).high(10))`
-class ClipTransform : public Transform {
+class ClipTransform : public KeyedTransform {
  public:
   explicit ClipTransform(ClipTransformOptions options);
   const ClipTransformOptions& options() const { return options_; }
 
   std::string name() const override { return "ClipTransform"; }
   std::string to_string() const override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
 
  protected:
-  TensorDict call(TensorDict td) override;
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
 
  private:
-  specs::CompositePtr clip_specs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
-                                 const EnvSpecs& input) const;
-
   ClipTransformOptions options_;
 };
 
 // ---- UnsqueezeTransform ------------------------------------------------------------------------
 
-/// Options of UnsqueezeTransform.
+/// Options of UnsqueezeTransform: the keys (in_keys default `{"observation"}`, out_keys
+/// default the in_keys; in_keys_inv: input entries, action or state, that the caller gives
+/// unsqueezed at out_keys_inv (default the in_keys_inv) and the env below reads squeezed,
+/// default none).
 /// Example: `UnsqueezeTransformOptions().in_keys({"observation"})`
-struct UnsqueezeTransformOptions {
-  /// The output entries unsqueezed (observation or reward). Default `{"observation"}`.
-  TORCH_ARG(std::vector<NestedKey>, in_keys){specs::kObservation};
-  /// Where the results go, one per in_key. Default: the in_keys.
-  TORCH_ARG(std::vector<NestedKey>, out_keys);
-  /// Input entries (action or state) the caller gives unsqueezed; they are squeezed at the
-  /// same dim for the env below. Default none.
-  TORCH_ARG(std::vector<NestedKey>, in_keys_inv);
+struct UnsqueezeTransformOptions : TransformKeysOptions<UnsqueezeTransformOptions> {
+  UnsqueezeTransformOptions() { in_keys({specs::kObservation}); }
 };
 
 /// Inserts a dim of size 1 (TorchRL's UnsqueezeTransform). `dim` is negative, counted from
 /// the last dim of the result, so it never touches the batch dims: -1 turns `[*batch, 3]` into
 /// `[*batch, 3, 1]`, -2 into `[*batch, 1, 3]`.
 ///
-/// Keys: on reset and under "next", writes each in_key unsqueezed at its out_key; before the
-/// env steps, squeezes the in_keys_inv. Specs: Unbounded, Bounded, Categorical and Binary specs
-/// get the new dim.
-/// Throws ValueError for dim >= 0 or out_keys of another count than in_keys; when attached to
-/// an env: KeyError for a missing key, ValueError when dim would land in the batch dims,
-/// TypeError for another kind of spec.
+/// Keys (see KeyedTransform): on reset and under "next", writes each in_key unsqueezed at its
+/// out_key; before the env steps, writes each out_key_inv squeezed at its in_key_inv. Specs:
+/// Unbounded, Bounded, Categorical and Binary specs get the new dim.
+/// Throws ValueError for dim >= 0, no keys at all, or out_keys of another count than in_keys;
+/// when attached to an env: KeyError for a missing key, ValueError when dim would land in the
+/// batch dims, TypeError for another kind of spec.
 /// Example: `std::make_shared<UnsqueezeTransform>(-1)`
-class UnsqueezeTransform : public Transform {
+class UnsqueezeTransform : public KeyedTransform {
  public:
   explicit UnsqueezeTransform(int64_t dim, UnsqueezeTransformOptions options = {});
   int64_t dim() const { return dim_; }
@@ -143,32 +137,23 @@ class UnsqueezeTransform : public Transform {
 
   std::string name() const override { return "UnsqueezeTransform"; }
   std::string to_string() const override;
-  TensorDict inv(TensorDict td) override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
-                                           const EnvSpecs& input) override;
 
  protected:
-  TensorDict call(TensorDict td) override;
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  torch::Tensor apply_inverse(const torch::Tensor& value, const NestedKey& in_key_inv) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
+  specs::TensorSpecPtr transform_input_leaf(const specs::TensorSpecPtr& spec,
+                                            const NestedKey& in_key_inv,
+                                            const EnvSpecs& input) override;
 
  private:
   specs::TensorSpecPtr unsqueezed(const specs::TensorSpec& spec, const NestedKey& key,
                                   const EnvSpecs& input) const;
-  specs::CompositePtr transform_outputs(specs::CompositePtr spec,
-                                        const specs::CompositePtr& input_spec,
-                                        const EnvSpecs& input) const;
-  specs::CompositePtr transform_inputs(specs::CompositePtr spec,
-                                       const specs::CompositePtr& input_spec,
-                                       const EnvSpecs& input) const;
 
   int64_t dim_;
   UnsqueezeTransformOptions options_;
-  std::vector<NestedKey> out_keys_;
 };
 
 // ---- ActionScaling -----------------------------------------------------------------------------

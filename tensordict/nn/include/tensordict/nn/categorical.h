@@ -17,18 +17,9 @@ namespace tensordict::nn {
 struct CategoricalOptions {
   /// Boolean mask `[*batch, n]` (or broadcastable to the logits): true marks an allowed class.
   /// Masked classes get probability 0 and are never sampled; each row needs one allowed class.
-  CategoricalOptions& mask(torch::Tensor m) {
-    mask_ = std::move(m);
-    return *this;
-  }
+  TORCH_ARG(std::optional<torch::Tensor>, mask);
   /// Tolerance on |sum(probs) - 1| for the probs constructor. Default 1e-5.
   TORCH_ARG(double, probs_atol) = 1e-5;
-
- public:
-  const std::optional<torch::Tensor>& mask() const { return mask_; }
-
- private:
-  std::optional<torch::Tensor> mask_;
 };
 
 /// Categorical over the last dim of logits/probs `[*batch, n]`: batch_shape `[*batch]`,

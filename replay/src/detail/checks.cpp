@@ -1,4 +1,4 @@
-#include "detail/checks.h"
+#include "checks.h"
 
 #include <sstream>
 
@@ -80,7 +80,7 @@ std::string keys_str(const TensorDict& td) {
   os << "[";
   bool first = true;
   for (const auto& key : td.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
-    os << (first ? "" : ", ") << key.repr();
+    os << (first ? "" : ", ") << key.to_string();
     first = false;
   }
   os << "]";
