@@ -319,6 +319,7 @@ void Trainer::update_on(const TensorDict& minibatch) {
     }
     if (!used) continue;
     if (!torch::isfinite(t).all().item<bool>()) {
+      diverged_ = true;
       const auto last = checkpoints_->latest();
       throw tensordict::ValueError(
           "Trainer: the loss term '" + name + "' is " + std::to_string(t.item<double>()) +
@@ -498,6 +499,35 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   run_hooks(HookPoint::kLog);
 }
 
+void Trainer::keep_after_error(const std::exception& error) {
+  // The error goes to train.log too (not only to the caller), and the state reached is kept
+  // unless it is what failed: after a non-finite loss the last good checkpoint is the one to
+  // resume from, and weights that are not finite are not worth keeping.
+  logger_->error("training stopped by an error at {} frames: {}", frames_, error.what());
+  bool finite = !diverged_;
+  for (const auto& p : recipe_->loss->parameters()) {
+    finite = finite && torch::isfinite(p).all().item<bool>();
+  }
+  try {
+    if (finite && frames_ > 0) {
+      const auto dir = checkpoint();
+      logger_->error("kept the state at the error in {}; resume with --resume {}", dir,
+                     run_.path());
+    } else {
+      const auto last = checkpoints_->latest();
+      logger_->error("no checkpoint of the state at the error; the last good one is {}",
+                     last ? *last : std::string("none"));
+    }
+  } catch (const std::exception& e) {
+    logger_->error("the checkpoint after the error failed too: {}", e.what());
+  }
+  try {
+    collector_->shutdown();
+  } catch (const std::exception& e) {
+    logger_->error("stopping the collector after the error failed: {}", e.what());
+  }
+}
+
 bool Trainer::train() {
   // Schedules: the next evaluation and checkpoint frame counts, from where a resumed run is.
   StopSignal::install();
@@ -516,52 +546,57 @@ bool Trainer::train() {
   const auto seconds = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  auto collect_start = Clock::now();
-  while (auto batch = collector_->next()) {
-    // One batch: record its episodes, optimise on it, hand the new weights to the collector.
-    const auto collected = Clock::now();
-    times_.collect += seconds(collect_start, collected);
-    batch_ = *batch;
-    frames_ = collector_->frames();
-    record_episodes(batch_);
-    run_hooks(HookPoint::kBatch);
-    optimize(batch_);
-    recipe_->after_batch(frames_);
-    collector_->update_policy_weights_();
-    apply_lr_schedule();
-    const auto optimized = Clock::now();
-    times_.optimize += seconds(collected, optimized);
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
-    const double fps = static_cast<double>(frames_ - frames_at_start) / std::max(elapsed, 1e-9);
-    // Evaluate on schedule and at the end, then log the batch's row.
-    std::optional<EvalResult> eval;
-    if (next_eval > 0 && frames_ >= next_eval && frames_ < total) {
-      eval = evaluate_now();
-      next_eval += eval_every;
-      run_hooks(HookPoint::kEval);
+  try {
+    auto collect_start = Clock::now();
+    while (auto batch = collector_->next()) {
+      // One batch: record its episodes, optimise on it, hand the new weights to the collector.
+      const auto collected = Clock::now();
+      times_.collect += seconds(collect_start, collected);
+      batch_ = *batch;
+      frames_ = collector_->frames();
+      record_episodes(batch_);
+      run_hooks(HookPoint::kBatch);
+      optimize(batch_);
+      recipe_->after_batch(frames_);
+      collector_->update_policy_weights_();
+      apply_lr_schedule();
+      const auto optimized = Clock::now();
+      times_.optimize += seconds(collected, optimized);
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - session_start_).count();
+      const double fps = static_cast<double>(frames_ - frames_at_start) / std::max(elapsed, 1e-9);
+      // Evaluate on schedule and at the end, then log the batch's row.
+      std::optional<EvalResult> eval;
+      if (next_eval > 0 && frames_ >= next_eval && frames_ < total) {
+        eval = evaluate_now();
+        next_eval += eval_every;
+        run_hooks(HookPoint::kEval);
+      }
+      if (frames_ >= total && total > 0) {
+        eval = evaluate_now();
+        run_hooks(HookPoint::kEval);
+      }
+      times_.eval += seconds(optimized, Clock::now());
+      log_row(fps, eval);
+      display.update(frames_, fps, mean_of(recent_returns_), wall_time());
+      // A signal stops after this batch; otherwise checkpoint on schedule.
+      if (StopSignal::requested()) {
+        logger_->warn("signal {} received at {} frames: checkpointing and stopping",
+                      StopSignal::signal_number(), frames_);
+        completed = total > 0 && frames_ >= total;
+        break;
+      }
+      if (next_ckpt > 0 && frames_ >= next_ckpt && frames_ < total) {
+        const auto start = Clock::now();
+        checkpoint();
+        times_.eval += seconds(start, Clock::now());
+        next_ckpt += ckpt_every;
+      }
+      collect_start = Clock::now();
     }
-    if (frames_ >= total && total > 0) {
-      eval = evaluate_now();
-      run_hooks(HookPoint::kEval);
-    }
-    times_.eval += seconds(optimized, Clock::now());
-    log_row(fps, eval);
-    display.update(frames_, fps, mean_of(recent_returns_), wall_time());
-    // A signal stops after this batch; otherwise checkpoint on schedule.
-    if (StopSignal::requested()) {
-      logger_->warn("signal {} received at {} frames: checkpointing and stopping",
-                    StopSignal::signal_number(), frames_);
-      completed = total > 0 && frames_ >= total;
-      break;
-    }
-    if (next_ckpt > 0 && frames_ >= next_ckpt && frames_ < total) {
-      const auto start = Clock::now();
-      checkpoint();
-      times_.eval += seconds(start, Clock::now());
-      next_ckpt += ckpt_every;
-    }
-    collect_start = Clock::now();
+  } catch (const std::exception& e) {
+    keep_after_error(e);
+    throw;
   }
   // The final checkpoint, then where the session's time went.
   checkpoint();

@@ -335,37 +335,70 @@ void ReplayBuffer::stop_prefetch() {
 
 namespace {
 constexpr const char* kParts[] = {"storage", "sampler", "writer"};
+
+// True when `dir` holds only the part folders of an older dumps (each with its meta.json).
+bool is_part_layout(const std::string& dir) {
+  std::error_code ec;
+  bool any = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool part = name == kParts[0] || name == kParts[1] || name == kParts[2];
+    if (!part || !std::filesystem::exists(entry.path() / "meta.json", ec)) return false;
+    any = true;
+  }
+  return any;
+}
 }  // namespace
 
 void ReplayBuffer::dumps(const std::string& dir) const {
   const std::string where = class_name() + "::dumps: ";
+  // The three parts are one TensorDict saved at once: TensorDict::save writes it beside `dir`
+  // and swaps it in, so a crash at any moment leaves all of this dump or all of the previous
+  // one. A folder in the layout of releases up to 0.2 (three part folders, no meta.json of
+  // its own) is replaced, not refused as a folder of other files.
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  TDRL_CHECK(!ec, Error, where, "cannot create folder '", dir, "': ", ec.message());
+  if (!std::filesystem::exists(dir + "/meta.json", ec) && is_part_layout(dir))
+    std::filesystem::remove_all(dir, ec);
+  // The states may view the storage: extends wait until they are written.
   ReadLock lock(turnstile_, data_mutex_);
   std::lock_guard<std::mutex> sampler_lock(sampler_mutex_);
-  const TensorDict states[] = {storage_->state_dict(), sampler_->state_dict(),
-                               writer_->state_dict()};
-  for (size_t i = 0; i < 3; ++i) {
-    const std::string path = dir + "/" + kParts[i];
-    try {
-      states[i].save(path);
-    } catch (const tensordict::Error& e) {
-      throw Error(where + "cannot write '" + path + "': " + e.what());
-    }
+  const TensorDict checkpoint({{kParts[0], storage_->state_dict()},
+                               {kParts[1], sampler_->state_dict()},
+                               {kParts[2], writer_->state_dict()}},
+                              {});
+  try {
+    checkpoint.save(dir);
+  } catch (const tensordict::Error& e) {
+    throw Error(where + "cannot write '" + dir + "': " + e.what());
   }
 }
 
 void ReplayBuffer::loads(const std::string& dir) {
   const std::string where = class_name() + "::loads: ";
   TensorDict states[3];
-  for (size_t i = 0; i < 3; ++i) {
-    const std::string path = dir + "/" + kParts[i];
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/meta.json", ec)) {
+    TensorDict checkpoint;
     try {
-      states[i] = TensorDict::load_memmap(path, tensordict::MemmapMode::kReadOnly);
+      checkpoint = TensorDict::load_memmap(dir, tensordict::MemmapMode::kReadOnly);
     } catch (const tensordict::Error& e) {
-      throw Error(where + "cannot read the " + kParts[i] + " checkpoint '" + path +
-                  "': " + e.what());
+      throw Error(where + "cannot read the checkpoint '" + dir + "': " + e.what());
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      TDRL_CHECK(checkpoint.contains(kParts[i]), Error, where, "the checkpoint '", dir, "' has no ",
+                 kParts[i], " part; it was not written by dumps");
+      states[i] = checkpoint.get_tensordict(kParts[i]);
+    }
+  } else {
+    // The layout of releases up to 0.2 (read until release 0.3): one folder per part.
+    for (size_t i = 0; i < 3; ++i) {
+      const std::string path = dir + "/" + kParts[i];
+      try {
+        states[i] = TensorDict::load_memmap(path, tensordict::MemmapMode::kReadOnly);
+      } catch (const tensordict::Error& e) {
+        throw Error(where + "cannot read the " + kParts[i] + " checkpoint '" + path +
+                    "': " + e.what());
+      }
     }
   }
   {

@@ -1,7 +1,11 @@
 // Saving a TensorDict as a folder of raw files plus meta.json, and mapping it back.
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <cerrno>
@@ -16,6 +20,7 @@
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensor_dict.h>
 
+#include "detail/folder_files.h"
 #include "detail/impl.h"
 #include "detail/meta.h"
 
@@ -149,25 +154,50 @@ std::string unique_suffix() {
   return "." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
 }
 
-// Writes `td` under a temporary name and renames it to `prefix` once every file is complete,
-// so a folder at `prefix` is never half written.
-void write_folder(const TensorDict& td, const std::string& prefix, bool like, int num_threads) {
-  TDRL_CHECK(!prefix.empty(), ValueError, "TensorDict::memmap: the prefix is empty");
-  const fs::path target = folder_path(prefix);
+// Removes the siblings `<target>.tmp.<pid>.<n>` and `<target>.old.<pid>.<n>` that a save killed
+// midway left behind: those of processes that no longer exist (a live process may be saving).
+void remove_stale_leftovers(const fs::path& target) {
   std::error_code ec;
-  TDRL_CHECK(!(fs::exists(target, ec) && !fs::is_directory(target, ec)), Error,
-             "TensorDict::memmap: '", prefix, "' exists and is not a folder");
-  const std::string tmp = target.string() + ".tmp" + unique_suffix();
-  try {
-    std::vector<WriteJob> jobs;
-    plan_folder(td, tmp, jobs);
-    run_jobs(jobs, like, num_threads);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string name = target.filename().string();
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string sibling = entry.path().filename().string();
+    for (const char* kind : {".tmp.", ".old."}) {
+      const std::string head = name + kind;
+      if (sibling.rfind(head, 0) != 0) continue;
+      const std::string rest = sibling.substr(head.size());
+      const auto dot = rest.find('.');
+      if (dot == std::string::npos || dot == 0) continue;
+      const std::string pid_text = rest.substr(0, dot);
+      if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+      const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+      if (pid <= 0 || pid == getpid()) continue;
+      if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
   }
+}
+
+// Puts the folder `tmp` at `target`: an atomic exchange when a folder is there (so that a
+// crash at any moment leaves either the old folder or the new one at `target`), a rename
+// otherwise. The replaced folder ends at `tmp` and is removed.
+void install_folder(const fs::path& tmp, const fs::path& target, const std::string& prefix) {
+  std::error_code ec;
+  const bool replace = fs::exists(fs::symlink_status(target, ec));
+  if (replace && renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    // Mappings of the replaced files stay valid: unlinking keeps mapped inodes alive.
+    fs::remove_all(tmp, ec);
+    return;
+  }
+  if (replace && errno != EINVAL && errno != ENOSYS) {
+    const std::string why = std::strerror(errno);
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw Error("TensorDict::memmap: cannot replace '" + prefix + "': " + why);
+  }
+  // No exchange on this file system: move the old folder aside, then the new one in.
   const std::string old = target.string() + ".old" + unique_suffix();
-  const bool replace = fs::exists(target, ec);
   if (replace) {
     fs::rename(target, old, ec);
     if (ec) {
@@ -184,17 +214,76 @@ void write_folder(const TensorDict& td, const std::string& prefix, bool like, in
     throw Error("TensorDict::memmap: cannot move the written folder to '" + prefix +
                 "': " + ec.message());
   }
-  // Mappings of the replaced files stay valid: unlinking keeps mapped inodes alive.
   if (replace) fs::remove_all(old, ec);
 }
 
+// Writes `td` under a temporary name and renames it to `prefix` once every file is complete,
+// so a folder at `prefix` is never half written.
+void write_folder(const TensorDict& td, const std::string& prefix, bool like, int num_threads) {
+  TDRL_CHECK(!prefix.empty(), ValueError, "TensorDict::memmap: the prefix is empty");
+  const fs::path target = folder_path(prefix);
+  std::error_code ec;
+  TDRL_CHECK(!(fs::exists(target, ec) && !fs::is_directory(target, ec)), Error,
+             "TensorDict::memmap: '", prefix, "' exists and is not a folder");
+  // Only an earlier save is replaced: a folder of other files is never emptied.
+  TDRL_CHECK(!(fs::is_directory(target, ec) && !fs::is_empty(target, ec) &&
+               !fs::exists(fs::symlink_status(target / kMetaFile, ec))),
+             Error, "TensorDict::memmap: '", prefix,
+             "' is a folder holding other files, not an earlier save (it has no meta.json); save "
+             "into a new or empty folder, or a subfolder of this one");
+  remove_stale_leftovers(target);
+  const std::string tmp = target.string() + ".tmp" + unique_suffix();
+  try {
+    std::vector<WriteJob> jobs;
+    plan_folder(td, tmp, jobs);
+    run_jobs(jobs, like, num_threads);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  install_folder(tmp, target, prefix);
+}
+
+// The largest meta.json read (non-tensor values live in it; tensors never do).
+constexpr int64_t kMaxMetaBytes = int64_t{256} << 20;
+
+// The text of the folder's meta.json, opened as a folder file (no link, nothing that blocks).
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TDRL_CHECK(in, Error, "TensorDict::load_memmap: cannot read '", path, "': ", std::strerror(errno),
-             " (is this a folder written by memmap or save?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code ec;
+  TDRL_CHECK(fs::exists(fs::symlink_status(path, ec)), Error,
+             "TensorDict::load_memmap: cannot read '", path,
+             "': no such file (is this a folder written by memmap or save?)");
+  const int fd = detail::open_folder_file(path, O_RDONLY, "TensorDict::load_memmap");
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  TDRL_CHECK(fstat(fd, &st) == 0 && st.st_size <= kMaxMetaBytes, Error,
+             "TensorDict::load_memmap: '", path, "' holds ", std::to_string(st.st_size),
+             " bytes, more than a meta.json may (", std::to_string(kMaxMetaBytes), ")");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    TDRL_CHECK(n > 0, Error, "TensorDict::load_memmap: cannot read '", path,
+               "': ", n < 0 ? std::strerror(errno) : "it shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return text;
+}
+
+// Throws Error unless `dir`, a folder inside a folder being loaded, is a folder and not a
+// symbolic link (which could lead anywhere).
+void require_own_folder(const std::string& dir) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(dir, ec);
+  TDRL_CHECK(!fs::is_symlink(status), Error, "TensorDict::load_memmap: '", dir,
+             "' is a symbolic link; a saved folder must hold its own folders (links are never "
+             "followed): replace the link by a copy");
+  TDRL_CHECK(fs::is_directory(status), Error, "TensorDict::load_memmap: '", dir,
+             "' is not a folder", fs::exists(status) ? "" : " (it is missing)");
 }
 
 TensorDict load_folder(const std::string& dir, MemmapMode mode) {
@@ -205,8 +294,10 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
   const detail::FolderMeta meta = detail::parse_meta(read_text(meta_path), meta_path);
   if (meta.type == detail::FolderType::kLazyStack) {
     std::vector<TensorDict> members;
-    for (int64_t i = 0; i < meta.num_members; ++i)
+    for (int64_t i = 0; i < meta.num_members; ++i) {
+      require_own_folder(dir + "/" + std::to_string(i));
       members.push_back(load_folder(dir + "/" + std::to_string(i), mode));
+    }
     try {
       return stack(members, meta.stack_dim);
     } catch (const Error& e) {
@@ -221,7 +312,8 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
     for (const auto& [k, nt] : meta.non_tensors) order.push_back(k);
     std::vector<std::string> subdirs;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-      if (entry.is_directory()) subdirs.push_back(entry.path().filename().string());
+      if (fs::is_directory(entry.symlink_status(ec)))
+        subdirs.push_back(entry.path().filename().string());
     std::sort(subdirs.begin(), subdirs.end());
     order.insert(order.end(), subdirs.begin(), subdirs.end());
   }
@@ -230,11 +322,12 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
     // Only `set` is guarded: a leaf file of the wrong size reports itself.
     Value value;
     if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
-      value = MemoryMappedTensor::from_filename(dir + "/" + key + ".memmap", leaf->second.dtype,
-                                                leaf->second.shape, mode);
+      value = detail::map_folder_file(dir + "/" + key + ".memmap", leaf->second.dtype,
+                                      leaf->second.shape, mode);
     } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
       value = detail::non_tensor_from_meta(nt->second);
     } else {
+      require_own_folder(dir + "/" + key);
       value = load_folder(dir + "/" + key, mode);
     }
     try {

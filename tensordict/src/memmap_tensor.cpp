@@ -10,6 +10,8 @@
 
 #include <tensordict/errors.h>
 
+#include "detail/folder_files.h"
+
 namespace tensordict {
 
 namespace {
@@ -141,21 +143,68 @@ torch::Tensor MemoryMappedTensor::from_tensor(const std::string& filename,
   return out;
 }
 
-torch::Tensor MemoryMappedTensor::from_filename(const std::string& filename, torch::Dtype dtype,
-                                                c10::IntArrayRef shape, MemmapMode mode) {
+namespace {
+
+// Maps the open file `fd` after checking that its size fits `shape` and `dtype`.
+torch::Tensor map_checked(const std::string& filename, int fd, torch::Dtype dtype,
+                          c10::IntArrayRef shape, MemmapMode mode) {
   const int64_t expected = byte_size(shape, dtype);
-  const int open_flags = (mode == MemmapMode::kReadWrite ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-  FileDescriptor file{open(filename.c_str(), open_flags)};
-  TDRL_CHECK(!(file.fd < 0), Error, os_error("MemoryMappedTensor: cannot open", filename));
   struct stat st {};
-  TDRL_CHECK(fstat(file.fd, &st) == 0, Error,
-             os_error("MemoryMappedTensor: cannot stat", filename));
+  TDRL_CHECK(fstat(fd, &st) == 0, Error, os_error("MemoryMappedTensor: cannot stat", filename));
   TDRL_CHECK(S_ISREG(st.st_mode), Error, "MemoryMappedTensor: '", filename,
              "' is not a regular file");
   TDRL_CHECK(st.st_size == expected, ShapeError, "MemoryMappedTensor: '", filename, "' holds ",
              std::to_string(st.st_size), " bytes but shape ", shape_str(shape), " of ",
              std::string(c10::toString(dtype)), " needs ", std::to_string(expected));
-  return map_file(filename, file.fd, static_cast<size_t>(expected), shape, dtype, mode);
+  return map_file(filename, fd, static_cast<size_t>(expected), shape, dtype, mode);
+}
+
+// What a non-regular file is, for messages.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+}  // namespace
+
+torch::Tensor MemoryMappedTensor::from_filename(const std::string& filename, torch::Dtype dtype,
+                                                c10::IntArrayRef shape, MemmapMode mode) {
+  byte_size(shape, dtype);  // a bad shape is reported before the file is touched
+  const int open_flags = (mode == MemmapMode::kReadWrite ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  FileDescriptor file{open(filename.c_str(), open_flags)};
+  TDRL_CHECK(!(file.fd < 0), Error, os_error("MemoryMappedTensor: cannot open", filename));
+  return map_checked(filename, file.fd, dtype, shape, mode);
+}
+
+int detail::open_folder_file(const std::string& path, int flags, const std::string& op) {
+  const int fd = open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    TDRL_CHECK(errno != ELOOP, Error, op, ": '", path,
+               "' is a symbolic link; a saved folder must hold its own files (links are never "
+               "followed): replace the link by a copy of the file");
+    throw Error(os_error(op + ": cannot open", path));
+  }
+  FileDescriptor file{fd};
+  struct stat st {};
+  TDRL_CHECK(fstat(fd, &st) == 0, Error, os_error(op + ": cannot stat", path));
+  TDRL_CHECK(S_ISREG(st.st_mode), Error, op, ": '", path, "' is ", file_kind(st.st_mode),
+             "; a saved folder holds only regular files and folders");
+  TDRL_CHECK(st.st_nlink == 1, Error, op, ": '", path, "' has ", std::to_string(st.st_nlink),
+             " hard links; a saved folder must hold its own files (a hard link may reach a "
+             "file outside it): copy the folder without hard links (e.g. cp -r)");
+  file.fd = -1;
+  return fd;
+}
+
+torch::Tensor detail::map_folder_file(const std::string& filename, torch::Dtype dtype,
+                                      c10::IntArrayRef shape, MemmapMode mode) {
+  byte_size(shape, dtype);
+  FileDescriptor file{open_folder_file(filename, mode == MemmapMode::kReadWrite ? O_RDWR : O_RDONLY,
+                                       "TensorDict::load_memmap")};
+  return map_checked(filename, file.fd, dtype, shape, mode);
 }
 
 bool MemoryMappedTensor::is_memmap(const torch::Tensor& tensor) {

@@ -1,5 +1,6 @@
 #include "detail/meta.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -149,7 +150,46 @@ std::string dump_meta(const FolderMeta& meta) {
   }
 }
 
+namespace {
+
+// The deepest nesting of arrays and objects in the JSON `text` (brackets inside strings do not
+// count). Parsing, copying and destroying a json value recurse once per level, so a crafted
+// file nested a few hundred thousand levels deep would overflow the stack: it is refused before
+// it is parsed.
+int64_t json_depth(const std::string& text) {
+  int64_t depth = 0;
+  int64_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 FolderMeta parse_meta(const std::string& text, const std::string& filename) {
+  const int64_t depth = json_depth(text);
+  if (depth > kMaxMetaDepth) {
+    bad(filename, "it nests " + std::to_string(depth) +
+                      " levels of arrays and objects, more than " + std::to_string(kMaxMetaDepth) +
+                      " (a meta.json nests a few; this file was not written by a TensorDict)");
+  }
   json j;
   try {
     j = json::parse(text);

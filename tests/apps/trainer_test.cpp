@@ -49,8 +49,10 @@ namespace {
 namespace fs = std::filesystem;
 using tensordict::testing::read_file_bytes;
 using tensordict::testing::TempDir;
+using tensordict::testing::write_file_bytes;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int64_t kBatchFrames = 64;
 constexpr int64_t kTotalFrames = 256;
@@ -421,6 +423,25 @@ TEST(TrainerTest, StopSignalEndsTheRunAfterTheBatchWithACheckpoint) {
   EXPECT_EQ(resumed.updates(), 16);
 }
 
+TEST(TrainerTest, AnErrorInTrainIsLoggedAndTheStateReachedIsKept) {
+  TempDir tmp;
+  // No periodic checkpoints (the default): before this, an error lost the whole run.
+  Trainer trainer(tiny_config("ppo"), RunDir::create(tmp.path().string(), "t"));
+  trainer.add_hook(HookPoint::kBatch, [](Trainer& t) {
+    if (t.frames() == 128) throw std::runtime_error("the evaluation env went away");
+  });
+  EXPECT_THAT(error_message<std::runtime_error>([&] { trainer.train(); }),
+              HasSubstr("the evaluation env went away"));
+  const auto run = trainer.run_dir().path();
+  EXPECT_EQ(fs::path(latest_checkpoint(run)).filename(), ckpt_name(128));
+  const auto log = read_file_bytes(run + "/train.log");
+  EXPECT_THAT(log, HasSubstr("training stopped by an error at 128 frames: the evaluation env "
+                             "went away"));
+  EXPECT_THAT(log, HasSubstr("resume with --resume " + run));
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), 128);
+}
+
 // ---------------------------------------------------------------- EvaluateTest
 
 TEST(EvaluateTest, SameSeedAndActorGiveTheSameResult) {
@@ -480,9 +501,10 @@ TEST(EvaluateTest, EvaluateNowTwiceGivesEqualResults) {
 
 // ---------------------------------------------------------------- ResumeTest: in process
 
-/// Trains the tiny PPO run with a checkpoint every 64 frames and a crash (an exception from a
-/// hook at `crash_point`) at 192 frames; returns the run folder. With kLog the 192 row is
-/// written and its checkpoint is not; with kBatch neither is.
+/// Trains the tiny PPO run with a checkpoint every 64 frames and a crash at 192 frames (an
+/// exception from a hook at `crash_point`, with the checkpoint the error writes removed, as
+/// after a kill); returns the run folder. With kLog the 192 row is written and its checkpoint
+/// is not; with kBatch neither is.
 std::string crashed_run(const TempDir& tmp, const std::string& algo, HookPoint crash_point,
                         const std::vector<std::string>& overrides = {}) {
   auto all = overrides;
@@ -493,7 +515,16 @@ std::string crashed_run(const TempDir& tmp, const std::string& algo, HookPoint c
   });
   EXPECT_THAT(error_message<std::runtime_error>([&] { trainer.train(); }),
               HasSubstr("simulated crash"));
-  return trainer.run_dir().path();
+  // An error keeps the state it reached in a checkpoint of its own (see
+  // TrainerTest.AnErrorInTrainIsLoggedAndTheStateReachedIsKept); a kill would not have written
+  // it. It is removed, so that these tests resume from the periodic checkpoint before, as
+  // after a kill.
+  const std::string run = trainer.run_dir().path();
+  const auto kept = latest_checkpoint(run);
+  EXPECT_EQ(fs::path(kept).filename(), ckpt_name(192));
+  fs::remove_all(kept);
+  write_file_bytes(run + "/checkpoints/latest", ckpt_name(128) + "\n");
+  return run;
 }
 
 TEST(ResumeTest, ResumedTrainerContinuesFromTheLastCheckpoint) {
@@ -595,7 +626,10 @@ TEST(ResumeTest, ResumeWithoutACheckpointThrows) {
 /// reaped by the destructor when still running, so a failing test leaves no process behind.
 class ChildProcess {
  public:
-  ChildProcess(const std::vector<std::string>& args, const std::string& log) {
+  /// `own_group`: the child leads a new process group, as a shell's foreground job does, so
+  /// that signal_group reaches it and everything it started in that group (a terminal's Ctrl-C).
+  ChildProcess(const std::vector<std::string>& args, const std::string& log,
+               bool own_group = false) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
@@ -612,7 +646,9 @@ class ChildProcess {
     sigemptyset(&none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                        (own_group ? POSIX_SPAWN_SETPGROUP : 0));
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -638,6 +674,8 @@ class ChildProcess {
     return !reaped_;
   }
   void signal(int sig) { ::kill(pid_, sig); }
+  /// Sends `sig` to the child's whole process group (built with own_group).
+  void signal_group(int sig) { ::kill(-pid_, sig); }
   /// Waits for the exit up to `timeout`; kills the child then. Returns the wait status, or
   /// nullopt on timeout.
   std::optional<int> wait(std::chrono::seconds timeout) {
@@ -771,6 +809,40 @@ TEST(ResumeTest, SigtermStopsWithACheckpointAndStatus130ThenResumes) {
     EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("signal 15 received"));
   }
   resume_to_completion(tmp, run);
+}
+
+// A terminal's Ctrl-C reaches the whole foreground process group. The workers a distributed
+// run launched are in groups of their own, so the trainer alone gets the SIGINT: it finishes
+// its batch, writes a checkpoint, stops the workers and exits with 130.
+TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
+  TempDir tmp;
+  const auto config = tmp / "ppo_distributed.yaml";
+  {
+    std::ofstream out(config);
+    out << "seed: 0\n"
+        << "env:\n  name: CartPole-v1\n  num_envs: 4\n"
+        << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
+        << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
+        << "collector:\n  mode: distributed\n  num_workers: 2\n  launch_workers: true\n"
+        << "  frames_per_batch: 256\n  total_frames: 400000\n"
+        << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
+        << "eval:\n  episodes: 1\n  max_steps: 50\n"
+        << "checkpoint:\n  interval_frames: 1024\n";
+  }
+  const auto log = tmp / "train.log";
+  ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, log, /*own_group=*/true);
+  const auto run = wait_for_first_checkpoint(train, tmp / "runs");
+  ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(log);
+  const int64_t first = frames_from_name(latest_checkpoint(run));
+  train.signal_group(SIGINT);
+  const auto status = train.wait(kProcessTimeout);
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFEXITED(*status)) << read_file_bytes(log);
+  EXPECT_EQ(WEXITSTATUS(*status), 130) << read_file_bytes(log);
+  const auto stopped = latest_checkpoint(run);
+  EXPECT_GE(checkpoint_frames(stopped), first);
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("signal 2 received"));
+  EXPECT_THAT(read_file_bytes(log), Not(HasSubstr("lost worker")));
 }
 
 // ---------------------------------------------------------------- Seeds and early refusal

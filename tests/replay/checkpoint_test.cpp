@@ -1,7 +1,14 @@
 // ReplayBuffer::dumps / loads: storage contents, sampler state and writer cursor come back, so
 // a resumed buffer samples from the same distribution (the same samples, for the same seed).
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <random>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -153,6 +160,51 @@ TEST(CheckpointTest, AnEmptyBufferRoundTrips) {
   TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(4));
   resumed.loads(dir / "ckpt");
   EXPECT_TRUE(resumed.is_empty());
+}
+
+// Dumps two different buffers alternately to one folder in a child process, kills it at random
+// moments, and checks after each kill that the folder loads as all of one dump: the rows, the
+// size and the writer's cursor of the same buffer (a dump used to write its parts one after
+// another, so a kill could pair one dump's storage with another's writer).
+TEST(CheckpointTest, AKilledDumpLeavesAllOfOneDump) {
+  TempDir dir;
+  const std::string path = dir / "ckpt";
+  TensorDictReplayBuffer a(std::make_shared<LazyTensorStorage>(64));
+  a.extend(transitions(30, 0));
+  TensorDictReplayBuffer b(std::make_shared<LazyTensorStorage>(64));
+  b.extend(transitions(50, 100));
+  a.dumps(path);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> delay_us(0, 30000);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int kills = 0;
+  for (; kills < 30 && std::chrono::steady_clock::now() < deadline; ++kills) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      try {
+        for (int i = 0;; ++i) (i % 2 ? a : b).dumps(path);
+      } catch (...) {
+        _exit(1);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(64));
+    resumed.loads(path);
+    const int64_t n = resumed.size();
+    ASSERT_TRUE(n == 30 || n == 50) << "kill " << kills << ": size " << n;
+    const double first = n == 30 ? 0 : 100;
+    EXPECT_EQ(sorted_values(row_values(resumed.storage()->get(torch::arange(n)))),
+              values_of(torch::arange(n) + static_cast<int64_t>(first)))
+        << "kill " << kills;
+    // The writer's cursor belongs to the same dump: the next row lands right after the rows.
+    EXPECT_EQ(values_of(resumed.extend(transitions(1, 500))), (std::vector<int64_t>{n}))
+        << "kill " << kills;
+  }
+  EXPECT_GE(kills, 10);
 }
 
 }  // namespace

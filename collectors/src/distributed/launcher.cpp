@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -109,6 +110,8 @@ void WorkerLauncher::launch(const DistributedOptions& options, int port, int64_t
   base.push_back("TDRL_COLLECTOR_ADDR=" + options.address());
   base.push_back("TDRL_COLLECTOR_PORT=" + std::to_string(port));
   base.push_back("TDRL_COLLECTOR_TIMEOUT_MS=" + std::to_string(options.timeout().count()));
+  // Launched workers end with this process (see run_distributed_worker).
+  base.push_back("TDRL_COLLECTOR_PARENT_PID=" + std::to_string(getpid()));
   // Launched workers run on this host: they bind where the trainer does.
   base.push_back("TDRL_COLLECTOR_GLOO_HOSTNAME=" +
                  (options.gloo_hostname().empty() ? options.address() : options.gloo_hostname()));
@@ -116,6 +119,18 @@ void WorkerLauncher::launch(const DistributedOptions& options, int port, int64_t
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+
+  // Each worker in a process group of its own: a terminal's Ctrl-C (SIGINT to the foreground
+  // group) then reaches the trainer only, which finishes its batch, checkpoints and stops the
+  // workers itself, rather than losing them mid-batch.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  struct AttrGuard {
+    posix_spawnattr_t* attr;
+    ~AttrGuard() { posix_spawnattr_destroy(attr); }
+  } attr_guard{&attr};
 
   // One process per rank, each told its rank.
   for (int64_t r = 1; r < world; ++r) {
@@ -125,7 +140,7 @@ void WorkerLauncher::launch(const DistributedOptions& options, int port, int64_t
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
     pid_t pid = 0;
-    const int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+    const int rc = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
     TDRL_CHECK(rc == 0, ValueError, "DistributedCollector: cannot launch worker rank ",
                std::to_string(r), " with launch_command[0] '", command[0], "': ", std::strerror(rc),
                "; give the path of an executable");

@@ -2,6 +2,11 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -129,6 +134,14 @@ void run_distributed_worker(const WorkerIdentity& identity, const EnvFactory& fa
   TDRL_CHECK(!(o.port() < 1 || o.port() > 65535), ValueError, me, ": port is ",
              std::to_string(o.port()), "; expected 1..65535");
   ignore_sigpipe();
+
+  // A worker the trainer launched is in a process group of its own, out of reach of the
+  // terminal's Ctrl-C: it must end when the trainer does, however the trainer ends.
+  if (const char* parent = std::getenv("TDRL_COLLECTOR_PARENT_PID")) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    TDRL_CHECK(std::to_string(getppid()) == parent, Error, me, ": the trainer (pid ", parent,
+               ") that launched this worker has already ended");
+  }
 
   // Join the trainer's group.
   c10d::TCPStoreOptions store_options;

@@ -12,6 +12,10 @@
 
 namespace tensordict::detail {
 
+/// The deepest nesting of arrays and objects parse_meta accepts (a meta.json written by
+/// tensordict nests a few levels; non-tensor values may add some).
+constexpr int64_t kMaxMetaDepth = 64;
+
 enum class FolderType { kTensorDict, kLazyStack };
 
 struct LeafMeta {

@@ -111,7 +111,10 @@ class Trainer {
   ~Trainer();
 
   /// Runs until total_frames (or a stop signal). Returns true when total_frames was reached,
-  /// false when stopped early by a signal.
+  /// false when stopped early by a signal. An error (a lost worker, an evaluation or hook that
+  /// throws, a non-finite loss) is logged to train.log and rethrown; before that, the state
+  /// reached is checkpointed unless the error is a non-finite loss or the weights are not
+  /// finite (then the last good checkpoint stays the latest).
   bool train();
   /// Evaluates the current actor with the config's eval settings.
   EvalResult evaluate_now();
@@ -145,6 +148,9 @@ class Trainer {
   void run_hooks(HookPoint point);
   void apply_lr_schedule();
   void write_curve();
+  // After an error inside train(): logs it, keeps the state reached when it is sound, stops the
+  // collector.
+  void keep_after_error(const std::exception& error);
 
   RunConfig config_;
   RunDir run_;
@@ -169,6 +175,7 @@ class Trainer {
   std::shared_ptr<spdlog::logger> logger_;
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
   int64_t frames_ = 0;
+  bool diverged_ = false;  // a loss term was non-finite: the state is not worth keeping
   int64_t updates_ = 0;
   int64_t episodes_ = 0;
   double wall_offset_ = 0;
