@@ -131,6 +131,19 @@ void PrioritizedSampler::state_dict_impl(TensorDict& state) const {
   state.set("priorities", sum_tree_.values());
 }
 
+void PrioritizedSampler::check_against(const TensorDict& state, const StoredExtent& stored) const {
+  const std::string where = op("load_state_dict");
+  const auto p = detail::read_tensor(state, "priorities", where).to(torch::kDouble).reshape({-1});
+  if (stored.size >= p.numel()) return;
+  const auto unwritten = p.narrow(0, stored.size, p.numel() - stored.size);
+  const auto nonzero = unwritten.nonzero();
+  TDRL_CHECK(nonzero.numel() == 0, ValueError, where, "the checkpoint gives element ",
+             std::to_string(stored.size + (nonzero.numel() ? nonzero[0].item<int64_t>() : 0)),
+             " a priority, but its storage holds ", std::to_string(stored.size),
+             " elements (elements never stored have none); the checkpoint's parts come from ",
+             "different saves or were edited");
+}
+
 std::function<void()> PrioritizedSampler::prepare_load_impl(const TensorDict& state) {
   const std::string where = op("load_state_dict");
   const int64_t capacity = detail::read_int(state, "max_capacity", where);

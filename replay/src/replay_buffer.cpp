@@ -406,6 +406,10 @@ void ReplayBuffer::loads(const std::string& dir) {
     auto storage = storage_->prepare_load_state_dict(states[0]);
     auto sampler = sampler_->prepare_load_state_dict(states[1]);
     auto writer = writer_->prepare_load_state_dict(states[2]);
+    // Each part is sound on its own; now they must describe the same buffer.
+    const StoredExtent stored = Storage::extent_of(states[0]);
+    sampler_->check_against(states[1], stored);
+    writer_->check_against(states[2], stored);
     storage();
     sampler();
     writer();

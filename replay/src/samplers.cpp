@@ -124,6 +124,20 @@ void SamplerWithoutReplacement::state_dict_impl(TensorDict& state) const {
   state.set_non_tensor("ran_out", ran_out_);
 }
 
+void SamplerWithoutReplacement::check_against(const TensorDict& state,
+                                              const StoredExtent& stored) const {
+  if (!state.contains("permutation")) return;
+  const std::string where = op("load_state_dict");
+  const auto permutation = detail::read_tensor(state, "permutation", where);
+  if (permutation.numel() == 0) return;
+  const int64_t lo = permutation.min().item<int64_t>();
+  const int64_t hi = permutation.max().item<int64_t>();
+  TDRL_CHECK(lo >= 0 && hi < stored.size, ValueError, where, "the checkpoint's epoch holds ",
+             "element ", std::to_string(lo < 0 ? lo : hi), " but its storage holds ",
+             std::to_string(stored.size), " elements; the checkpoint's parts come from different ",
+             "saves or were edited");
+}
+
 std::function<void()> SamplerWithoutReplacement::prepare_load_impl(const TensorDict& state) {
   const std::string where = op("load_state_dict");
   torch::Tensor permutation;

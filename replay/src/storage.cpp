@@ -134,6 +134,14 @@ std::function<void()> Storage::prepare_load_state_dict(const TensorDict& state) 
   };
 }
 
+StoredExtent Storage::extent_of(const TensorDict& state) {
+  const std::string where = "Storage::extent_of: ";
+  const int64_t max_size = detail::read_int(state, "max_size", where);
+  const int64_t row_numel = detail::read_int(state, "row_numel", where);
+  const int64_t rows = detail::read_int(state, "num_rows", where);
+  return {rows, row_numel > 0 ? max_size / row_numel : 0, rows * row_numel};
+}
+
 std::string Storage::to_string() const {
   std::ostringstream os;
   os << name() << "(max_size=" << max_size_ << ", size=" << size() << ", ndim=" << ndim_ << ")";

@@ -3,6 +3,9 @@
 #include <tdrl/replay/storages.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <sstream>
 #include <utility>
 
@@ -393,11 +396,47 @@ TensorDict LazyMemmapStorage::allocate(const TensorDict& data, const BatchSize& 
   return one.to(torch::kCPU).expand(full).memmap_like(scratch_dir_);
 }
 
+namespace {
+
+// The file in a LazyMemmapStorage's folder naming the buffer whose data the folder holds, so
+// that a checkpoint refers to its own buffer's data and to no other's.
+constexpr const char* kStorageIdFile = "storage_id";
+
+std::string read_storage_id(const std::string& dir) {
+  std::ifstream in(dir + "/" + kStorageIdFile);
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+}  // namespace
+
 void LazyMemmapStorage::state_dict_impl(TensorDict& state) const {
   if (!is_initialized()) return;
   for (auto& value : data().values(/*include_nested=*/true, /*leaves_only=*/true))
     if (auto* t = std::get_if<torch::Tensor>(&value)) tensordict::MemoryMappedTensor::flush(*t);
+  // The folder's id, made at its first checkpoint (a new folder, written again by allocate,
+  // has none): a later checkpoint of another buffer in this folder cannot pass for this one.
+  std::string id = read_storage_id(scratch_dir_);
+  if (id.empty()) {
+    std::random_device random;
+    std::ostringstream os;
+    os << std::hex << ((uint64_t{random()} << 32) | random())
+       << ((uint64_t{random()} << 32) | random());
+    id = os.str();
+    const std::string path = scratch_dir_ + "/" + kStorageIdFile;
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << id << "\n";
+      TDRL_CHECK(out.good(), Error, op("state_dict"), "cannot write '", tmp, "'");
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    TDRL_CHECK(!ec, Error, op("state_dict"), "cannot write '", path, "': ", ec.message());
+  }
   state.set("scratch_dir", scratch_dir_);
+  state.set_non_tensor("storage_id", id);
 }
 
 std::function<void()> LazyMemmapStorage::prepare_load_impl(const TensorDict& state,
@@ -408,6 +447,15 @@ std::function<void()> LazyMemmapStorage::prepare_load_impl(const TensorDict& sta
     return [] {};
   }
   const auto dir = detail::read_string(state, "scratch_dir", where);
+  // Checkpoints written before storage ids (until release 0.2) name none; they are trusted
+  // until release 0.3.
+  if (state.contains("storage_id")) {
+    const auto id = detail::read_string(state, "storage_id", where);
+    TDRL_CHECK(read_storage_id(dir) == id, ValueError, where, "the folder '", dir,
+               "' no longer holds the data of this checkpoint (its storage_id is not the "
+               "checkpoint's '",
+               id, "': the folder was written again, by this or another buffer, since)");
+  }
   TensorDict mapped;
   try {
     mapped = TensorDict::load_memmap(dir);

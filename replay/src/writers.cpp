@@ -82,6 +82,19 @@ std::function<void()> RoundRobinWriter::prepare_load_impl(const TensorDict& stat
   return [this, cursor] { cursor_ = cursor; };
 }
 
+void RoundRobinWriter::check_against(const TensorDict& state, const StoredExtent& stored) const {
+  const std::string where = op("load_state_dict");
+  const int64_t cursor = detail::read_int(state, "cursor", where);
+  const bool full = stored.rows >= stored.row_capacity;
+  const bool ok = full ? cursor < std::max<int64_t>(stored.row_capacity, 1) : cursor == stored.rows;
+  TDRL_CHECK(ok, ValueError, where, "the checkpoint's cursor ", std::to_string(cursor),
+             " does not fit its storage of ", std::to_string(stored.rows), " rows written of ",
+             std::to_string(stored.row_capacity),
+             full ? " (a full storage's cursor is a row of it)"
+                  : " (until the storage is full, the cursor is the row after the last written)",
+             "; the checkpoint's parts come from different saves or were edited");
+}
+
 // ---- TensorDictMaxValueWriter -------------------------------------------------------------------
 
 TensorDictMaxValueWriter::TensorDictMaxValueWriter(NestedKey rank_key)
@@ -156,6 +169,22 @@ void TensorDictMaxValueWriter::commit(const TensorDict& data, const Storage& sto
 void TensorDictMaxValueWriter::state_dict_impl(TensorDict& state) const {
   state.set("rank_key", rank_key_.join_parts("."));
   if (ranks_.defined()) state.set("ranks", ranks_);
+}
+
+void TensorDictMaxValueWriter::check_against(const TensorDict& state,
+                                             const StoredExtent& stored) const {
+  if (!state.contains("ranks")) return;
+  const std::string where = op("load_state_dict");
+  const auto ranks = detail::read_tensor(state, "ranks", where).to(torch::kDouble).reshape({-1});
+  const bool size_ok = ranks.numel() == stored.row_capacity;
+  const bool unwritten_ok =
+      !size_ok || stored.rows >= ranks.numel() ||
+      torch::isneginf(ranks.narrow(0, stored.rows, ranks.numel() - stored.rows)).all().item<bool>();
+  TDRL_CHECK(size_ok && unwritten_ok, ValueError, where, "the checkpoint's ranks (",
+             std::to_string(ranks.numel()), " values) do not fit its storage of ",
+             std::to_string(stored.rows), " rows written of ", std::to_string(stored.row_capacity),
+             " (one rank per row, -inf for rows never written); the checkpoint's parts come "
+             "from different saves or were edited");
 }
 
 std::function<void()> TensorDictMaxValueWriter::prepare_load_impl(const TensorDict& state) {

@@ -207,5 +207,82 @@ TEST(CheckpointTest, AKilledDumpLeavesAllOfOneDump) {
   EXPECT_GE(kills, 10);
 }
 
+// A checkpoint whose storage comes from one dump and whose `part` comes from another (as a
+// torn or edited checkpoint would): `small` holds fewer rows than `large`.
+fs::path mixed_checkpoint(const TempDir& dir, ReplayBuffer& small, ReplayBuffer& large,
+                          const std::string& part) {
+  const fs::path small_dir = dir / "small";
+  const fs::path large_dir = dir / "large";
+  small.dumps(small_dir);
+  large.dumps(large_dir);
+  fs::remove_all(small_dir / part);
+  fs::copy(large_dir / part, small_dir / part, fs::copy_options::recursive);
+  return small_dir;
+}
+
+TEST(CheckpointTest, AWriterCursorPastTheStoredRowsIsRefusedAndTheBufferKept) {
+  TempDir dir;
+  TensorDictReplayBuffer small(std::make_shared<LazyTensorStorage>(64));
+  small.extend(transitions(30));
+  TensorDictReplayBuffer large(std::make_shared<LazyTensorStorage>(64));
+  large.extend(transitions(50));
+  const auto ckpt = mixed_checkpoint(dir, small, large, "writer");
+  TensorDictReplayBuffer target(std::make_shared<LazyTensorStorage>(64));
+  target.extend(transitions(3, 40));
+  EXPECT_THAT(
+      [&] { target.loads(ckpt.string()); },
+      ThrowsMessage<ValueError>(AllOf(HasSubstr("cursor 50"), HasSubstr("30 rows written of 64"),
+                                      HasSubstr("different saves"))));
+  EXPECT_EQ(target.size(), 3);
+  EXPECT_EQ(values_of(target.extend(transitions(1, 90))), (std::vector<int64_t>{3}));
+}
+
+TEST(CheckpointTest, AnEpochOverRowsNotStoredIsRefused) {
+  TempDir dir;
+  auto make = [] {
+    return std::make_unique<ReplayBuffer>(std::make_shared<LazyTensorStorage>(64),
+                                          std::make_shared<SamplerWithoutReplacement>());
+  };
+  auto small = make();
+  small->extend(transitions(10));
+  auto large = make();
+  large->extend(transitions(50));
+  large->sample(4);  // the epoch's permutation covers 50 elements
+  const auto ckpt = mixed_checkpoint(dir, *small, *large, "sampler");
+  EXPECT_THAT([&] { make()->loads(ckpt.string()); },
+              ThrowsMessage<ValueError>(
+                  AllOf(HasSubstr("storage holds 10 elements"), HasSubstr("different saves"))));
+}
+
+TEST(CheckpointTest, PrioritiesOfRowsNeverWrittenAreRefused) {
+  TempDir dir;
+  auto small = prioritized(std::make_shared<LazyTensorStorage>(64));
+  small->extend(transitions(10));
+  auto large = prioritized(std::make_shared<LazyTensorStorage>(64));
+  large->extend(transitions(50));
+  const auto ckpt = mixed_checkpoint(dir, *small, *large, "sampler");
+  auto target = prioritized(std::make_shared<LazyTensorStorage>(64));
+  EXPECT_THAT([&] { target->loads(ckpt.string()); },
+              ThrowsMessage<ValueError>(AllOf(HasSubstr("gives element 10 a priority"),
+                                              HasSubstr("storage holds 10 elements"))));
+  EXPECT_TRUE(target->is_empty());
+}
+
+TEST(CheckpointTest, AMemmapCheckpointRefusesAFolderWrittenAgainByAnotherBuffer) {
+  TempDir dir;
+  TensorDictReplayBuffer first(std::make_shared<LazyMemmapStorage>(32, dir / "data"));
+  first.extend(transitions(10));
+  first.dumps(dir / "ckpt");
+  // Another buffer on the same folder writes it anew.
+  TensorDictReplayBuffer second(std::make_shared<LazyMemmapStorage>(32, dir / "data"));
+  second.extend(transitions(20, 100));
+  TensorDictReplayBuffer resumed(std::make_shared<LazyMemmapStorage>(32, dir / "elsewhere"));
+  EXPECT_THAT([&] { resumed.loads(dir / "ckpt"); },
+              ThrowsMessage<ValueError>(
+                  AllOf(HasSubstr(dir / "data"), HasSubstr("no longer holds the data of this "
+                                                           "checkpoint"))));
+  EXPECT_TRUE(resumed.is_empty());
+}
+
 }  // namespace
 }  // namespace tdrl::replay

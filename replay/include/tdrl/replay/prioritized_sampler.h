@@ -74,6 +74,9 @@ class PrioritizedSampler final : public Sampler {
   const SumSegmentTree& sum_tree() const { return sum_tree_; }
   const MinSegmentTree& min_tree() const { return min_tree_; }
 
+  /// Elements never stored have no priority.
+  void check_against(const TensorDict& state, const StoredExtent& stored) const override;
+
  protected:
   SampleInfo sample_impl(const Storage& storage, int64_t batch_size) override;
   void extend_impl(const torch::Tensor& index) override;

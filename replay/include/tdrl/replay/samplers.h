@@ -88,6 +88,10 @@ class Sampler {
   std::function<void()> prepare_load_state_dict(const TensorDict& state);
   /// prepare_load_state_dict(state), then the returned action.
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
+  /// Checks a checkpoint `state` (accepted by prepare_load_state_dict) against the storage
+  /// checkpoint it was saved with, `stored`; throws ValueError naming what disagrees. Default:
+  /// nothing to check.
+  virtual void check_against(const TensorDict& state, const StoredExtent& stored) const {}
 
   /// One line, e.g. `PrioritizedSampler(max_capacity=1000, alpha=0.6, beta=0.4, eps=1e-08)`.
   virtual std::string to_string() const = 0;
@@ -148,6 +152,8 @@ class SamplerWithoutReplacement final : public Sampler {
   void clear() override;
   bool ran_out() const override { return ran_out_; }
   const SamplerWithoutReplacementOptions& options() const { return options_; }
+  /// The epoch's permutation holds stored elements only.
+  void check_against(const TensorDict& state, const StoredExtent& stored) const override;
 
  protected:
   SampleInfo sample_impl(const Storage& storage, int64_t batch_size) override;

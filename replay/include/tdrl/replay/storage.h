@@ -15,6 +15,15 @@
 
 namespace tdrl::replay {
 
+/// What a storage checkpoint holds, for checking a ReplayBuffer checkpoint's other parts
+/// against it: `rows` of `row_capacity` rows written (the writer's units) and `size` elements
+/// (`rows * row_numel`, the sampler's units).
+struct StoredExtent {
+  int64_t rows = 0;
+  int64_t row_capacity = 0;
+  int64_t size = 0;
+};
+
 using tensordict::BatchSize;
 using tensordict::NestedKey;
 using tensordict::TensorDict;
@@ -117,6 +126,8 @@ class Storage {
   std::function<void()> prepare_load_state_dict(const TensorDict& state);
   /// prepare_load_state_dict(state), then the returned action.
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
+  /// The extent of a checkpoint `state` that prepare_load_state_dict accepted.
+  static StoredExtent extent_of(const TensorDict& state);
 
   /// One line: `LazyTensorStorage(max_size=1000, size=10, ndim=1, device=cpu)`.
   virtual std::string to_string() const;

@@ -55,6 +55,10 @@ class Writer {
   /// `kind`, values) and changes nothing.
   std::function<void()> prepare_load_state_dict(const TensorDict& state);
   void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
+  /// Checks a checkpoint `state` (accepted by prepare_load_state_dict) against the storage
+  /// checkpoint it was saved with, `stored`; throws ValueError naming what disagrees. Default:
+  /// nothing to check.
+  virtual void check_against(const TensorDict& state, const StoredExtent& stored) const {}
 
   virtual std::string to_string() const = 0;
 
@@ -83,6 +87,8 @@ class RoundRobinWriter final : public Writer {
   void clear() override { cursor_ = 0; }
   /// The next row to be written.
   int64_t cursor() const { return cursor_; }
+  /// The cursor is the row after the stored ones until the storage is full, then any row.
+  void check_against(const TensorDict& state, const StoredExtent& stored) const override;
 
  protected:
   WriteResult plan(const TensorDict& data, const Storage& storage) const override;
@@ -112,6 +118,8 @@ class TensorDictMaxValueWriter final : public Writer {
   /// The rank of every storage row, double `[max_rows]` (-inf for rows never written; a
   /// copy); empty before the first write.
   torch::Tensor ranks() const;
+  /// One rank per storage row; rows never written rank -inf.
+  void check_against(const TensorDict& state, const StoredExtent& stored) const override;
 
  protected:
   WriteResult plan(const TensorDict& data, const Storage& storage) const override;
