@@ -69,6 +69,17 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
                " have ", std::to_string(n),
                " entries per row; the action spec has n=", std::to_string(spec_n));
   }
+  // argmax treats NaN as the largest value: a diverged Q-network would pick its action.
+  const auto nan = torch::isnan(values);
+  if (nan.any().item<bool>()) {
+    const auto first = nan.any(-1).reshape({-1}).nonzero()[0].item<int64_t>();
+    throw ValueError("QValueModule: action values " + value_key.to_string() +
+                     " hold NaN (first in batch element " + std::to_string(first) + " of " +
+                     shape_repr(tensordict.batch_size()) +
+                     "); no action is chosen from them. The Q-network diverged or its input is "
+                     "not finite: check the observations, lower the learning rate or clip the "
+                     "gradients");
+  }
   torch::Tensor scores = values;
   if (const auto& mask_key = options_.action_mask_key()) {
     const auto mask = tensordict.get(*mask_key);

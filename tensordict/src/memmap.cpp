@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -298,12 +299,33 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
       require_own_folder(dir + "/" + std::to_string(i));
       members.push_back(load_folder(dir + "/" + std::to_string(i), mode));
     }
+    TensorDict stacked;
     try {
-      return stack(members, meta.stack_dim);
+      stacked = stack(members, meta.stack_dim);
     } catch (const Error& e) {
       throw Error("TensorDict::load_memmap: the members in '" + dir +
                   "' do not stack: " + e.what());
     }
+    TDRL_CHECK(stacked.batch_size() == meta.batch_size, Error, "TensorDict::load_memmap: '",
+               meta_path, "' declares batch_size ", shape_str(meta.batch_size),
+               " but its members stack to ", shape_str(stacked.batch_size()));
+    return stacked;
+  }
+  TDRL_CHECK(!(meta.device && meta.device->type() == c10::DeviceType::Meta), Error,
+             "TensorDict::load_memmap: '", meta_path,
+             "' names device 'meta', which holds no data; a saved folder's device is where its "
+             "data goes (cpu, cuda:N)");
+  // Every entry of meta.json is in the recorded key order: one left out would be dropped.
+  if (!meta.order.empty()) {
+    auto listed = [&](const std::string& key) {
+      return std::find(meta.order.begin(), meta.order.end(), key) != meta.order.end();
+    };
+    for (const auto& [key, leaf] : meta.leaves)
+      TDRL_CHECK(listed(key), Error, "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
+                 "' missing from its _tdrl.order; the file was edited or is damaged");
+    for (const auto& [key, nt] : meta.non_tensors)
+      TDRL_CHECK(listed(key), Error, "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
+                 "' missing from its _tdrl.order; the file was edited or is damaged");
   }
   std::vector<std::string> order = meta.order;
   if (order.empty()) {

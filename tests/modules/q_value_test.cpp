@@ -1,5 +1,6 @@
 #include <tdrl/modules/q_value.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -66,6 +67,21 @@ TEST(QValueModuleTest, MaskWithoutAllowedActionThrowsAndWritesNothing) {
   auto td = values_td();
   td.set("action_mask", torch::tensor({{true, false, true}, {false, false, false}}));
   EXPECT_THROW(qvalue(td), tensordict::ValueError);
+  EXPECT_FALSE(td.contains("action"));
+}
+
+TEST(QValueModuleTest, NanActionValuesThrowAndChooseNothing) {
+  // argmax would take the NaN for the largest value and the env would step with its action.
+  QValueModule qvalue;
+  auto td = TensorDict(
+      {{"action_value", torch::tensor({{1.0, 3.0, 2.0}, {0.5, std::nan(""), 0.0}})}}, {2});
+  try {
+    qvalue(td);
+    ADD_FAILURE() << "no error";
+  } catch (const tensordict::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'action_value' hold NaN"));
+    EXPECT_THAT(e.what(), HasSubstr("batch element 1 of [2]"));
+  }
   EXPECT_FALSE(td.contains("action"));
 }
 

@@ -112,6 +112,46 @@ TEST_F(UntrustedFolderTest, BracketsInsideStringsDoNotCountAsNesting) {
             std::string(1000, '['));
 }
 
+// ---- Metadata that contradicts itself --------------------------------------------------------
+
+class InconsistentMetaTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  const std::string prefix_ = (dir_.path() / "td").string();
+};
+
+TEST_F(InconsistentMetaTest, AnEntryLeftOutOfTheKeyOrderIsRefusedNotDropped) {
+  fs::create_directories(prefix_);
+  write_file_bytes(prefix_ + "/a.memmap", std::string(8, '\0'));
+  write_file_bytes(prefix_ + "/b.memmap", std::string(8, '\0'));
+  write_file_bytes(prefix_ + "/meta.json",
+                   R"({"batch_size": [], "device": null, "_tdrl": {"order": ["a"]},
+                       "a": {"shape": [2], "dtype": "torch.float32"},
+                       "b": {"shape": [2], "dtype": "torch.float32"}})");
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(AllOf(HasSubstr("entry 'b' missing from its _tdrl.order"),
+                                         HasSubstr(prefix_ + "/meta.json"))));
+}
+
+TEST_F(InconsistentMetaTest, ALazyStackWhoseMembersDoNotMakeItsBatchSizeIsRefused) {
+  TensorDict({{"x", torch::zeros({3})}}, {3}).save(prefix_ + "/0");
+  TensorDict({{"x", torch::ones({3})}}, {3}).save(prefix_ + "/1");
+  write_file_bytes(prefix_ + "/meta.json",
+                   R"({"_type": "<class 'tensordict._lazy.LazyStackedTensorDict'>",
+                       "batch_size": [5, 3], "device": null,
+                       "_tdrl": {"stack_dim": 0, "num_members": 2}})");
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(
+                  AllOf(HasSubstr("declares batch_size [5, 3]"), HasSubstr("stack to [2, 3]"))));
+}
+
+TEST_F(InconsistentMetaTest, TheMetaDeviceIsRefusedRatherThanLosingTheData) {
+  fs::create_directories(prefix_);
+  write_file_bytes(prefix_ + "/meta.json", R"({"batch_size": [], "device": "meta"})");
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(HasSubstr("names device 'meta', which holds no data")));
+}
+
 // ---- Saving -------------------------------------------------------------------------------
 
 class SaveTargetTest : public ::testing::Test {
