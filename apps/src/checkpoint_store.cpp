@@ -11,9 +11,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -75,6 +77,58 @@ void sync_tree(const fs::path& root) {
   fsync_path(root, true, op);
 }
 
+constexpr const char* kManifestFile = "MANIFEST";
+
+/// A 64-bit checksum of `path`'s bytes (8 bytes at a time, mixed by multiplication): fast
+/// enough to run over a replay buffer's files at every checkpoint, and sensitive to any change.
+std::optional<uint64_t> file_checksum(const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::vector<unsigned char> buffer(1 << 20);
+  uint64_t h = 0x243F6A8885A308D3ull;
+  uint64_t length = 0;
+  for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0;) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, buffer.data() + i, 8);
+      h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 31;
+    }
+    for (; i < n; ++i) h = (h ^ buffer[i]) * 0x100000001B3ull;
+    length += n;
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return std::nullopt;
+  h ^= length;
+  h *= 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 33);
+}
+
+/// The manifest of the folder `root`: its regular files (sorted), each with checksum and size.
+std::string manifest_of(const fs::path& root) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    std::error_code ec;
+    if (entry.is_regular_file(ec) && !entry.is_symlink(ec))
+      files.push_back(fs::relative(entry.path(), root).string());
+  }
+  std::sort(files.begin(), files.end());
+  std::ostringstream out;
+  for (const auto& file : files) {
+    const auto sum = file_checksum(root / file);
+    if (!sum) {
+      throw std::runtime_error("CheckpointStore::write: cannot read " +
+                               in_quotes((root / file).string()) + ": " + errno_text(errno));
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(*sum));
+    out << hex << " " << fs::file_size(root / file) << " " << file << "\n";
+  }
+  return out.str();
+}
+
 /// Removes the leftovers of an interrupted write: `tmp-*` and `old-*` folders, temporary
 /// `latest` files.
 void remove_stale(const fs::path& dir) {
@@ -124,6 +178,14 @@ std::string CheckpointStore::write(int64_t frames,
   }
   try {
     fill(tmp.string());
+    const std::string manifest = manifest_of(tmp);
+    std::ofstream out(tmp / kManifestFile, std::ios::binary | std::ios::trunc);
+    out << manifest;
+    out.close();
+    if (!out) {
+      throw std::runtime_error("CheckpointStore::write: cannot write " +
+                               in_quotes((tmp / kManifestFile).string()));
+    }
     sync_tree(tmp);
   } catch (...) {
     fs::remove_all(tmp, ec);
@@ -181,6 +243,69 @@ std::string CheckpointStore::write(int64_t frames,
     fs::remove_all(others[i].second, ec);
   }
   return final_path.string();
+}
+
+std::optional<std::string> CheckpointStore::damage(const std::string& folder) {
+  std::ifstream in(fs::path(folder) / kManifestFile);
+  if (!in) return std::nullopt;  // written before manifests (release 0.2): trusted until 0.3
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string hex, file;
+    uintmax_t size = 0;
+    if (!(fields >> hex >> size) || !std::getline(fields >> std::ws, file) || file.empty())
+      return "its MANIFEST has a malformed line " + in_quotes(line);
+    const fs::path path = fs::path(folder) / file;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(path, ec)))
+      return in_quotes(path.string()) + " is missing";
+    const auto actual = fs::file_size(path, ec);
+    if (actual != size) {
+      return in_quotes(path.string()) + " holds " + std::to_string(actual) + " bytes, " +
+             std::to_string(size) + " when written (truncated or changed)";
+    }
+    const auto sum = file_checksum(path);
+    char written[17];
+    std::snprintf(written, sizeof(written), "%016llx",
+                  static_cast<unsigned long long>(sum.value_or(0)));
+    if (!sum || hex != written)
+      return in_quotes(path.string()) + " does not hold what was written (checksum mismatch)";
+  }
+  return std::nullopt;
+}
+
+std::optional<CheckpointStore::Intact> CheckpointStore::latest_intact(
+    std::vector<std::string>* why) const {
+  // Candidates: what `latest` names, then every checkpoint folder, newest first.
+  std::vector<std::string> candidates;
+  std::vector<std::string> passed_over;
+  if (const auto named = latest()) {
+    candidates.push_back(*named);
+  } else {
+    std::ifstream in(fs::path(dir_) / kLatestFile);
+    std::string name;
+    if (in && std::getline(in, name) && !name.empty())
+      passed_over.push_back(in_quotes((fs::path(dir_) / kLatestFile).string()) + " names " +
+                            in_quotes(name) + ", which is not a checkpoint folder here");
+  }
+  std::vector<std::pair<int64_t, std::string>> folders;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto f = parse_ckpt_name(it->path().filename().string()))
+      folders.emplace_back(*f, it->path().string());
+  }
+  std::sort(folders.begin(), folders.end(), std::greater<>());
+  for (const auto& [frames, folder] : folders)
+    if (candidates.empty() || folder != candidates.front()) candidates.push_back(folder);
+  for (const auto& folder : candidates) {
+    if (const auto damaged = damage(folder)) {
+      passed_over.push_back(folder + ": " + *damaged);
+      continue;
+    }
+    return Intact{folder, passed_over};
+  }
+  if (why) *why = passed_over;
+  return std::nullopt;
 }
 
 std::optional<std::string> CheckpointStore::latest() const {

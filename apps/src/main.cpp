@@ -207,11 +207,17 @@ int eval_main(int argc, char** argv) {
     const RunConfig config = load_config(run.file("config.yaml"));
     torch::set_num_threads(1);
     const CheckpointStore store(run.file("checkpoints"));
-    const auto latest = store.latest();
-    if (!latest) {
-      std::cerr << "tdrl-eval: " << run.path() << " has no checkpoint yet\n";
+    std::vector<std::string> why;
+    const auto intact = store.latest_intact(&why);
+    if (!intact) {
+      std::cerr << "tdrl-eval: " << run.path() << " has no "
+                << (why.empty() ? "checkpoint yet" : "intact checkpoint") << "\n";
+      for (const auto& w : why) std::cerr << "tdrl-eval: passed over " << w << "\n";
       return 1;
     }
+    for (const auto& w : intact->passed_over)
+      std::cerr << "tdrl-eval: passed over a damaged checkpoint: " << w << "\n";
+    const std::optional<std::string> latest = intact->folder;
     EnvParts env = build_env_parts(config.env);
     auto recipe = make_acting_recipe(config, env.info);
     const auto state = load_checkpoint_state(*latest);

@@ -198,15 +198,23 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   }
   checkpoints_ = std::make_unique<CheckpointStore>(run_.file("checkpoints"));
   if (resume) {
-    auto latest = checkpoints_->latest();
-    if (!latest) {
-      throw std::runtime_error("--resume " + run_.path() +
-                               ": the run has no checkpoint to resume from (checkpoints/latest "
-                               "is missing); start a new run instead");
+    // The newest checkpoint whose files are as written; damaged ones are named and skipped.
+    std::vector<std::string> why;
+    const auto intact = checkpoints_->latest_intact(&why);
+    if (!intact) {
+      std::string reasons;
+      for (const auto& w : why) reasons += "; " + w;
+      throw std::runtime_error(
+          "--resume " + run_.path() + ": the run has no " +
+          (why.empty() ? std::string("checkpoint to resume from (checkpoints/latest is missing); "
+                                     "start a new run instead")
+                       : "intact checkpoint to resume from" + reasons));
     }
-    load_checkpoint_files(*latest);
+    for (const auto& passed : intact->passed_over)
+      logger_->warn("passed over a damaged checkpoint: {}", passed);
+    load_checkpoint_files(intact->folder);
     truncate_metrics();
-    logger_->info("resumed from {} at {} frames", *latest, frames_);
+    logger_->info("resumed from {} at {} frames", intact->folder, frames_);
   } else {
     logger_->info("run {} ({} on {}), config:\n{}", run_.path(), config_.algo.name,
                   config_.env.name, to_yaml(config_));
@@ -435,7 +443,12 @@ void Trainer::load_checkpoint_files(const std::string& dir) {
     load_optimizer_state(*g.optimizer, state.get_tensordict({"optim", g.name}), g.name);
   for (auto& [name, module] : recipe.exploration_modules)
     load_module_state(*module, state.get_tensordict({"exploration", name}), name);
-  if (recipe.replay && fs::exists(dir + "/replay")) recipe.replay->loads(dir + "/replay");
+  if (recipe.replay && config_.checkpoint.save_replay) {
+    // A run that saves its buffer resumes with it, never silently with an empty one.
+    TDRL_CHECK(fs::exists(dir + "/replay"), tensordict::Error, "--resume: the checkpoint ", dir,
+               " has no replay/ folder although checkpoint.save_replay is on; it is incomplete");
+    recipe.replay->loads(dir + "/replay");
+  }
   collector_->load_state_dict(state.get_tensordict("collector"));
   load_env_state(*env_.env_state, state);
   const TensorDict trainer = state.get_tensordict("trainer");

@@ -463,6 +463,82 @@ TEST(CheckpointStoreTest, WriteCommitsFolderAndLatestNamesIt) {
             (std::vector<std::string>{"ckpt-000000042000", "latest"}));
 }
 
+// Two checkpoints, 1000 ("a") and 2000 ("bb" and a replay file); returns the store.
+CheckpointStore two_checkpoints(const TempDir& tmp) {
+  CheckpointStore store(tmp / "checkpoints");
+  store.write(1000, [](const std::string& f) { write_text(f, "a"); });
+  store.write(2000, [](const std::string& f) {
+    write_text(f, "bb");
+    fs::create_directories(fs::path(f) / "replay");
+    write_file_bytes((fs::path(f) / "replay/rows.memmap").string(), std::string(4096, 'r'));
+  });
+  return store;
+}
+
+TEST(CheckpointStoreTest, AnIntactCheckpointHasAManifestAndIsTheLatestIntact) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  const auto newest = tmp / "checkpoints/ckpt-000000002000";
+  EXPECT_THAT(read_file_bytes(newest + "/MANIFEST"), HasSubstr(" 4096 replay/rows.memmap\n"));
+  EXPECT_EQ(CheckpointStore::damage(newest), std::nullopt);
+  const auto intact = store.latest_intact();
+  ASSERT_TRUE(intact.has_value());
+  EXPECT_EQ(intact->folder, newest);
+  EXPECT_TRUE(intact->passed_over.empty());
+}
+
+TEST(CheckpointStoreTest, ATruncatedFileIsNamedAndTheCheckpointBeforeIsTaken) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  const auto newest = tmp / "checkpoints/ckpt-000000002000";
+  fs::resize_file(newest + "/replay/rows.memmap", 100);
+  const auto damaged = CheckpointStore::damage(newest);
+  ASSERT_TRUE(damaged.has_value());
+  EXPECT_THAT(*damaged, HasSubstr("replay/rows.memmap' holds 100 bytes, 4096 when written"));
+  const auto intact = store.latest_intact();
+  ASSERT_TRUE(intact.has_value());
+  EXPECT_EQ(intact->folder, tmp / "checkpoints/ckpt-000000001000");
+  ASSERT_EQ(intact->passed_over.size(), 1u);
+  EXPECT_THAT(intact->passed_over[0], HasSubstr("ckpt-000000002000: "));
+}
+
+TEST(CheckpointStoreTest, FlippedBytesAndADeletedFolderAreFound) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  const auto newest = tmp / "checkpoints/ckpt-000000002000";
+  std::string bytes = read_file_bytes(newest + "/replay/rows.memmap");
+  bytes[2000] = 'x';
+  write_file_bytes(newest + "/replay/rows.memmap", bytes);
+  EXPECT_THAT(CheckpointStore::damage(newest).value_or(""),
+              HasSubstr("rows.memmap' does not hold what was written (checksum mismatch)"));
+  fs::remove_all(newest + "/replay");
+  EXPECT_THAT(CheckpointStore::damage(newest).value_or(""),
+              HasSubstr("replay/rows.memmap' is missing"));
+}
+
+TEST(CheckpointStoreTest, LatestNamingAMissingFolderFallsBackSayingSo) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  fs::remove_all(tmp / "checkpoints/ckpt-000000002000");
+  const auto intact = store.latest_intact();
+  ASSERT_TRUE(intact.has_value());
+  EXPECT_EQ(intact->folder, tmp / "checkpoints/ckpt-000000001000");
+  ASSERT_EQ(intact->passed_over.size(), 1u);
+  EXPECT_THAT(intact->passed_over[0], HasSubstr("names 'ckpt-000000002000', which is not"));
+}
+
+TEST(CheckpointStoreTest, NoIntactCheckpointGivesEveryReason) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  fs::remove(tmp / "checkpoints/ckpt-000000001000/state.txt");
+  fs::remove(tmp / "checkpoints/ckpt-000000002000/state.txt");
+  std::vector<std::string> why;
+  EXPECT_EQ(store.latest_intact(&why), std::nullopt);
+  ASSERT_EQ(why.size(), 2u);
+  EXPECT_THAT(why[0], HasSubstr("ckpt-000000002000: "));
+  EXPECT_THAT(why[1], HasSubstr("ckpt-000000001000: "));
+}
+
 TEST(CheckpointStoreTest, ThrowingFillLeavesLatestUnchangedAndRemovesTemporaryFolder) {
   TempDir tmp;
   CheckpointStore store(tmp / "checkpoints");

@@ -215,7 +215,9 @@ void expect_runs_end_to_end(const std::string& algo, const std::vector<std::stri
   const auto latest = latest_checkpoint(run.path());
   EXPECT_EQ(fs::path(latest).filename(), ckpt_name(kTotalFrames));
   EXPECT_EQ(checkpoint_frames(latest), kTotalFrames);
-  EXPECT_EQ(entries_of(latest), checkpoint_files);
+  auto files = checkpoint_files;
+  files.insert("MANIFEST");  // each file's checksum and size (CheckpointStore)
+  EXPECT_EQ(entries_of(latest), files);
   const auto state = load_checkpoint_state(latest);
   std::set<std::string> groups;
   for (const auto& key : state.get_tensordict("optim").keys()) groups.insert(key.front());
@@ -604,6 +606,28 @@ TEST(ResumeTest, ResumedDqnAnnealsEpsilonAsAnUninterruptedRun) {
   Trainer uninterrupted(tiny_config("dqn", schedule), RunDir::create(tmp.path().string(), "u"));
   ASSERT_TRUE(uninterrupted.train());
   EXPECT_NEAR(eps_of(uninterrupted), 1.0 - 256.0 / 1000.0, 1e-6);
+}
+
+TEST(ResumeTest, ADamagedCheckpointIsPassedOverAndTheOneBeforeResumed) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"checkpoint.interval_frames=64"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  const auto run = trainer.run_dir().path();
+  const auto newest = latest_checkpoint(run);
+  EXPECT_EQ(checkpoint_frames(newest), kTotalFrames);
+  // Damage one of its files, as a full disk or a bad copy would.
+  std::string damaged;
+  for (const auto& entry : fs::recursive_directory_iterator(newest + "/state"))
+    if (entry.path().extension() == ".memmap" && fs::file_size(entry.path()) > 0)
+      damaged = entry.path().string();
+  ASSERT_FALSE(damaged.empty());
+  fs::resize_file(damaged, fs::file_size(damaged) - 1);
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  EXPECT_EQ(resumed.frames(), kTotalFrames - 64);
+  const auto log = read_file_bytes(run + "/train.log");
+  EXPECT_THAT(log, HasSubstr("passed over a damaged checkpoint: " + newest + ": "));
+  EXPECT_THAT(log, HasSubstr(damaged));
 }
 
 TEST(ResumeTest, ResumeWithoutACheckpointThrows) {

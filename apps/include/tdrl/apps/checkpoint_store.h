@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tdrl::apps {
 
@@ -17,6 +18,11 @@ namespace tdrl::apps {
 /// renamed, then recorded in the file `latest` (written atomically, holding the folder name
 /// relative to dir()); older checkpoints beyond `keep` are removed after that. A crash at any
 /// point leaves `latest` naming a complete checkpoint (or none).
+///
+/// Each checkpoint carries a manifest (`MANIFEST`: one line per file, its 64-bit checksum, size
+/// and path) written after `fill`, so that a damaged file (truncated, flipped bytes, deleted)
+/// is found before it is loaded: latest_intact() skips such a checkpoint, naming the file, and
+/// takes the newest intact one.
 ///
 /// Files written by `fill` and the folders are fsynced before the rename. Writing the frames
 /// of an existing checkpoint replaces it (on Linux by an atomic exchange of the folders).
@@ -37,6 +43,20 @@ class CheckpointStore {
   /// The folder `latest` names (`dir()/<name>`), or nullopt when there is none (no `latest`
   /// file, an empty one, a name that is not a plain folder name, or a missing folder).
   std::optional<std::string> latest() const;
+
+  /// What latest_intact() found: the folder to load, and why newer ones were passed over.
+  struct Intact {
+    std::string folder;
+    std::vector<std::string> passed_over;  // "<folder>: <what is damaged>", newest first
+  };
+  /// The newest checkpoint whose files match its manifest: latest() first, then the other
+  /// `ckpt-*` folders, newest first. A checkpoint without a manifest (written before release
+  /// 0.2) is taken as intact until release 0.3. Returns nullopt when there is none; `why`
+  /// (when given) then receives the reasons every candidate was passed over.
+  std::optional<Intact> latest_intact(std::vector<std::string>* why = nullptr) const;
+  /// Why `folder` does not match its manifest (naming the file: missing, of another size, or
+  /// with other contents), or nullopt when it does (or has no manifest).
+  static std::optional<std::string> damage(const std::string& folder);
   const std::string& dir() const { return dir_; }
   int keep() const { return keep_; }
 
