@@ -188,6 +188,17 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
   }
   im.port = static_cast<int>(im.store->getPort());
   if (!d.launch_command().empty()) im.launcher.launch(d, im.port, W + 1);
+  // Every worker checks in before joining the group; meanwhile a launched worker that ends
+  // (a bad config, a missing plugin) is reported at once, not after the whole timeout.
+  std::vector<std::string> check_ins;
+  for (int64_t r = 1; r <= W; ++r) check_ins.push_back(check_in_key(r));
+  for (const auto deadline = std::chrono::steady_clock::now() + d.timeout();
+       !im.store->check(check_ins) && std::chrono::steady_clock::now() < deadline;) {
+    const std::string ended = im.launcher.reap_ended(Milliseconds(0));
+    TDRL_CHECK(ended.empty(), Error, kOp, ": a worker ended before joining: ", ended,
+               "; its own output (on this terminal, or the run's train.log) says why");
+    std::this_thread::sleep_for(Milliseconds(20));
+  }
   try {
     im.group = make_group(im.store, 0, W + 1, d);
   } catch (const std::exception& e) {

@@ -99,6 +99,13 @@ bool operator==(const Status& a, const Status& b);
 
 // What an exception says, without a c10::Error's backtrace.
 std::string message_of(const std::exception& e);
+
+/// The TCPStore key a worker of `rank` sets as soon as it reaches the store, before it joins
+/// the group: the learner waits for every key, watching the processes it launched, so that a
+/// worker that dies at start-up is reported when it exits rather than after the timeout.
+inline std::string check_in_key(int64_t rank) {
+  return "tdrl_worker_checked_in_" + std::to_string(rank);
+}
 // A peer that went away must make a send fail, not kill this process.
 void ignore_sigpipe();
 // This process's Gloo group of `world` ranks over `store`, bound as `options` says.
