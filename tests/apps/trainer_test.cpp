@@ -869,6 +869,153 @@ TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
   EXPECT_THAT(read_file_bytes(log), Not(HasSubstr("lost worker")));
 }
 
+// Network namespaces for a distributed run across "hosts": the learner in one, each worker in
+// its own, joined to the learner's by a veth pair (the learner forwards between the workers'
+// links, which Gloo's worker-to-worker connections need). Removed, with their links, on
+// destruction. `ok()` is false where they cannot be made (not root, no iproute2).
+class NetnsHosts {
+ public:
+  explicit NetnsHosts(int workers) : suffix_(std::to_string(getpid() % 100000)) {
+    if (geteuid() != 0 || !run("ip netns add " + learner())) {
+      why_ = "cannot create network namespaces here (needs root and iproute2)";
+      return;
+    }
+    made_.push_back(learner());
+    bool ok = run(in(learner(), "ip link set lo up")) &&
+              run(in(learner(), "sysctl -q -w net.ipv4.ip_forward=1"));
+    for (int w = 1; ok && w <= workers; ++w) {
+      const std::string ns = worker(w), a = "tl" + std::to_string(w) + "_" + suffix_,
+                        b = "tw" + std::to_string(w) + "_" + suffix_;
+      ok = run("ip netns add " + ns);
+      if (ok) made_.push_back(ns);
+      ok = ok &&
+           run("ip link add " + a + " netns " + learner() + " type veth peer name " + b +
+               " netns " + ns) &&
+           run(in(learner(), "ip addr add " + learner_address(w) + "/24 dev " + a)) &&
+           run(in(learner(), "ip link set " + a + " up")) &&
+           run(in(ns, "ip addr add " + worker_address(w) + "/24 dev " + b)) &&
+           run(in(ns, "ip link set " + b + " up")) && run(in(ns, "ip link set lo up")) &&
+           run(in(ns, "ip route add default via " + learner_address(w)));
+      links_.push_back(a);
+    }
+    if (!ok) why_ = "could not set up the namespaces' links";
+  }
+  ~NetnsHosts() {
+    for (const auto& ns : made_) run("ip netns del " + ns);
+  }
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+  std::string learner() const { return "tdrl_l" + suffix_; }
+  std::string worker(int w) const { return "tdrl_w" + std::to_string(w) + "_" + suffix_; }
+  static std::string learner_address(int w) { return "10.231." + std::to_string(w) + ".1"; }
+  static std::string worker_address(int w) { return "10.231." + std::to_string(w) + ".2"; }
+  /// Takes worker w's link down (a cut cable), or up again.
+  bool set_link(int w, bool up) {
+    return run(in(learner(), "ip link set " + links_[w - 1] + (up ? " up" : " down")));
+  }
+
+ private:
+  static std::string in(const std::string& ns, const std::string& command) {
+    return "ip netns exec " + ns + " " + command;
+  }
+  static bool run(const std::string& command) {
+    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+  }
+
+  std::string suffix_;
+  std::string why_;
+  std::vector<std::string> made_;
+  std::vector<std::string> links_;
+};
+
+// A learner and two workers on three network "hosts". Cutting a worker's link mid-run: the
+// learner reports the lost worker within the configured timeout, keeps the state it reached in
+// a checkpoint, exits 1; with the link back, the run resumes from that checkpoint.
+TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResumes) {
+  NetnsHosts hosts(2);
+  if (!hosts.ok()) GTEST_SKIP() << hosts.why();
+  TempDir tmp;
+  const auto config = tmp / "ppo_hosts.yaml";
+  {
+    std::ofstream out(config);
+    out << "seed: 0\n"
+        << "env:\n  name: CartPole-v1\n  num_envs: 4\n"
+        << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
+        << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
+        << "collector:\n  mode: distributed\n  num_workers: 2\n  launch_workers: false\n"
+        << "  address: " << NetnsHosts::learner_address(1) << "\n"
+        << "  port: " << 29600 + getpid() % 300 << "\n  timeout_s: 5\n"
+        << "  frames_per_batch: 256\n  total_frames: 4000000\n"
+        << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
+        << "eval:\n  episodes: 1\n  max_steps: 50\n"
+        << "checkpoint:\n  interval_frames: 1024\n";
+  }
+  // The learner on its host; the workers, started on the run's config once it exists.
+  auto start_workers = [&](const std::string& run_config, const std::string& tag) {
+    std::vector<std::unique_ptr<ChildProcess>> workers;
+    for (int w = 1; w <= 2; ++w) {
+      workers.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", hosts.worker(w), "/usr/bin/env",
+                                   "TDRL_COLLECTOR_RANK=" + std::to_string(w),
+                                   "TDRL_COLLECTOR_WORLD_SIZE=3",
+                                   "TDRL_COLLECTOR_ADDR=" + NetnsHosts::learner_address(1),
+                                   "TDRL_COLLECTOR_PORT=" + std::to_string(29600 + getpid() % 300),
+                                   "TDRL_COLLECTOR_TIMEOUT_MS=5000",
+                                   "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w),
+                                   TDRL_TRAIN_EXE, "--config", run_config},
+          tmp / (tag + "_worker" + std::to_string(w) + ".log")));
+    }
+    return workers;
+  };
+  const auto learner_log = tmp / "learner.log";
+  std::string run;
+  {
+    ChildProcess learner(
+        {"/usr/sbin/ip", "netns", "exec", hosts.learner(), TDRL_TRAIN_EXE, "--config", config},
+        learner_log);
+    // The run folder (and its config.yaml) appears before the rendezvous.
+    for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
+         run.empty() && std::chrono::steady_clock::now() < deadline && learner.running();) {
+      std::error_code ec;
+      if (fs::is_directory(tmp / "runs", ec))
+        for (const auto& e : fs::directory_iterator(tmp / "runs", ec)) run = e.path().string();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_FALSE(run.empty()) << read_file_bytes(learner_log);
+    auto workers = start_workers(run + "/config.yaml", "first");
+    ASSERT_FALSE(wait_for_first_checkpoint(learner, tmp / "runs").empty())
+        << read_file_bytes(learner_log);
+    ASSERT_TRUE(hosts.set_link(1, false));
+    const auto status = learner.wait(std::chrono::seconds(60));
+    ASSERT_TRUE(status.has_value()) << "the learner did not notice the cut link";
+    ASSERT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), 1) << read_file_bytes(learner_log);
+    const auto log = read_file_bytes(run + "/train.log");
+    EXPECT_THAT(log, HasSubstr("training stopped by an error"));
+    EXPECT_THAT(log, HasSubstr("worker rank 1"));
+    EXPECT_THAT(log, HasSubstr("kept the state at the error"));
+  }
+  const int64_t kept = checkpoint_frames(latest_checkpoint(run));
+  // Link back: the run resumes from the kept checkpoint and goes on.
+  ASSERT_TRUE(hosts.set_link(1, true));
+  ChildProcess resumed(
+      {"/usr/sbin/ip", "netns", "exec", hosts.learner(), TDRL_TRAIN_EXE, "--resume", run},
+      tmp / "resumed.log");
+  auto workers = start_workers(run + "/config.yaml", "resumed");
+  for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
+       checkpoint_frames(latest_checkpoint(run)) <= kept &&
+       std::chrono::steady_clock::now() < deadline && resumed.running();)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_GT(checkpoint_frames(latest_checkpoint(run)), kept)
+      << read_file_bytes(tmp / "resumed.log");
+  resumed.signal(SIGTERM);
+  const auto status = resumed.wait(kProcessTimeout);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 130)
+      << read_file_bytes(tmp / "resumed.log");
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("resumed from"));
+}
+
 // ---------------------------------------------------------------- Seeds and early refusal
 
 // The columns that measure time differ between two runs; every other cell must not.
