@@ -8,7 +8,7 @@
 //   ninja -C build-fuzz meta_fuzz
 //   mkdir -p /tmp/meta_corpus
 //   build-fuzz/tests/meta_fuzz /tmp/meta_corpus tests/fuzz/corpus -dict=tests/fuzz/meta.dict
-//       -max_len=4096 -max_total_time=300   (one command)
+//       -max_len=1048576 -max_total_time=300   (one command)
 
 #include <cstddef>
 #include <cstdint>

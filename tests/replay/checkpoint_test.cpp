@@ -1,19 +1,14 @@
 // ReplayBuffer::dumps / loads: storage contents, sampler state and writer cursor come back, so
 // a resumed buffer samples from the same distribution (the same samples, for the same seed).
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
-#include <random>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
+#include "support/kill_loop.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::replay {
@@ -174,36 +169,22 @@ TEST(CheckpointTest, AKilledDumpLeavesAllOfOneDump) {
   TensorDictReplayBuffer b(std::make_shared<LazyTensorStorage>(64));
   b.extend(transitions(50, 100));
   a.dumps(path);
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> delay_us(0, 30000);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  int kills = 0;
-  for (; kills < 30 && std::chrono::steady_clock::now() < deadline; ++kills) {
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      try {
-        for (int i = 0;; ++i) (i % 2 ? a : b).dumps(path);
-      } catch (...) {
-        _exit(1);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-    kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
-    TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(64));
-    resumed.loads(path);
-    const int64_t n = resumed.size();
-    ASSERT_TRUE(n == 30 || n == 50) << "kill " << kills << ": size " << n;
-    const double first = n == 30 ? 0 : 100;
-    EXPECT_EQ(sorted_values(row_values(resumed.storage()->get(torch::arange(n)))),
-              values_of(torch::arange(n) + static_cast<int64_t>(first)))
-        << "kill " << kills;
-    // The writer's cursor belongs to the same dump: the next row lands right after the rows.
-    EXPECT_EQ(values_of(resumed.extend(transitions(1, 500))), (std::vector<int64_t>{n}))
-        << "kill " << kills;
-  }
+  const int kills = tensordict::testing::kill_loop(
+      30, std::chrono::seconds(30), std::chrono::microseconds(30000), 11,
+      [&](int i) { (i % 2 ? a : b).dumps(path); },
+      [&](int kill) {
+        TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(64));
+        resumed.loads(path);
+        const int64_t n = resumed.size();
+        ASSERT_TRUE(n == 30 || n == 50) << "kill " << kill << ": size " << n;
+        const double first = n == 30 ? 0 : 100;
+        EXPECT_EQ(sorted_values(row_values(resumed.storage()->get(torch::arange(n)))),
+                  values_of(torch::arange(n) + static_cast<int64_t>(first)))
+            << "kill " << kill;
+        // The writer's cursor belongs to the same dump: the next row lands right after the rows.
+        EXPECT_EQ(values_of(resumed.extend(transitions(1, 500))), (std::vector<int64_t>{n}))
+            << "kill " << kill;
+      });
   EXPECT_GE(kills, 10);
 }
 

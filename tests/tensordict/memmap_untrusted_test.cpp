@@ -3,16 +3,12 @@
 // overflows its stack on a crafted meta.json; a save never empties a folder it did not write,
 // and a save killed at any moment leaves exactly one complete save at its prefix.
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <random>
 #include <string>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,6 +16,7 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/kill_loop.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -199,31 +196,17 @@ TEST_F(SaveTargetTest, AKilledSaveLeavesExactlyOneCompleteSave) {
   const auto a = TensorDict({{"v", torch::full({64}, 1.0f)}, {"w", torch::full({8}, 1L)}}, {});
   const auto b = TensorDict({{"v", torch::full({64}, 2.0f)}, {"w", torch::full({8}, 2L)}}, {});
   a.save(prefix_);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> delay_us(0, 20000);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  int kills = 0;
-  for (; kills < 40 && std::chrono::steady_clock::now() < deadline; ++kills) {
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      try {
-        for (int i = 0;; ++i) (i % 2 ? a : b).save(prefix_);
-      } catch (...) {
-        _exit(1);
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-    kill(child, SIGKILL);
-    int status = 0;
-    waitpid(child, &status, 0);
-    const auto loaded = TensorDict::load_memmap(prefix_);
-    const float v = loaded.get("v")[0].item<float>();
-    ASSERT_TRUE(v == 1.0f || v == 2.0f) << "kill " << kills;
-    const auto& expected = v == 1.0f ? a : b;
-    ASSERT_TRUE(torch::equal(loaded.get("v"), expected.get("v"))) << "kill " << kills;
-    ASSERT_TRUE(torch::equal(loaded.get("w"), expected.get("w"))) << "kill " << kills;
-  }
+  const int kills = tensordict::testing::kill_loop(
+      40, std::chrono::seconds(20), std::chrono::microseconds(20000), 7,
+      [&](int i) { (i % 2 ? a : b).save(prefix_); },
+      [&](int kill) {
+        const auto loaded = TensorDict::load_memmap(prefix_);
+        const float v = loaded.get("v")[0].item<float>();
+        ASSERT_TRUE(v == 1.0f || v == 2.0f) << "kill " << kill;
+        const auto& expected = v == 1.0f ? a : b;
+        ASSERT_TRUE(torch::equal(loaded.get("v"), expected.get("v"))) << "kill " << kill;
+        ASSERT_TRUE(torch::equal(loaded.get("w"), expected.get("w"))) << "kill " << kill;
+      });
   EXPECT_GE(kills, 10);
   // The next save clears what the killed savers left behind.
   a.save(prefix_);
