@@ -192,23 +192,28 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
   // (a bad config, a missing plugin) is reported at once, not after the whole timeout.
   std::vector<std::string> check_ins;
   for (int64_t r = 1; r <= W; ++r) check_ins.push_back(check_in_key(r));
+  const auto did_not_join = [&](const std::string& why) {
+    const std::string ended = im.launcher.reap_ended(Milliseconds(0));
+    return Error(std::string(kOp) + ": the workers did not join within " +
+                 std::to_string(d.timeout().count()) + " ms (world size " + std::to_string(W + 1) +
+                 ", TCPStore " + d.address() + ":" + std::to_string(im.port) + "): " + why +
+                 (ended.empty() ? "" : "; " + ended) + "; start every rank 1.." +
+                 std::to_string(W) +
+                 " with the TDRL_COLLECTOR_* variables (see worker_identity_from_env)");
+  };
+  bool checked_in = false;
   for (const auto deadline = std::chrono::steady_clock::now() + d.timeout();
-       !im.store->check(check_ins) && std::chrono::steady_clock::now() < deadline;) {
+       !(checked_in = im.store->check(check_ins)) && std::chrono::steady_clock::now() < deadline;) {
     const std::string ended = im.launcher.reap_ended(Milliseconds(0));
     TDRL_CHECK(ended.empty(), Error, kOp, ": a worker ended before joining: ", ended,
                "; its own output (on this terminal, or the run's train.log) says why");
     std::this_thread::sleep_for(Milliseconds(20));
   }
+  if (!checked_in) throw did_not_join("not every worker reached the TCPStore");
   try {
     im.group = make_group(im.store, 0, W + 1, d);
   } catch (const std::exception& e) {
-    const std::string ended = im.launcher.reap_ended(Milliseconds(0));
-    throw Error(std::string(kOp) + ": the workers did not join within " +
-                std::to_string(d.timeout().count()) + " ms (world size " + std::to_string(W + 1) +
-                ", TCPStore " + d.address() + ":" + std::to_string(im.port) +
-                "): " + message_of(e) + (ended.empty() ? "" : "; " + ended) +
-                "; start every rank 1.." + std::to_string(W) +
-                " with the TDRL_COLLECTOR_* variables (see worker_identity_from_env)");
+    throw did_not_join(message_of(e));
   }
 
   // Every worker builds its Collector; all answers are taken before any error is thrown, so

@@ -152,7 +152,7 @@ void run_distributed_worker(const WorkerIdentity& identity, const EnvFactory& fa
   Group group;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(o.address(), store_options);
-    store->set(check_in_key(identity.rank), std::vector<uint8_t>{1});
+    store->add(check_in_key(identity.rank), 1);
     group = make_group(store, identity.rank, o.num_workers() + 1, o);
   } catch (const std::exception& e) {
     throw Error(me + ": cannot join the trainer at " + o.address() + ":" +

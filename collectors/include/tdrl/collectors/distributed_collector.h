@@ -40,7 +40,9 @@ struct DistributedOptions {
   /// (argv; argv[0] a path, not searched in PATH), with this process's environment plus the
   /// worker variables (see worker_identity_from_env); typically the trainer's own executable
   /// and arguments. When empty, workers are started by hand (on any host) with those
-  /// variables.
+  /// variables. Launched workers run in process groups of their own (a terminal's Ctrl-C
+  /// reaches the trainer only) and are killed when the thread that built the collector ends
+  /// (PR_SET_PDEATHSIG): build it on a thread that outlives it, e.g. the main thread.
   TORCH_ARG(std::vector<std::string>, launch_command);
   /// The host name or address of the network interface Gloo binds to on this process (the
   /// peers connect to it). Default: on the trainer, address(); on a worker, address() when it
