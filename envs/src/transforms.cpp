@@ -336,7 +336,10 @@ TensorDict KeyedTransform::call(TensorDict td) {
 }
 
 TensorDict KeyedTransform::reset(const TensorDict& input, TensorDict output) {
-  output = call(std::move(output));
+  return write_reward_copies(input, call(std::move(output)));
+}
+
+TensorDict KeyedTransform::write_reward_copies(const TensorDict& input, TensorDict output) const {
   const auto mask = input.get_or(specs::kReset, torch::Tensor());
   for (size_t i = 0; i < reward_copies_.size(); ++i) {
     if (!reward_copies_[i] || output.contains(out_keys_[i])) continue;

@@ -155,6 +155,19 @@ TEST(TransformKeysTest, ClipTransformAndRewardClippingWriteOutKeys) {
   check_env_specs(env);
 }
 
+TEST(TransformKeysTest, VecNormOfTheRewardToANewKeyIsZeroAtReset) {
+  // VecNorm has a reset of its own: the reward copy is written there too.
+  TransformedEnv env(
+      continuous({2}),
+      std::make_shared<VecNorm>(VecNormOptions().in_keys({"reward"}).out_keys({"reward_norm"})));
+  auto td = env.reset();
+  EXPECT_TRUE(torch::equal(td.get("reward_norm"), torch::zeros({2, 1})));
+  td.set("action", torch::full({2, 2}, 0.5f));
+  env.step(td);
+  EXPECT_TRUE(td.contains({"next", "reward_norm"}));
+  check_env_specs(env);
+}
+
 TEST(TransformKeysTest, KeysATransformDoesNotTakeAreRefused) {
   EXPECT_THAT([] { RewardScaling r(RewardScalingOptions().in_keys_inv({"action"})); },
               ThrowsMessage<ValueError>(

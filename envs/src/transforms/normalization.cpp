@@ -300,7 +300,8 @@ TensorDict VecNorm::normalize(TensorDict td, const torch::Tensor& rows) {
 TensorDict VecNorm::call(TensorDict td) { return normalize(std::move(td), torch::Tensor()); }
 
 TensorDict VecNorm::reset(const TensorDict& input, TensorDict output) {
-  return normalize(std::move(output), input.get_or(specs::kReset, torch::Tensor()));
+  return write_reward_copies(
+      input, normalize(std::move(output), input.get_or(specs::kReset, torch::Tensor())));
 }
 
 specs::TensorSpecPtr VecNorm::transform_output_leaf(const specs::TensorSpecPtr& spec,

@@ -289,6 +289,11 @@ class KeyedTransform : public Transform {
     return td;
   }
 
+  /// Writes, into the reset output `output`, the observations read from the reward (zeros;
+  /// the previous values for the sub-envs not reset) and returns it. A subclass overriding
+  /// reset() calls it last.
+  TensorDict write_reward_copies(const TensorDict& input, TensorDict output) const;
+
   /// `in_keys=[...]`, then `out_keys=[...]` when they differ from the in_keys, then the
   /// inverse keys when there are any (for to_string()).
   std::string keys_to_string() const;
