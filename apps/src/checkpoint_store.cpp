@@ -297,7 +297,17 @@ std::optional<CheckpointStore::Intact> CheckpointStore::latest_intact(
   std::sort(folders.begin(), folders.end(), std::greater<>());
   for (const auto& [frames, folder] : folders)
     if (candidates.empty() || folder != candidates.front()) candidates.push_back(folder);
+  const std::string named = candidates.empty() ? std::string() : candidates.front();
   for (const auto& folder : candidates) {
+    // Only the folder `latest` names may be of the format before manifests: an older one
+    // without a MANIFEST may be half removed by a clean-up a kill interrupted.
+    std::error_code exists_ec;
+    if (folder != named && !fs::exists(fs::path(folder) / kManifestFile, exists_ec)) {
+      passed_over.push_back(folder +
+                            ": it has no MANIFEST (half removed, or written before "
+                            "release 0.2)");
+      continue;
+    }
     if (const auto damaged = damage(folder)) {
       passed_over.push_back(folder + ": " + *damaged);
       continue;

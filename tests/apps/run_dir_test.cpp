@@ -527,6 +527,28 @@ TEST(CheckpointStoreTest, LatestNamingAMissingFolderFallsBackSayingSo) {
   EXPECT_THAT(intact->passed_over[0], HasSubstr("names 'ckpt-000000002000', which is not"));
 }
 
+TEST(CheckpointStoreTest, FoldersLeftByAnInterruptedCleanUpAreNeitherTakenNorKept) {
+  TempDir tmp;
+  CheckpointStore store(tmp / "checkpoints");
+  store.write(1000, [](const std::string& f) { write_text(f, "a"); });
+  // A kill during the clean-up of an earlier write left two older checkpoints, one of them
+  // half removed (its MANIFEST already gone).
+  store.write(500, [](const std::string& f) { write_text(f, "old"); });
+  fs::create_directories(tmp / "checkpoints/ckpt-000000000200");
+  write_text(tmp / "checkpoints/ckpt-000000000200", "half");
+  fs::remove(tmp / "checkpoints/ckpt-000000000500/MANIFEST");
+  write_file_bytes(tmp / "checkpoints/latest", "ckpt-000000001000\n");
+  fs::remove(tmp / "checkpoints/ckpt-000000001000/state.txt");  // and the newest is damaged
+  std::vector<std::string> why;
+  EXPECT_EQ(store.latest_intact(&why), std::nullopt);
+  ASSERT_EQ(why.size(), 3u);
+  EXPECT_THAT(why[1], HasSubstr("ckpt-000000000500: it has no MANIFEST"));
+  // The next write keeps only the two newest.
+  store.write(2000, [](const std::string& f) { write_text(f, "b"); });
+  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+            (std::vector<std::string>{"ckpt-000000001000", "ckpt-000000002000", "latest"}));
+}
+
 TEST(CheckpointStoreTest, NoIntactCheckpointGivesEveryReason) {
   TempDir tmp;
   const auto store = two_checkpoints(tmp);

@@ -50,8 +50,9 @@ class CheckpointStore {
     std::vector<std::string> passed_over;  // "<folder>: <what is damaged>", newest first
   };
   /// The newest checkpoint whose files match its manifest: latest() first, then the other
-  /// `ckpt-*` folders, newest first. A checkpoint without a manifest (written before release
-  /// 0.2) is taken as intact until release 0.3. Returns nullopt when there is none; `why`
+  /// `ckpt-*` folders, newest first. The folder `latest` names is taken as intact without a
+  /// manifest (written before release 0.2; until release 0.3); the others need one (a folder
+  /// without it may be half removed). Returns nullopt when there is none; `why`
   /// (when given) then receives the reasons every candidate was passed over.
   std::optional<Intact> latest_intact(std::vector<std::string>* why = nullptr) const;
   /// Why `folder` does not match its manifest (naming the file: missing, of another size, or
