@@ -94,6 +94,7 @@ EnvParts build_env_parts(const EnvSection& env) {
   if (auto o = std::dynamic_pointer_cast<specs::OneHot>(info.action_spec))
     info.num_actions = o->n();
   info.action_dim = info.action_spec->numel();
+  parts.probe = std::move(probe);
   return parts;
 }
 

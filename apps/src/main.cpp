@@ -223,7 +223,7 @@ int eval_main(int argc, char** argv) {
     const auto state = load_checkpoint_state(*latest);
     load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
     load_env_state(*env.env_state, state);
-    auto eval_env = env.eval_env_factory();
+    auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
     const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
                                  seed ? *seed : derive_seeds(config.seed).eval);
     std::printf("%s: return %.2f +- %.2f over %lld episodes (checkpoint %s)\n",

@@ -191,7 +191,8 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
   torch::manual_seed(seeds_.sampling);
-  eval_env_ = env_.eval_env_factory();
+  // The env probed for the task's shapes is an evaluation env: it is the one used.
+  eval_env_ = env_.probe ? std::move(env_.probe) : env_.eval_env_factory();
   if (recipe_->replay) {
     replay_keys_ = eval_env_->fake_tensordict().keys(true, true);
     replay_keys_.push_back(collectors::traj_ids_key());

@@ -30,6 +30,9 @@ struct EnvParts {
   std::shared_ptr<EnvState> env_state;
   /// The task's shapes, from one evaluation env built here.
   EnvInfo info;
+  /// That evaluation env (built by eval_env_factory), for the first user that needs one, so
+  /// that it is not built twice; null once taken.
+  std::shared_ptr<envs::EnvBase> probe;
 };
 
 /// Builds the env factories of `env` and probes one env for its shapes. Throws ConfigError
