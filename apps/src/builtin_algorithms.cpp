@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/losses/a2c.h>
 #include <tdrl/losses/ddpg.h>

@@ -12,6 +12,7 @@
 #include <tdrl/apps/learning_curve.h>
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/metrics.h>
+#include <tdrl/apps/models.h>
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/recipe.h>
 #include <tdrl/apps/registry.h>

@@ -83,35 +83,6 @@ std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection&
       storage, std::make_shared<replay::RandomSampler>(), nullptr, options);
 }
 
-modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env) {
-  if (env.num_actions) {
-    tdnn::TensorDictModule logits(
-        mlp(model, env.obs_dim, *env.num_actions, model.actor_cells),
-        tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"logits"}));
-    return modules::ProbabilisticActor(
-        logits, env.action_spec,
-        modules::ProbabilisticActorOptions()
-            .in_keys({"logits"})
-            .distribution_class(tdnn::DistributionClass::categorical())
-            .return_log_prob(true));
-  }
-  TORCH_INTERNAL_ASSERT(env.bounded,
-                        "the algorithm's check admits only discrete or Bounded actions");
-  tdnn::TensorDictSequential net(
-      tdnn::TensorDictModule(
-          mlp(model, env.obs_dim, 2 * env.action_dim, model.actor_cells),
-          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
-      tdnn::TensorDictModule(
-          tdnn::NormalParamExtractor(),
-          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-  return modules::ProbabilisticActor(
-      net, env.action_spec,
-      modules::ProbabilisticActorOptions()
-          .distribution_class(tdnn::DistributionClass::tanh_normal(
-              tdnn::TanhNormalOptions().low(env.bounded->low()).high(env.bounded->high())))
-          .return_log_prob(true));
-}
-
 std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,
                                                bool discrete, bool continuous) {
   const bool ok = (discrete && env.num_actions) || (continuous && env.bounded);

@@ -40,10 +40,6 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
 /// A replay buffer from the replay section (lazy tensor storage; prioritized when asked).
 std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay);
 
-/// PPO/A2C/SAC's actor: categorical logits for a discrete task, a TanhNormal on the action
-/// bounds for a continuous one; writes the action and its log-probability.
-modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env);
-
 /// The problems of running an algorithm that needs `need` actions on `env`.
 std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,
                                                bool discrete, bool continuous);

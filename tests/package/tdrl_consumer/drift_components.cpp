@@ -11,19 +11,15 @@
 
 #include <torch/torch.h>
 
+#include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/actors.h>
-#include <tdrl/modules/mlp.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
-#include <tensordict/nn/distribution_class.h>
-#include <tensordict/nn/normal_param_extractor.h>
-#include <tensordict/nn/tensordict_module.h>
-#include <tensordict/nn/tensordict_sequential.h>
 
 namespace drift {
 
@@ -157,37 +153,17 @@ struct DriftAlgoConfig : apps::AlgoConfig {
   }
 };
 
-// A TanhNormal policy on the action bounds, as the built-in ppo's; writes loc, scale, action.
-tdrl::modules::ProbabilisticActor make_actor(const apps::ModelSection& model,
-                                             const apps::EnvInfo& env) {
-  namespace mod = tdrl::modules;
-  tdnn::TensorDictSequential net(
-      tdnn::TensorDictModule(
-          mod::MLP(mod::MLPOptions(env.obs_dim, 2 * env.action_dim)
-                       .num_cells(model.actor_cells)
-                       .activation(model.activation)
-                       .layer_norm(model.layer_norm)),
-          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
-      tdnn::TensorDictModule(
-          tdnn::NormalParamExtractor(),
-          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-  return mod::ProbabilisticActor(
-      net, env.action_spec,
-      mod::ProbabilisticActorOptions().distribution_class(tdnn::DistributionClass::tanh_normal(
-          tdnn::TanhNormalOptions().low(env.bounded->low()).high(env.bounded->high()))));
-}
-
 class DriftRecipe : public apps::Recipe {
  public:
   explicit DriftRecipe(const DriftAlgoConfig& config) : config_(config) {}
 
   void build_acting(const apps::RecipeContext& context) override {
-    actor_ = make_actor(context.model, context.env);
+    actor_ = apps::make_stochastic_actor(context.model, context.env);
     actor = actor_.ptr();
     exploration_policy = actor_;
     // Collector workers build their own copy; the lambda outlives the context.
     policy_factory = [model = context.model, env = context.env] {
-      return tdrl::collectors::CollectorPolicy(make_actor(model, env));
+      return tdrl::collectors::CollectorPolicy(apps::make_stochastic_actor(model, env));
     };
   }
 
