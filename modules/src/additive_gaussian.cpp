@@ -17,14 +17,11 @@ using tensordict::NestedKey;
 using tensordict::TensorDict;
 using tensordict::ValueError;
 
+using detail::action_to_explore;
 using detail::anneal;
-using detail::check_action_shape;
-using detail::check_floating;
 using detail::check_in_range;
 using detail::check_schedule;
-using detail::exploring;
 using detail::fmt;
-using detail::pass_through;
 using detail::require_spec;
 using detail::scalar_buffer;
 using detail::spec_repr;
@@ -55,15 +52,12 @@ double AdditiveGaussianModuleImpl::sigma() const { return sigma_.item<double>();
 void AdditiveGaussianModuleImpl::forward_impl(const TensorDict& tensordict,
                                               const TensorDict& tensordict_out) {
   const NestedKey& key = options_.action_key();
-  if (!exploring()) {
-    pass_through(tensordict, tensordict_out, key);
-    return;
-  }
   const std::string where = name() + "::forward";
-  check_in_keys(tensordict, where);
-  const torch::Tensor action = tensordict.get(key);
-  check_action_shape(where, key, action, *spec_);
-  check_floating(where, key, action);
+  const auto explored = action_to_explore(
+      tensordict, tensordict_out, key, *spec_, where,
+      /*floating=*/true, [&](const std::string& w) { check_in_keys(tensordict, w); });
+  if (!explored) return;
+  const torch::Tensor& action = *explored;
 
   const auto options = torch::TensorOptions().dtype(action.dtype()).device(action.device());
   const torch::Tensor noise =

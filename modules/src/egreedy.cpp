@@ -22,14 +22,12 @@ using tensordict::TensorDict;
 using tensordict::TypeError;
 using tensordict::ValueError;
 
+using detail::action_to_explore;
 using detail::anneal;
-using detail::check_action_shape;
 using detail::check_schedule;
 using detail::expand_right;
-using detail::exploring;
 using detail::fmt;
 using detail::holder_of;
-using detail::pass_through;
 using detail::require_spec;
 using detail::scalar_buffer;
 using detail::spec_repr;
@@ -64,14 +62,12 @@ double EGreedyModuleImpl::eps() const { return eps_.item<double>(); }
 void EGreedyModuleImpl::forward_impl(const TensorDict& tensordict,
                                      const TensorDict& tensordict_out) {
   const NestedKey& key = options_.action_key();
-  if (!exploring()) {
-    pass_through(tensordict, tensordict_out, key);
-    return;
-  }
   const std::string where = name() + "::forward";
-  check_in_keys(tensordict, where);
-  const torch::Tensor action = tensordict.get(key);
-  check_action_shape(where, key, action, *spec_);
+  const auto explored = action_to_explore(
+      tensordict, tensordict_out, key, *spec_, where,
+      /*floating=*/false, [&](const std::string& w) { check_in_keys(tensordict, w); });
+  if (!explored) return;
+  const torch::Tensor& action = *explored;
 
   // One draw per batch element of the TensorDict holding the action; a one-hot vector's last
   // dim is never a batch dim.
