@@ -726,19 +726,27 @@ constexpr auto kProcessTimeout = std::chrono::seconds(120);
 // total_frames 40000 is rounded up to whole batches of 256.
 constexpr int64_t kLongTotal = (40000 + 255) / 256 * 256;
 
-/// A PPO CartPole config of ~40k frames (a few seconds) with a checkpoint every 1024 frames.
-std::string write_long_config(const TempDir& tmp) {
-  const auto path = tmp / "ppo_long.yaml";
+/// A PPO CartPole config `file` in `tmp` with a checkpoint every 1024 frames, logging under
+/// `tmp/runs`; `collector` holds the collector section's lines (indented by two spaces).
+std::string write_ppo_config(const TempDir& tmp, const std::string& file, int num_envs,
+                             const std::string& collector) {
+  const auto path = tmp / file;
   std::ofstream out(path);
   out << "seed: 0\n"
-      << "env:\n  name: CartPole-v1\n  num_envs: 8\n"
+      << "env:\n  name: CartPole-v1\n  num_envs: " << num_envs << "\n"
       << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
       << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
-      << "collector:\n  frames_per_batch: 256\n  total_frames: 40000\n"
-      << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
+      << "collector:\n"
+      << collector << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
       << "eval:\n  episodes: 1\n  max_steps: 50\n"
       << "checkpoint:\n  interval_frames: 1024\n";
   return path;
+}
+
+/// A PPO CartPole config of ~40k frames (a few seconds) with a checkpoint every 1024 frames.
+std::string write_long_config(const TempDir& tmp) {
+  return write_ppo_config(tmp, "ppo_long.yaml", 8,
+                          "  frames_per_batch: 256\n  total_frames: 40000\n");
 }
 
 /// Polls until `logger.dir` holds a run folder with a committed checkpoint; returns the folder
@@ -840,19 +848,10 @@ TEST(ResumeTest, SigtermStopsWithACheckpointAndStatus130ThenResumes) {
 // its batch, writes a checkpoint, stops the workers and exits with 130.
 TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
   TempDir tmp;
-  const auto config = tmp / "ppo_distributed.yaml";
-  {
-    std::ofstream out(config);
-    out << "seed: 0\n"
-        << "env:\n  name: CartPole-v1\n  num_envs: 4\n"
-        << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
-        << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
-        << "collector:\n  mode: distributed\n  num_workers: 2\n  launch_workers: true\n"
-        << "  frames_per_batch: 256\n  total_frames: 400000\n"
-        << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
-        << "eval:\n  episodes: 1\n  max_steps: 50\n"
-        << "checkpoint:\n  interval_frames: 1024\n";
-  }
+  const auto config = write_ppo_config(tmp, "ppo_distributed.yaml", 4,
+                                       "  mode: distributed\n  num_workers: 2\n"
+                                       "  launch_workers: true\n  frames_per_batch: 256\n"
+                                       "  total_frames: 400000\n");
   const auto log = tmp / "train.log";
   ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, log, /*own_group=*/true);
   const auto run = wait_for_first_checkpoint(train, tmp / "runs");
@@ -935,34 +934,24 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
   NetnsHosts hosts(2);
   if (!hosts.ok()) GTEST_SKIP() << hosts.why();
   TempDir tmp;
-  const auto config = tmp / "ppo_hosts.yaml";
-  {
-    std::ofstream out(config);
-    out << "seed: 0\n"
-        << "env:\n  name: CartPole-v1\n  num_envs: 4\n"
-        << "model:\n  actor_cells: [32, 32]\n  critic_cells: [32, 32]\n"
-        << "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 256\n"
-        << "collector:\n  mode: distributed\n  num_workers: 2\n  launch_workers: false\n"
-        << "  address: " << NetnsHosts::learner_address(1) << "\n"
-        << "  port: " << 29600 + getpid() % 300 << "\n  timeout_s: 5\n"
-        << "  frames_per_batch: 256\n  total_frames: 4000000\n"
-        << "logger:\n  progress: none\n  dir: " << (tmp / "runs") << "\n"
-        << "eval:\n  episodes: 1\n  max_steps: 50\n"
-        << "checkpoint:\n  interval_frames: 1024\n";
-  }
+  const int port = 29600 + getpid() % 300;
+  const auto config = write_ppo_config(
+      tmp, "ppo_hosts.yaml", 4,
+      "  mode: distributed\n  num_workers: 2\n  launch_workers: false\n  address: " +
+          NetnsHosts::learner_address(1) + "\n  port: " + std::to_string(port) +
+          "\n  timeout_s: 5\n  frames_per_batch: 256\n  total_frames: 4000000\n");
   // The learner on its host; the workers, started on the run's config once it exists.
   auto start_workers = [&](const std::string& run_config, const std::string& tag) {
     std::vector<std::unique_ptr<ChildProcess>> workers;
     for (int w = 1; w <= 2; ++w) {
       workers.push_back(std::make_unique<ChildProcess>(
-          std::vector<std::string>{"/usr/sbin/ip", "netns", "exec", hosts.worker(w), "/usr/bin/env",
-                                   "TDRL_COLLECTOR_RANK=" + std::to_string(w),
-                                   "TDRL_COLLECTOR_WORLD_SIZE=3",
-                                   "TDRL_COLLECTOR_ADDR=" + NetnsHosts::learner_address(1),
-                                   "TDRL_COLLECTOR_PORT=" + std::to_string(29600 + getpid() % 300),
-                                   "TDRL_COLLECTOR_TIMEOUT_MS=5000",
-                                   "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w),
-                                   TDRL_TRAIN_EXE, "--config", run_config},
+          std::vector<std::string>{
+              "/usr/sbin/ip", "netns", "exec", hosts.worker(w), "/usr/bin/env",
+              "TDRL_COLLECTOR_RANK=" + std::to_string(w), "TDRL_COLLECTOR_WORLD_SIZE=3",
+              "TDRL_COLLECTOR_ADDR=" + NetnsHosts::learner_address(1),
+              "TDRL_COLLECTOR_PORT=" + std::to_string(port), "TDRL_COLLECTOR_TIMEOUT_MS=5000",
+              "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w), TDRL_TRAIN_EXE,
+              "--config", run_config},
           tmp / (tag + "_worker" + std::to_string(w) + ".log")));
     }
     return workers;
