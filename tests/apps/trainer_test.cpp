@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -37,6 +38,8 @@
 #include <tdrl/apps/stop_signal.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
+
+#include <tdrl/apps/checkpoint_store.h>
 
 #include "support/error_message.h"
 #include "support/temp_dir.h"
@@ -810,6 +813,44 @@ TEST(ResumeTest, KilledTrainProcessResumesToCompletion) {
   const auto killed_at = latest_checkpoint(run);
   ASSERT_FALSE(killed_at.empty());
   EXPECT_LT(checkpoint_frames(killed_at), kLongTotal);
+  resume_to_completion(tmp, run);
+}
+
+// tdrl-train killed (SIGKILL) at random moments, resumed after each kill, many times: every kill
+// leaves `latest` naming an intact checkpoint (its files as its MANIFEST says, none passed over),
+// checkpoints never go back, and the run then completes.
+TEST(ResumeTest, KillsAtRandomMomentsAlwaysLeaveAnIntactLatestCheckpoint) {
+  TempDir tmp;
+  const auto config = write_long_config(tmp);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> delay_ms(0, 600);
+  std::string run;
+  int64_t last = -1;
+  int kills = 0;
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+       kills < 8 && std::chrono::steady_clock::now() < deadline;) {
+    const std::vector<std::string> args =
+        run.empty() ? std::vector<std::string>{TDRL_TRAIN_EXE, "--config", config}
+                    : std::vector<std::string>{TDRL_TRAIN_EXE, "--resume", run};
+    ChildProcess train(args, tmp / "train.log");
+    if (run.empty()) {
+      run = wait_for_first_checkpoint(train, tmp / "runs");
+      ASSERT_FALSE(run.empty()) << read_file_bytes(tmp / "train.log");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    if (!train.running()) break;  // the run finished first
+    train.signal(SIGKILL);
+    ASSERT_TRUE(train.wait(kProcessTimeout).has_value());
+    ++kills;
+    const auto intact = CheckpointStore(run + "/checkpoints").latest_intact();
+    ASSERT_TRUE(intact.has_value()) << "kill " << kills;
+    EXPECT_TRUE(intact->passed_over.empty()) << "kill " << kills << ": " << intact->passed_over[0];
+    EXPECT_EQ(intact->folder, latest_checkpoint(run)) << "kill " << kills;
+    const int64_t frames = checkpoint_frames(intact->folder);
+    EXPECT_GE(frames, last) << "kill " << kills;
+    last = frames;
+  }
+  EXPECT_GE(kills, 3);
   resume_to_completion(tmp, run);
 }
 
