@@ -317,14 +317,12 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
              "data goes (cpu, cuda:N)");
   // Every entry of meta.json is in the recorded key order: one left out would be dropped.
   if (!meta.order.empty()) {
-    auto listed = [&](const std::string& key) {
-      return std::find(meta.order.begin(), meta.order.end(), key) != meta.order.end();
-    };
-    for (const auto& [key, leaf] : meta.leaves)
-      TDRL_CHECK(listed(key), Error, "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
-                 "' missing from its _tdrl.order; the file was edited or is damaged");
-    for (const auto& [key, nt] : meta.non_tensors)
-      TDRL_CHECK(listed(key), Error, "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
+    std::vector<std::string> entries;
+    for (const auto& [key, leaf] : meta.leaves) entries.push_back(key);
+    for (const auto& [key, nt] : meta.non_tensors) entries.push_back(key);
+    for (const auto& key : entries)
+      TDRL_CHECK(std::find(meta.order.begin(), meta.order.end(), key) != meta.order.end(), Error,
+                 "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
                  "' missing from its _tdrl.order; the file was edited or is damaged");
   }
   std::vector<std::string> order = meta.order;

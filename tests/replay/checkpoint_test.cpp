@@ -148,6 +148,32 @@ TEST(CheckpointTest, LoadingAMissingFolderNamesThePath) {
                                          HasSubstr(dir / "nothing/storage"))));
 }
 
+// The layout of releases up to 0.2: one folder per part, no meta.json of the checkpoint's own.
+void dump_in_part_layout(ReplayBuffer& rb, const std::string& dir) {
+  rb.storage()->state_dict().save(dir + "/storage");
+  rb.sampler()->state_dict().save(dir + "/sampler");
+  rb.writer()->state_dict().save(dir + "/writer");
+}
+
+TEST(CheckpointTest, TheLayoutOfRelease02IsReadAndReplacedByTheNextDump) {
+  TempDir dir;
+  const std::string path = dir / "ckpt";
+  TensorDictReplayBuffer old(std::make_shared<LazyTensorStorage>(16));
+  old.extend(transitions(5, 20));
+  dump_in_part_layout(old, path);
+  TensorDictReplayBuffer resumed(std::make_shared<LazyTensorStorage>(16));
+  resumed.loads(path);
+  EXPECT_EQ(sorted_values(row_values(resumed.storage()->get(torch::arange(5)))),
+            (std::vector<int64_t>{20, 21, 22, 23, 24}));
+  EXPECT_EQ(values_of(resumed.extend(transitions(1, 90))), (std::vector<int64_t>{5}));
+  // A dump over it replaces it (it is tdrl's own, not a folder of other files).
+  resumed.dumps(path);
+  EXPECT_TRUE(fs::exists(fs::path(path) / "meta.json"));
+  TensorDictReplayBuffer again(std::make_shared<LazyTensorStorage>(16));
+  again.loads(path);
+  EXPECT_EQ(again.size(), 6);
+}
+
 TEST(CheckpointTest, AnEmptyBufferRoundTrips) {
   TempDir dir;
   TensorDictReplayBuffer rb(std::make_shared<LazyTensorStorage>(4));
