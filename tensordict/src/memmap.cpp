@@ -69,6 +69,7 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
     LazyStackedTensorDict lazy(td);
     meta.type = detail::FolderType::kLazyStack;
     meta.stack_dim = lazy.stack_dim();
+    // Python counts the member folders; the count lets tdrl tell a lost member from the end.
     meta.num_members = static_cast<int64_t>(lazy.tensordicts().size());
     for (size_t i = 0; i < lazy.tensordicts().size(); ++i)
       plan_folder(lazy.tensordicts()[i], dir + "/" + std::to_string(i), jobs);
@@ -82,6 +83,8 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
       meta.leaves[key] = {t->sizes().vec(), t->scalar_type()};
       jobs.push_back({dir + "/" + key + ".memmap", *t});
     } else if (auto* nested = std::get_if<TensorDict>(&v)) {
+      // Python records each nested TensorDict by the name of its class.
+      meta.subfolders[key] = nested->is_lazy_stack() ? "LazyStackedTensorDict" : "TensorDict";
       plan_folder(*nested, dir + "/" + key, jobs);
     } else {
       meta.non_tensors.emplace(key, detail::non_tensor_meta(std::get<NonTensorData>(v), key));
@@ -287,56 +290,86 @@ void require_own_folder(const std::string& dir) {
              "' is not a folder", fs::exists(status) ? "" : " (it is missing)");
 }
 
+TensorDict load_folder(const std::string& dir, MemmapMode mode);
+
+// The members are the subfolders "0", "1", ...: as many as tdrl recorded, or (a folder Python
+// wrote) as many as there are.
+TensorDict load_lazy_stack(const std::string& dir, const detail::FolderMeta& meta,
+                           MemmapMode mode) {
+  const std::string meta_path = dir + "/" + kMetaFile;
+  std::error_code ec;
+  int64_t count = 0;
+  if (meta.num_members) {
+    count = *meta.num_members;
+  } else {
+    while (count < detail::kMaxStackMembers &&
+           fs::exists(fs::symlink_status(dir + "/" + std::to_string(count), ec)))
+      ++count;
+    TDRL_CHECK(count > 0, Error, "TensorDict::load_memmap: the lazy stack '", meta_path,
+               "' has no member folders (0, 1, ...)");
+  }
+  std::vector<TensorDict> members;
+  for (int64_t i = 0; i < count; ++i) {
+    require_own_folder(dir + "/" + std::to_string(i));
+    members.push_back(load_folder(dir + "/" + std::to_string(i), mode));
+  }
+  TensorDict stacked;
+  try {
+    stacked = stack(members, meta.stack_dim);
+  } catch (const Error& e) {
+    throw Error("TensorDict::load_memmap: the members in '" + dir + "' do not stack: " + e.what());
+  }
+  TDRL_CHECK(!(meta.stacked_batch_size && stacked.batch_size() != *meta.stacked_batch_size), Error,
+             "TensorDict::load_memmap: '", meta_path, "' declares batch_size ",
+             shape_str(meta.stacked_batch_size.value_or(BatchSize{})), " but its members stack to ",
+             shape_str(stacked.batch_size()));
+  return stacked;
+}
+
+// The keys of a TensorDict folder in the order to set them: tdrl's record (which must name
+// every entry, or one would be dropped), else the file's order, then the subfolders holding a
+// meta.json that the file does not name (tensordict before 0.4 did not list them).
+std::vector<std::string> load_order(const std::string& dir, const detail::FolderMeta& meta,
+                                    const std::string& meta_path) {
+  std::vector<std::string> order = meta.order;
+  const auto listed = [&](const std::string& key) {
+    return std::find(order.begin(), order.end(), key) != order.end();
+  };
+  if (meta.order_recorded) {
+    std::vector<std::string> entries;
+    for (const auto& [key, leaf] : meta.leaves) entries.push_back(key);
+    for (const auto& [key, nt] : meta.non_tensors) entries.push_back(key);
+    for (const auto& [key, type] : meta.subfolders) entries.push_back(key);
+    for (const auto& key : entries)
+      TDRL_CHECK(listed(key), Error, "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
+                 "' missing from its _tdrl.order; the file was edited or is damaged");
+    return order;
+  }
+  std::error_code ec;
+  std::vector<std::string> unlisted;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (fs::is_directory(entry.symlink_status(ec)) && !listed(name) &&
+        fs::exists(fs::symlink_status(entry.path() / kMetaFile, ec)))
+      unlisted.push_back(name);
+  }
+  std::sort(unlisted.begin(), unlisted.end());
+  order.insert(order.end(), unlisted.begin(), unlisted.end());
+  return order;
+}
+
 TensorDict load_folder(const std::string& dir, MemmapMode mode) {
   std::error_code ec;
   TDRL_CHECK(fs::is_directory(dir, ec), Error, "TensorDict::load_memmap: '", dir,
              "' is not a folder");
   const std::string meta_path = dir + "/" + kMetaFile;
   const detail::FolderMeta meta = detail::parse_meta(read_text(meta_path), meta_path);
-  if (meta.type == detail::FolderType::kLazyStack) {
-    std::vector<TensorDict> members;
-    for (int64_t i = 0; i < meta.num_members; ++i) {
-      require_own_folder(dir + "/" + std::to_string(i));
-      members.push_back(load_folder(dir + "/" + std::to_string(i), mode));
-    }
-    TensorDict stacked;
-    try {
-      stacked = stack(members, meta.stack_dim);
-    } catch (const Error& e) {
-      throw Error("TensorDict::load_memmap: the members in '" + dir +
-                  "' do not stack: " + e.what());
-    }
-    TDRL_CHECK(stacked.batch_size() == meta.batch_size, Error, "TensorDict::load_memmap: '",
-               meta_path, "' declares batch_size ", shape_str(meta.batch_size),
-               " but its members stack to ", shape_str(stacked.batch_size()));
-    return stacked;
-  }
+  if (meta.type == detail::FolderType::kLazyStack) return load_lazy_stack(dir, meta, mode);
   TDRL_CHECK(!(meta.device && meta.device->type() == c10::DeviceType::Meta), Error,
              "TensorDict::load_memmap: '", meta_path,
              "' names device 'meta', which holds no data; a saved folder's device is where its "
              "data goes (cpu, cuda:N)");
-  // Every entry of meta.json is in the recorded key order: one left out would be dropped.
-  if (!meta.order.empty()) {
-    std::vector<std::string> entries;
-    for (const auto& [key, leaf] : meta.leaves) entries.push_back(key);
-    for (const auto& [key, nt] : meta.non_tensors) entries.push_back(key);
-    for (const auto& key : entries)
-      TDRL_CHECK(std::find(meta.order.begin(), meta.order.end(), key) != meta.order.end(), Error,
-                 "TensorDict::load_memmap: '", meta_path, "' has entry '", key,
-                 "' missing from its _tdrl.order; the file was edited or is damaged");
-  }
-  std::vector<std::string> order = meta.order;
-  if (order.empty()) {
-    // A folder without the key order (written elsewhere): leaves, values, then subfolders.
-    for (const auto& [k, leaf] : meta.leaves) order.push_back(k);
-    for (const auto& [k, nt] : meta.non_tensors) order.push_back(k);
-    std::vector<std::string> subdirs;
-    for (const auto& entry : fs::directory_iterator(dir, ec))
-      if (fs::is_directory(entry.symlink_status(ec)))
-        subdirs.push_back(entry.path().filename().string());
-    std::sort(subdirs.begin(), subdirs.end());
-    order.insert(order.end(), subdirs.begin(), subdirs.end());
-  }
+  const std::vector<std::string> order = load_order(dir, meta, meta_path);
   auto td = TensorDict::empty(meta.batch_size);
   for (const auto& key : order) {
     // Only `set` is guarded: a leaf file of the wrong size reports itself.

@@ -7,7 +7,8 @@
 
 namespace tensordict::detail {
 
-using nlohmann::json;
+// Ordered: entries keep the file's order, which is the insertion order of a folder Python wrote.
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -94,7 +95,7 @@ std::optional<torch::ScalarType> dtype_from_name(const std::string& name) {
 }
 
 bool is_reserved_meta_key(const std::string& key) {
-  return key == "_type" || key == "_tdrl" || key == "batch_size" || key == "device";
+  return key == "_type" || key == "_tdrl" || key == "shape" || key == "device";
 }
 
 NonTensorMeta non_tensor_meta(const NonTensorData& data, const std::string& key) {
@@ -119,27 +120,40 @@ NonTensorData non_tensor_from_meta(const NonTensorMeta& meta) {
 }
 
 std::string dump_meta(const FolderMeta& meta) {
+  // Python's layout, in the order Python writes it: one entry per leaf and per nested
+  // TensorDict, then the folder's own fields. tdrl's extras go under "_tdrl", which Python
+  // skips (it reads only entries with a leaf file or a "type").
   json j = json::object();
-  j["batch_size"] = meta.batch_size;
-  j["device"] = meta.device ? json(meta.device->str()) : json(nullptr);
   json tdrl = json::object();
   if (meta.type == FolderType::kLazyStack) {
     j["_type"] = kLazyStackType;
-    tdrl["stack_dim"] = meta.stack_dim;
-    tdrl["num_members"] = meta.num_members;
-  } else {
-    j["_type"] = kTensorDictType;
-    tdrl["order"] = meta.order;
+    j["stack_dim"] = meta.stack_dim;
+    if (meta.num_members) tdrl["num_members"] = *meta.num_members;
+    j["_tdrl"] = tdrl;
+    return j.dump(2);
   }
-  for (const auto& [key, leaf] : meta.leaves)
-    j[key] = {{"shape", leaf.shape}, {"dtype", dtype_name(leaf.dtype)}, {"device", "cpu"}};
-  for (const auto& [key, nt] : meta.non_tensors) {
-    json values = json::array();
-    for (const auto& v : nt.values) values.push_back(value_json(v, key));
-    j[key] = {{"_type", nt.uniform ? kNonTensorType : kNonTensorStackType},
-              {"batch_size", nt.batch_size},
-              {"data", nt.uniform ? values[0] : values}};
+  json non_tensors = json::object();
+  for (const auto& key : meta.order) {
+    if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
+      j[key] = {{"device", "cpu"},
+                {"shape", leaf->second.shape},
+                {"dtype", dtype_name(leaf->second.dtype)}};
+    } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
+      json values = json::array();
+      for (const auto& v : nt->second.values) values.push_back(value_json(v, key));
+      non_tensors[key] = {{"_type", nt->second.uniform ? kNonTensorType : kNonTensorStackType},
+                          {"batch_size", nt->second.batch_size},
+                          {"data", nt->second.uniform ? values[0] : values}};
+    } else {
+      auto sub = meta.subfolders.find(key);
+      j[key] = {{"type", sub != meta.subfolders.end() ? sub->second : "TensorDict"}};
+    }
   }
+  j["shape"] = meta.batch_size;
+  j["device"] = meta.device ? meta.device->str() : "None";
+  j["_type"] = kTensorDictType;
+  tdrl["order"] = meta.order;
+  if (!non_tensors.empty()) tdrl["non_tensors"] = non_tensors;
   j["_tdrl"] = tdrl;
   try {
     return j.dump(2);
@@ -183,6 +197,97 @@ int64_t json_depth(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// A non-tensor entry ({"_type", "batch_size", "data"}): under "_tdrl.non_tensors", or inline
+// in a tdrl 0.1 folder.
+NonTensorMeta parse_non_tensor(const std::string& key, const json& entry,
+                               const std::string& filename) {
+  if (!entry.is_object()) bad(filename, "non-tensor entry '" + key + "' must be an object");
+  const json& t = entry.contains("_type") ? entry["_type"] : json();
+  const bool uniform = t == kNonTensorType;
+  if (!uniform && t != kNonTensorStackType)
+    bad(filename, "entry '" + key + "' has an unknown _type");
+  NonTensorMeta nt;
+  nt.uniform = uniform;
+  if (!entry.contains("batch_size") || !entry.contains("data"))
+    bad(filename, "non-tensor entry '" + key + "' needs 'batch_size' and 'data'");
+  nt.batch_size = int_list(entry["batch_size"], key + ".batch_size", filename, true);
+  if (uniform) {
+    nt.values.push_back(value_from_json(entry["data"], filename));
+    return nt;
+  }
+  if (!entry["data"].is_array()) bad(filename, "'" + key + ".data' must be a list");
+  int64_t n = 1;
+  for (auto d : nt.batch_size)
+    if (__builtin_mul_overflow(n, d, &n)) bad(filename, "'" + key + ".batch_size' is too large");
+  if (static_cast<int64_t>(entry["data"].size()) != n)
+    bad(filename, "'" + key + ".data' holds " + std::to_string(entry["data"].size()) +
+                      " values for batch_size " + shape_str(nt.batch_size));
+  for (const auto& v : entry["data"]) nt.values.push_back(value_from_json(v, filename));
+  return nt;
+}
+
+// A tensor leaf ({"shape", "dtype", "device"}; the data is in <key>.memmap, always mapped on the
+// CPU: the folder's device says where the TensorDict goes).
+LeafMeta parse_leaf(const std::string& key, const json& entry, const std::string& filename) {
+  if (!entry.contains("shape") || !entry.contains("dtype") || !entry["dtype"].is_string())
+    bad(filename, "tensor entry '" + key + "' needs 'shape' and a 'dtype' string");
+  if (entry.contains("is_nested") && entry["is_nested"] == true)
+    bad(filename, "entry '" + key +
+                      "' is a nested (jagged) tensor, which tdrl does not read; pad it to a "
+                      "regular tensor in Python before saving");
+  LeafMeta leaf;
+  leaf.shape = int_list(entry["shape"], key + ".shape", filename, true);
+  auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
+  if (!dtype)
+    bad(filename,
+        "entry '" + key + "' has unknown dtype '" + entry["dtype"].get<std::string>() + "'");
+  leaf.dtype = *dtype;
+  return leaf;
+}
+
+std::optional<torch::Device> parse_device(const json& j, const std::string& filename) {
+  // Python writes "None" for a TensorDict without a device; tdrl 0.1 wrote null.
+  if (j.is_null() || j == "None") return std::nullopt;
+  if (!j.is_string()) bad(filename, "'device' must be a device string, \"None\" or null");
+  try {
+    return torch::Device(j.get<std::string>());
+  } catch (const c10::Error&) {
+    bad(filename, "unknown device '" + j.get<std::string>() + "'");
+  }
+}
+
+// A lazy stack: its stack dim, and the member count where tdrl recorded it (the members are the
+// subfolders "0", "1", ...).
+void parse_lazy_stack(const json& j, const json& tdrl, bool legacy, FolderMeta& meta,
+                      const std::string& filename) {
+  meta.type = FolderType::kLazyStack;
+  const json& dim = legacy ? (tdrl.contains("stack_dim") ? tdrl["stack_dim"] : json())
+                           : (j.contains("stack_dim") ? j["stack_dim"] : json());
+  if (!dim.is_number_integer())
+    bad(filename, std::string("a lazy stack needs an integer '") +
+                      (legacy ? "_tdrl.stack_dim" : "stack_dim") + "'");
+  meta.stack_dim = dim.get<int64_t>();
+  if (meta.stack_dim < 0) bad(filename, "'stack_dim' must be a batch dim (>= 0)");
+  if (legacy) {
+    if (!tdrl.contains("num_members"))
+      bad(filename, "a lazy stack needs integer '_tdrl.stack_dim' and '_tdrl.num_members'");
+    meta.stacked_batch_size = meta.batch_size;
+    if (meta.stack_dim >= static_cast<int64_t>(meta.batch_size.size()))
+      bad(filename, "'_tdrl.stack_dim' must be a batch dim");
+  }
+  if (tdrl.contains("num_members")) {
+    if (!tdrl["num_members"].is_number_integer())
+      bad(filename, "'_tdrl.num_members' must be an integer");
+    meta.num_members = tdrl["num_members"].get<int64_t>();
+    if (*meta.num_members <= 0 || *meta.num_members > kMaxStackMembers)
+      bad(filename, "'_tdrl.num_members' must be in [1, 2^24]");
+  }
+}
+
+}  // namespace
+
 FolderMeta parse_meta(const std::string& text, const std::string& filename) {
   const int64_t depth = json_depth(text);
   if (depth > kMaxMetaDepth) {
@@ -197,37 +302,32 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
     bad(filename, std::string("not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) bad(filename, "the top level must be an object");
-  // The folder's batch size and device.
-  FolderMeta meta;
-  if (!j.contains("batch_size")) bad(filename, "no 'batch_size'");
-  meta.batch_size = int_list(j["batch_size"], "batch_size", filename, /*non_negative=*/true);
-  if (j.contains("device") && !j["device"].is_null()) {
-    if (!j["device"].is_string()) bad(filename, "'device' must be a string or null");
-    try {
-      meta.device = torch::Device(j["device"].get<std::string>());
-    } catch (const c10::Error&) {
-      bad(filename, "unknown device '" + j["device"].get<std::string>() + "'");
-    }
-  }
-  // A lazy stack: its stack dim and member count (the members are subfolders).
-  const std::string type =
-      j.contains("_type") && j["_type"].is_string() ? j["_type"].get<std::string>() : "";
+  // The folder's type. Python's non-tensor data and tensorclasses are folders of other types.
+  const std::string type = j.contains("_type") && j["_type"].is_string()
+                               ? j["_type"].get<std::string>()
+                               : kTensorDictType;
+  if (type != kTensorDictType && type != kLazyStackType)
+    bad(filename, "it describes a " + type +
+                      "; tdrl reads TensorDict and LazyStackedTensorDict folders only (Python's "
+                      "non-tensor data and tensorclasses are not read: convert them to tensors, "
+                      "or delete the entry, before saving in Python)");
   const json tdrl = j.contains("_tdrl") && j["_tdrl"].is_object() ? j["_tdrl"] : json::object();
+  // The batch size: "shape" (Python, tdrl), "batch_size" (tdrl 0.1, in which a leaf could be
+  // named "shape"). A lazy stack written by Python has neither: its members say.
+  FolderMeta meta;
+  const bool legacy = j.contains("batch_size") && j["batch_size"].is_array();
+  const char* size_field = legacy ? "batch_size" : "shape";
+  if (j.contains(size_field)) {
+    meta.batch_size = int_list(j[size_field], size_field, filename, /*non_negative=*/true);
+  } else if (type != kLazyStackType) {
+    bad(filename, "no 'shape' (the batch size; tdrl 0.1 wrote it as 'batch_size')");
+  }
+  if (j.contains("device")) meta.device = parse_device(j["device"], filename);
   if (type == kLazyStackType) {
-    meta.type = FolderType::kLazyStack;
-    if (!tdrl.contains("stack_dim") || !tdrl["stack_dim"].is_number_integer() ||
-        !tdrl.contains("num_members") || !tdrl["num_members"].is_number_integer())
-      bad(filename, "a lazy stack needs integer '_tdrl.stack_dim' and '_tdrl.num_members'");
-    meta.stack_dim = tdrl["stack_dim"].get<int64_t>();
-    meta.num_members = tdrl["num_members"].get<int64_t>();
-    if (meta.num_members <= 0 || meta.num_members > (int64_t{1} << 24))
-      bad(filename, "'_tdrl.num_members' must be in [1, 2^24]");
-    if (meta.stack_dim < 0 || meta.stack_dim >= static_cast<int64_t>(meta.batch_size.size()))
-      bad(filename, "'_tdrl.stack_dim' must be a batch dim");
+    parse_lazy_stack(j, tdrl, legacy, meta, filename);
     return meta;
   }
-  // tdrl's own key order, then one entry per leaf: non-tensor values inline, tensors as shape
-  // and dtype (their data is in the leaf's file).
+  // tdrl's key order and non-tensor values.
   if (tdrl.contains("order")) {
     if (!tdrl["order"].is_array()) bad(filename, "'_tdrl.order' must be a list of keys");
     for (const auto& k : tdrl["order"]) {
@@ -235,47 +335,43 @@ FolderMeta parse_meta(const std::string& text, const std::string& filename) {
         bad(filename, "'_tdrl.order' must list keys that are file names");
       meta.order.push_back(k.get<std::string>());
     }
+    meta.order_recorded = true;
   }
+  if (tdrl.contains("non_tensors")) {
+    if (!tdrl["non_tensors"].is_object())
+      bad(filename, "'_tdrl.non_tensors' must be an object of non-tensor entries");
+    for (const auto& [key, entry] : tdrl["non_tensors"].items()) {
+      if (!is_file_name(key)) bad(filename, "non-tensor key '" + key + "' is not a file name");
+      meta.non_tensors.emplace(key, parse_non_tensor(key, entry, filename));
+    }
+  }
+  // One entry per leaf ({"shape", "dtype"}) and per nested TensorDict ({"type"}); tdrl 0.1 kept
+  // non-tensor values inline ({"_type"}).
+  const auto reserved = [&](const std::string& key) {
+    return key == "_type" || key == "_tdrl" || key == "device" || key == size_field;
+  };
+  std::vector<std::string> entries;
   for (const auto& [key, entry] : j.items()) {
-    if (is_reserved_meta_key(key)) continue;
+    if (reserved(key)) continue;
     if (!is_file_name(key)) bad(filename, "entry name '" + key + "' is not a file name");
     if (!entry.is_object()) bad(filename, "entry '" + key + "' must be an object");
-    if (entry.contains("_type")) {
-      const json& t = entry["_type"];
-      const bool uniform = t == kNonTensorType;
-      if (!uniform && t != kNonTensorStackType)
-        bad(filename, "entry '" + key + "' has an unknown _type");
-      NonTensorMeta nt;
-      nt.uniform = uniform;
-      if (!entry.contains("batch_size") || !entry.contains("data"))
-        bad(filename, "non-tensor entry '" + key + "' needs 'batch_size' and 'data'");
-      nt.batch_size = int_list(entry["batch_size"], key + ".batch_size", filename, true);
-      if (uniform) {
-        nt.values.push_back(value_from_json(entry["data"], filename));
-      } else {
-        if (!entry["data"].is_array()) bad(filename, "'" + key + ".data' must be a list");
-        int64_t n = 1;
-        for (auto d : nt.batch_size)
-          if (__builtin_mul_overflow(n, d, &n))
-            bad(filename, "'" + key + ".batch_size' is too large");
-        if (static_cast<int64_t>(entry["data"].size()) != n)
-          bad(filename, "'" + key + ".data' holds " + std::to_string(entry["data"].size()) +
-                            " values for batch_size " + shape_str(nt.batch_size));
-        for (const auto& v : entry["data"]) nt.values.push_back(value_from_json(v, filename));
-      }
-      meta.non_tensors.emplace(key, std::move(nt));
-      continue;
+    if (meta.non_tensors.count(key))
+      bad(filename, "key '" + key + "' is both an entry and one of '_tdrl.non_tensors'");
+    if (entry.contains("type")) {
+      if (!entry["type"].is_string()) bad(filename, "entry '" + key + "' has a non-string type");
+      meta.subfolders.emplace(key, entry["type"].get<std::string>());
+    } else if (entry.contains("_type")) {
+      meta.non_tensors.emplace(key, parse_non_tensor(key, entry, filename));
+    } else {
+      meta.leaves.emplace(key, parse_leaf(key, entry, filename));
     }
-    if (!entry.contains("shape") || !entry.contains("dtype") || !entry["dtype"].is_string())
-      bad(filename, "tensor entry '" + key + "' needs 'shape' and a 'dtype' string");
-    LeafMeta leaf;
-    leaf.shape = int_list(entry["shape"], key + ".shape", filename, true);
-    auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
-    if (!dtype)
-      bad(filename,
-          "entry '" + key + "' has unknown dtype '" + entry["dtype"].get<std::string>() + "'");
-    leaf.dtype = *dtype;
-    meta.leaves.emplace(key, std::move(leaf));
+    entries.push_back(key);
+  }
+  if (!meta.order_recorded) {
+    meta.order = entries;
+    for (const auto& [key, nt] : meta.non_tensors)
+      if (std::find(entries.begin(), entries.end(), key) == entries.end())
+        meta.order.push_back(key);
   }
   return meta;
 }

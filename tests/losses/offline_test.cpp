@@ -12,9 +12,12 @@
 
 #include <torch/torch.h>
 
+#include <tdrl/replay/replay_buffer.h>
+#include <tdrl/replay/storages.h>
 #include <tensordict/errors.h>
 
 #include "losses/off_policy_fixtures.h"
+#include "support/temp_dir.h"
 
 namespace tdrl::losses {
 namespace {
@@ -191,6 +194,38 @@ TEST(IQLLossTest, OptimisationDecreasesEachTerm) {
   EXPECT_LT(v.second, 0.3 * v.first);
   const auto actor = train("loss_actor", nets.actor.actor->parameters());
   EXPECT_LT(actor.second, actor.first - 0.5);
+}
+
+TEST(IQLLossTest, TrainsFromATransitionDatasetPythonTensordictSaved) {
+  // tensordict 0.4.0's td.memmap(path) of 4 transitions (observation [4, 5], action [4, 2],
+  // next: observation, reward [4, 1] float64, done [4, 1]), through a memory-mapped replay
+  // buffer, into an IQL update; "done" stands for "terminated", which the dataset lacks.
+  torch::manual_seed(0);
+  const auto data =
+      TensorDict::load_memmap(std::string(TDRL_TEST_DATA) + "/memmap/python_tensordict_0_4/nested",
+                              tensordict::MemmapMode::kReadOnly);
+  tensordict::testing::TempDir dir;
+  replay::TensorDictReplayBuffer rb(
+      std::make_shared<replay::LazyMemmapStorage>(4, (dir.path() / "rb").string()));
+  rb.extend(data);
+  const TensorDict batch = rb.sample(4);
+  TanhNormalActor actor = make_tanh_normal_actor(5, 2);
+  auto q1 = make_critic(5, 2, {16});
+  auto q2 = make_critic(5, 2, {16});
+  modules::ValueOperator value{modules::MLP(modules::MLPOptions(5, 1).num_cells({16}))};
+  IQLLoss loss(actor.actor, std::vector<modules::ValueOperator>{q1, q2}, value);
+  loss.set_keys({{"terminated", NestedKey{"next", "done"}}});
+  torch::optim::Adam optimizer(loss.parameters(), torch::optim::AdamOptions(1e-2));
+  const double before = loss.forward(batch).get("loss_qvalue").item<double>();
+  for (int step = 0; step < 50; ++step) {
+    const TensorDict out = loss.forward(batch);
+    optimizer.zero_grad();
+    (out.get("loss_qvalue") + out.get("loss_value") + out.get("loss_actor")).backward();
+    optimizer.step();
+  }
+  const double after = loss.forward(batch).get("loss_qvalue").item<double>();
+  EXPECT_TRUE(std::isfinite(after));
+  EXPECT_LT(after, before);
 }
 
 TEST(IQLLossTest, RejectsBadOptionsAndShapes) {

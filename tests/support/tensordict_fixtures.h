@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensordict.h>
 
 namespace tensordict::testing {
@@ -61,6 +62,47 @@ inline TensorDict readme_td() {
   return TensorDict(
       {{"key 1", torch::ones({3, 4, 5})}, {"key 2", torch::zeros({3, 4, 5}, torch::kBool)}},
       {3, 4});
+}
+
+// ---- Comparisons --------------------------------------------------------------------------------
+
+// Checks that `actual` holds what `expected` holds: structure, batch sizes, key order,
+// dtypes, shapes, values (bit-exact: the files hold raw elements) and non-tensor values.
+inline void expect_same(const TensorDict& expected, const TensorDict& actual) {
+  EXPECT_EQ(actual.batch_size(), expected.batch_size());
+  ASSERT_EQ(actual.is_lazy_stack(), expected.is_lazy_stack());
+  if (expected.is_lazy_stack()) {
+    ::tensordict::LazyStackedTensorDict e(expected);
+    ::tensordict::LazyStackedTensorDict a(actual);
+    EXPECT_EQ(a.stack_dim(), e.stack_dim());
+    ASSERT_EQ(a.tensordicts().size(), e.tensordicts().size());
+    for (size_t i = 0; i < e.tensordicts().size(); ++i) {
+      SCOPED_TRACE("member " + std::to_string(i));
+      expect_same(e.tensordicts()[i], a.tensordicts()[i]);
+    }
+    return;
+  }
+  ASSERT_EQ(actual.keys(), expected.keys());
+  for (const auto& key : expected.keys()) {
+    SCOPED_TRACE(key.to_string());
+    const Value e = expected.get_value(key);
+    const Value a = actual.get_value(key);
+    ASSERT_EQ(a.index(), e.index());
+    if (auto* et = std::get_if<torch::Tensor>(&e)) {
+      const auto& at = std::get<torch::Tensor>(a);
+      EXPECT_EQ(at.scalar_type(), et->scalar_type());
+      EXPECT_EQ(shape_of(at), shape_of(*et));
+      EXPECT_TRUE(torch::equal(at, *et));
+    } else if (auto* etd = std::get_if<TensorDict>(&e)) {
+      expect_same(*etd, std::get<TensorDict>(a));
+    } else {
+      const auto& ent = std::get<NonTensorData>(e);
+      const auto& ant = std::get<NonTensorData>(a);
+      EXPECT_EQ(ant.batch_size(), ent.batch_size());
+      EXPECT_EQ(ant.is_uniform(), ent.is_uniform());
+      EXPECT_TRUE(ant == ent);
+    }
+  }
 }
 
 }  // namespace tensordict::testing

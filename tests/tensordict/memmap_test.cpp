@@ -43,45 +43,6 @@ struct Gains {
   double kd;
 };
 
-// Checks that `actual` holds what `expected` holds: structure, batch sizes, key order,
-// dtypes, shapes, values (bit-exact: the files hold raw elements) and non-tensor values.
-void expect_same(const TensorDict& expected, const TensorDict& actual) {
-  EXPECT_EQ(actual.batch_size(), expected.batch_size());
-  ASSERT_EQ(actual.is_lazy_stack(), expected.is_lazy_stack());
-  if (expected.is_lazy_stack()) {
-    LazyStackedTensorDict e(expected);
-    LazyStackedTensorDict a(actual);
-    EXPECT_EQ(a.stack_dim(), e.stack_dim());
-    ASSERT_EQ(a.tensordicts().size(), e.tensordicts().size());
-    for (size_t i = 0; i < e.tensordicts().size(); ++i) {
-      SCOPED_TRACE("member " + std::to_string(i));
-      expect_same(e.tensordicts()[i], a.tensordicts()[i]);
-    }
-    return;
-  }
-  ASSERT_EQ(actual.keys(), expected.keys());
-  for (const auto& key : expected.keys()) {
-    SCOPED_TRACE(key.to_string());
-    const Value e = expected.get_value(key);
-    const Value a = actual.get_value(key);
-    ASSERT_EQ(a.index(), e.index());
-    if (auto* et = std::get_if<torch::Tensor>(&e)) {
-      const auto& at = std::get<torch::Tensor>(a);
-      EXPECT_EQ(at.scalar_type(), et->scalar_type());
-      EXPECT_EQ(shape_of(at), shape_of(*et));
-      EXPECT_TRUE(torch::equal(at, *et));
-    } else if (auto* etd = std::get_if<TensorDict>(&e)) {
-      expect_same(*etd, std::get<TensorDict>(a));
-    } else {
-      const auto& ent = std::get<NonTensorData>(e);
-      const auto& ant = std::get<NonTensorData>(a);
-      EXPECT_EQ(ant.batch_size(), ent.batch_size());
-      EXPECT_EQ(ant.is_uniform(), ent.is_uniform());
-      EXPECT_TRUE(ant == ent);
-    }
-  }
-}
-
 // Every file under `dir`, by path relative to it, with its bytes.
 std::map<std::string, std::string> files_under(const fs::path& dir) {
   std::map<std::string, std::string> out;
@@ -541,10 +502,10 @@ TEST_F(MemmapTest, LoadOfMalformedJsonThrowsNamingTheFile) {
 }
 
 TEST_F(MemmapTest, LoadOfMetaJsonWithoutBatchSizeThrowsNamingTheFile) {
-  folder_with_meta(std::string("{\"_type\": \"") + kTensorDictType + "\", \"device\": null}");
-  EXPECT_THAT(
-      [&] { TensorDict::load_memmap(prefix_); },
-      ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("batch_size"))));
+  folder_with_meta(std::string("{\"_type\": \"") + kTensorDictType + "\", \"device\": \"None\"}");
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"),
+                                         HasSubstr("no 'shape' (the batch size"))));
 }
 
 TEST_F(MemmapTest, LoadOfMetaJsonWithAWrongFieldTypeThrowsNamingTheFile) {
@@ -587,8 +548,7 @@ TEST_F(MemmapTest, LoadWithAMissingLeafFileThrowsNamingIt) {
 
 TEST_F(MemmapTest, LoadOfALeafThatDoesNotFitTheBatchSizeThrowsNamingTheFile) {
   TensorDict({{"a", torch::zeros({3})}}, {3}).save(prefix_);
-  replace_in_file(prefix_ + "/meta.json", "\"batch_size\": [\n    3\n  ]",
-                  "\"batch_size\": [\n    4\n  ]");
+  replace_in_file(prefix_ + "/meta.json", "\"shape\": [\n    3\n  ]", "\"shape\": [\n    4\n  ]");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(
                   AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("'a'"), HasSubstr("[4]"))));
@@ -617,7 +577,7 @@ TEST_F(MemmapTest, LoadRejectsAKeyOrderThatLeavesTheFolder) {
 TEST_F(MemmapTest, LoadOfAFolderSavedOnAnUnavailableDeviceThrowsError) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "needs a machine without CUDA";
   TensorDict({{"a", torch::zeros({3})}}, {3}).save(prefix_);
-  replace_in_file(prefix_ + "/meta.json", "\"device\": null", "\"device\": \"cuda:0\"");
+  replace_in_file(prefix_ + "/meta.json", "\"device\": \"None\"", "\"device\": \"cuda:0\"");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<tensordict::DeviceError>(
                   AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("cuda:0"))));
@@ -657,8 +617,8 @@ TEST_F(MemmapTest, SaveOfAKeyContainingASlashThrowsAndWritesNothing) {
 }
 
 TEST_F(MemmapTest, SaveOfAReservedKeyThrowsAndWritesNothing) {
-  TensorDict td({{"batch_size", torch::zeros({2})}}, {2});
-  EXPECT_THAT([&] { td.save(prefix_); }, ThrowsMessage<ValueError>(HasSubstr("'batch_size'")));
+  TensorDict td({{"shape", torch::zeros({2})}}, {2});
+  EXPECT_THAT([&] { td.save(prefix_); }, ThrowsMessage<ValueError>(HasSubstr("'shape'")));
   EXPECT_FALSE(fs::exists(prefix_));
 }
 
