@@ -2,6 +2,8 @@
 # Installs what is missing, builds everything (libraries, tests, benchmarks, examples) and
 # runs the whole test suite. Exits non-zero on any failure.
 #   TDRL_SANITIZE=address,undefined scripts/test.sh   # the suite under sanitizers
+#   TDRL_SANITIZE=thread scripts/test.sh              # under ThreadSanitizer (the concurrent
+#                                                     # parts: replay, collectors, tensordict)
 #   BUILD_DIR=... scripts/test.sh                     # another build folder
 set -euo pipefail
 source "$(dirname "$0")/common.sh"

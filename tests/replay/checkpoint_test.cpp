@@ -174,6 +174,25 @@ TEST(CheckpointTest, TheLayoutOfRelease02IsReadAndReplacedByTheNextDump) {
   EXPECT_EQ(again.size(), 6);
 }
 
+TEST(CheckpointTest, AMemmapStorageCheckpointOfRelease02WithoutStorageIdStillLoads) {
+  // Release 0.2 recorded the folder but no storage_id; such checkpoints are trusted until 0.3.
+  TempDir dir;
+  const std::string path = dir / "ckpt";
+  TensorDictReplayBuffer old(std::make_shared<LazyMemmapStorage>(16, dir / "data"));
+  old.extend(transitions(5, 20));
+  TensorDict storage_state = old.storage()->state_dict();
+  ASSERT_TRUE(storage_state.contains("storage_id"));
+  storage_state.exclude({"storage_id"}).save(path + "/storage");
+  old.sampler()->state_dict().save(path + "/sampler");
+  old.writer()->state_dict().save(path + "/writer");
+  auto storage = std::make_shared<LazyMemmapStorage>(16, dir / "elsewhere");
+  TensorDictReplayBuffer resumed(storage);
+  resumed.loads(path);
+  EXPECT_EQ(storage->scratch_dir(), dir / "data");
+  EXPECT_EQ(sorted_values(row_values(resumed.storage()->get(torch::arange(5)))),
+            (std::vector<int64_t>{20, 21, 22, 23, 24}));
+}
+
 TEST(CheckpointTest, AnEmptyBufferRoundTrips) {
   TempDir dir;
   TensorDictReplayBuffer rb(std::make_shared<LazyTensorStorage>(4));
