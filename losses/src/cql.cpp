@@ -128,11 +128,8 @@ torch::Tensor CQLLoss::next_state_value(const TensorDict& next, const torch::Ten
   const NestedKey& q_key = key("state_action_value");
   const auto& actor_in = actor_network_->in_keys();
   auto run_target = [&](size_t i, TensorDict& td) {
-    if (options_.delay_qvalue()) {
-      with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
-    } else {
-      qvalue_networks_[i]->forward(td);
-    }
+    with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
+                   [&] { qvalue_networks_[i]->forward(td); });
   };
   auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
                                               actor_in, {}, "next");
@@ -248,9 +245,7 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
       temperature_.loss(policy.log_prob.detach() + *temperature_.target_entropy());
 
   // Q term against the soft TD target.
-  const auto preds =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
-                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, q_key);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   std::shared_ptr<tdnn::Distribution> next_dist;

@@ -55,19 +55,8 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
   const auto& actor_in = actor_network_->in_keys();
   const auto& critic_in = value_network_->in_keys();
 
-  // Actor term: Q(s, mu(s)), the critic's parameters held out so only the actor learns.
-  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
-  actor_network_->forward(actor_td);
-  auto critic_td =
-      detail::network_inputs(name(), "the value_network", batch, critic_in, {action_key});
-  critic_td.set(action_key, actor_td.get(action_key));
-  torch::Tensor actor_value;
-  {
-    detail::HoldOutParams hold(*value_network_);
-    value_network_->forward(critic_td);
-    actor_value = critic_td.get(value_key);
-  }
-  const auto loss_actor = -actor_value.mean();
+  const auto loss_actor = detail::deterministic_actor_loss(
+      name(), *actor_network_, *value_network_, "the value_network", batch, action_key, value_key);
 
   // Value term: Q(s, a) against the TD target.
   auto value_td = detail::network_inputs(name(), "the value_network", batch, critic_in);
@@ -87,11 +76,8 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
     auto next_critic_td = detail::network_inputs(name(), "the value_network on the next state",
                                                  next, critic_in, {action_key}, "next");
     next_critic_td.set(action_key, next_actor_td.get(action_key));
-    if (options_.delay_value()) {
-      with_target("value_network", [&] { value_network_->forward(next_critic_td); });
-    } else {
-      value_network_->forward(next_critic_td);
-    }
+    with_target_if(options_.delay_value(), "value_network",
+                   [&] { value_network_->forward(next_critic_td); });
     next_value = next_critic_td.get(value_key);
   }
   check_same_shape("TD target", next_value, "Q(s', a')", pred, "Q(s, a)");

@@ -73,11 +73,8 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
     torch::NoGradGuard no_grad;
     const auto values = detail::run_q_networks(
         name(), qvalue_networks_, batch, "", action_key, {}, q_key, [&](size_t i, TensorDict& td) {
-          if (options_.delay_qvalue()) {
-            with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
-          } else {
-            qvalue_networks_[i]->forward(td);
-          }
+          with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
+                         [&] { qvalue_networks_[i]->forward(td); });
         });
     min_q = std::get<0>(torch::stack(values).min(0));
   }
@@ -102,9 +99,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   const auto loss_actor = -(exp_advantage * log_prob).mean();
 
   // Q term against r + gamma V(s').
-  const auto preds =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
-                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, q_key);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;

@@ -94,9 +94,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const auto loss_actor = (alpha * log_prob - min_q_actor).mean();
 
   // Q term: every Q_i(s, a) at the batch's action against the soft TD target.
-  const auto preds =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
-                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, value_key);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;
@@ -108,15 +106,12 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
     const auto next_dist = actor_network_->get_dist(next_actor_td);
     const auto next_action = next_dist->sample();
     const auto next_log_prob = next_dist->log_prob(next_action).unsqueeze(-1);
-    const auto next_values = detail::run_q_networks(
-        name(), qvalue_networks_, next, "next", action_key, next_action, value_key,
-        [&](size_t i, TensorDict& td) {
-          if (options_.delay_qvalue()) {
-            with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
-          } else {
-            qvalue_networks_[i]->forward(td);
-          }
-        });
+    const auto next_values =
+        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, next_action,
+                               value_key, [&](size_t i, TensorDict& td) {
+                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
+                                                [&] { qvalue_networks_[i]->forward(td); });
+                               });
     next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
   }
   check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
@@ -245,9 +240,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   const auto entropy = -(probs * log_probs).sum(-1).detach();
 
   // Q term.
-  const auto all_values =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
-                             [&](size_t i, TensorDict& td) { qvalue_networks_[i]->forward(td); });
+  const auto all_values = detail::q_values(name(), qvalue_networks_, batch, action_key, value_key);
   check_values(all_values);
   std::optional<detail::ActionSpace> space;
   if (options_.action_space()) space = detail::parse_action_space(name(), *options_.action_space());
@@ -266,15 +259,12 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
                                                 actor_in, {}, "next");
     const auto [next_probs, next_log_probs] =
         categorical_policy(name(), actor_network_, next_actor_td, n);
-    const auto next_values = detail::run_q_networks(
-        name(), qvalue_networks_, next, "next", action_key, {}, value_key,
-        [&](size_t i, TensorDict& td) {
-          if (options_.delay_qvalue()) {
-            with_target(detail::qvalue_name(i), [&] { qvalue_networks_[i]->forward(td); });
-          } else {
-            qvalue_networks_[i]->forward(td);
-          }
-        });
+    const auto next_values =
+        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, {}, value_key,
+                               [&](size_t i, TensorDict& td) {
+                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
+                                                [&] { qvalue_networks_[i]->forward(td); });
+                               });
     const auto min_next = check_values(next_values);
     next_value = (next_probs * (min_next - alpha * next_log_probs)).sum(-1, /*keepdim=*/true);
   }

@@ -83,32 +83,14 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
   detail::require_writes(name(), "the actor_network", *actor_network_, action_key, "action");
   detail::check_q_keys(name(), qvalue_networks_, action_key, value_key);
   const auto& actor_in = actor_network_->in_keys();
-  const int64_t n = num_qvalue_nets();
 
-  // Actor term: -Q_0(s, mu(s)), the Q-network's parameters held out.
-  auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
-  actor_network_->forward(actor_td);
-  const auto& q0 = qvalue_networks_.front();
-  auto critic_td =
-      detail::network_inputs(name(), "Q-value network 0", batch, q0->in_keys(), {action_key});
-  critic_td.set(action_key, actor_td.get(action_key));
-  torch::Tensor actor_value;
-  {
-    detail::HoldOutParams hold(*q0);
-    q0->forward(critic_td);
-    actor_value = critic_td.get(value_key);
-  }
-  const auto loss_actor = -actor_value.mean();
+  // Actor term: -Q_0(s, mu(s)).
+  const auto loss_actor =
+      detail::deterministic_actor_loss(name(), *actor_network_, *qvalue_networks_.front(),
+                                       "Q-value network 0", batch, action_key, value_key);
 
   // Q term: every Q_i(s, a) against the shared target.
-  std::vector<torch::Tensor> preds;
-  for (int64_t i = 0; i < n; ++i) {
-    const auto& q = qvalue_networks_[i];
-    auto td =
-        detail::network_inputs(name(), "Q-value network " + std::to_string(i), batch, q->in_keys());
-    q->forward(td);
-    preds.push_back(td.get(value_key));
-  }
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, value_key);
   const auto& pred0 = preds.front();
   const auto [reward, done, terminated] = transition(batch);
   check_td_shapes({reward, done, terminated}, pred0);
@@ -128,20 +110,12 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
     const auto low = low_.to(next_action.dtype());
     const auto high = high_.to(next_action.dtype());
     const auto smoothed = torch::max(torch::min(next_action + noise, high), low);
-    std::vector<torch::Tensor> next_values;
-    for (int64_t i = 0; i < n; ++i) {
-      const auto& q = qvalue_networks_[i];
-      auto td = detail::network_inputs(
-          name(), "Q-value network " + std::to_string(i) + " on the next state", next, q->in_keys(),
-          {action_key}, "next");
-      td.set(action_key, smoothed);
-      if (options_.delay_qvalue()) {
-        with_target(detail::qvalue_name(i), [&] { q->forward(td); });
-      } else {
-        q->forward(td);
-      }
-      next_values.push_back(td.get(value_key));
-    }
+    const auto next_values =
+        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, smoothed,
+                               value_key, [&](size_t i, TensorDict& td) {
+                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
+                                                [&] { qvalue_networks_[i]->forward(td); });
+                               });
     next_value = std::get<0>(torch::stack(next_values).min(0));
   }
   check_same_shape("TD target", next_value, "min_i Q'_i(s', a')", pred0, "Q(s, a)");
@@ -157,7 +131,7 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
   TensorDict out({{"loss_actor", loss_actor},
                   {"loss_qvalue", loss_qvalue},
                   {"pred_value", pred_all.mean()},
-                  {"state_action_value_actor", actor_value.detach().mean()},
+                  {"state_action_value_actor", -loss_actor.detach()},  // mean Q(s, mu(s))
                   {"next_state_value", next_value.mean()},
                   {"target_value", target.mean()}},
                  {});

@@ -150,6 +150,23 @@ class HoldOutParams {
   std::vector<torch::Tensor> held_;
 };
 
+/// The deterministic policy gradient's actor term (DDPG, TD3): -mean Q(s, mu(s)), with the
+/// critic's parameters held out so that only the actor learns.
+inline torch::Tensor deterministic_actor_loss(const std::string& where,
+                                              tensordict::nn::TensorDictModuleBase& actor,
+                                              tensordict::nn::TensorDictModuleBase& critic,
+                                              const std::string& critic_who,
+                                              const TensorDict& batch, const NestedKey& action_key,
+                                              const NestedKey& value_key) {
+  auto actor_td = network_inputs(where, "the actor_network", batch, actor.in_keys());
+  actor.forward(actor_td);
+  auto critic_td = network_inputs(where, critic_who, batch, critic.in_keys(), {action_key});
+  critic_td.set(action_key, actor_td.get(action_key));
+  HoldOutParams hold(critic);
+  critic.forward(critic_td);
+  return -critic_td.get(value_key).mean();
+}
+
 /// The regression target for `value` `[*B, 1]` from the next value, reward and flags (all of
 /// `value`'s shape, checked by the caller); the time dim is the batch's last dim.
 inline torch::Tensor td_target(const ValueEstimatorBase& estimator, const torch::Tensor& value,
@@ -264,6 +281,14 @@ inline std::vector<torch::Tensor> run_q_networks(
     out.push_back(td.get(value_key));
   }
   return out;
+}
+
+/// Q_i(s, a) of every Q-network at the batch's own action, through its own parameters.
+inline std::vector<torch::Tensor> q_values(const std::string& where, const QNetworks& networks,
+                                           const TensorDict& batch, const NestedKey& action_key,
+                                           const NestedKey& value_key) {
+  return run_q_networks(where, networks, batch, "", action_key, {}, value_key,
+                        [&](size_t i, TensorDict& td) { networks[i]->forward(td); });
 }
 
 /// "one_hot" or "categorical" discrete actions.
