@@ -3,6 +3,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/envs/transforms/reward.h>
 #include <tdrl/specs.h>
 
 #include "detail/config_text.h"
@@ -42,7 +43,9 @@ EnvParts build_env_parts(const EnvSection& env) {
   std::vector<TransformSection> transforms = env.transforms.items;
   auto wrap = [state, transforms](std::shared_ptr<envs::EnvBase> base, bool eval) {
     if (transforms.empty()) return base;
-    std::vector<envs::TransformPtr> built;
+    // The episode's return in the env's units, summed before any transform changes "reward".
+    std::vector<envs::TransformPtr> built{
+        std::make_shared<envs::RewardSum>(envs::RewardSumOptions().out_keys({kEpisodeRewardKey}))};
     for (size_t i = 0; i < transforms.size(); ++i) {
       TransformContext context;
       context.eval = eval;

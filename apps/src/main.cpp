@@ -226,9 +226,12 @@ int eval_main(int argc, char** argv) {
     auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
     const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
                                  seed ? *seed : derive_seeds(config.seed).eval);
-    std::printf("%s: return %.2f +- %.2f over %lld episodes (checkpoint %s)\n",
-                config.env.name.c_str(), result.mean, result.std,
-                static_cast<long long>(result.episodes), latest->c_str());
+    std::printf("%s: return %.2f +- %.2f over %lld episodes of %.1f steps", config.env.name.c_str(),
+                result.mean, result.std, static_cast<long long>(result.episodes),
+                result.mean_length);
+    if (result.mean_transformed)
+      std::printf(" (after the reward transforms: %.2f)", *result.mean_transformed);
+    std::printf(" (checkpoint %s)\n", latest->c_str());
     return 0;
   } catch (const ConfigError& e) {
     std::cerr << "tdrl-eval: " << e.what() << "\n";

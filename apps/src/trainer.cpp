@@ -37,11 +37,18 @@ using tensordict::NestedKey;
 
 namespace {
 
-// The run's columns, then one per entry the loss declares it writes (LossModule::out_keys).
-std::vector<std::string> metric_columns(const losses::LossModule& loss) {
-  std::vector<std::string> columns{"frames",    "episodes",   "train_return", "eval_return",
-                                   "eval_std",  "updates",    "fps",          "wall_time",
-                                   "collect_s", "optimize_s", "eval_s",       "lr"};
+// The run's columns (returns after reward transforms only when the env has transforms), then
+// one per entry the loss declares it writes (LossModule::out_keys).
+std::vector<std::string> metric_columns(const losses::LossModule& loss, bool transformed) {
+  std::vector<std::string> columns{
+      "frames",      "episodes", "train_return",       "train_episode_length",
+      "eval_return", "eval_std", "eval_episode_length"};
+  if (transformed) {
+    columns.push_back("train_return_transformed");
+    columns.push_back("eval_return_transformed");
+  }
+  for (const char* c : {"updates", "fps", "wall_time", "collect_s", "optimize_s", "eval_s", "lr"})
+    columns.push_back(c);
   for (const auto& key : loss.out_keys()) {
     TDRL_CHECK(std::find(columns.begin(), columns.end(), key) == columns.end(),
                tensordict::ValueError, "Trainer: the loss's out key '", key,
@@ -123,21 +130,35 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
   const auto mdp = envs::StepMdpOptions().action_key(env.action_key()).reward_key(env.reward_key());
   const NestedKey next_done({specs::kNext, specs::kDone});
   const NestedKey next_reward({specs::kNext, env.reward_key()});
+  const NestedKey next_env_return({specs::kNext, kEpisodeRewardKey});
   std::vector<double> returns;
+  std::vector<double> transformed;
+  std::vector<double> lengths;
+  bool has_env_return = false;
   for (int64_t e = 0; e < episodes; ++e) {
     TensorDict td = env.reset();
     double total = 0;
+    int64_t length = 0;
+    std::optional<torch::Tensor> env_return;
     for (int64_t t = 0; max_steps < 0 || t < max_steps; ++t) {
       td = env.step(actor.forward(td));
       total += td.get(next_reward).sum().item<double>();
+      ++length;
+      env_return = td.find(next_env_return);
       if (td.get(next_done).any().item<bool>()) break;
       td = envs::step_mdp(td, mdp);
     }
-    returns.push_back(total);
+    // The env's own return when a RewardSum ahead of the reward transforms carries it.
+    has_env_return = env_return.has_value();
+    returns.push_back(env_return ? env_return->sum().item<double>() : total);
+    transformed.push_back(total);
+    lengths.push_back(static_cast<double>(length));
   }
   EvalResult result;
   result.episodes = episodes;
   result.mean = mean_of(returns);
+  result.mean_length = mean_of(lengths);
+  if (has_env_return) result.mean_transformed = mean_of(transformed);
   double ss = 0;
   for (double r : returns) ss += (r - result.mean) * (r - result.mean);
   result.std = std::sqrt(ss / static_cast<double>(returns.size()));
@@ -220,8 +241,9 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     logger_->info("run {} ({} on {}), config:\n{}", run_.path(), config_.algo.name,
                   config_.env.name, to_yaml(config_));
   }
-  metrics_writer_ =
-      std::make_unique<MetricsWriter>(run_.file("metrics.csv"), metric_columns(*recipe_->loss));
+  metrics_writer_ = std::make_unique<MetricsWriter>(
+      run_.file("metrics.csv"),
+      metric_columns(*recipe_->loss, !config_.env.transforms.items.empty()));
 }
 
 Trainer::~Trainer() {
@@ -292,14 +314,25 @@ void Trainer::record_episodes(const TensorDict& batch) {
   const double* rp = r.data_ptr<double>();
   const bool* dp = d.data_ptr<bool>();
   const int64_t* ip = id.data_ptr<int64_t>();
-  batch_returns_.clear();
+  // The env's own running return, when a RewardSum ahead of the reward transforms writes it.
+  torch::Tensor env_sums;
+  if (auto sums = batch.find({specs::kNext, kEpisodeRewardKey})) {
+    env_sums = sums->reshape({-1}).to(torch::kFloat64).contiguous();
+    TDRL_CHECK(env_sums.numel() == n, tensordict::ShapeError, "Trainer: the batch's (\"next\", \"",
+               kEpisodeRewardKey, "\") has ", std::to_string(env_sums.numel()), " values for ",
+               std::to_string(n), " steps; it must hold one per step");
+  }
+  const double* sp = env_sums.defined() ? env_sums.data_ptr<double>() : nullptr;
+  batch_episodes_.clear();
   for (int64_t i = 0; i < n; ++i) {
-    double& running = running_returns_[ip[i]];
-    running += rp[i];
+    EpisodeTally& running = running_[ip[i]];
+    running.transformed += rp[i];
+    running.env_return = sp ? sp[i] : running.transformed;
+    ++running.length;
     if (dp[i]) {
-      batch_returns_.push_back(running);
-      recent_returns_.push_back(running);
-      running_returns_.erase(ip[i]);
+      batch_episodes_.push_back(running);
+      recent_returns_.push_back(running.env_return);
+      running_.erase(ip[i]);
       ++episodes_;
     }
   }
@@ -401,8 +434,11 @@ EvalResult Trainer::evaluate_now() {
   auto result = evaluate(*eval_env_, *recipe_->actor, config_.eval.episodes, config_.eval.max_steps,
                          seeds_.eval);
   eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
-  logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes", frames_, result.mean,
-                result.std, result.episodes);
+  logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes of {:.1f} steps{}",
+                frames_, result.mean, result.std, result.episodes, result.mean_length,
+                result.mean_transformed ? fmt::format(" (after the reward transforms: {:.2f})",
+                                                      *result.mean_transformed)
+                                        : std::string());
   return result;
 }
 
@@ -486,13 +522,24 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   metrics_.clear();
   metrics_["frames"] = static_cast<double>(frames_);
   metrics_["episodes"] = static_cast<double>(episodes_);
-  if (!batch_returns_.empty()) {
-    metrics_["train_return"] = mean_of(batch_returns_);
+  if (!batch_episodes_.empty()) {
+    std::vector<double> returns, transformed, lengths;
+    for (const auto& e : batch_episodes_) {
+      returns.push_back(e.env_return);
+      transformed.push_back(e.transformed);
+      lengths.push_back(static_cast<double>(e.length));
+    }
+    metrics_["train_return"] = mean_of(returns);
+    metrics_["train_episode_length"] = mean_of(lengths);
+    if (!config_.env.transforms.items.empty())
+      metrics_["train_return_transformed"] = mean_of(transformed);
     train_curve_.emplace_back(static_cast<double>(frames_), metrics_["train_return"]);
   }
   if (eval) {
     metrics_["eval_return"] = eval->mean;
     metrics_["eval_std"] = eval->std;
+    metrics_["eval_episode_length"] = eval->mean_length;
+    if (eval->mean_transformed) metrics_["eval_return_transformed"] = *eval->mean_transformed;
   }
   metrics_["updates"] = static_cast<double>(updates_);
   metrics_["fps"] = fps;

@@ -161,8 +161,8 @@ class StopSignalGuard {
 
 // The run's own columns; each loss's out_keys follow them.
 const std::string kRunColumns =
-    "frames,episodes,train_return,eval_return,eval_std,updates,fps,wall_time,collect_s,optimize_s,"
-    "eval_s,lr";
+    "frames,episodes,train_return,train_episode_length,eval_return,eval_std,eval_episode_length,"
+    "updates,fps,wall_time,collect_s,optimize_s,eval_s,lr";
 
 const std::map<std::string, std::string> kLossColumns{
     {"ppo", "loss_objective,loss_critic,ESS,kl_approx,clip_fraction"},
@@ -477,6 +477,63 @@ TEST(EvaluateTest, MaxStepsEndsEachEpisode) {
   EXPECT_EQ(result.episodes, 3);
   EXPECT_DOUBLE_EQ(result.mean, 5.0);
   EXPECT_DOUBLE_EQ(result.std, 0.0);
+}
+
+// tiny_config(algo) with a reward_scaling transform (scale 0.1) on the env.
+RunConfig scaled_reward_config(const std::string& algo) {
+  register_builtin_components();
+  std::string yaml = tiny_yaml(algo);
+  const std::string env_line = "  name: Pendulum-v1\n";
+  yaml.insert(yaml.find(env_line) + env_line.size(),
+              "  transforms:\n    - type: reward_scaling\n      scale: 0.1\n");
+  return load_config_string(yaml, {});
+}
+
+TEST(EvaluateTest, ReturnsAreInTheEnvsUnitsWhateverTheRewardTransforms) {
+  // The same actor (same initial weights) on the same episodes, with and without a reward
+  // scaled by 0.1.
+  torch::manual_seed(5);
+  auto plain = acting_of(tiny_config("sac"));
+  torch::manual_seed(5);
+  auto scaled = acting_of(scaled_reward_config("sac"));
+  auto plain_env = plain.env.eval_env_factory();
+  auto scaled_env = scaled.env.eval_env_factory();
+  const auto a = evaluate(*plain_env, *plain.recipe->actor, 2, 20, 3);
+  const auto b = evaluate(*scaled_env, *scaled.recipe->actor, 2, 20, 3);
+  EXPECT_NEAR(b.mean, a.mean, 1e-4 * std::abs(a.mean));
+  EXPECT_NEAR(b.std, a.std, 1e-3 * std::abs(a.mean));
+  ASSERT_TRUE(b.mean_transformed.has_value());
+  EXPECT_NEAR(*b.mean_transformed, 0.1 * a.mean, 1e-4 * std::abs(a.mean));
+  EXPECT_FALSE(a.mean_transformed.has_value());
+  EXPECT_DOUBLE_EQ(a.mean_length, 20.0);
+  EXPECT_DOUBLE_EQ(b.mean_length, 20.0);
+}
+
+TEST(TrainerTest, MetricsReportTheEnvsReturnsAndTheTransformedOnesBeside) {
+  TempDir tmp;
+  RunConfig config = scaled_reward_config("sac");
+  Trainer trainer(config, RunDir::create(tmp.path().string(), "t"));
+  trainer.train();
+  const std::string path = trainer.run_dir().file("metrics.csv");
+  EXPECT_THAT(first_line(path),
+              HasSubstr("train_return,train_episode_length,eval_return,eval_std,"
+                        "eval_episode_length,train_return_transformed,eval_return_transformed,"));
+  const auto rows = read_metrics(path);
+  const auto env_units = column(rows, "train_return");
+  const auto transformed = column(rows, "train_return_transformed");
+  const auto lengths = column(rows, "train_episode_length");
+  int ended = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (std::isnan(env_units[i])) continue;
+    ++ended;
+    EXPECT_NEAR(transformed[i], 0.1 * env_units[i], 1e-4 * std::abs(env_units[i]));
+    EXPECT_DOUBLE_EQ(lengths[i], 200.0);  // Pendulum's episodes
+  }
+  EXPECT_EQ(ended, 1);  // 256 frames: one 200-step episode
+  const auto last = rows.back();
+  EXPECT_NEAR(last.at("eval_return_transformed"), 0.1 * last.at("eval_return"),
+              1e-4 * std::abs(last.at("eval_return")));
+  EXPECT_DOUBLE_EQ(last.at("eval_episode_length"), 20.0);
 }
 
 TEST(EvaluateTest, FewerThanOneEpisodeThrowsValueError) {

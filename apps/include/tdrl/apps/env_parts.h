@@ -20,8 +20,15 @@ namespace tdrl::apps {
 /// name; saved in checkpoints.
 using EnvState = std::vector<std::pair<std::string, std::shared_ptr<envs::VecNormState>>>;
 
+/// Where the apps' envs carry each episode's return in the env's own units when env.transforms
+/// is not empty: a RewardSum ahead of the configured transforms writes it (reset: 0; each
+/// step: ("next", "episode_reward"), the running sum of the untransformed reward), so that
+/// returns are reported in the task's units whatever the transforms do to "reward".
+constexpr const char* kEpisodeRewardKey = "episode_reward";
+
 struct EnvParts {
-  /// Builds the training env: env.num_envs sub-envs with env.transforms.
+  /// Builds the training env: env.num_envs sub-envs with env.transforms (after a RewardSum
+  /// writing kEpisodeRewardKey).
   envs::EnvFactory train_env_factory;
   /// Builds one unbatched evaluation env (same task and transforms; VecNorm frozen, sharing
   /// the training env's statistics).

@@ -26,11 +26,15 @@ class logger;
 
 namespace tdrl::apps {
 
-/// Mean and standard deviation of episode returns.
+/// Evaluation episodes: mean and standard deviation of their returns in the env's own units
+/// (before reward transforms; see kEpisodeRewardKey), their mean length in steps, and the mean
+/// return after the reward transforms when the env carries kEpisodeRewardKey.
 struct EvalResult {
   double mean = 0;
   double std = 0;
   int64_t episodes = 0;
+  double mean_length = 0;
+  std::optional<double> mean_transformed;
 };
 
 /// Runs `episodes` episodes of `actor` on `env` (unbatched) with
@@ -77,12 +81,13 @@ enum class HookPoint {
 /// periodic evaluation and checkpoints, until collector.total_frames.
 ///
 /// A run writes into its RunDir: config.yaml (the resolved config), train.log (spdlog),
-/// metrics.csv (frames, episodes, train_return, eval_return, eval_std, updates, fps,
-/// wall_time, the session's seconds spent collecting / optimising / evaluating and
-/// checkpointing, lr, then one column per entry the loss declares in out_keys(), each the mean
-/// over the updates since the last row), learning_curve.svg (at each checkpoint and at the end)
-/// and checkpoints/ (checkpoint.h). The Trainer throws KeyError at construction when an
-/// optimiser group names a term the loss does not declare.
+/// metrics.csv (frames, episodes, train_return and train_episode_length, eval_return,
+/// eval_std and eval_episode_length, with env.transforms also train_return_transformed and
+/// eval_return_transformed; then updates, fps, wall_time, the session's seconds spent collecting /
+/// optimising / evaluating and checkpointing, lr, then one column per entry the loss declares in
+/// out_keys(), each the mean over the updates since the last row), learning_curve.svg (at each
+/// checkpoint and at the end) and checkpoints/ (checkpoint.h). The Trainer throws KeyError at
+/// construction when an optimiser group names a term the loss does not declare.
 ///
 /// Reliability: SIGINT/SIGTERM (StopSignal) end the run after the current batch with a
 /// checkpoint; resume() continues from the last checkpoint (frames, buffer, optimisers,
@@ -167,9 +172,15 @@ class Trainer {
   std::map<std::string, double> metrics_;
   std::map<std::string, double> loss_sums_;
   int64_t loss_count_ = 0;
-  std::map<int64_t, double> running_returns_;  // by trajectory id
-  std::vector<double> recent_returns_;         // the last 20 finished episodes
-  std::vector<double> batch_returns_;          // episodes finished in the last batch
+  // An episode's return in the env's units, its return after reward transforms, its length.
+  struct EpisodeTally {
+    double env_return = 0;
+    double transformed = 0;
+    int64_t length = 0;
+  };
+  std::map<int64_t, EpisodeTally> running_;   // by trajectory id
+  std::vector<double> recent_returns_;        // the last 20 finished episodes (env units)
+  std::vector<EpisodeTally> batch_episodes_;  // episodes finished in the last batch
   std::vector<std::pair<double, double>> train_curve_;
   std::vector<std::pair<double, double>> eval_curve_;
   std::shared_ptr<spdlog::logger> logger_;
