@@ -190,12 +190,18 @@ int train_main(int argc, char** argv) {
 
 int eval_main(int argc, char** argv) {
   register_builtin_components();
-  CLI::App app{"tdrl-eval: evaluate a run's last checkpoint with the deterministic actor"};
+  CLI::App app{
+      "tdrl-eval: evaluate a run's checkpoint (default: its last intact one) with the "
+      "deterministic actor"};
   std::string run_path;
+  std::string checkpoint;
   int64_t episodes = 10;
   std::optional<uint64_t> seed;
   std::vector<std::string> plugins;
   app.add_option("--run", run_path, "the run folder")->required();
+  app.add_option("--checkpoint", checkpoint,
+                 "a checkpoint of the run: a name in its checkpoints/ folder ('best', "
+                 "'ckpt-000000050000') or a folder path (default: the last intact one)");
   app.add_option("--episodes", episodes, "episodes to run (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
@@ -207,17 +213,36 @@ int eval_main(int argc, char** argv) {
     const RunConfig config = load_config(run.file("config.yaml"));
     torch::set_num_threads(1);
     const CheckpointStore store(run.file("checkpoints"));
-    std::vector<std::string> why;
-    const auto intact = store.latest_intact(&why);
-    if (!intact) {
-      std::cerr << "tdrl-eval: " << run.path() << " has no "
-                << (why.empty() ? "checkpoint yet" : "intact checkpoint") << "\n";
-      for (const auto& w : why) std::cerr << "tdrl-eval: passed over " << w << "\n";
-      return 1;
+    std::optional<std::string> latest;
+    if (!checkpoint.empty()) {
+      // A name in the run's checkpoints/ folder, or a folder path.
+      const std::string named = run.file("checkpoints") + "/" + checkpoint;
+      const std::string folder =
+          checkpoint.find('/') == std::string::npos && fs::is_directory(named) ? named : checkpoint;
+      if (!fs::is_regular_file(fs::path(folder) / "state" / "meta.json")) {
+        std::cerr << "tdrl-eval: --checkpoint " << checkpoint << ": " << folder
+                  << " is not a checkpoint folder (it has no state/); the run's checkpoints are in "
+                  << run.file("checkpoints") << "\n";
+        return 2;
+      }
+      if (const auto damage = CheckpointStore::damage(folder)) {
+        std::cerr << "tdrl-eval: --checkpoint " << checkpoint << " is damaged: " << *damage << "\n";
+        return 1;
+      }
+      latest = folder;
+    } else {
+      std::vector<std::string> why;
+      const auto intact = store.latest_intact(&why);
+      if (!intact) {
+        std::cerr << "tdrl-eval: " << run.path() << " has no "
+                  << (why.empty() ? "checkpoint yet" : "intact checkpoint") << "\n";
+        for (const auto& w : why) std::cerr << "tdrl-eval: passed over " << w << "\n";
+        return 1;
+      }
+      for (const auto& w : intact->passed_over)
+        std::cerr << "tdrl-eval: passed over a damaged checkpoint: " << w << "\n";
+      latest = intact->folder;
     }
-    for (const auto& w : intact->passed_over)
-      std::cerr << "tdrl-eval: passed over a damaged checkpoint: " << w << "\n";
-    const std::optional<std::string> latest = intact->folder;
     EnvParts env = build_env_parts(config.env);
     auto recipe = make_acting_recipe(config, env.info);
     const auto state = load_checkpoint_state(*latest);
@@ -226,9 +251,9 @@ int eval_main(int argc, char** argv) {
     auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
     const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
                                  seed ? *seed : derive_seeds(config.seed).eval);
-    std::printf("%s: return %.2f +- %.2f over %lld episodes of %.1f steps", config.env.name.c_str(),
-                result.mean, result.std, static_cast<long long>(result.episodes),
-                result.mean_length);
+    std::printf("%s: return %.2f +- %.2f (min %.2f, max %.2f) over %lld episodes of %.1f steps",
+                config.env.name.c_str(), result.mean, result.std, result.min, result.max,
+                static_cast<long long>(result.episodes), result.mean_length);
     if (result.mean_transformed)
       std::printf(" (after the reward transforms: %.2f)", *result.mean_transformed);
     std::printf(" (checkpoint %s)\n", latest->c_str());

@@ -96,6 +96,7 @@ void ProgressDisplay::update(int64_t frames, double fps, double recent_return, d
     if (length < last_length_) line += std::string(last_length_ - length, ' ');
     last_length_ = length;
     line_open_ = true;
+    last_bar_ = line;
     std::cout << '\r' << line << std::flush;
   } else {
     std::string line = frames_text;
@@ -104,6 +105,18 @@ void ProgressDisplay::update(int64_t frames, double fps, double recent_return, d
             eta_text;
     std::cout << line << '\n' << std::flush;
   }
+}
+
+void ProgressDisplay::message(const std::string& line) {
+  if (none_) return;
+  if (!bar_ || !line_open_) {
+    std::cout << line << '\n' << std::flush;
+    return;
+  }
+  // Over the bar (padded to erase it), then the bar again on the next line.
+  std::string text = line;
+  if (text.size() < last_length_) text += std::string(last_length_ - text.size(), ' ');
+  std::cout << '\r' << text << '\n' << last_bar_ << std::flush;
 }
 
 void ProgressDisplay::finish() {

@@ -69,6 +69,14 @@ void check_groups(const std::vector<OptimizerGroup>& groups, const losses::LossM
                  tensordict::closest_names(term, declared));
 }
 
+// The running statistics of the envs (VecNorm) under "env/<name>", as tdrl-eval reads them.
+void set_env_state(TensorDict& state, const EnvState& env_state) {
+  for (const auto& [name, s] : env_state) {
+    const auto sd = s->state_dict();
+    if (!sd.keys().empty()) state.set({"env", name}, sd);
+  }
+}
+
 std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
 
 // The collector of `collector.mode`. Distributed workers are this executable started again on
@@ -158,6 +166,8 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
   result.episodes = episodes;
   result.mean = mean_of(returns);
   result.mean_length = mean_of(lengths);
+  result.min = *std::min_element(returns.begin(), returns.end());
+  result.max = *std::max_element(returns.begin(), returns.end());
   if (has_env_return) result.mean_transformed = mean_of(transformed);
   double ss = 0;
   for (double r : returns) ss += (r - result.mean) * (r - result.mean);
@@ -439,7 +449,36 @@ EvalResult Trainer::evaluate_now() {
                 result.mean_transformed ? fmt::format(" (after the reward transforms: {:.2f})",
                                                       *result.mean_transformed)
                                         : std::string());
+  keep_if_best(result);
   return result;
+}
+
+void Trainer::keep_if_best(const EvalResult& result) {
+  const std::string dir = run_.file("checkpoints") + "/best";
+  if (!best_eval_) {
+    // A resumed run continues from the best it saved.
+    best_eval_ = -std::numeric_limits<double>::infinity();
+    if (fs::exists(fs::path(dir) / "state" / "meta.json")) {
+      try {
+        best_eval_ = load_checkpoint_state(dir).get({"trainer", "eval_return"}).item<double>();
+      } catch (const std::exception& e) {
+        logger_->warn("checkpoints/best cannot be read ({}); the next evaluation replaces it",
+                      e.what());
+      }
+    }
+  }
+  if (!(result.mean > *best_eval_)) return;
+  best_eval_ = result.mean;
+  TensorDict state = TensorDict::empty({});
+  state.set("actor", module_state(*recipe_->actor));
+  set_env_state(state, *env_.env_state);
+  TensorDict trainer = TensorDict::empty({});
+  trainer.set("frames", torch::tensor(frames_, torch::kInt64));
+  trainer.set("eval_return", torch::tensor(result.mean, torch::kFloat64));
+  state.set("trainer", trainer);
+  fs::create_directories(dir);
+  save_checkpoint_state(state, dir);
+  logger_->info("checkpoints/best: eval return {:.2f} at {} frames", result.mean, frames_);
 }
 
 void Trainer::write_curve() {
@@ -457,10 +496,7 @@ void Trainer::save_checkpoint_files(const std::string& dir) {
   for (auto& [name, module] : recipe.exploration_modules)
     state.set({"exploration", name}, module_state(*module));
   state.set("collector", collector_->state_dict());
-  for (auto& [name, s] : *env_.env_state) {
-    const auto sd = s->state_dict();
-    if (!sd.keys().empty()) state.set({"env", name}, sd);
-  }
+  set_env_state(state, *env_.env_state);
   TensorDict trainer = TensorDict::empty({});
   trainer.set("frames", torch::tensor(frames_, torch::kInt64));
   trainer.set("updates", torch::tensor(updates_, torch::kInt64));
@@ -637,6 +673,11 @@ bool Trainer::train() {
         eval = evaluate_now();
         run_hooks(HookPoint::kEval);
       }
+      if (eval)
+        display.message(
+            fmt::format("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes "
+                        "of {:.1f} steps",
+                        frames_, eval->mean, eval->std, eval->episodes, eval->mean_length));
       times_.eval += seconds(optimized, Clock::now());
       log_row(fps, eval);
       display.update(frames_, fps, mean_of(recent_returns_), wall_time());

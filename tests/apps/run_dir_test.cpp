@@ -407,6 +407,25 @@ TEST(ProgressDisplayTest, BarModeRedrawsOneLineInPlace) {
   EXPECT_EQ(out, first + second + std::string(first.size() - second.size(), ' ') + "\n");
 }
 
+TEST(ProgressDisplayTest, AMessagePrintsAboveTheBarWhichIsRedrawnBelowIt) {
+  ProgressDisplay bar("bar", 10000, std::chrono::seconds(10));
+  testing::internal::CaptureStdout();
+  bar.update(5000, 1000, 1.0, 1.0);
+  bar.message("eval at 5000 frames: return 9.00");
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string drawn =
+      "[###############---------------] 50% 5000/10000 frames | 1000 fps | return 1 | ETA 0:00:05";
+  EXPECT_EQ(out, "\r" + drawn + "\r" + "eval at 5000 frames: return 9.00" +
+                     std::string(drawn.size() - 32, ' ') + "\n" + drawn);
+
+  ProgressDisplay lines("lines", 10000, std::chrono::seconds(10));
+  ProgressDisplay none("none", 10000, std::chrono::seconds(10));
+  testing::internal::CaptureStdout();
+  lines.message("eval at 5000 frames");
+  none.message("not shown");
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "eval at 5000 frames\n");
+}
+
 TEST(ProgressDisplayTest, EtaIsUnknownWithoutPositiveFps) {
   ProgressDisplay display("lines", 100, std::chrono::seconds(0));
   testing::internal::CaptureStdout();

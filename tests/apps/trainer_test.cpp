@@ -34,6 +34,7 @@
 #include <torch/torch.h>
 
 #include <tdrl/apps/checkpoint.h>
+#include <tdrl/apps/main.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 #include <tdrl/modules/egreedy.h>
@@ -534,6 +535,48 @@ TEST(TrainerTest, MetricsReportTheEnvsReturnsAndTheTransformedOnesBeside) {
   EXPECT_NEAR(last.at("eval_return_transformed"), 0.1 * last.at("eval_return"),
               1e-4 * std::abs(last.at("eval_return")));
   EXPECT_DOUBLE_EQ(last.at("eval_episode_length"), 20.0);
+}
+
+// eval_main on `args` (after the program name), with its stdout.
+std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
+  args.insert(args.begin(), "tdrl-eval");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStdout();
+  const int code = eval_main(static_cast<int>(argv.size()), argv.data());
+  return {code, testing::internal::GetCapturedStdout()};
+}
+
+TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"eval.interval_frames=64", "checkpoint.interval_frames=128"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  trainer.train();
+  const std::string run = trainer.run_dir().path();
+  // checkpoints/best holds the best evaluation of the run, with its frame count.
+  const auto rows = read_metrics(trainer.run_dir().file("metrics.csv"));
+  double best = -std::numeric_limits<double>::infinity();
+  double best_frames = 0;
+  for (const auto& row : rows) {
+    auto it = row.find("eval_return");
+    if (it != row.end() && it->second > best) {
+      best = it->second;
+      best_frames = row.at("frames");
+    }
+  }
+  const auto state = load_checkpoint_state(run + "/checkpoints/best");
+  EXPECT_EQ(state.get({"trainer", "eval_return"}).item<double>(), best);
+  EXPECT_EQ(state.get({"trainer", "frames"}).item<int64_t>(), static_cast<int64_t>(best_frames));
+  EXPECT_TRUE(state.contains("actor"));
+
+  // tdrl-eval: the best checkpoint, a named one, and the last intact one by default.
+  const auto [code, out] = run_eval_main({"--run", run, "--checkpoint", "best", "--episodes", "2"});
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(out, AllOf(HasSubstr("CartPole-v1: return "), HasSubstr("(min "), HasSubstr(", max "),
+                         HasSubstr("over 2 episodes of "), HasSubstr("checkpoints/best)")));
+  EXPECT_EQ(run_eval_main({"--run", run, "--checkpoint", "ckpt-000000000128"}).first, 0);
+  EXPECT_THAT(run_eval_main({"--run", run}).second, HasSubstr("ckpt-000000000256)"));
+  EXPECT_EQ(run_eval_main({"--run", run, "--checkpoint", "ckpt-000000000999"}).first, 2);
 }
 
 TEST(EvaluateTest, FewerThanOneEpisodeThrowsValueError) {

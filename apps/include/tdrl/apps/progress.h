@@ -32,6 +32,9 @@ class ProgressDisplay {
                   std::chrono::duration<double> interval);
   /// Updates the display; `recent_return` may be NaN when no episode ended yet.
   void update(int64_t frames, double fps, double recent_return, double elapsed_s);
+  /// Prints `line` on a line of its own, above the bar (which is redrawn below it) or between
+  /// the periodic lines; nothing in mode "none". For events such as evaluations.
+  void message(const std::string& line);
   /// Ends the bar's line (a newline) so later output starts on a fresh line. Does nothing in
   /// the other modes, before the first update, or when called again.
   void finish();
@@ -47,6 +50,7 @@ class ProgressDisplay {
   bool reached_total_ = false;
   bool line_open_ = false;
   size_t last_length_ = 0;
+  std::string last_bar_;  // the bar as last drawn, redrawn after a message
 };
 
 }  // namespace tdrl::apps

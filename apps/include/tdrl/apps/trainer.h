@@ -32,6 +32,8 @@ namespace tdrl::apps {
 struct EvalResult {
   double mean = 0;
   double std = 0;
+  double min = 0;
+  double max = 0;
   int64_t episodes = 0;
   double mean_length = 0;
   std::optional<double> mean_transformed;
@@ -149,6 +151,8 @@ class Trainer {
   void truncate_metrics();
   double wall_time() const;
   void save_checkpoint_files(const std::string& dir);
+  // Saves the actor and env statistics to checkpoints/best when `result` beats the best so far.
+  void keep_if_best(const EvalResult& result);
   void load_checkpoint_files(const std::string& dir);
   void run_hooks(HookPoint point);
   void apply_lr_schedule();
@@ -181,6 +185,7 @@ class Trainer {
   std::map<int64_t, EpisodeTally> running_;   // by trajectory id
   std::vector<double> recent_returns_;        // the last 20 finished episodes (env units)
   std::vector<EpisodeTally> batch_episodes_;  // episodes finished in the last batch
+  std::optional<double> best_eval_;  // the best evaluation return, once known (checkpoints/best)
   std::vector<std::pair<double, double>> train_curve_;
   std::vector<std::pair<double, double>> eval_curve_;
   std::shared_ptr<spdlog::logger> logger_;
