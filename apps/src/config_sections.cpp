@@ -77,6 +77,9 @@ void ModelSection::fields(FieldVisitor& v) {
         {"tanh", "relu", "elu", "leaky_relu", "gelu", "selu", "softplus", "sigmoid", "identity"}),
     "activation of the hidden layers");
   v("layer_norm", layer_norm, "LayerNorm after each hidden Linear");
+  v("init", init, one_of({"default", "orthogonal"}),
+    "weights: LibTorch's default, or orthogonal (gain sqrt(2) for the hidden layers; 0.01 for a "
+    "policy's last layer, 1 otherwise) with zero biases, as SB3 and CleanRL initialise PPO");
 }
 
 void CollectorSection::fields(FieldVisitor& v) {

@@ -13,7 +13,7 @@ namespace tdnn = tensordict::nn;
 modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env) {
   if (env.num_actions) {
     tdnn::TensorDictModule logits(
-        detail::mlp(model, env.obs_dim, *env.num_actions, model.actor_cells),
+        detail::mlp(model, env.obs_dim, *env.num_actions, model.actor_cells, /*last_gain=*/0.01),
         tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"logits"}));
     return modules::ProbabilisticActor(
         logits, env.action_spec,
@@ -26,7 +26,8 @@ modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, con
                         "the algorithm's check admits only discrete or Bounded actions");
   tdnn::TensorDictSequential net(
       tdnn::TensorDictModule(
-          detail::mlp(model, env.obs_dim, 2 * env.action_dim, model.actor_cells),
+          detail::mlp(model, env.obs_dim, 2 * env.action_dim, model.actor_cells,
+                      /*last_gain=*/0.01),
           tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
       tdnn::TensorDictModule(
           tdnn::NormalParamExtractor(),

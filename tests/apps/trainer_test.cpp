@@ -579,6 +579,28 @@ TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {
   EXPECT_EQ(run_eval_main({"--run", run, "--checkpoint", "ckpt-000000000999"}).first, 2);
 }
 
+TEST(ModelTest, OrthogonalInitGivesOrthogonalLayersWithThePolicysSmallLastGain) {
+  auto acting = acting_of(tiny_config("ppo", {"model.init=orthogonal"}));
+  std::vector<torch::Tensor> weights;
+  std::vector<torch::Tensor> biases;
+  for (const auto& m : acting.recipe->actor->modules(/*include_self=*/false)) {
+    if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m)) {
+      weights.push_back(linear->weight);
+      biases.push_back(linear->bias);
+    }
+  }
+  ASSERT_EQ(weights.size(), 3u);  // 4 -> 16 -> 16 -> 2 logits
+  for (size_t i = 0; i < weights.size(); ++i) {
+    SCOPED_TRACE(i);
+    const auto& w = weights[i];
+    const double gain = i + 1 < weights.size() ? std::sqrt(2.0) : 0.01;
+    // Orthonormal rows (or columns, whichever are fewer), scaled by the gain.
+    const auto gram = w.size(0) <= w.size(1) ? w.matmul(w.t()) : w.t().matmul(w);
+    EXPECT_TRUE(torch::allclose(gram, gain * gain * torch::eye(gram.size(0)), 1e-4, 1e-5));
+    EXPECT_EQ(biases[i].abs().max().item<float>(), 0.0f);
+  }
+}
+
 TEST(EvaluateTest, FewerThanOneEpisodeThrowsValueError) {
   auto acting = acting_of(tiny_config("ppo"));
   auto& recipe = acting.recipe;

@@ -1,5 +1,7 @@
 #include "detail/recipe_parts.h"
 
+#include <cmath>
+
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/samplers.h>
 #include <tdrl/replay/storages.h>
@@ -12,11 +14,24 @@ namespace tdrl::apps::detail {
 namespace tdnn = tensordict::nn;
 
 modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
-                 const std::vector<int64_t>& cells) {
-  return modules::MLP(modules::MLPOptions(in, out)
-                          .num_cells(cells)
-                          .activation(model.activation)
-                          .layer_norm(model.layer_norm));
+                 const std::vector<int64_t>& cells, double last_gain) {
+  modules::MLP net(modules::MLPOptions(in, out)
+                       .num_cells(cells)
+                       .activation(model.activation)
+                       .layer_norm(model.layer_norm));
+  if (model.init == "orthogonal") {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::nn::Linear> layers;
+    for (const auto& m : net->modules(/*include_self=*/false))
+      if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m))
+        layers.emplace_back(linear);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      torch::nn::init::orthogonal_(layers[i]->weight,
+                                   i + 1 < layers.size() ? std::sqrt(2.0) : last_gain);
+      if (layers[i]->bias.defined()) layers[i]->bias.zero_();
+    }
+  }
+  return net;
 }
 
 modules::ValueOperator state_action_critic(const RecipeContext& context) {

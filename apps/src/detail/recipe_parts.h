@@ -18,9 +18,11 @@
 
 namespace tdrl::apps::detail {
 
-/// An MLP of `model`'s activation and layer norm.
+/// An MLP of `model`'s activation, layer norm and init; `last_gain` is the orthogonal gain of
+/// the output layer under `init: orthogonal` (0.01 for a policy's, so that it starts near
+/// uniform; 1 for a value's).
 modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
-                 const std::vector<int64_t>& cells);
+                 const std::vector<int64_t>& cells, double last_gain = 1.0);
 
 /// Q(s, a): an MLP of the model's critic cells on the concatenated observation and action,
 /// writing "state_action_value".

@@ -92,6 +92,7 @@ struct ModelSection : Section {
   std::vector<int64_t> critic_cells{64, 64};
   std::string activation = "tanh";
   bool layer_norm = false;
+  std::string init = "default";
   void fields(FieldVisitor& v) override;
 };
 
