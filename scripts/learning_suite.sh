@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Runs the learning configs (not in CI: it is a benchmark) and reports each run's final
-# deterministic evaluation return (10 episodes) against its target, with frames, wall time and
-# frames/s; writes the table to docs/results.md and copies the learning curves to
-# docs/results/. Arguments: config names to run (default: every config with a target), or
-# --resume with the run folder of a suite run that was stopped (it continues from its last
-# checkpoint and is reported like a fresh run), e.g.
-#   scripts/learning_suite.sh ppo_cartpole dqn_cartpole
-#   scripts/learning_suite.sh --resume runs/learning_suite/sac_halfcheetah-20261123-034317
-#   BUILD_DIR=... RUNS_DIR=... scripts/learning_suite.sh
-#   TDRL_TRAIN=/opt/tdrl/bin/tdrl-train scripts/learning_suite.sh   (an installed tdrl-train,
-#     so that rebuilding the tree during a long suite does not change the program under test)
-# Wall time is the run's own clock (metrics.csv's wall_time), which adds up across a resume and
-# includes evaluation and checkpoints.
+# Runs the learning configs over several seeds (not in CI: it is a benchmark) and reports, per
+# config, the median and interquartile range of the final deterministic evaluation return
+# (10 episodes per seed), the fraction of seeds reaching the target, frames, and wall time per
+# seed. A target is met only when the median reaches it and at least 80% of the seeds do.
+# Writes the table to docs/results.md and one plot per config (every seed's evaluation curve,
+# the median and the interquartile band) to docs/results/<config>.svg.
+#
+#   scripts/learning_suite.sh                          every config with a target, 5 seeds
+#   scripts/learning_suite.sh --seeds 10 ppo_cartpole  10 seeds (0..9) of one config
+#   scripts/learning_suite.sh --resume RUN_DIR         continue one seed's stopped run, then
+#                                                      report its config again
+#   scripts/learning_suite.sh --report-only NAME...    report the runs already there
+#   BUILD_DIR=... RUNS_DIR=... TDRL_TRAIN=... scripts/learning_suite.sh
+#     TDRL_TRAIN: an installed tdrl-train, so that rebuilding the tree during a long suite does
+#     not change the program under test.
+#
+# The long off-policy MuJoCo configs (1.5-2 hours a seed on the 2-core reference machine) run 3
+# seeds at a reduced frame budget with an intermediate target (the table says so); pass
+# --full-budget to run them as configured. Each seed's runs live in
+# $RUNS_DIR/<config>/seed<N>/<run folder>; the report reads every seed's latest run folder
+# there, so a resumed or added seed joins the figures. Wall time is the run's own clock
+# (metrics.csv's wall_time, summed across a resume), evaluations and checkpoints included.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
@@ -19,15 +28,9 @@ source "$(dirname "$0")/common.sh"
 build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
 runs_dir=${RUNS_DIR:-$TDRL_ROOT/runs/learning_suite}
 train=${TDRL_TRAIN:-}
-if [[ -z "$train" ]]; then
-  tdrl_configure "$build_dir"
-  cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
-  train=$build_dir/apps/tdrl-train
-fi
-[[ -x "$train" ]] || { echo "learning_suite.sh: $train is not an executable" >&2; exit 2; }
 
 # config: target return, the public anchor at that budget
-declare -A target anchor
+declare -A target anchor budget budget_target budget_seeds
 target[ppo_cartpole]=475;          anchor[ppo_cartpole]="SB3 zoo 500 @ 100k"
 target[dqn_cartpole]=475;          anchor[dqn_cartpole]="SB3 zoo 500 @ 50k"
 target[a2c_cartpole]=475;          anchor[a2c_cartpole]="SB3 zoo 500 @ 500k"
@@ -38,17 +41,41 @@ target[ppo_invertedpendulum]=950;  anchor[ppo_invertedpendulum]="CleanRL 963 @ 1
 target[ppo_halfcheetah]=1500;      anchor[ppo_halfcheetah]="CleanRL 1443 @ 1M"
 target[sac_halfcheetah]=4000;      anchor[sac_halfcheetah]="CleanRL ~9.6k @ 1M"
 target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
+# The reduced budgets: frames, the target at that budget, seeds.
+budget[sac_halfcheetah]=100000;    budget_target[sac_halfcheetah]=3000;  budget_seeds[sac_halfcheetah]=3
+budget[td3_hopper]=200000;         budget_target[td3_hopper]=1500;       budget_seeds[td3_hopper]=3
 order=(ppo_cartpole dqn_cartpole a2c_cartpole sac_pendulum td3_pendulum ddpg_pendulum
   ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah td3_hopper)
+
+seeds=5
+full_budget=false
+report_only=false
 resume_dir=""
-if [[ "${1:-}" == --resume ]]; then
-  [[ -f "${2:-}/config.yaml" ]] || { echo "learning_suite.sh: --resume needs a run folder with a config.yaml" >&2; exit 2; }
-  resume_dir=$(cd "$2" && pwd)
+configs=()
+while (($#)); do
+  case "$1" in
+    --seeds) seeds=${2:?--seeds needs a count}; shift 2 ;;
+    --full-budget) full_budget=true; shift ;;
+    --report-only) report_only=true; shift ;;
+    --resume) resume_dir=${2:?--resume needs a run folder}; shift 2 ;;
+    -*) echo "learning_suite.sh: unknown option $1" >&2; exit 2 ;;
+    *) configs+=("$1"); shift ;;
+  esac
+done
+[[ "$seeds" =~ ^[1-9][0-9]*$ ]] || { echo "learning_suite.sh: --seeds must be a positive count, got '$seeds'" >&2; exit 2; }
+if [[ -n "$resume_dir" ]]; then
+  [[ -f "$resume_dir/config.yaml" ]] || { echo "learning_suite.sh: --resume needs a run folder with a config.yaml" >&2; exit 2; }
+  resume_dir=$(cd "$resume_dir" && pwd)
   configs=("$(sed -n 's/^name: *\([A-Za-z0-9_]*\).*/\1/p' "$resume_dir/config.yaml")")
-else
-  configs=("$@")
-  ((${#configs[@]})) || configs=("${order[@]}")
 fi
+((${#configs[@]})) || configs=("${order[@]}")
+
+if [[ -z "$train" && "$report_only" == false ]]; then
+  tdrl_configure "$build_dir"
+  cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
+  train=$build_dir/apps/tdrl-train
+fi
+[[ "$report_only" == true || -x "$train" ]] || { echo "learning_suite.sh: $train is not an executable" >&2; exit 2; }
 
 mkdir -p "$runs_dir" "$TDRL_ROOT/docs/results"
 results=$TDRL_ROOT/docs/results.md
@@ -56,43 +83,144 @@ rows=()
 for name in "${configs[@]}"; do
   config=$TDRL_ROOT/configs/$name.yaml
   [[ -f "$config" ]] || { echo "learning_suite.sh: no config $config" >&2; exit 2; }
-  echo "== $name"
-  if [[ -n "$resume_dir" ]]; then
-    # The resumed run keeps its config (logger.dir, eval.episodes=10 from the first start).
-    "$train" --resume "$resume_dir" | tee -a "$runs_dir/$name.out"
-    run=$resume_dir
-  else
-    "$train" --config "$config" --set logger.dir="$runs_dir" \
-      --set logger.progress=lines --set eval.episodes=10 | tee "$runs_dir/$name.out"
-    run=$(sed -n 's/^tdrl-train: run folder //p' "$runs_dir/$name.out" | tail -n 1)
+  n=$seeds
+  extra=()
+  t=${target[$name]:-}
+  note=""
+  if [[ -n "${budget[$name]:-}" && "$full_budget" == false ]]; then
+    n=${budget_seeds[$name]}
+    extra=(--set "collector.total_frames=${budget[$name]}")
+    t=${budget_target[$name]}
+    note=" (reduced: ${budget[$name]} frames, $n seeds)"
   fi
-  # The last metrics row with an eval_return: the final evaluation; wall time from the last row.
-  read -r frames ret std wall fps < <(python3 - "$run/metrics.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-r = [r for r in rows if r.get("eval_return")][-1]
-wall = float(rows[-1]["wall_time"])
-frames = int(float(r["frames"]))
-print(frames, float(r["eval_return"]), float(r["eval_std"] or 0), f"{wall:.0f}", f"{frames / wall:.0f}")
+  # Run the seeds (or continue one), each into its own folder.
+  if [[ "$report_only" == true ]]; then
+    :
+  elif [[ -n "$resume_dir" ]]; then
+    echo "== $name: resuming $resume_dir"
+    "$train" --resume "$resume_dir"
+  else
+    for ((seed = 0; seed < n; ++seed)); do
+      echo "== $name seed $seed"
+      mkdir -p "$runs_dir/$name/seed$seed"
+      "$train" --config "$config" --set seed="$seed" --set logger.dir="$runs_dir/$name/seed$seed" \
+        --set logger.progress=lines --set eval.episodes=10 "${extra[@]}" \
+        | tee "$runs_dir/$name/seed$seed.out"
+    done
+  fi
+  # The figures and the plot, from every seed's latest run folder.
+  row=$(python3 - "$runs_dir/$name" "$name" "${t:-nan}" "$TDRL_ROOT/docs/results/$name.svg" \
+    "${anchor[$name]:--}" "$note" <<'PY'
+import csv, glob, math, os, sys
+root, name, target, svg_path, anchor, note = sys.argv[1:7]
+target = float(target)
+seeds = []
+for seed_dir in sorted(glob.glob(os.path.join(root, "seed*")), key=lambda p: int(p.rsplit("seed", 1)[1]) if p.rsplit("seed", 1)[1].isdigit() else -1):
+    if not os.path.isdir(seed_dir):
+        continue
+    runs = sorted(glob.glob(os.path.join(seed_dir, "*", "metrics.csv")), key=os.path.getmtime)
+    if not runs:
+        continue
+    rows = list(csv.DictReader(open(runs[-1])))
+    evals = [(float(r["frames"]), float(r["eval_return"])) for r in rows if r.get("eval_return")]
+    if not evals:
+        continue
+    seeds.append({"seed": os.path.basename(seed_dir), "curve": evals, "final": evals[-1][1],
+                  "frames": int(evals[-1][0]), "wall": float(rows[-1]["wall_time"])})
+if not seeds:
+    sys.exit("learning_suite.sh: no finished run under " + root)
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    pos = (len(xs) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+finals = [s["final"] for s in seeds]
+med, q1, q3 = quantile(finals, 0.5), quantile(finals, 0.25), quantile(finals, 0.75)
+reached = sum(1 for f in finals if f >= target) if not math.isnan(target) else 0
+frac = reached / len(finals)
+if math.isnan(target):
+    verdict = "-"
+else:
+    verdict = "met" if med >= target and frac >= 0.8 else "missed"
+walls = [s["wall"] for s in seeds]
+
+# The plot: every seed's evaluations (thin), the median and the interquartile band over the
+# seeds at each evaluation point, the target as a dashed line.
+W, H, L, R, T, B = 640, 400, 70, 20, 40, 50
+points = sorted({f for s in seeds for f, _ in s["curve"]})
+def at(curve, f):
+    for x, y in curve:
+        if x == f:
+            return y
+    return None
+band = []
+for f in points:
+    ys = [y for y in (at(s["curve"], f) for s in seeds) if y is not None]
+    if len(ys) == len(seeds):
+        band.append((f, quantile(ys, 0.25), quantile(ys, 0.5), quantile(ys, 0.75)))
+all_y = [y for s in seeds for _, y in s["curve"]] + ([target] if not math.isnan(target) else [])
+ymin, ymax = min(all_y), max(all_y)
+pad = 0.08 * (ymax - ymin or 1.0)
+ymin, ymax = ymin - pad, ymax + pad
+xmax = max(points) or 1.0
+sx = lambda x: L + (W - L - R) * x / xmax
+sy = lambda y: T + (H - T - B) * (ymax - y) / (ymax - ymin)
+out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+       f'<rect width="{W}" height="{H}" fill="white"/>',
+       f'<text x="{W/2}" y="20" text-anchor="middle" font-size="14">{name}: evaluation return, {len(seeds)} seeds{note}</text>',
+       f'<rect x="{L}" y="{T}" width="{W-L-R}" height="{H-T-B}" fill="none" stroke="#888"/>']
+for i in range(5):
+    y = ymin + (ymax - ymin) * i / 4
+    out.append(f'<text x="{L-6}" y="{sy(y)+4:.1f}" text-anchor="end">{y:.0f}</text>')
+    x = xmax * i / 4
+    out.append(f'<text x="{sx(x):.1f}" y="{H-B+16}" text-anchor="middle">{x/1000:.0f}k</text>')
+out.append(f'<text x="{L+(W-L-R)/2}" y="{H-12}" text-anchor="middle">frames</text>')
+out.append(f'<text x="16" y="{T+(H-T-B)/2}" text-anchor="middle" transform="rotate(-90 16 {T+(H-T-B)/2})">return (env units)</text>')
+if len(band) > 1:
+    upper = " ".join(f"{sx(f):.1f},{sy(hi):.1f}" for f, lo, m, hi in band)
+    lower = " ".join(f"{sx(f):.1f},{sy(lo):.1f}" for f, lo, m, hi in reversed(band))
+    out.append(f'<polygon points="{upper} {lower}" fill="#1f77b4" fill-opacity="0.2" stroke="none"/>')
+for s in seeds:
+    pts = " ".join(f"{sx(f):.1f},{sy(y):.1f}" for f, y in s["curve"])
+    out.append(f'<polyline points="{pts}" fill="none" stroke="#999" stroke-width="1"/>')
+if band:
+    pts = " ".join(f"{sx(f):.1f},{sy(m):.1f}" for f, lo, m, hi in band)
+    out.append(f'<polyline points="{pts}" fill="none" stroke="#1f77b4" stroke-width="2.5"/>')
+    for f, lo, m, hi in band:
+        out.append(f'<circle cx="{sx(f):.1f}" cy="{sy(m):.1f}" r="3" fill="#1f77b4"/>')
+if not math.isnan(target):
+    out.append(f'<line x1="{L}" x2="{W-R}" y1="{sy(target):.1f}" y2="{sy(target):.1f}" stroke="#d62728" stroke-dasharray="6,4"/>')
+    out.append(f'<text x="{W-R-4}" y="{sy(target)-4:.1f}" text-anchor="end" fill="#d62728">target {target:g}</text>')
+out.append(f'<text x="{L+8}" y="{T+16}" fill="#1f77b4">median and interquartile band; grey: each seed</text>')
+out.append("</svg>")
+open(svg_path, "w").write("\n".join(out) + "\n")
+
+tgt = "-" if math.isnan(target) else f"{target:g}"
+print(f"| {name} | {med:.1f} | {q1:.1f} .. {q3:.1f} | {reached}/{len(finals)} | {tgt}{note} | {verdict} | "
+      f"{seeds[0]['frames']} | {quantile(walls, 0.5):.0f} s | "
+      + ", ".join(f"{f:.0f}" for f in finals) + f" | {anchor} |")
 PY
 )
-  t=${target[$name]:-}
-  verdict="-"
-  [[ -z "$t" ]] || verdict=$(python3 -c "print('met' if $ret >= $t else 'missed')")
-  cp "$run/learning_curve.svg" "$TDRL_ROOT/docs/results/$name.svg"
-  rows+=("| $name | $(printf '%.1f ± %.1f' "$ret" "$std") | ${t:--} | $verdict | $frames | ${wall} s | $fps | ${anchor[$name]:--} |")
-  printf '%s\n' "${rows[-1]}"
+  rows+=("$row")
+  printf '%s\n' "$row"
 done
 
 # Rows of configs not run this time are kept from the previous table; rows follow `order`.
 declare -A row_of
 conditions=""
+earlier=""
 if [[ -f "$results" ]]; then
   # A hand-written "Conditions ..." paragraph (how the runs were made) is kept.
   conditions=$(awk '/^Conditions/{p=1} p&&/^$/{exit} p' "$results")
+  # So is a section of earlier results ("## Earlier ...", up to the plots).
+  earlier=$(awk '/^## Earlier/{p=1} /^!\[/{p=0} p' "$results")
+  # Only rows of this table's layout (ten columns) are kept.
   while IFS= read -r line; do
     name=$(sed -n 's/^| \([a-z0-9_]*\) | .*/\1/p' <<<"$line")
-    [[ -n "$name" && "$name" != config ]] && row_of[$name]=$line
+    cols=$(awk -F'|' '{print NF}' <<<"$line")
+    [[ -n "$name" && "$name" != config && "$cols" == 12 ]] && row_of[$name]=$line
   done < "$results"
 fi
 for row in "${rows[@]}"; do
@@ -103,19 +231,23 @@ done
   echo "# Learning results"
   echo
   echo "Written by \`scripts/learning_suite.sh\` (last run $(date -u +%Y-%m-%d)), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
-  echo "Return: mean ± std over 10 deterministic evaluation episodes at the end of the run."
-  echo "Wall time includes evaluation and checkpoints. MuJoCo tasks use the project's own MJCF"
-  echo "models, not Gymnasium's: their returns compare with the anchors in spirit only."
+  echo "Return: the final deterministic evaluation (mean over 10 episodes) of each seed, in the env's"
+  echo "own units; the table gives the median over seeds, the interquartile range and how many seeds"
+  echo "reached the target. A target is met only when the median reaches it and at least 80% of the"
+  echo "seeds do. Wall time: the median over seeds of each run's own clock (evaluations and"
+  echo "checkpoints included). MuJoCo tasks use the project's own MJCF models, not Gymnasium's: their"
+  echo "returns compare with the anchors in spirit only."
   echo
   [[ -z "$conditions" ]] || printf '%s\n\n' "$conditions"
-  echo "| config | return | target | | frames | wall time | frames/s | public anchor |"
-  echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"
+  echo "| config | median return | IQR | seeds at target | target | | frames | wall time per seed | each seed | public anchor |"
+  echo "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |"
   for name in "${order[@]}"; do
     [[ -z "${row_of[$name]:-}" ]] || printf '%s\n' "${row_of[$name]}"
     unset "row_of[$name]"
   done
   for name in "${!row_of[@]}"; do printf '%s\n' "${row_of[$name]}"; done
   echo
+  [[ -z "$earlier" ]] || printf '%s\n\n' "$earlier"
   for svg in "$TDRL_ROOT"/docs/results/*.svg; do
     name=$(basename "$svg" .svg)
     echo "![$name](results/$name.svg)"
