@@ -1,28 +1,160 @@
-// tdrl-envs: lists the registered envs with their observation and action specs.
+// tdrl-envs: lists the registered envs, one row each (observations, action, bounds), or one env's
+// full specs with --env.
 
+#include <algorithm>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <tdrl/apps/registry.h>
-
 #include <tdrl/envs/registry.h>
+#include <tdrl/specs.h>
+#include <tensordict/errors.h>
+
+namespace {
+
+using tdrl::specs::TensorSpecPtr;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+// Python's dtype names (float32, int64, ...).
+std::string dtype_text(torch::Dtype dtype) {
+  switch (dtype) {
+    case torch::kFloat:
+      return "float32";
+    case torch::kDouble:
+      return "float64";
+    case torch::kHalf:
+      return "float16";
+    case torch::kLong:
+      return "int64";
+    case torch::kInt:
+      return "int32";
+    case torch::kByte:
+      return "uint8";
+    case torch::kBool:
+      return "bool";
+    default:
+      return c10::toString(dtype);
+  }
+}
+
+// Every element of a bound, e.g. "[-1, -1, -0.5]".
+std::string values_text(const torch::Tensor& bound) {
+  const auto flat = bound.reshape({-1}).to(torch::kDouble).contiguous();
+  std::ostringstream os;
+  os << std::setprecision(6) << "[";
+  for (int64_t i = 0; i < flat.numel(); ++i) os << (i ? ", " : "") << flat[i].item<double>();
+  os << "]";
+  return os.str();
+}
+
+// A Bounded spec's bounds with their values.
+void print_bounds(const std::string& what, const TensorSpecPtr& spec) {
+  if (auto b = std::dynamic_pointer_cast<tdrl::specs::Bounded>(spec))
+    std::cout << "  " << what << " bounds: low " << values_text(b->low()) << ", high "
+              << values_text(b->high()) << "\n";
+}
+
+// A bound as a value when all its elements are equal, else its first elements.
+std::string bound_text(const torch::Tensor& bound) {
+  const auto flat = bound.reshape({-1}).to(torch::kDouble);
+  std::ostringstream os;
+  os << std::setprecision(4);
+  if (flat.numel() > 0 && flat.eq(flat[0]).all().item<bool>()) {
+    os << flat[0].item<double>();
+    return os.str();
+  }
+  os << "(";
+  const int64_t shown = std::min<int64_t>(flat.numel(), 3);
+  for (int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << flat[i].item<double>();
+  if (flat.numel() > shown) os << ", ...";
+  os << ")";
+  return os.str();
+}
+
+// "float32 [6]" for each observation entry, "; " between entries.
+std::string observation_text(const tdrl::specs::CompositePtr& spec) {
+  std::string out;
+  for (const auto& key : spec->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    const auto leaf = spec->get(key);
+    if (!out.empty()) out += "; ";
+    out += (spec->keys().size() > 1 ? key.to_string() + " " : std::string()) +
+           dtype_text(leaf->dtype()) + " " + shape_text(leaf->shape());
+  }
+  return out;
+}
+
+// "discrete, 3 actions", "continuous [8] in [-1, 1]".
+std::string action_text(const TensorSpecPtr& spec) {
+  if (auto c = std::dynamic_pointer_cast<tdrl::specs::Categorical>(spec))
+    return "discrete, " + std::to_string(c->n()) + " actions";
+  if (auto o = std::dynamic_pointer_cast<tdrl::specs::OneHot>(spec))
+    return "one-hot, " + std::to_string(o->n()) + " actions";
+  std::string out = "continuous " + shape_text(spec->shape());
+  if (auto b = std::dynamic_pointer_cast<tdrl::specs::Bounded>(spec))
+    out += " in [" + bound_text(b->low()) + ", " + bound_text(b->high()) + "]";
+  else
+    out += ", unbounded";
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tdrl-envs: list the registered environments and their specs"};
-  bool specs = true;
-  app.add_flag("!--names-only", specs, "print only the names");
+  CLI::App app{"tdrl-envs: list the registered environments (one row each), or one env's specs"};
+  bool names_only = false;
+  std::string one;
+  app.add_flag("--names-only", names_only, "print only the names");
+  app.add_option("--env", one, "print one env's observation, action and reward specs in full");
   CLI11_PARSE(app, argc, argv);
   try {
     tdrl::apps::register_builtin_components();
-    for (const auto& name : tdrl::envs::list_envs()) {
-      std::cout << name << "\n";
-      if (!specs) continue;
-      auto env = tdrl::envs::make_env(name);
-      std::cout << "  observation: " << env->observation_spec()->to_string() << "\n"
-                << "  action:      " << env->action_spec()->to_string() << "\n";
+    const auto names = tdrl::envs::list_envs();
+    if (!one.empty()) {
+      auto env = tdrl::envs::make_env(one);  // KeyError naming the closest names when unknown
+      std::cout << one << "\n"
+                << "  observation: " << env->observation_spec()->to_string() << "\n"
+                << "  action:      " << env->action_spec()->to_string() << "\n"
+                << "  reward:      " << env->reward_spec()->to_string() << "\n";
+      const auto observations = env->observation_spec();
+      for (const auto& key : observations->keys(/*include_nested=*/true, /*leaves_only=*/true))
+        print_bounds(key.join_parts("."), observations->get(key));
+      print_bounds("action", env->action_spec());
+      return 0;
     }
+    std::vector<std::vector<std::string>> rows{{"env", "observation", "action"}};
+    for (const auto& name : names) {
+      if (names_only) {
+        std::cout << name << "\n";
+        continue;
+      }
+      auto env = tdrl::envs::make_env(name);
+      rows.push_back(
+          {name, observation_text(env->observation_spec()), action_text(env->action_spec())});
+    }
+    if (names_only) return 0;
+    std::vector<size_t> width(rows.front().size(), 0);
+    for (const auto& row : rows)
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (const auto& row : rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i)
+        line += row[i] + (i + 1 < row.size() ? std::string(width[i] - row[i].size() + 2, ' ') : "");
+      std::cout << line << "\n";
+    }
+    std::cout << "(" << names.size() << " envs; tdrl-envs --env NAME prints one env's specs)\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "tdrl-envs: " << e.what() << "\n";
