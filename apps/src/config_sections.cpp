@@ -121,6 +121,9 @@ void LoggerSection::fields(FieldVisitor& v) {
   v("progress", progress, one_of({"auto", "bar", "lines", "none"}),
     "terminal output: a progress bar on a TTY, periodic lines otherwise");
   v("interval_s", interval_s, in_range(0.01, kMaxSeconds), "seconds between log lines");
+  v("backends", backends, one_of({"csv", "jsonl", "tensorboard"}),
+    "where the metrics go: metrics.csv (always written), metrics.jsonl, TensorBoard event "
+    "files in the run folder");
 }
 
 void EvalSection::fields(FieldVisitor& v) {

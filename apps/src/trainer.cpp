@@ -254,6 +254,9 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   metrics_writer_ = std::make_unique<MetricsWriter>(
       run_.file("metrics.csv"),
       metric_columns(*recipe_->loss, !config_.env.transforms.items.empty()));
+  for (const auto& name : config_.logger.backends)
+    if (auto backend = make_metrics_backend(name, run_.path()))
+      metrics_backends_.push_back(std::move(backend));
 }
 
 Trainer::~Trainer() {
@@ -593,6 +596,7 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   loss_sums_.clear();
   loss_count_ = 0;
   metrics_writer_->write(metrics_);
+  for (auto& backend : metrics_backends_) backend->write(frames_, metrics_);
   run_hooks(HookPoint::kLog);
 }
 

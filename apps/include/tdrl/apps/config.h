@@ -129,6 +129,7 @@ struct LoggerSection : Section {
   std::string dir = "runs";
   std::string progress = "auto";
   double interval_s = 10;
+  std::vector<std::string> backends{"csv"};
   void fields(FieldVisitor& v) override;
 };
 

@@ -16,6 +16,7 @@
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/env_parts.h>
 #include <tdrl/apps/metrics.h>
+#include <tdrl/apps/metrics_backends.h>
 #include <tdrl/apps/recipe.h>
 #include <tdrl/apps/run_dir.h>
 #include <tdrl/collectors/collector.h>
@@ -169,6 +170,7 @@ class Trainer {
   std::unique_ptr<collectors::CollectorBase> collector_;
   std::unique_ptr<CheckpointStore> checkpoints_;
   std::unique_ptr<MetricsWriter> metrics_writer_;
+  std::vector<std::unique_ptr<MetricsBackend>> metrics_backends_;  // logger.backends besides csv
   std::shared_ptr<envs::EnvBase> eval_env_;
   std::vector<tensordict::NestedKey> replay_keys_;  // the entries stored in the replay buffer
   std::map<HookPoint, std::vector<std::function<void(Trainer&)>>> hooks_;
