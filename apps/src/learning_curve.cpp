@@ -129,38 +129,51 @@ std::string coord(double v) { return printf_string("%.2f", v); }
 
 // ---------------------------------------------------------------- learning curve
 
-void write_learning_curve_svg(
-    const std::string& path, const std::string& title,
-    const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series) {
+void write_learning_curve_svg(const std::string& path, const std::string& title,
+                              const std::vector<CurveSeries>& series, const std::string& y_label) {
   static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   constexpr double kWidth = 800, kHeight = 480;
   constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
+  for (const auto& s : series)
+    TDRL_CHECK(s.spread.empty() || s.spread.size() == s.points.size(), tensordict::ValueError,
+               "write_learning_curve_svg: series ", in_quotes(s.name), " has ",
+               std::to_string(s.spread.size()), " spread values for ",
+               std::to_string(s.points.size()), " points; give one per point or none");
 
-  // The data range over every finite point (a unit box when there is none), rounded out to
-  // tick values.
+  // The data range over every finite point and band edge (a unit box when there is none),
+  // padded by 5% so that no line runs along the frame, rounded out to tick values.
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
   bool any = false;
+  auto include = [&](double x, double y) {
+    if (!std::isfinite(x) || !std::isfinite(y)) return;
+    if (!any) {
+      x_min = x_max = x;
+      y_min = y_max = y;
+      any = true;
+    }
+    x_min = std::min(x_min, x);
+    x_max = std::max(x_max, x);
+    y_min = std::min(y_min, y);
+    y_max = std::max(y_max, y);
+  };
   for (const auto& s : series) {
-    for (const auto& point : s.second) {
-      if (!std::isfinite(point.first) || !std::isfinite(point.second)) continue;
-      if (!any) {
-        x_min = x_max = point.first;
-        y_min = y_max = point.second;
-        any = true;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& [x, y] = s.points[i];
+      include(x, y);
+      if (!s.spread.empty() && std::isfinite(s.spread[i])) {
+        include(x, y - s.spread[i]);
+        include(x, y + s.spread[i]);
       }
-      x_min = std::min(x_min, point.first);
-      x_max = std::max(x_max, point.first);
-      y_min = std::min(y_min, point.second);
-      y_max = std::max(y_max, point.second);
     }
   }
   if (!any) {
     x_max = 1.0;
     y_max = 1.0;
   }
+  const double pad = 0.05 * (y_max > y_min ? y_max - y_min : std::max(std::fabs(y_max), 1.0));
   const Axis xa = nice_axis(x_min, x_max, 6);
-  const Axis ya = nice_axis(y_min, y_max, 5);
+  const Axis ya = nice_axis(y_min - pad, y_max + pad, 5);
   auto sx = [&](double x) { return kLeft + (x - xa.lo) / (xa.hi - xa.lo) * (kRight - kLeft); };
   auto sy = [&](double y) { return kBottom - (y - ya.lo) / (ya.hi - ya.lo) * (kBottom - kTop); };
 
@@ -204,36 +217,69 @@ void write_learning_curve_svg(
       << "\" text-anchor=\"middle\">frames</text>\n";
   svg << "<text x=\"20\" y=\"" << coord((kTop + kBottom) / 2)
       << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 " << coord((kTop + kBottom) / 2)
-      << ")\">return</text>\n";
+      << ")\">" << xml_escape(y_label) << "</text>\n";
   svg << "</g>\n";
 
-  // One polyline per series (a dot for a single point) and its legend entry.
+  // Each series: its band, its raw line (faint when smoothed), the smoothed line, the markers,
+  // and its legend entry.
+  auto polyline = [&](const std::vector<std::pair<double, double>>& pts, const char* color,
+                      double width, double opacity) {
+    std::string points;
+    for (const auto& [x, y] : pts)
+      points += (points.empty() ? "" : " ") + coord(sx(x)) + "," + coord(sy(y));
+    svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"" << width
+        << "\" stroke-opacity=\"" << opacity << "\" stroke-linejoin=\"round\" points=\"" << points
+        << "\"/>\n";
+  };
   size_t drawn = 0;
   for (const auto& s : series) {
-    std::string points;
-    size_t count = 0;
-    double last_x = 0, last_y = 0;
-    for (const auto& point : s.second) {
-      if (!std::isfinite(point.first) || !std::isfinite(point.second)) continue;
-      last_x = sx(point.first);
-      last_y = sy(point.second);
-      if (count++ > 0) points += ' ';
-      points += coord(last_x) + "," + coord(last_y);
+    std::vector<std::pair<double, double>> pts;
+    std::vector<double> spread;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      if (!std::isfinite(s.points[i].first) || !std::isfinite(s.points[i].second)) continue;
+      pts.push_back(s.points[i]);
+      spread.push_back(s.spread.empty() || !std::isfinite(s.spread[i]) ? 0.0 : s.spread[i]);
     }
-    if (count == 0) continue;
+    if (pts.empty()) continue;
     const char* color = kColors[drawn % (sizeof(kColors) / sizeof(kColors[0]))];
-    svg << "<polyline fill=\"none\" stroke=\"" << color
-        << "\" stroke-width=\"1.5\" stroke-linejoin=\"round\" points=\"" << points << "\"/>\n";
-    if (count == 1) {
-      svg << "<circle cx=\"" << coord(last_x) << "\" cy=\"" << coord(last_y) << "\" r=\"3\" fill=\""
-          << color << "\"/>\n";
+    if (!s.spread.empty() && pts.size() > 1) {
+      std::string band;
+      for (size_t i = 0; i < pts.size(); ++i)
+        band += coord(sx(pts[i].first)) + "," + coord(sy(pts[i].second + spread[i])) + " ";
+      for (size_t i = pts.size(); i-- > 0;)
+        band += coord(sx(pts[i].first)) + "," + coord(sy(pts[i].second - spread[i])) + " ";
+      band.pop_back();
+      svg << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\""
+          << band << "\"/>\n";
     }
+    if (s.smooth > 1 && pts.size() > 1) {
+      polyline(pts, color, 1.0, 0.3);
+      std::vector<std::pair<double, double>> avg;
+      double sum = 0;
+      for (size_t i = 0; i < pts.size(); ++i) {
+        sum += pts[i].second;
+        if (i >= static_cast<size_t>(s.smooth)) sum -= pts[i - s.smooth].second;
+        const size_t n = std::min(i + 1, static_cast<size_t>(s.smooth));
+        avg.emplace_back(pts[i].first, sum / static_cast<double>(n));
+      }
+      polyline(avg, color, 2.0, 1.0);
+    } else {
+      polyline(pts, color, 1.5, 1.0);
+    }
+    if (s.markers || pts.size() == 1) {
+      for (const auto& [x, y] : pts)
+        svg << "<circle cx=\"" << coord(sx(x)) << "\" cy=\"" << coord(sy(y)) << "\" r=\"3\" fill=\""
+            << color << "\"/>\n";
+    }
+    std::string label = s.name;
+    if (s.smooth > 1) label += " (mean of " + std::to_string(s.smooth) + ")";
+    if (!s.spread.empty()) label += " +- std";
     const double ly = kTop + 10 + 20.0 * static_cast<double>(drawn);
     svg << "<line x1=\"" << coord(kRight + 16) << "\" y1=\"" << coord(ly) << "\" x2=\""
         << coord(kRight + 40) << "\" y2=\"" << coord(ly) << "\" stroke=\"" << color
         << "\" stroke-width=\"2\"/>\n"
         << "<text x=\"" << coord(kRight + 46) << "\" y=\"" << coord(ly + 4) << "\">"
-        << xml_escape(s.first) << "</text>\n";
+        << xml_escape(label) << "</text>\n";
     ++drawn;
   }
   svg << "</svg>\n";

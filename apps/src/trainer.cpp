@@ -309,7 +309,11 @@ void Trainer::truncate_metrics() {
     auto train = row.find("train_return");
     if (train != row.end()) train_curve_.emplace_back(frames->second, train->second);
     auto eval = row.find("eval_return");
-    if (eval != row.end()) eval_curve_.emplace_back(frames->second, eval->second);
+    if (eval != row.end()) {
+      eval_curve_.emplace_back(frames->second, eval->second);
+      auto std_dev = row.find("eval_std");
+      eval_std_.push_back(std_dev == row.end() ? 0.0 : std_dev->second);
+    }
   }
 }
 
@@ -447,6 +451,7 @@ EvalResult Trainer::evaluate_now() {
   auto result = evaluate(*eval_env_, *recipe_->actor, config_.eval.episodes, config_.eval.max_steps,
                          seeds_.eval);
   eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
+  eval_std_.push_back(result.std);
   logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes of {:.1f} steps{}",
                 frames_, result.mean, result.std, result.episodes, result.mean_length,
                 result.mean_transformed ? fmt::format(" (after the reward transforms: {:.2f})",
@@ -485,9 +490,12 @@ void Trainer::keep_if_best(const EvalResult& result) {
 }
 
 void Trainer::write_curve() {
-  write_learning_curve_svg(run_.file("learning_curve.svg"),
-                           config_.algo.name + " on " + config_.env.name,
-                           {{"train", train_curve_}, {"eval", eval_curve_}});
+  // Evaluations as measured points with their spread over episodes; the per-batch training
+  // returns are noisy, so their moving average is the line to read.
+  write_learning_curve_svg(
+      run_.file("learning_curve.svg"), config_.algo.name + " on " + config_.env.name,
+      {{"train", train_curve_, {}, false, 10}, {"eval", eval_curve_, eval_std_, true, 0}},
+      "return (env units)");
 }
 
 void Trainer::save_checkpoint_files(const std::string& dir) {

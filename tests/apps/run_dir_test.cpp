@@ -265,7 +265,7 @@ TEST(MetricsWriterTest, ReadMetricsOfEmptyFileHasNoRows) {
 
 // ---------------------------------------------------------------- learning curve
 
-using Series = std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>;
+using Series = std::vector<CurveSeries>;
 
 TEST(LearningCurveTest, DrawsOnePolylinePerNonEmptySeriesWithTitleAndLegend) {
   TempDir tmp;
@@ -298,8 +298,8 @@ TEST(LearningCurveTest, FrameTicksUseOneTwoFiveStepsWithSuffixes) {
   for (const char* label : {">0<", ">500k<", ">1M<", ">1.5M<", ">2M<", ">2.5M<"}) {
     EXPECT_THAT(svg, HasSubstr(label));
   }
-  // Returns 0..100 in steps of 20.
-  for (const char* label : {">20<", ">40<", ">60<", ">80<", ">100<"}) {
+  // Returns 0..100, padded by 5 on each side: ticks in steps of 50 around it.
+  for (const char* label : {">-50<", ">50<", ">100<", ">150<"}) {
     EXPECT_THAT(svg, HasSubstr(label));
   }
   EXPECT_EQ(svg.find(">3M<"), std::string::npos);
@@ -309,7 +309,7 @@ TEST(LearningCurveTest, SmallReturnsGetDecimalTicks) {
   TempDir tmp;
   write_learning_curve_svg(tmp / "c.svg", "t", {{"train", {{0, 0.0}, {1500, 1.0}}}});
   const std::string svg = read_file_bytes(tmp / "c.svg");
-  for (const char* label : {">0.2<", ">0.4<", ">0.8<", ">1.0<", ">500<", ">1.5k<"}) {
+  for (const char* label : {">-0.5<", ">0.5<", ">1.0<", ">1.5<", ">500<", ">1.5k<"}) {
     EXPECT_THAT(svg, HasSubstr(label));
   }
 }
@@ -348,6 +348,28 @@ TEST(LearningCurveTest, SinglePointSeriesGetsMarkerAndNonFinitePointsAreLeftOut)
   const size_t begin = svg.find("points=\"", train) + 8;
   const std::string points = svg.substr(begin, svg.find('"', begin) - begin);
   EXPECT_EQ(count_of(points, ","), 2u) << points;
+}
+
+TEST(LearningCurveTest, EvaluationsGetMarkersAndABandTrainReturnsASmoothedLine) {
+  TempDir tmp;
+  Series series = {{"train", {{0, 10}, {100, 30}, {200, 20}, {300, 40}}, {}, false, 3},
+                   {"eval", {{100, 500}, {300, 480}}, {0, 20}, true, 0}};
+  write_learning_curve_svg(tmp / "c.svg", "t", series, "return (env units)");
+  const std::string svg = read_file_bytes(tmp / "c.svg");
+  EXPECT_EQ(count_of(svg, "<circle"), 2u);                    // one per evaluation
+  EXPECT_EQ(count_of(svg, "<polygon fill=\"#ff7f0e\""), 1u);  // the eval band
+  EXPECT_EQ(count_of(svg, "<polyline"), 3u);                  // raw train (faint), its mean, eval
+  EXPECT_THAT(svg, HasSubstr("stroke-opacity=\"0.3\""));
+  EXPECT_THAT(svg, HasSubstr(">train (mean of 3)</text>"));
+  EXPECT_THAT(svg, HasSubstr(">eval +- std</text>"));
+  EXPECT_THAT(svg, HasSubstr(">return (env units)</text>"));
+  // The best evaluation is not on the frame's top edge: a tick above it.
+  EXPECT_THAT(svg, HasSubstr(">600<"));
+  EXPECT_THAT(
+      [&] {
+        write_learning_curve_svg(tmp / "d.svg", "t", {{"eval", {{1, 2}, {3, 4}}, {1}}});
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("1 spread values for 2 points")));
 }
 
 TEST(LearningCurveTest, OutputDependsOnlyOnInput) {

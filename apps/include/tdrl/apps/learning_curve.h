@@ -11,18 +11,33 @@
 
 namespace tdrl::apps {
 
-/// Writes an SVG learning curve: return against frames, one polyline per series (e.g.
-/// "train" and "eval"), with axes, ticks, labels, a legend and `title`; written atomically.
+/// One series of a learning curve: points (frames, value), sorted by frames.
+struct CurveSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;
+  /// When not empty (one value per point): a band of +- spread around the line, e.g. the
+  /// standard deviation over an evaluation's episodes.
+  std::vector<double> spread = {};
+  /// A dot at every point (evaluations are few and each is a measurement).
+  bool markers = false;
+  /// When > 1: the line is the moving average over this many points (trailing), drawn over
+  /// the raw points in a faint line; for noisy per-batch returns.
+  int smooth = 0;
+};
+
+/// Writes an SVG learning curve: `y_label` against frames, one line per series, with axes,
+/// ticks, labels, a legend and `title`; written atomically.
 ///
 /// The image is self-contained (no scripts, fonts or external references) with a viewBox,
-/// so it scales. Axis ticks are at 1-2-5 steps; frame ticks read "500", "1k", "2.5M".
-/// Points are drawn in the order given (pass them sorted by frames); non-finite points are
-/// left out. Series with fewer than one point are skipped (a one-point series also gets a dot
-/// marker); an all-empty plot still gets axes. Each series has its own colour (a fixed
-/// palette, cycled) and a legend entry. The output depends only on the arguments.
-/// Throws std::runtime_error when the file cannot be written.
-void write_learning_curve_svg(
-    const std::string& path, const std::string& title,
-    const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series);
+/// so it scales. The value axis is padded by 5% of the data's range on each side before its
+/// ticks are chosen, so no line runs along the frame. Axis ticks are at 1-2-5 steps; frame
+/// ticks read "500", "1k", "2.5M". Non-finite points are left out; series without a point are
+/// skipped (a one-point series gets a dot); an all-empty plot still gets axes. Each series has
+/// its own colour (a fixed palette, cycled) and a legend entry. The output depends only on the
+/// arguments. Throws tensordict::ValueError when a spread does not have one value per point,
+/// std::runtime_error when the file cannot be written.
+void write_learning_curve_svg(const std::string& path, const std::string& title,
+                              const std::vector<CurveSeries>& series,
+                              const std::string& y_label = "return");
 
 }  // namespace tdrl::apps

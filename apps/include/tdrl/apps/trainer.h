@@ -190,6 +190,7 @@ class Trainer {
   std::optional<double> best_eval_;  // the best evaluation return, once known (checkpoints/best)
   std::vector<std::pair<double, double>> train_curve_;
   std::vector<std::pair<double, double>> eval_curve_;
+  std::vector<double> eval_std_;  // the std over episodes of each point of eval_curve_
   std::shared_ptr<spdlog::logger> logger_;
   std::chrono::steady_clock::time_point session_start_ = std::chrono::steady_clock::now();
   int64_t frames_ = 0;
