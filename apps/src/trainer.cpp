@@ -39,7 +39,9 @@ namespace {
 
 // The run's columns (returns after reward transforms only when the env has transforms), then
 // one per entry the loss declares it writes (LossModule::out_keys).
-std::vector<std::string> metric_columns(const losses::LossModule& loss, bool transformed) {
+std::vector<std::string> metric_columns(const losses::LossModule& loss,
+                                        const std::vector<OptimizerGroup>& groups,
+                                        bool transformed) {
   std::vector<std::string> columns{
       "frames",      "episodes", "train_return",       "train_episode_length",
       "eval_return", "eval_std", "eval_episode_length"};
@@ -55,6 +57,10 @@ std::vector<std::string> metric_columns(const losses::LossModule& loss, bool tra
                "' has the name of a metrics column of the run; rename it");
     columns.push_back(key);
   }
+  // Diagnostics of the updates: the gradient norm each optimiser saw (before clipping) and
+  // the update-to-data ratio.
+  for (const auto& g : groups) columns.push_back("grad_norm_" + g.name);
+  columns.push_back("updates_per_frame");
   return columns;
 }
 
@@ -253,7 +259,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   }
   metrics_writer_ = std::make_unique<MetricsWriter>(
       run_.file("metrics.csv"),
-      metric_columns(*recipe_->loss, !config_.env.transforms.items.empty()));
+      metric_columns(*recipe_->loss, recipe_->optimizers, !config_.env.transforms.items.empty()));
   for (const auto& name : config_.logger.backends)
     if (auto backend = make_metrics_backend(name, run_.path()))
       metrics_backends_.push_back(std::move(backend));
@@ -396,13 +402,16 @@ void Trainer::update_on(const TensorDict& minibatch) {
     total.backward();
     const double max_norm = config_.optim.max_grad_norm;
     for (auto* g : active) {
-      if (max_norm > 0) {
-        std::vector<torch::Tensor> params;
-        for (const auto& pg : g->optimizer->param_groups()) {
-          params.insert(params.end(), pg.params().begin(), pg.params().end());
-        }
-        torch::nn::utils::clip_grad_norm_(params, max_norm);
+      std::vector<torch::Tensor> params;
+      for (const auto& pg : g->optimizer->param_groups()) {
+        params.insert(params.end(), pg.params().begin(), pg.params().end());
       }
+      // The norm before clipping (clip_grad_norm_ returns it; with no clipping, an infinite
+      // bound leaves the gradients as they are).
+      const double norm = torch::nn::utils::clip_grad_norm_(
+          params, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
+      grad_norm_sums_[g->name].first += norm;
+      grad_norm_sums_[g->name].second += 1;
       g->optimizer->step();
     }
   }
@@ -603,6 +612,11 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   }
   loss_sums_.clear();
   loss_count_ = 0;
+  for (const auto& [name, sum] : grad_norm_sums_)
+    if (sum.second > 0) metrics_["grad_norm_" + name] = sum.first / sum.second;
+  grad_norm_sums_.clear();
+  if (frames_ > 0)
+    metrics_["updates_per_frame"] = static_cast<double>(updates_) / static_cast<double>(frames_);
   metrics_writer_->write(metrics_);
   for (auto& backend : metrics_backends_) backend->write(frames_, metrics_);
   run_hooks(HookPoint::kLog);

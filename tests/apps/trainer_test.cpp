@@ -165,6 +165,15 @@ const std::string kRunColumns =
     "frames,episodes,train_return,train_episode_length,eval_return,eval_std,eval_episode_length,"
     "updates,fps,wall_time,collect_s,optimize_s,eval_s,lr";
 
+// The gradient norm of each optimiser group, then the update-to-data ratio.
+const std::map<std::string, std::string> kDiagnosticColumns{
+    {"ppo", "grad_norm_all,updates_per_frame"},
+    {"a2c", "grad_norm_all,updates_per_frame"},
+    {"dqn", "grad_norm_all,updates_per_frame"},
+    {"ddpg", "grad_norm_actor,grad_norm_critic,updates_per_frame"},
+    {"td3", "grad_norm_actor,grad_norm_critic,updates_per_frame"},
+    {"sac", "grad_norm_actor,grad_norm_critic,grad_norm_alpha,updates_per_frame"}};
+
 const std::map<std::string, std::string> kLossColumns{
     {"ppo", "loss_objective,loss_critic,ESS,kl_approx,clip_fraction"},
     {"a2c", "loss_objective,loss_critic"},
@@ -193,11 +202,17 @@ void expect_runs_end_to_end(const std::string& algo, const std::vector<std::stri
   EXPECT_EQ(trainer.updates(), static_cast<int64_t>(updates_per_row.back()));
 
   const RunDir& run = trainer.run_dir();
-  EXPECT_EQ(first_line(run.file("metrics.csv")), kRunColumns + "," + kLossColumns.at(algo));
+  EXPECT_EQ(first_line(run.file("metrics.csv")),
+            kRunColumns + "," + kLossColumns.at(algo) + "," + kDiagnosticColumns.at(algo));
   const auto rows = read_metrics(run.file("metrics.csv"));
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_THAT(column(rows, "frames"), ElementsAre(64, 128, 192, 256));
   EXPECT_EQ(column(rows, "updates"), updates_per_row);
+  // Diagnostics: the update-to-data ratio, and each optimiser's gradient norm where it stepped.
+  EXPECT_DOUBLE_EQ(rows.back().at("updates_per_frame"),
+                   updates_per_row.back() / static_cast<double>(kTotalFrames));
+  for (const auto& [name, value] : rows.back())
+    if (name.rfind("grad_norm_", 0) == 0) EXPECT_TRUE(std::isfinite(value) && value > 0) << name;
   EXPECT_EQ(rows.back().at("episodes"), static_cast<double>(trainer.episodes()));
   for (size_t i = 0; i < rows.size(); ++i) {
     SCOPED_TRACE("row " + std::to_string(i));

@@ -178,6 +178,7 @@ class Trainer {
   std::map<std::string, double> metrics_;
   std::map<std::string, double> loss_sums_;
   int64_t loss_count_ = 0;
+  std::map<std::string, std::pair<double, int64_t>> grad_norm_sums_;  // by group: sum, count
   // An episode's return in the env's units, its return after reward transforms, its length.
   struct EpisodeTally {
     double env_return = 0;
