@@ -49,6 +49,7 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
   }
   auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
   out.set("loss_critic", options_.critic_coef() * critic.loss.mean());
+  out.set("explained_variance", critic.explained_variance);
   if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
   return out;
 }

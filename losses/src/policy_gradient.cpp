@@ -230,7 +230,12 @@ PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
   const NestedKey& value_key = key("value");
   check_same_shape("critic loss", target, key("value_target").to_string(), value,
                    value_key.to_string());
-  CriticLoss out{functional::distance_loss(target, value, loss_critic_type), std::nullopt};
+  CriticLoss out{functional::distance_loss(target, value, loss_critic_type), std::nullopt, {}};
+  {
+    torch::NoGradGuard no_grad;
+    out.explained_variance = 1 - (target - value).var(/*unbiased=*/false) /
+                                     target.var(/*unbiased=*/false);
+  }
   if (clip_value) {
     const auto& old = *old_value;
     check_same_shape("clipped critic loss", old, "the batch's " + value_key.to_string(), value,
@@ -261,6 +266,7 @@ std::vector<std::string> PolicyGradientLoss::actor_critic_out_keys(const std::st
   std::vector<std::string> out{objective};
   if (entropy) out.insert(out.end(), {"entropy", "loss_entropy"});
   out.push_back(critic);
+  out.push_back("explained_variance");
   if (clip_value) out.push_back("value_clip_fraction");
   return out;
 }

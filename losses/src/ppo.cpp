@@ -89,6 +89,7 @@ void PPOLoss::add_entropy_and_critic(const TensorDict& out, const TensorDict& td
   auto critic =
       critic_loss(td, ppo_options_.loss_critic_type(), old_value, ppo_options_.clip_value());
   out.set("loss_critic", ppo_options_.critic_coef() * critic.loss.mean());
+  out.set("explained_variance", critic.explained_variance);
   if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
 }
 

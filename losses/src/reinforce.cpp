@@ -42,6 +42,7 @@ TensorDict ReinforceLoss::forward_impl(const TensorDict& batch) {
   if (critic_network()) {
     auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
     out.set("loss_value", critic.loss.mean());
+    out.set("explained_variance", critic.explained_variance);
     if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
   }
   return out;

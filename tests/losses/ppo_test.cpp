@@ -60,6 +60,8 @@ TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
   EXPECT_NEAR(scalar(out, "loss_critic"), (0.5 * 0.01 + 0.5 * 0.09) / 2, 1e-6);
   EXPECT_NEAR(scalar(out, "kl_approx"), (-0.5 + 0.1) / 2, 1e-5);
   EXPECT_NEAR(scalar(out, "ESS"), (w1 + w2) * (w1 + w2) / (w1 * w1 + w2 * w2) / 2, 1e-5);
+  // Residuals 0.1 and 0.3 (variance 0.01) against targets 0.5 and 1.0 (variance 0.0625).
+  EXPECT_NEAR(scalar(out, "explained_variance"), 1 - 0.01 / 0.0625, 1e-5);
   EXPECT_EQ(out.batch_size(), (std::vector<int64_t>{}));
 }
 

@@ -118,6 +118,9 @@ class PolicyGradientLoss : public LossModule {
   struct CriticLoss {
     torch::Tensor loss;                          ///< `[*B, 1]`
     std::optional<torch::Tensor> clip_fraction;  ///< scalar, detached; only with clip_value
+    /// Scalar, detached: 1 - Var(target - value) / Var(target) over the batch (1: the critic
+    /// explains the targets; 0: no better than their mean; NaN when the targets are constant).
+    torch::Tensor explained_variance;
   };
   /// The batch's value (the critic's output at collection time) when `clip_value` is set, for
   /// critic_loss; nullopt otherwise. Throws KeyError naming the value key when it is missing.
