@@ -99,7 +99,8 @@ struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
 /// (the last three only to estimate the advantage), plus the actor's and critic's in keys.
 ///
 /// Writes (batch []): loss_objective, loss_entropy (with entropy_bonus), loss_critic (with a
-/// critic); diagnostics (detached) entropy, value_clip_fraction (with clip_value), ESS (the
+/// critic); diagnostics (detached) entropy, explained_variance (the critic's, 1 -
+/// Var(value_target - value) / Var(value_target)), value_clip_fraction (with clip_value), ESS (the
 /// normalised effective sample size of the importance weights, `(sum w)^2 / sum w^2 / N`
 /// along the first batch dim, averaged over the others) and kl_approx
 /// (`mean(sample_log_prob - log_prob)`).
