@@ -233,8 +233,8 @@ PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
   CriticLoss out{functional::distance_loss(target, value, loss_critic_type), std::nullopt, {}};
   {
     torch::NoGradGuard no_grad;
-    out.explained_variance = 1 - (target - value).var(/*unbiased=*/false) /
-                                     target.var(/*unbiased=*/false);
+    out.explained_variance =
+        1 - (target - value).var(/*unbiased=*/false) / target.var(/*unbiased=*/false);
   }
   if (clip_value) {
     const auto& old = *old_value;
