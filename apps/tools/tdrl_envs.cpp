@@ -14,6 +14,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/specs.h>
+#include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
 namespace {
@@ -28,26 +29,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return os.str();
 }
 
-// Python's dtype names (float32, int64, ...).
+// Python's dtype name without its module, to keep the table narrow: "float32", "int64".
 std::string dtype_text(torch::Dtype dtype) {
-  switch (dtype) {
-    case torch::kFloat:
-      return "float32";
-    case torch::kDouble:
-      return "float64";
-    case torch::kHalf:
-      return "float16";
-    case torch::kLong:
-      return "int64";
-    case torch::kInt:
-      return "int32";
-    case torch::kByte:
-      return "uint8";
-    case torch::kBool:
-      return "bool";
-    default:
-      return c10::toString(dtype);
-  }
+  const std::string name = tensordict::dtype_name(dtype);
+  const std::string prefix = "torch.";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
 }
 
 // Every element of a bound, e.g. "[-1, -1, -0.5]".

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
 #include <tdrl/specs/detail/spec_format.h>
@@ -156,7 +157,7 @@ specs::TensorSpecPtr with_dtype(const specs::TensorSpec& spec, torch::Dtype dtyp
 void require_floating(const specs::TensorSpec& spec, const std::string& where,
                       const NestedKey& key) {
   TDRL_CHECK(c10::isFloatingType(spec.dtype()), TypeError, where, ": ", key.to_string(),
-             " has dtype ", specs::detail::dtype_repr(spec.dtype()),
+             " has dtype ", tensordict::dtype_name(spec.dtype()),
              "; the transform needs a floating-point entry (add DoubleToFloat or pick "
              "another key)");
 }

@@ -10,6 +10,7 @@
 
 #include <ATen/ExpandUtils.h>
 
+#include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
 #include <tdrl/specs/detail/spec_format.h>
@@ -24,37 +25,6 @@ using tensordict::ValueError;
 namespace detail {
 
 std::string size_repr(c10::IntArrayRef shape) { return "torch.Size(" + shape_str(shape) + ")"; }
-
-std::string dtype_repr(torch::Dtype dtype) {
-  switch (dtype) {
-    case torch::kFloat32:
-      return "torch.float32";
-    case torch::kFloat64:
-      return "torch.float64";
-    case torch::kFloat16:
-      return "torch.float16";
-    case torch::kBFloat16:
-      return "torch.bfloat16";
-    case torch::kInt64:
-      return "torch.int64";
-    case torch::kInt32:
-      return "torch.int32";
-    case torch::kInt16:
-      return "torch.int16";
-    case torch::kInt8:
-      return "torch.int8";
-    case torch::kUInt8:
-      return "torch.uint8";
-    case torch::kBool:
-      return "torch.bool";
-    case torch::kComplexFloat:
-      return "torch.complex64";
-    case torch::kComplexDouble:
-      return "torch.complex128";
-    default:
-      return std::string("torch.") + c10::toString(dtype);
-  }
-}
 
 std::string indent(const std::string& text, int n) {
   const std::string pad(static_cast<size_t>(n), ' ');
@@ -90,8 +60,6 @@ bool starts_with(c10::IntArrayRef shape, c10::IntArrayRef prefix) {
 }  // namespace detail
 
 namespace {
-
-using detail::dtype_repr;
 
 c10::optional<at::Generator> gen_opt(const std::optional<torch::Generator>& generator) {
   return generator ? c10::optional<at::Generator>(*generator) : c10::nullopt;
@@ -189,7 +157,7 @@ TensorSpec::TensorSpec(const std::string& op, std::vector<int64_t> shape, torch:
                        torch::Device device, bool continuous)
     : shape_(std::move(shape)), dtype_(dtype), device_(device), continuous_(continuous) {
   detail::check_sizes(op, shape_);
-  TDRL_CHECK(!c10::isComplexType(dtype_), TypeError, op, ": dtype ", dtype_repr(dtype_),
+  TDRL_CHECK(!c10::isComplexType(dtype_), TypeError, op, ": dtype ", tensordict::dtype_name(dtype_),
              " is complex; specs describe real or bool tensors");
 }
 
@@ -230,8 +198,9 @@ void TensorSpec::assert_is_in(const torch::Tensor& value, const std::string& key
   const std::string op = "TensorSpec::assert_is_in";
   check_trailing_shape(op, value, key_path);
   TDRL_CHECK(value.scalar_type() == dtype_, TypeError, op, ": ", subject(key_path), " has dtype ",
-             dtype_repr(value.scalar_type()), "; the ", type_name(), " spec expects ",
-             dtype_repr(dtype_), "; cast it with .to(", dtype_repr(dtype_), ")");
+             tensordict::dtype_name(value.scalar_type()), "; the ", type_name(), " spec expects ",
+             tensordict::dtype_name(dtype_), "; cast it with .to(", tensordict::dtype_name(dtype_),
+             ")");
   const std::optional<torch::Tensor> invalid = invalid_mask(value);
   TDRL_CHECK(!(invalid && invalid->any().item<bool>()), ValueError, op, ": ", subject(key_path),
              " is outside the ", type_name(),
@@ -276,7 +245,7 @@ std::string TensorSpec::to_string() const {
     space = space.substr(0, first_break + 1) + detail::indent(space.substr(first_break + 1), 4);
   }
   return type_name() + "(\n    shape=" + detail::size_repr(shape_) + ",\n    space=" + space +
-         ",\n    device=" + device_.str() + ",\n    dtype=" + dtype_repr(dtype_) +
+         ",\n    device=" + device_.str() + ",\n    dtype=" + tensordict::dtype_name(dtype_) +
          ",\n    domain=" + domain() + ")";
 }
 
@@ -374,7 +343,7 @@ torch::Tensor checked_bound(const std::string& name, const torch::Tensor& bound,
       const auto index = first_true(fractional);
       throw ValueError("Bounded: " + name + " is " + scalar_str(element(b, index)) + " at index " +
                        shape_str(index) + ", not an integer, but the dtype is " +
-                       dtype_repr(dtype) + "; give integer bounds or a floating dtype");
+                       tensordict::dtype_name(dtype) + "; give integer bounds or a floating dtype");
     }
   }
   return b;
@@ -443,7 +412,7 @@ torch::Tensor Bounded::project_impl(const torch::Tensor& value) const {
 std::string Bounded::space_repr() const {
   const auto tensor_repr = [](const torch::Tensor& t) {
     return "Tensor(shape=" + detail::size_repr(t.sizes()) + ", device=" + t.device().str() +
-           ", dtype=" + dtype_repr(t.scalar_type()) +
+           ", dtype=" + tensordict::dtype_name(t.scalar_type()) +
            ", contiguous=" + (t.is_contiguous() ? "True" : "False") + ")";
   };
   return "ContinuousBox(\n    low=" + tensor_repr(low_) + ",\n    high=" + tensor_repr(high_) + ")";
@@ -469,8 +438,9 @@ int64_t checked_n(const std::string& op, int64_t n) {
 }
 
 void check_integer_dtype(const std::string& op, torch::Dtype dtype, bool allow_bool) {
-  TDRL_CHECK(c10::isIntegralType(dtype, allow_bool), TypeError, op, ": dtype ", dtype_repr(dtype),
-             " is not ", (allow_bool ? "an integer or bool dtype" : "an integer dtype"),
+  TDRL_CHECK(c10::isIntegralType(dtype, allow_bool), TypeError, op, ": dtype ",
+             tensordict::dtype_name(dtype), " is not ",
+             (allow_bool ? "an integer or bool dtype" : "an integer dtype"),
              "; use e.g. torch.int64");
 }
 
@@ -514,7 +484,7 @@ torch::Tensor Categorical::to_one_hot(const torch::Tensor& index) const {
   const std::string op = "Categorical::to_one_hot";
   check_trailing_shape(op, index, "");
   TDRL_CHECK(is_integer(index.scalar_type()), TypeError, op, ": indices have dtype ",
-             dtype_repr(index.scalar_type()), "; they must be integers");
+             tensordict::dtype_name(index.scalar_type()), "; they must be integers");
   const torch::Tensor invalid = *invalid_mask(index);
   TDRL_CHECK(!(invalid.any().item<bool>()), ValueError, op, ": ",
              (describe_invalid(index, first_true(invalid))));

@@ -41,7 +41,7 @@ std::string encode(const std::vector<Leaf>& leaves) {
   std::ostringstream os;
   os << leaves.size() << '\n';
   for (const auto& l : leaves) {
-    os << detail::dtype_name(l.tensor.scalar_type()) << ' ' << l.tensor.dim();
+    os << dtype_name(l.tensor.scalar_type()) << ' ' << l.tensor.dim();
     for (int64_t d : l.tensor.sizes()) os << ' ' << d;
     const std::string repr = l.key.to_string();
     os << ' ' << repr.size() << ' ' << repr << '\n';
@@ -62,7 +62,7 @@ std::vector<LeafDescription> decode(const std::string& text, const char* op) {
     int64_t ndim = 0;
     if (!(is >> dtype >> ndim) || ndim < 0 || ndim > 64) return fail();
     LeafDescription d;
-    auto parsed = detail::dtype_from_name(dtype);
+    auto parsed = dtype_from_name(dtype);
     if (!parsed) return fail();
     d.dtype = *parsed;
     for (int64_t k = 0; k < ndim; ++k) {
@@ -176,7 +176,7 @@ TensorDict decode_structure(const std::string& text, const std::vector<LeafDescr
 }
 
 std::string describe(const LeafDescription& d) {
-  return detail::dtype_name(d.dtype) + " " + shape_str(d.shape);
+  return dtype_name(d.dtype) + " " + shape_str(d.shape);
 }
 
 // The first difference between two headers, for the error message.

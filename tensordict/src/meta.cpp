@@ -17,24 +17,6 @@ constexpr const char* kLazyStackType = "<class 'tensordict._lazy.LazyStackedTens
 constexpr const char* kNonTensorType = "<class 'tensordict.tensorclass.NonTensorData'>";
 constexpr const char* kNonTensorStackType = "<class 'tensordict.tensorclass.NonTensorStack'>";
 
-const std::vector<std::pair<torch::ScalarType, const char*>>& dtype_table() {
-  static const std::vector<std::pair<torch::ScalarType, const char*>> table = {
-      {torch::kFloat, "torch.float32"},
-      {torch::kDouble, "torch.float64"},
-      {torch::kHalf, "torch.float16"},
-      {torch::kBFloat16, "torch.bfloat16"},
-      {torch::kLong, "torch.int64"},
-      {torch::kInt, "torch.int32"},
-      {torch::kShort, "torch.int16"},
-      {torch::kChar, "torch.int8"},
-      {torch::kByte, "torch.uint8"},
-      {torch::kBool, "torch.bool"},
-      {torch::kComplexFloat, "torch.complex64"},
-      {torch::kComplexDouble, "torch.complex128"},
-  };
-  return table;
-}
-
 [[noreturn]] void bad(const std::string& filename, const std::string& what) {
   throw Error("TensorDict::load_memmap: malformed '" + filename + "': " + what);
 }
@@ -81,18 +63,6 @@ AnyValue value_from_json(const json& j, const std::string& filename) {
 }
 
 }  // namespace
-
-std::string dtype_name(torch::ScalarType dtype) {
-  for (const auto& [t, name] : dtype_table())
-    if (t == dtype) return name;
-  return std::string("torch.") + c10::toString(dtype);
-}
-
-std::optional<torch::ScalarType> dtype_from_name(const std::string& name) {
-  for (const auto& [t, n] : dtype_table())
-    if (name == n) return t;
-  return std::nullopt;
-}
 
 bool is_reserved_meta_key(const std::string& key) {
   return key == "_type" || key == "_tdrl" || key == "shape" || key == "device";

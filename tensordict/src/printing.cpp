@@ -48,7 +48,7 @@ std::string device_str(const std::optional<torch::Device>& d) { return detail::d
 // CUDA memory, shared memory and read-write memory maps count as shared, as in Python.
 std::string tensor_repr(c10::IntArrayRef shape, const torch::Tensor& t) {
   return "Tensor(shape=" + size_str(shape) + ", device=" + t.device().str() +
-         ", dtype=" + detail::dtype_name(t.scalar_type()) +
+         ", dtype=" + dtype_name(t.scalar_type()) +
          ", is_shared=" + (is_shared(t) ? "True" : "False") + ")";
 }
 

@@ -79,9 +79,10 @@ void expect_matches_summary(const TensorDict& td, const json& summary) {
     EXPECT_EQ(shape_of(t), leaf["shape"].get<Shape>());
     EXPECT_EQ(t.scalar_type(), dtype_named(leaf["dtype"].get<std::string>()));
     EXPECT_DOUBLE_EQ(t.to(torch::kDouble).sum().item<double>(), leaf["sum"].get<double>());
-    if (t.numel() > 0)
+    if (t.numel() > 0) {
       EXPECT_DOUBLE_EQ(t.reshape({-1})[0].to(torch::kDouble).item<double>(),
                        leaf["first"].get<double>());
+    }
   }
   EXPECT_EQ(td.keys(/*include_nested=*/true, /*leaves_only=*/true).size(),
             summary["leaves"].size());

@@ -10,6 +10,8 @@
 
 #include <torch/torch.h>
 
+#include <tensordict/dtype.h>
+
 #include <tdrl/specs/detail/spec_format.h>
 #include <tensordict/errors.h>
 
@@ -103,8 +105,8 @@ specs::CompositePtr CatTensors::transform_observation_spec(specs::CompositePtr s
   for (size_t i = 0; i < leaves.size(); ++i) {
     const auto& leaf = *leaves[i];
     TDRL_CHECK(leaf.dtype() == first.dtype(), TypeError, where, ": ", in_keys_[i].to_string(),
-               " has dtype ", specs::detail::dtype_repr(leaf.dtype()), " but ",
-               in_keys_.front().to_string(), " has ", specs::detail::dtype_repr(first.dtype()),
+               " has dtype ", tensordict::dtype_name(leaf.dtype()), " but ",
+               in_keys_.front().to_string(), " has ", tensordict::dtype_name(first.dtype()),
                "; concatenated entries need one dtype (cast them first)");
     bool same = leaf.ndim() == ndim;
     for (int64_t d = 0; same && d < ndim; ++d) {

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <tdrl/specs/detail/spec_format.h>
+#include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
 #include "../detail/transform_util.h"
@@ -83,7 +84,7 @@ std::vector<NestedKey> keys_to_cast(const specs::CompositePtr& input_spec,
     if (!value || !std::holds_alternative<specs::TensorSpecPtr>(*value)) continue;
     const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
     TDRL_CHECK(leaf->dtype() == torch::kFloat64, TypeError, where, ": ", key.to_string(),
-               " has dtype ", specs::detail::dtype_repr(leaf->dtype()), ", not torch.float64");
+               " has dtype ", tensordict::dtype_name(leaf->dtype()), ", not torch.float64");
     keys.push_back(key);
   }
   return keys;

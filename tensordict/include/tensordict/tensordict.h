@@ -3,6 +3,7 @@
 /// The tensordict package: TensorDict, lazy stacks, nested keys, non-tensor data and typed
 /// tensorclasses.
 
+#include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/nested_key.h>

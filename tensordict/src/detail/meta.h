@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/dtype.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tensordict::detail {
@@ -65,9 +66,5 @@ bool is_reserved_meta_key(const std::string& key);
 /// integer, floating or bool.
 NonTensorMeta non_tensor_meta(const NonTensorData& data, const std::string& key);
 NonTensorData non_tensor_from_meta(const NonTensorMeta& meta);
-
-/// "torch.float32" and back; nothing for an unknown name.
-std::string dtype_name(torch::ScalarType dtype);
-std::optional<torch::ScalarType> dtype_from_name(const std::string& name);
 
 }  // namespace tensordict::detail

@@ -13,8 +13,6 @@ namespace tdrl::specs::detail {
 
 /// `torch.Size([3, 4])`.
 std::string size_repr(c10::IntArrayRef shape);
-/// `torch.float32`, `torch.int64`, `torch.bool`, ...
-std::string dtype_repr(torch::Dtype dtype);
 /// `text` with every non-empty line prefixed by `n` spaces.
 std::string indent(const std::string& text, int n);
 /// Throws ValueError naming `op` when a size is negative.
