@@ -89,9 +89,7 @@ CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions 
                          ? register_parameter("log_alpha_prime", log_alpha_prime)
                          : register_buffer("log_alpha_prime", log_alpha_prime);
   convert_to_functional("actor_network", actor_network_, options_.delay_actor());
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
-  }
+  convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
@@ -127,10 +125,7 @@ torch::Tensor CQLLoss::next_state_value(const TensorDict& next, const torch::Ten
   const NestedKey& action_key = key("action");
   const NestedKey& q_key = key("state_action_value");
   const auto& actor_in = actor_network_->in_keys();
-  auto run_target = [&](size_t i, TensorDict& td) {
-    with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
-                   [&] { qvalue_networks_[i]->forward(td); });
-  };
+  auto run_target = qvalue_runner(qvalue_networks_, options_.delay_qvalue());
   auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
                                               actor_in, {}, "next");
   next_dist = actor_network_->get_dist(next_actor_td);

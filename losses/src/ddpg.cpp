@@ -68,14 +68,12 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
-                                                actor_in, {}, "next");
+    auto next = detail::next_inputs(name(), batch, "the actor_network", actor_in);
     with_target_if(options_.delay_actor(), "actor_network",
-                   [&] { return actor_network_->forward(next_actor_td); });
+                   [&] { return actor_network_->forward(next.inputs); });
     auto next_critic_td = detail::network_inputs(name(), "the value_network on the next state",
-                                                 next, critic_in, {action_key}, "next");
-    next_critic_td.set(action_key, next_actor_td.get(action_key));
+                                                 next.td, critic_in, {action_key}, "next");
+    next_critic_td.set(action_key, next.inputs.get(action_key));
     with_target_if(options_.delay_value(), "value_network",
                    [&] { value_network_->forward(next_critic_td); });
     next_value = next_critic_td.get(value_key);

@@ -205,12 +205,10 @@ TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor projected;  // m `[*B, K]`
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_td = detail::network_inputs(name(), "the value_network on the next state", next,
-                                          in_keys, {}, "next");
+    auto next = detail::next_inputs(name(), batch, "the value_network", in_keys);
     with_target_if(options_.delay_value(), "value_network",
-                   [&] { return value_network_->forward(next_td); });
-    const auto next_p = log_probs(next_td, batch.batch_dims()).exp();
+                   [&] { return value_network_->forward(next.inputs); });
+    const auto next_p = log_probs(next.inputs, batch.batch_dims()).exp();
     const auto support = support_.to(next_p.dtype());
     const auto q = (next_p * support.unsqueeze(-1)).sum(-2);   // [*B, n]
     auto best = q.argmax(-1, /*keepdim=*/true).unsqueeze(-1);  // [*B, 1, 1]

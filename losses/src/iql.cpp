@@ -42,9 +42,7 @@ IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
   TDRL_CHECK(options_.temperature() >= 0.0, ValueError, "IQLLoss: temperature is ",
              std::to_string(options_.temperature()), "; it must be >= 0");
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
-  }
+  convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   convert_to_functional("value_network", value_network_, /*create_target=*/false);
   make_value_estimator(ValueEstimatorType::kTD0);
 }
@@ -71,11 +69,9 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor min_q;
   {
     torch::NoGradGuard no_grad;
-    const auto values = detail::run_q_networks(
-        name(), qvalue_networks_, batch, "", action_key, {}, q_key, [&](size_t i, TensorDict& td) {
-          with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
-                         [&] { qvalue_networks_[i]->forward(td); });
-        });
+    const auto values =
+        detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
+                               qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     min_q = std::get<0>(torch::stack(values).min(0));
   }
 
@@ -105,11 +101,9 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_td = detail::network_inputs(name(), "the value_network on the next state", next,
-                                          value_network_->in_keys(), {}, "next");
-    value_network_->forward(next_td);
-    next_value = next_td.get(v_key);
+    auto next = detail::next_inputs(name(), batch, "the value_network", value_network_->in_keys());
+    value_network_->forward(next.inputs);
+    next_value = next.inputs.get(v_key);
   }
   check_same_shape("TD target", next_value, "V(s')", pred0, "Q(s, a)");
   const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,

@@ -45,9 +45,7 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
   temperature_ = EntropyTemperature(*this, "SACLoss", options_.alpha_init(), options_.min_alpha(),
                                     options_.max_alpha(), options_.fixed_alpha(), target_entropy);
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
-  }
+  convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
@@ -100,18 +98,13 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
-                                                actor_in, {}, "next");
-    const auto next_dist = actor_network_->get_dist(next_actor_td);
+    auto next = detail::next_inputs(name(), batch, "the actor_network", actor_in);
+    const auto next_dist = actor_network_->get_dist(next.inputs);
     const auto next_action = next_dist->sample();
     const auto next_log_prob = next_dist->log_prob(next_action).unsqueeze(-1);
     const auto next_values =
-        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, next_action,
-                               value_key, [&](size_t i, TensorDict& td) {
-                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
-                                                [&] { qvalue_networks_[i]->forward(td); });
-                               });
+        detail::run_q_networks(name(), qvalue_networks_, next.td, "next", action_key, next_action,
+                               value_key, qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
   }
   check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
@@ -162,9 +155,7 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
       options_.target_entropy().value_or(options_.target_entropy_weight() *
                                          std::log(static_cast<double>(options_.num_actions()))));
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
-  }
+  convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
@@ -254,17 +245,12 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
-                                                actor_in, {}, "next");
+    auto next = detail::next_inputs(name(), batch, "the actor_network", actor_in);
     const auto [next_probs, next_log_probs] =
-        categorical_policy(name(), actor_network_, next_actor_td, n);
+        categorical_policy(name(), actor_network_, next.inputs, n);
     const auto next_values =
-        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, {}, value_key,
-                               [&](size_t i, TensorDict& td) {
-                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
-                                                [&] { qvalue_networks_[i]->forward(td); });
-                               });
+        detail::run_q_networks(name(), qvalue_networks_, next.td, "next", action_key, {}, value_key,
+                               qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     const auto min_next = check_values(next_values);
     next_value = (next_probs * (min_next - alpha * next_log_probs)).sum(-1, /*keepdim=*/true);
   }

@@ -61,9 +61,7 @@ TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
   low_ = register_buffer("action_low", bounded->low().clone());
   high_ = register_buffer("action_high", bounded->high().clone());
   convert_to_functional("actor_network", actor_network_, options_.delay_actor());
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    convert_to_functional(detail::qvalue_name(i), qvalue_networks_[i], options_.delay_qvalue());
-  }
+  convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   make_value_estimator(ValueEstimatorType::kTD0);
 }
 
@@ -98,24 +96,19 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
-    const auto next = detail::next_tensordict(name(), batch);
-    auto next_actor_td = detail::network_inputs(name(), "the actor_network on the next state", next,
-                                                actor_in, {}, "next");
+    auto next = detail::next_inputs(name(), batch, "the actor_network", actor_in);
     with_target_if(options_.delay_actor(), "actor_network",
-                   [&] { return actor_network_->forward(next_actor_td); });
+                   [&] { return actor_network_->forward(next.inputs); });
     // Target policy smoothing: clipped Gaussian noise, then back into the action bounds.
-    const auto next_action = next_actor_td.get(action_key);
+    const auto next_action = next.inputs.get(action_key);
     const auto noise = (torch::randn_like(next_action) * options_.policy_noise())
                            .clamp(-options_.noise_clip(), options_.noise_clip());
     const auto low = low_.to(next_action.dtype());
     const auto high = high_.to(next_action.dtype());
     const auto smoothed = torch::max(torch::min(next_action + noise, high), low);
     const auto next_values =
-        detail::run_q_networks(name(), qvalue_networks_, next, "next", action_key, smoothed,
-                               value_key, [&](size_t i, TensorDict& td) {
-                                 with_target_if(options_.delay_qvalue(), detail::qvalue_name(i),
-                                                [&] { qvalue_networks_[i]->forward(td); });
-                               });
+        detail::run_q_networks(name(), qvalue_networks_, next.td, "next", action_key, smoothed,
+                               value_key, qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0));
   }
   check_same_shape("TD target", next_value, "min_i Q'_i(s', a')", pred0, "Q(s, a)");

@@ -127,6 +127,19 @@ inline TensorDict next_tensordict(const std::string& where, const TensorDict& ba
   return std::get<TensorDict>(*value);
 }
 
+// The batch's "next" TensorDict and, read from it, the inputs of network `who` (e.g. "the
+// actor_network") valued at the next state: the start of every bootstrapped target.
+struct NextInputs {
+  TensorDict td;
+  TensorDict inputs;
+};
+inline NextInputs next_inputs(const std::string& where, const TensorDict& batch,
+                              const std::string& who, const std::vector<NestedKey>& in_keys) {
+  auto next = next_tensordict(where, batch);
+  auto inputs = network_inputs(where, who + " on the next state", next, in_keys, {}, "next");
+  return {std::move(next), std::move(inputs)};
+}
+
 /// Turns off requires_grad on every parameter of `module` for the length of a scope, so a
 /// forward through it sends gradients to its inputs only (TorchRL's hold_out_params). The
 /// graph built meanwhile keeps no edge to the parameters; restoring changes no data.
@@ -206,7 +219,6 @@ using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBa
 inline const char* bool_str(bool v) { return v ? "true" : "false"; }
 
 /// The name Q-network `i` is registered under ("qvalue_network_0", ...).
-inline std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
 
 /// Throws unless every Q-network reads the action and writes the state-action value.
 inline void check_q_keys(const std::string& where, const QNetworks& networks,

@@ -122,6 +122,25 @@ class LossModule : public torch::nn::Module {
   /// duplicate name or a null module.
   void convert_to_functional(const std::string& name, std::shared_ptr<torch::nn::Module> module,
                              bool create_target);
+  /// The name a loss's i-th Q-value network is registered under: "qvalue_network_<i>" (the
+  /// name with_target and the updaters take).
+  static std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
+  /// convert_to_functional for each of `networks`, registered as qvalue_name(i).
+  template <typename Network>
+  void convert_qvalue_networks(const std::vector<std::shared_ptr<Network>>& networks,
+                               bool create_target) {
+    for (size_t i = 0; i < networks.size(); ++i) {
+      convert_to_functional(qvalue_name(i), networks[i], create_target);
+    }
+  }
+  /// A step `(i, td)` that runs Q-value network i on `td`, through its target parameters when
+  /// `use_target`; the next state's values of the off-policy losses.
+  template <typename Network>
+  auto qvalue_runner(const std::vector<std::shared_ptr<Network>>& networks, bool use_target) {
+    return [this, &networks, use_target](size_t i, TensorDict& td) {
+      with_target_if(use_target, qvalue_name(i), [&] { networks[i]->forward(td); });
+    };
+  }
   /// Runs `fn()` with network `name` holding its target parameters, under NoGradGuard, and
   /// restores its own parameters afterwards (also when fn throws).
   template <typename F>
