@@ -21,14 +21,6 @@ namespace {
 
 using tdrl::specs::TensorSpecPtr;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
-}
-
 // Python's dtype name without its module, to keep the table narrow: "float32", "int64".
 std::string dtype_text(torch::Dtype dtype) {
   const std::string name = tensordict::dtype_name(dtype);
@@ -77,7 +69,7 @@ std::string observation_text(const tdrl::specs::CompositePtr& spec) {
     const auto leaf = spec->get(key);
     if (!out.empty()) out += "; ";
     out += (spec->keys().size() > 1 ? key.to_string() + " " : std::string()) +
-           dtype_text(leaf->dtype()) + " " + shape_text(leaf->shape());
+           dtype_text(leaf->dtype()) + " " + tensordict::shape_str(leaf->shape());
   }
   return out;
 }
@@ -88,7 +80,7 @@ std::string action_text(const TensorSpecPtr& spec) {
     return "discrete, " + std::to_string(c->n()) + " actions";
   if (auto o = std::dynamic_pointer_cast<tdrl::specs::OneHot>(spec))
     return "one-hot, " + std::to_string(o->n()) + " actions";
-  std::string out = "continuous " + shape_text(spec->shape());
+  std::string out = "continuous " + tensordict::shape_str(spec->shape());
   if (auto b = std::dynamic_pointer_cast<tdrl::specs::Bounded>(spec))
     out += " in [" + bound_text(b->low()) + ", " + bound_text(b->high()) + "]";
   else

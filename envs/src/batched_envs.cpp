@@ -17,6 +17,7 @@
 namespace tdrl::envs {
 
 using tensordict::IndexError;
+using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
 
@@ -27,8 +28,6 @@ std::vector<int64_t> prepend(int64_t n, const std::vector<int64_t>& shape) {
   out.insert(out.end(), shape.begin(), shape.end());
   return out;
 }
-
-std::string shape_repr(c10::IntArrayRef shape) { return tensordict::shape_str(shape); }
 
 bool same_spec(const specs::TensorSpecPtr& a, const specs::TensorSpecPtr& b) {
   if (!a || !b) return !a && !b;
@@ -129,7 +128,7 @@ void BatchedEnvBase::check_same_specs(int64_t i) const {
                      got0 + "\nsub-env " + std::to_string(i) + ": " + got_i);
   };
   if (a.batch_size() != b.batch_size()) {
-    fail("batch_size", shape_repr(a.batch_size()), shape_repr(b.batch_size()));
+    fail("batch_size", shape_str(a.batch_size()), shape_str(b.batch_size()));
   }
   if (a.device() != b.device()) fail("device", a.device().str(), b.device().str());
   if (*a.observation_spec() != *b.observation_spec()) {
@@ -165,7 +164,7 @@ const std::shared_ptr<EnvBase>& BatchedEnvBase::env(int64_t i) const {
 std::string BatchedEnvBase::to_string() const {
   std::ostringstream os;
   os << name() << "(num_envs=" << num_envs() << ", env=" << envs_[0]->to_string()
-     << ", batch_size=" << shape_repr(batch_size()) << ", device=" << device() << extra_repr()
+     << ", batch_size=" << shape_str(batch_size()) << ", device=" << device() << extra_repr()
      << ")";
   return os.str();
 }
@@ -208,8 +207,8 @@ void BatchedEnvBase::write_slice(const std::string& op, int64_t i, const Leaf& l
                                  const torch::Tensor& value, const torch::Tensor& target) const {
   torch::Tensor slice = target.select(0, i);
   TDRL_CHECK(value.sizes().equals(slice.sizes()), ShapeError, op, ": the sub-env wrote ",
-             leaf.key.to_string(), " with shape ", shape_repr(value.sizes()), "; its spec says ",
-             shape_repr(slice.sizes()), " (fix the sub-env's output or its spec)");
+             leaf.key.to_string(), " with shape ", shape_str(value.sizes()), "; its spec says ",
+             shape_str(slice.sizes()), " (fix the sub-env's output or its spec)");
   slice.copy_(value);
 }
 

@@ -11,17 +11,12 @@
 namespace tdrl::envs {
 
 using tensordict::KeyError;
+using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::TypeError;
 using tensordict::ValueError;
 
 namespace {
-
-std::string shape_repr(c10::IntArrayRef shape) {
-  std::ostringstream os;
-  os << shape;
-  return os.str();
-}
 
 std::string keys_repr(const std::vector<NestedKey>& keys) {
   std::string out = "[";
@@ -48,9 +43,9 @@ torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch
   const auto expected = with_trailing_one(batch);
   if (m.sizes().vec() == batch) m = m.unsqueeze(-1);
   TDRL_CHECK(!(m.sizes().vec() != expected || m.scalar_type() != torch::kBool), ShapeError, env,
-             "::reset: \"_reset\" is ", shape_repr(mask->sizes()), " ",
+             "::reset: \"_reset\" is ", shape_str(mask->sizes()), " ",
              std::string(c10::toString(mask->scalar_type())), "; expected bool ",
-             shape_repr(expected), " (or ", shape_repr(batch), ")");
+             shape_str(expected), " (or ", shape_str(batch), ")");
   return m;
 }
 
@@ -102,7 +97,7 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
       device_(options.device()),
       generator_(at::make_generator<at::CPUGeneratorImpl>(0)) {
   for (auto d : batch_size_) {
-    TDRL_CHECK(!(d < 0), ValueError, name_, ": batch_size ", shape_repr(batch_size_),
+    TDRL_CHECK(!(d < 0), ValueError, name_, ": batch_size ", shape_str(batch_size_),
                " has a negative size");
   }
   observation_spec_ = specs::Composite::make({}, batch_size_);
@@ -118,15 +113,15 @@ EnvBase::EnvBase(std::string name, const EnvBaseOptions& options)
 void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const {
   const bool ok = shape.size() >= batch_size_.size() &&
                   std::equal(batch_size_.begin(), batch_size_.end(), shape.begin());
-  TDRL_CHECK(ok, ShapeError, name_, ": the ", what, " has shape ", shape_repr(shape),
-             "; it must start with the env's batch_size ", shape_repr(batch_size_));
+  TDRL_CHECK(ok, ShapeError, name_, ": the ", what, " has shape ", shape_str(shape),
+             "; it must start with the env's batch_size ", shape_str(batch_size_));
 }
 
 void EnvBase::set_observation_spec(specs::CompositePtr spec) {
   TDRL_CHECK(spec, ValueError, name_, ": the observation spec is null");
   TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_,
-             ": the observation spec has batch shape ", shape_repr(spec->shape()),
-             "; it must equal the env's batch_size ", shape_repr(batch_size_));
+             ": the observation spec has batch shape ", shape_str(spec->shape()),
+             "; it must equal the env's batch_size ", shape_str(batch_size_));
   observation_spec_ = std::move(spec);
 }
 
@@ -147,8 +142,8 @@ void EnvBase::set_reward_spec(specs::TensorSpecPtr spec, NestedKey key) {
 void EnvBase::set_done_spec(specs::CompositePtr spec) {
   TDRL_CHECK(spec, ValueError, name_, ": the done spec is null");
   TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the done spec has batch shape ",
-             shape_repr(spec->shape()), "; it must equal the env's batch_size ",
-             shape_repr(batch_size_));
+             shape_str(spec->shape()), "; it must equal the env's batch_size ",
+             shape_str(batch_size_));
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
     TDRL_CHECK(spec->find(flag), KeyError, name_, ": the done spec lacks '", std::string(flag),
                "'; it needs done, terminated and truncated");
@@ -159,8 +154,8 @@ void EnvBase::set_done_spec(specs::CompositePtr spec) {
 void EnvBase::set_state_spec(specs::CompositePtr spec) {
   TDRL_CHECK(spec, ValueError, name_, ": the state spec is null");
   TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the state spec has batch shape ",
-             shape_repr(spec->shape()), "; it must equal the env's batch_size ",
-             shape_repr(batch_size_));
+             shape_str(spec->shape()), "; it must equal the env's batch_size ",
+             shape_str(batch_size_));
   state_spec_ = std::move(spec);
 }
 
@@ -190,7 +185,7 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
     auto v = *value;
     if (v.sizes().vec() == batch_size_) v = v.unsqueeze(-1);
     TDRL_CHECK(v.sizes().vec() == flag_shape, ShapeError, where, ": '", std::string(key),
-               "' has shape ", shape_repr(value->sizes()), "; expected ", shape_repr(flag_shape));
+               "' has shape ", shape_str(value->sizes()), "; expected ", shape_str(flag_shape));
     return v.to(torch::kBool);
   };
   auto terminated = flag(specs::kTerminated);
@@ -216,8 +211,8 @@ TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
   const std::string where = name_ + "::reset";
   TensorDict input = tensordict ? *tensordict : TensorDict::empty(batch_size_);
   TDRL_CHECK(input.batch_size() == batch_size_, ShapeError, where,
-             ": the TensorDict has batch_size ", shape_repr(input.batch_size()), "; the env's is ",
-             shape_repr(batch_size_));
+             ": the TensorDict has batch_size ", shape_str(input.batch_size()), "; the env's is ",
+             shape_str(batch_size_));
   const auto mask = reset_mask(input, batch_size_, name_);
   TensorDict call = input;
   if (mask.defined() && !input.get(specs::kReset).sizes().equals(mask.sizes())) {
@@ -249,8 +244,8 @@ void EnvBase::check_action(const TensorDict& td) const {
              keys_repr(td.keys(true, true)));
   const auto& expected = action_spec_->shape();
   TDRL_CHECK(action->sizes().vec() == expected, ShapeError, where, ": action ",
-             action_key_.to_string(), " has shape ", shape_repr(action->sizes()),
-             "; the action spec expects ", shape_repr(expected));
+             action_key_.to_string(), " has shape ", shape_str(action->sizes()),
+             "; the action spec expects ", shape_str(expected));
   TDRL_CHECK(action->scalar_type() == action_spec_->dtype(), TypeError, where, ": action ",
              action_key_.to_string(), " has dtype ",
              std::string(c10::toString(action->scalar_type())), "; the action spec expects ",
@@ -268,8 +263,8 @@ void EnvBase::check_action(const TensorDict& td) const {
 TensorDict EnvBase::step(TensorDict tensordict) {
   const std::string where = name_ + "::step";
   TDRL_CHECK(tensordict.batch_size() == batch_size_, ShapeError, where,
-             ": the TensorDict has batch_size ", shape_repr(tensordict.batch_size()),
-             "; the env's is ", shape_repr(batch_size_));
+             ": the TensorDict has batch_size ", shape_str(tensordict.batch_size()),
+             "; the env's is ", shape_str(batch_size_));
   check_action(tensordict);
   TensorDict next = complete_flags(step_impl(tensordict), where);
   TDRL_CHECK(next.contains(reward_key_), KeyError, where, ": the env did not write the reward ",
@@ -345,7 +340,7 @@ TensorDict EnvBase::fake_tensordict() const {
 
 std::string EnvBase::to_string() const {
   std::ostringstream os;
-  os << name_ << "(batch_size=" << shape_repr(batch_size_) << ", device=" << device_ << ")";
+  os << name_ << "(batch_size=" << shape_str(batch_size_) << ", device=" << device_ << ")";
   return os.str();
 }
 
@@ -364,8 +359,8 @@ void check_env_specs(EnvBase& env, int64_t steps) {
   const int64_t t = rollout.batch_size().empty() ? 0 : rollout.batch_size().back();
   expected_batch.push_back(steps);
   if (rollout.batch_size() != expected_batch) {
-    problems.push_back("rollout batch_size is " + shape_repr(rollout.batch_size()) + ", expected " +
-                       shape_repr(expected_batch));
+    problems.push_back("rollout batch_size is " + shape_str(rollout.batch_size()) + ", expected " +
+                       shape_str(expected_batch));
   }
   // Each step is checked on its own, so that spec shapes (which hold the env's batch dims
   // only) apply directly.

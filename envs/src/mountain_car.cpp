@@ -76,6 +76,17 @@ void observe_as_float(const double* states, int64_t count, float* obs) {
   for (int64_t k = 0; k < count * 2; ++k) obs[k] = static_cast<float>(states[k]);
 }
 
+// One step of the car (state `s` = position, velocity) under `acceleration`, in Gymnasium's
+// order: bound the speed, move, bound the position, stop at the left wall. Returns whether the
+// car reached the goal.
+bool move_car(double* s, double acceleration, double goal_position, double goal_velocity) {
+  const double velocity = bound(s[1] + acceleration, -Track::kMaxSpeed, Track::kMaxSpeed);
+  const double position = bound(s[0] + velocity, Track::kMinPosition, Track::kMaxPosition);
+  s[0] = position;
+  s[1] = position == Track::kMinPosition && velocity < 0 ? 0.0 : velocity;
+  return position >= goal_position && s[1] >= goal_velocity;
+}
+
 }  // namespace
 
 MountainCarEnv::MountainCarEnv(const MountainCarEnvOptions& options)
@@ -104,15 +115,9 @@ void MountainCarEnv::advance(const torch::Tensor& action, float* reward, bool* t
   const auto& o = options_;
   double* s = states().data();
   for (int64_t i = 0; i < num_envs(); ++i, s += 2) {
-    double position = s[0], velocity = s[1];
-    velocity += static_cast<double>(a[i] - 1) * o.force() + std::cos(3 * position) * (-o.gravity());
-    velocity = bound(velocity, -Track::kMaxSpeed, Track::kMaxSpeed);
-    position += velocity;
-    position = bound(position, Track::kMinPosition, Track::kMaxPosition);
-    if (position == Track::kMinPosition && velocity < 0) velocity = 0;
-    s[0] = position;
-    s[1] = velocity;
-    terminated[i] = position >= o.goal_position() && velocity >= o.goal_velocity();
+    const double push = static_cast<double>(a[i] - 1) * o.force();
+    terminated[i] = move_car(s, push + std::cos(3 * s[0]) * (-o.gravity()), o.goal_position(),
+                             o.goal_velocity());
     reward[i] = -1.0f;
   }
 }
@@ -144,17 +149,10 @@ void MountainCarContinuousEnv::advance(const torch::Tensor& action, float* rewar
   const auto& o = options_;
   double* s = states().data();
   for (int64_t i = 0; i < num_envs(); ++i, s += 2) {
-    double position = s[0], velocity = s[1];
     const double act = static_cast<double>(a[i]);
     const double force = std::min(std::max(act, -1.0), 1.0);
-    velocity += force * o.power() - 0.0025 * std::cos(3 * position);
-    velocity = bound(velocity, -Track::kMaxSpeed, Track::kMaxSpeed);
-    position += velocity;
-    position = bound(position, Track::kMinPosition, Track::kMaxPosition);
-    if (position == Track::kMinPosition && velocity < 0) velocity = 0;
-    s[0] = position;
-    s[1] = velocity;
-    const bool term = position >= o.goal_position() && velocity >= o.goal_velocity();
+    const bool term = move_car(s, force * o.power() - 0.0025 * std::cos(3 * s[0]),
+                               o.goal_position(), o.goal_velocity());
     terminated[i] = term;
     double r = term ? 100.0 : 0.0;
     r -= (act * act) * 0.1;

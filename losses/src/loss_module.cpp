@@ -11,6 +11,7 @@
 namespace tdrl::losses {
 
 using tensordict::KeyError;
+using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
 
@@ -20,12 +21,6 @@ std::string names_repr(const std::vector<std::string>& names) {
   std::string out = "[";
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", '" : "'") + names[i] + "'";
   return out + "]";
-}
-
-std::string shape_repr(c10::IntArrayRef shape) {
-  std::ostringstream os;
-  os << shape;
-  return os.str();
 }
 
 // A buffer name for a target leaf: registered names may not contain '.'.
@@ -131,8 +126,8 @@ void LossModule::check_same_shape(const std::string& what, const torch::Tensor& 
                                   const std::string& a_name, const torch::Tensor& b,
                                   const std::string& b_name) const {
   TDRL_CHECK(a.sizes().equals(b.sizes()), ShapeError, name(), ": ", what, ": ", a_name,
-             " has shape ", shape_repr(a.sizes()), " but ", b_name, " has shape ",
-             shape_repr(b.sizes()),
+             " has shape ", shape_str(a.sizes()), " but ", b_name, " has shape ",
+             shape_str(b.sizes()),
              "; they must match exactly (a [B] reward against a [B, 1] value would "
              "broadcast to [B, B]); reshape one of them");
 }

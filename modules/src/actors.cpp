@@ -6,8 +6,6 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/actor_util.h"
-
 namespace tdrl::modules {
 
 using tensordict::KeyError;
@@ -16,7 +14,7 @@ using tensordict::TensorDict;
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-using detail::shape_repr;
+using tensordict::shape_str;
 
 // ---- ProbabilisticActor --------------------------------------------------------------------
 
@@ -51,8 +49,8 @@ void ProbabilisticActorImpl::forward_impl(const TensorDict& tensordict,
   const auto ndim = static_cast<int64_t>(expected.size());
   TDRL_CHECK(!(action.dim() < ndim || action.sizes().slice(action.dim() - ndim).vec() != expected),
              ShapeError, "ProbabilisticActor: action ", key.to_string(), " has shape ",
-             shape_repr(action.sizes()), "; the action spec expects trailing dims ",
-             shape_repr(expected), " (make the network's output match the env's action spec)");
+             shape_str(action.sizes()), "; the action spec expects trailing dims ",
+             shape_str(expected), " (make the network's output match the env's action spec)");
   if (safe_ && !spec_->is_in(action)) tensordict_out.set(key, spec_->project(action));
 }
 

@@ -12,8 +12,6 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/actor_util.h"
-
 namespace tdrl::modules {
 
 using tensordict::ShapeError;
@@ -21,7 +19,7 @@ using tensordict::TensorDict;
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-using detail::shape_repr;
+using tensordict::shape_str;
 
 // ---- QValueModule --------------------------------------------------------------------------
 
@@ -58,8 +56,8 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
   const auto values = tensordict.get(value_key);
   const int64_t batch_dims = static_cast<int64_t>(tensordict.batch_size().size());
   TDRL_CHECK(values.dim() == batch_dims + 1, ShapeError, "QValueModule: action values ",
-             value_key.to_string(), " have shape ", shape_repr(values.sizes()),
-             "; expected [*batch, n] with batch ", shape_repr(tensordict.batch_size()));
+             value_key.to_string(), " have shape ", shape_str(values.sizes()),
+             "; expected [*batch, n] with batch ", shape_str(tensordict.batch_size()));
   const int64_t n = values.size(-1);
   if (const auto& spec = options_.spec()) {
     const int64_t spec_n = action_space_ == "one_hot"
@@ -75,7 +73,7 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
     const auto first = nan.any(-1).reshape({-1}).nonzero()[0].item<int64_t>();
     throw ValueError("QValueModule: action values " + value_key.to_string() +
                      " hold NaN (first in batch element " + std::to_string(first) + " of " +
-                     shape_repr(tensordict.batch_size()) +
+                     shape_str(tensordict.batch_size()) +
                      "); no action is chosen from them. The Q-network diverged or its input is "
                      "not finite: check the observations, lower the learning rate or clip the "
                      "gradients");
@@ -84,9 +82,9 @@ void QValueModuleImpl::forward_impl(const TensorDict& tensordict,
   if (const auto& mask_key = options_.action_mask_key()) {
     const auto mask = tensordict.get(*mask_key);
     TDRL_CHECK(!(mask.sizes() != values.sizes() || mask.scalar_type() != torch::kBool), ShapeError,
-               "QValueModule: action mask ", mask_key->to_string(), " is ",
-               shape_repr(mask.sizes()), " ", std::string(c10::toString(mask.scalar_type())),
-               "; expected bool ", shape_repr(values.sizes()));
+               "QValueModule: action mask ", mask_key->to_string(), " is ", shape_str(mask.sizes()),
+               " ", std::string(c10::toString(mask.scalar_type())), "; expected bool ",
+               shape_str(values.sizes()));
     TDRL_CHECK(!(n > 0 && !mask.any(-1).all().item<bool>()), ValueError,
                "QValueModule: action mask ", mask_key->to_string(),
                " has a row with no allowed action");

@@ -12,24 +12,19 @@
 
 namespace tdrl::losses::functional {
 
+using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
 
 namespace {
-
-std::string shape_repr(c10::IntArrayRef shape) {
-  std::ostringstream os;
-  os << shape;
-  return os.str();
-}
 
 void check_shapes(const std::string& where, const torch::Tensor& reference,
                   const std::string& reference_name,
                   const std::vector<std::pair<const char*, const torch::Tensor*>>& others) {
   for (const auto& [name, tensor] : others) {
     TDRL_CHECK(tensor->sizes().equals(reference.sizes()), ShapeError, where, ": ", name,
-               " has shape ", shape_repr(tensor->sizes()), " but ", reference_name, " has shape ",
-               shape_repr(reference.sizes()),
+               " has shape ", shape_str(tensor->sizes()), " but ", reference_name, " has shape ",
+               shape_str(reference.sizes()),
                "; every input must have the same shape [*B, T, *F] (no broadcasting)");
   }
 }
