@@ -12,6 +12,8 @@
 #include <CLI/CLI.hpp>
 
 #include <tdrl/apps/registry.h>
+#include <tdrl/envs/classic_control_env.h>
+#include <tdrl/envs/mujoco_env.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/specs.h>
 #include <tensordict/dtype.h>
@@ -88,6 +90,23 @@ std::string action_text(const TensorSpecPtr& spec) {
   return out;
 }
 
+// The task's own episode limit, or "-" for an env type that does not say (a user's env).
+std::string max_steps_text(const tdrl::envs::EnvBase& env) {
+  if (auto c = dynamic_cast<const tdrl::envs::ClassicControlEnv*>(&env))
+    return std::to_string(c->max_episode_steps());
+  if (auto m = dynamic_cast<const tdrl::envs::MujocoEnv*>(&env))
+    return std::to_string(m->max_episode_steps());
+  return "-";
+}
+
+// The task options the env was registered with, "a, b, c" ("-" when none were declared).
+std::string options_text(const std::string& name) {
+  std::string out;
+  for (const auto& option : tdrl::envs::env_option_names(name))
+    out += (out.empty() ? "" : ", ") + option;
+  return out.empty() ? "-" : out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,22 +124,25 @@ int main(int argc, char** argv) {
       std::cout << one << "\n"
                 << "  observation: " << env->observation_spec()->to_string() << "\n"
                 << "  action:      " << env->action_spec()->to_string() << "\n"
-                << "  reward:      " << env->reward_spec()->to_string() << "\n";
+                << "  reward:      " << env->reward_spec()->to_string() << "\n"
+                << "  max episode steps: " << max_steps_text(*env) << "\n"
+                << "  options (env.options in a config): " << options_text(one) << "\n";
       const auto observations = env->observation_spec();
       for (const auto& key : observations->keys(/*include_nested=*/true, /*leaves_only=*/true))
         print_bounds(key.join_parts("."), observations->get(key));
       print_bounds("action", env->action_spec());
       return 0;
     }
-    std::vector<std::vector<std::string>> rows{{"env", "observation", "action"}};
+    std::vector<std::vector<std::string>> rows{
+        {"env", "observation", "action", "max steps", "options"}};
     for (const auto& name : names) {
       if (names_only) {
         std::cout << name << "\n";
         continue;
       }
       auto env = tdrl::envs::make_env(name);
-      rows.push_back(
-          {name, observation_text(env->observation_spec()), action_text(env->action_spec())});
+      rows.push_back({name, observation_text(env->observation_spec()),
+                      action_text(env->action_spec()), max_steps_text(*env), options_text(name)});
     }
     if (names_only) return 0;
     std::vector<size_t> width(rows.front().size(), 0);

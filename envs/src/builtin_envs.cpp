@@ -50,13 +50,19 @@ std::pair<std::string, OptionSetter<O>> option(const std::string& name, O& (C::*
   return {name, [name, set](O& o, const EnvOptions& e) { (o.*set)(read_option<T>(e, name)); }};
 }
 
-// A factory building `Env` from EnvOptions: batch size and device, then every option of
-// `table` that is set (check_keys rejects the others).
+// A registry entry: the factory building `Env` from EnvOptions (batch size and device, then
+// every option of `table` that is set; check_keys rejects the others) and the option names.
+struct Entry {
+  std::string name;
+  RegisteredEnvFactory factory;
+  std::vector<std::string> option_names;
+};
+
 template <class Env, class O>
-RegisteredEnvFactory task_factory(const std::string& name, OptionTable<O> table) {
-  return [name, table](const EnvOptions& options) -> std::shared_ptr<EnvBase> {
-    std::vector<std::string> known;
-    for (const auto& entry : table) known.push_back(entry.first);
+Entry task_entry(const std::string& name, OptionTable<O> table) {
+  std::vector<std::string> known;
+  for (const auto& entry : table) known.push_back(entry.first);
+  auto factory = [name, table, known](const EnvOptions& options) -> std::shared_ptr<EnvBase> {
     options.check_keys(name, known);
     O task_options;
     task_options.batch_size(options.batch_size());
@@ -66,6 +72,7 @@ RegisteredEnvFactory task_factory(const std::string& name, OptionTable<O> table)
     }
     return std::make_shared<Env>(task_options);
   };
+  return {name, std::move(factory), known};
 }
 
 OptionTable<CartPoleEnvOptions> cartpole_options() {
@@ -140,25 +147,22 @@ OptionTable<MujocoEnvOptions> mujoco_options() {
   };
 }
 
-std::vector<std::pair<std::string, RegisteredEnvFactory>> builtin_entries() {
+std::vector<Entry> builtin_entries() {
   return {
-      {"CartPole-v1", task_factory<CartPoleEnv>("CartPole-v1", cartpole_options())},
-      {"Pendulum-v1", task_factory<PendulumEnv>("Pendulum-v1", pendulum_options())},
-      {"MountainCar-v0", task_factory<MountainCarEnv>("MountainCar-v0", mountain_car_options())},
-      {"MountainCarContinuous-v0",
-       task_factory<MountainCarContinuousEnv>("MountainCarContinuous-v0",
-                                              mountain_car_continuous_options())},
-      {"Acrobot-v1", task_factory<AcrobotEnv>("Acrobot-v1", acrobot_options())},
-      {"InvertedPendulum-v4",
-       task_factory<InvertedPendulumEnv>("InvertedPendulum-v4", mujoco_options())},
-      {"InvertedDoublePendulum-v4",
-       task_factory<InvertedDoublePendulumEnv>("InvertedDoublePendulum-v4", mujoco_options())},
-      {"Reacher-v4", task_factory<ReacherEnv>("Reacher-v4", mujoco_options())},
-      {"HalfCheetah-v4", task_factory<HalfCheetahEnv>("HalfCheetah-v4", mujoco_options())},
-      {"Hopper-v4", task_factory<HopperEnv>("Hopper-v4", mujoco_options())},
-      {"Walker2d-v4", task_factory<Walker2dEnv>("Walker2d-v4", mujoco_options())},
-      {"Ant-v4", task_factory<AntEnv>("Ant-v4", mujoco_options())},
-      {"Humanoid-v4", task_factory<HumanoidEnv>("Humanoid-v4", mujoco_options())},
+      task_entry<CartPoleEnv>("CartPole-v1", cartpole_options()),
+      task_entry<PendulumEnv>("Pendulum-v1", pendulum_options()),
+      task_entry<MountainCarEnv>("MountainCar-v0", mountain_car_options()),
+      task_entry<MountainCarContinuousEnv>("MountainCarContinuous-v0",
+                                           mountain_car_continuous_options()),
+      task_entry<AcrobotEnv>("Acrobot-v1", acrobot_options()),
+      task_entry<InvertedPendulumEnv>("InvertedPendulum-v4", mujoco_options()),
+      task_entry<InvertedDoublePendulumEnv>("InvertedDoublePendulum-v4", mujoco_options()),
+      task_entry<ReacherEnv>("Reacher-v4", mujoco_options()),
+      task_entry<HalfCheetahEnv>("HalfCheetah-v4", mujoco_options()),
+      task_entry<HopperEnv>("Hopper-v4", mujoco_options()),
+      task_entry<Walker2dEnv>("Walker2d-v4", mujoco_options()),
+      task_entry<AntEnv>("Ant-v4", mujoco_options()),
+      task_entry<HumanoidEnv>("Humanoid-v4", mujoco_options()),
   };
 }
 
@@ -172,12 +176,14 @@ void register_builtin_envs() {
   auto entries = builtin_entries();
   // All or nothing: check every name before registering any.
   for (const auto& entry : entries) {
-    TDRL_CHECK(!is_env_registered(entry.first), tensordict::ValueError, "register_builtin_envs: '",
-               entry.first,
+    TDRL_CHECK(!is_env_registered(entry.name), tensordict::ValueError, "register_builtin_envs: '",
+               entry.name,
                "' is already registered by someone else; built-in names "
                "cannot be replaced (register yours under another name)");
   }
-  for (auto& entry : entries) register_env(entry.first, std::move(entry.second));
+  for (auto& entry : entries) {
+    register_env(entry.name, std::move(entry.factory), std::move(entry.option_names));
+  }
   registered = true;
 }
 

@@ -55,6 +55,7 @@ std::string value_repr(const EnvOptionValue& value) {
 struct Registry {
   std::mutex mutex;
   std::map<std::string, RegisteredEnvFactory> factories;
+  std::map<std::string, std::vector<std::string>> option_names;
 };
 
 Registry& registry() {
@@ -137,14 +138,24 @@ std::ostream& operator<<(std::ostream& os, const EnvOptions& options) {
 
 // ---- Registry ----------------------------------------------------------------------------------
 
-void register_env(const std::string& name, RegisteredEnvFactory factory) {
+void register_env(const std::string& name, RegisteredEnvFactory factory,
+                  std::vector<std::string> option_names) {
   TDRL_CHECK(!name.empty(), ValueError, "register_env: the env name is empty");
   TDRL_CHECK(factory, ValueError, "register_env('", name, "'): the factory is empty");
+  for (size_t i = 0; i < option_names.size(); ++i) {
+    TDRL_CHECK(!option_names[i].empty(), ValueError, "register_env('", name, "'): option name ", i,
+               " is empty");
+    for (size_t j = 0; j < i; ++j) {
+      TDRL_CHECK(option_names[j] != option_names[i], ValueError, "register_env('", name,
+                 "'): option '", option_names[i], "' is listed twice");
+    }
+  }
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   TDRL_CHECK(!r.factories.count(name), ValueError, "register_env: '", name,
              "' is already registered; pick another name (names are never replaced)");
   r.factories.emplace(name, std::move(factory));
+  r.option_names.emplace(name, std::move(option_names));
 }
 
 std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options) {
@@ -173,6 +184,19 @@ std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& opt
              "; the factory must honour EnvOptions::batch_size");
   if (options.seed()) env->set_seed(*options.seed());
   return env;
+}
+
+std::vector<std::string> env_option_names(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.option_names.find(name);
+  if (it == r.option_names.end()) {
+    std::vector<std::string> names;
+    for (const auto& entry : r.factories) names.push_back(entry.first);
+    throw KeyError("env_option_names: no env is registered as '" + name + "'; registered " +
+                   "(closest first): " + tensordict::closest_names(name, names));
+  }
+  return it->second;
 }
 
 std::vector<std::string> list_envs() {

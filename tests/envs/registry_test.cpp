@@ -96,6 +96,39 @@ TEST(RegistryTest, RegisterEnvRejectsAnEmptyNameOrFactory) {
   EXPECT_FALSE(is_env_registered("test/Empty"));
 }
 
+TEST(RegistryTest, OptionNamesAreKeptInTheirDeclaredOrder) {
+  if (!is_env_registered("test/WithOptions")) {
+    register_env("test/WithOptions", counter_factory(), {"obs_dim", "episode_length"});
+  }
+  EXPECT_EQ(env_option_names("test/WithOptions"),
+            (std::vector<std::string>{"obs_dim", "episode_length"}));
+  ensure_registered("test/NoOptions");
+  EXPECT_TRUE(env_option_names("test/NoOptions").empty());
+}
+
+TEST(RegistryTest, RegisterEnvRejectsAnEmptyOrRepeatedOptionName) {
+  EXPECT_THAT(
+      [] {
+        register_env("test/BadOptions", counter_factory(), {"obs_dim", ""});
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("register_env('test/BadOptions'): option name 1 is empty")));
+  EXPECT_THAT(
+      [] {
+        register_env("test/BadOptions", counter_factory(), {"obs_dim", "obs_dim"});
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("option 'obs_dim' is listed twice")));
+  EXPECT_FALSE(is_env_registered("test/BadOptions"));
+}
+
+TEST(RegistryTest, OptionNamesOfAnUnknownEnvNameTheClosest) {
+  ensure_registered("test/Alpha");
+  EXPECT_THAT([] { env_option_names("test/Alpah"); },
+              ThrowsMessage<tensordict::KeyError>(
+                  AllOf(HasSubstr("env_option_names: no env is registered as 'test/Alpah'"),
+                        HasSubstr("test/Alpha"))));
+}
+
 TEST(RegistryTest, UnknownNameListsTheRegisteredNamesClosestFirst) {
   ensure_registered("test/Alpha");
   ensure_registered("test/Zeta");
@@ -263,6 +296,29 @@ TEST(BuiltinEnvsTest, UnknownTaskOptionNamesTheTaskAndTheClosestOption) {
                                   "'max_episode_steps', "))));
   EXPECT_THAT([] { make_env("Hopper-v4", EnvOptions().set("frame_skip", 2.5)); },
               ThrowsMessage<tensordict::TypeError>(HasSubstr("option 'frame_skip' is double 2.5")));
+}
+
+TEST(BuiltinEnvsTest, EveryBuiltinTaskDeclaresTheOptionsItAccepts) {
+  register_builtin_envs();
+  for (const std::string name : {"CartPole-v1", "Pendulum-v1", "HalfCheetah-v4"}) {
+    SCOPED_TRACE(name);
+    const auto options = env_option_names(name);
+    EXPECT_THAT(options, Contains("max_episode_steps"));
+    // Every declared option is one the factory accepts.
+    for (const auto& option : options) {
+      EnvOptions with_option;
+      if (option == "model_path" || option == "asset_dir") continue;  // paths to real files
+      if (option == "book_or_nips") continue;
+      if (option == "max_episode_steps" || option == "num_threads" || option == "frame_skip") {
+        with_option.set(option, 5);
+      } else if (option == "sutton_barto_reward" || option == "terminate_when_unhealthy") {
+        with_option.set(option, true);
+      } else {
+        with_option.set(option, 0.5);
+      }
+      EXPECT_NO_THROW(make_env(name, with_option)) << option;
+    }
+  }
 }
 
 TEST(BuiltinEnvsTest, MisspeltTaskNameSuggestsTheBuiltinOne) {

@@ -108,10 +108,13 @@ std::ostream& operator<<(std::ostream& os, const EnvOptions& options);
 /// batch size) and may read task options; make_env applies the seed.
 using RegisteredEnvFactory = std::function<std::shared_ptr<EnvBase>(const EnvOptions&)>;
 
-/// Registers `factory` under `name`. Throws tensordict::ValueError when `name` is empty, the
-/// factory is empty, or `name` is already registered (names are never replaced silently).
-/// Thread safe.
-void register_env(const std::string& name, RegisteredEnvFactory factory);
+/// Registers `factory` under `name`, with the names of the task options the factory reads
+/// (`option_names`, in the order a listing should show them; leave it empty when the factory
+/// reads none or does not say). Throws tensordict::ValueError when `name` is empty, the
+/// factory is empty, an option name is empty or repeated, or `name` is already registered
+/// (names are never replaced silently). Thread safe.
+void register_env(const std::string& name, RegisteredEnvFactory factory,
+                  std::vector<std::string> option_names = {});
 
 /// Builds the env registered as `name` with `options`, then seeds it with `options.seed()`
 /// when set. Throws tensordict::KeyError for an unknown name, listing the registered names
@@ -121,6 +124,10 @@ void register_env(const std::string& name, RegisteredEnvFactory factory);
 /// check_keys for an unknown option). Thread safe (the factory runs outside the registry's
 /// lock).
 std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options = {});
+
+/// The task options declared when `name` was registered (see register_env), in their
+/// declared order. Throws tensordict::KeyError for an unregistered name. Thread safe.
+std::vector<std::string> env_option_names(const std::string& name);
 
 /// The registered names, sorted. Thread safe.
 std::vector<std::string> list_envs();
