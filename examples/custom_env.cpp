@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -117,15 +118,19 @@ class PointGoalEnv : public EnvBase {
 
 /// Registers PointGoal-v0 with its task options (the names a config uses).
 void register_point_goal() {
-  tdrl::envs::register_env("PointGoal-v0", [](const tdrl::envs::EnvOptions& options) {
-    options.check_keys("PointGoal-v0", {"max_episode_steps", "goal_tolerance"});
-    return std::make_shared<PointGoalEnv>(
-        PointGoalEnvOptions()
-            .batch_size(options.batch_size())
-            .device(options.device())
-            .max_episode_steps(options.get_int("max_episode_steps", 100))
-            .goal_tolerance(options.get_double("goal_tolerance", 0.05)));
-  });
+  const std::vector<std::string> option_names = {"max_episode_steps", "goal_tolerance"};
+  tdrl::envs::register_env(
+      "PointGoal-v0",
+      [option_names](const tdrl::envs::EnvOptions& options) {
+        options.check_keys("PointGoal-v0", option_names);
+        return std::make_shared<PointGoalEnv>(
+            PointGoalEnvOptions()
+                .batch_size(options.batch_size())
+                .device(options.device())
+                .max_episode_steps(options.get_int("max_episode_steps", 100))
+                .goal_tolerance(options.get_double("goal_tolerance", 0.05)));
+      },
+      option_names);  // listed by tdrl-envs
 }
 
 }  // namespace example
