@@ -2,10 +2,8 @@
 # Installs what is missing, builds everything (libraries, tests, benchmarks, examples) and
 # runs the whole test suite. Exits non-zero on any failure.
 #   TDRL_SANITIZE=address,undefined scripts/test.sh   # the suite under sanitizers
-#   TDRL_SANITIZE=thread scripts/test.sh              # under ThreadSanitizer; the concurrent
-#     parts alone: tdrl_configure build-sanitize-thread -DTDRL_SANITIZE=thread, build the targets
-#     tdrl_replay_tests tdrl_collectors_tests tensordict_tests, run them with
-#     TSAN_OPTIONS=suppressions=cmake/tsan.supp
+#   TDRL_SANITIZE=thread scripts/test.sh              # everything under ThreadSanitizer
+#   scripts/test_tsan.sh                               # the concurrent parts alone (CI runs it)
 #   BUILD_DIR=... scripts/test.sh                     # another build folder
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
