@@ -63,6 +63,17 @@ Registry& registry() {
   return instance;
 }
 
+// The KeyError of `op` for a name not in the registry `r` (its lock held): the registered
+// names, closest first, or how to register the built-in ones when there are none.
+KeyError unknown_env(const std::string& op, const std::string& name, const Registry& r) {
+  std::vector<std::string> names;
+  for (const auto& entry : r.factories) names.push_back(entry.first);
+  return KeyError(op + ": no env is registered as '" + name + "'; " +
+                  (names.empty()
+                       ? std::string("none is registered (call register_builtin_envs() first)")
+                       : "registered (closest first): " + tensordict::closest_names(name, names)));
+}
+
 }  // namespace
 
 // ---- EnvOptions --------------------------------------------------------------------------------
@@ -164,15 +175,7 @@ std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& opt
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.factories.find(name);
-    if (it == r.factories.end()) {
-      std::vector<std::string> names;
-      for (const auto& entry : r.factories) names.push_back(entry.first);
-      throw KeyError("make_env: no env is registered as '" + name + "'; " +
-                     (names.empty() ? std::string("none is registered (call "
-                                                  "register_builtin_envs() first)")
-                                    : "registered (closest first): " +
-                                          tensordict::closest_names(name, names)));
-    }
+    if (it == r.factories.end()) throw unknown_env("make_env", name, r);
     factory = it->second;
   }
   std::shared_ptr<EnvBase> env = factory(options);
@@ -190,12 +193,7 @@ std::vector<std::string> env_option_names(const std::string& name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.option_names.find(name);
-  if (it == r.option_names.end()) {
-    std::vector<std::string> names;
-    for (const auto& entry : r.factories) names.push_back(entry.first);
-    throw KeyError("env_option_names: no env is registered as '" + name + "'; registered " +
-                   "(closest first): " + tensordict::closest_names(name, names));
-  }
+  if (it == r.option_names.end()) throw unknown_env("env_option_names", name, r);
   return it->second;
 }
 
