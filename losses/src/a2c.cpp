@@ -22,8 +22,8 @@ A2CLoss::A2CLoss(ActorPtr actor, CriticPtr critic, A2CLossOptions options)
     : PolicyGradientLoss("A2CLoss", std::move(actor), critic, {}, {"action"},
                          /*critic_target=*/false, options.separate_losses()),
       options_(std::move(options)) {
-  set_out_keys(actor_critic_out_keys("loss_objective", "loss_critic", options_.entropy_bonus(),
-                                     options_.clip_value().has_value()));
+  set_out_keys(actor_critic_out_keys("loss_objective", "loss_critic", /*entropy=*/true,
+                                     options_.entropy_bonus(), options_.clip_value().has_value()));
   TDRL_CHECK(critic, ValueError,
              "A2CLoss: the critic is null; pass a value network writing the state value (e.g. a "
              "tdrl::modules::ValueOperator)");
@@ -42,11 +42,8 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
                    "the log-prob of the action (unsqueezed to [*B, 1])");
   TensorDict out = TensorDict::empty({});
   out.set("loss_objective", -(log_prob * adv).mean());
-  if (options_.entropy_bonus()) {
-    const auto ent = entropy(*dist, options_.samples_mc_entropy());
-    out.set("entropy", ent.detach().mean());
-    out.set("loss_entropy", -options_.entropy_coef() * ent.mean());
-  }
+  write_entropy(out, *dist, td, options_.entropy_bonus(), options_.entropy_coef(),
+                options_.samples_mc_entropy());
   auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
   out.set("loss_critic", options_.critic_coef() * critic.loss.mean());
   out.set("explained_variance", critic.explained_variance);

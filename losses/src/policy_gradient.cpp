@@ -181,6 +181,20 @@ torch::Tensor PolicyGradientLoss::entropy(const tdnn::Distribution& dist, int64_
   return (-dist.log_prob(x).mean(0)).unsqueeze(-1);
 }
 
+void PolicyGradientLoss::write_entropy(const TensorDict& out, const tdnn::Distribution& dist,
+                                       const TensorDict& td, bool bonus, double coef,
+                                       int64_t samples) const {
+  if (bonus) {
+    const auto ent = entropy(dist, samples);
+    out.set("entropy", ent.detach().mean());
+    out.set("loss_entropy", -coef * ent.mean());
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  out.set("entropy",
+          dist.has_entropy() ? dist.entropy().mean() : -action_log_prob(dist, td).mean());
+}
+
 torch::Tensor PolicyGradientLoss::tanh_normal_entropy(const tdnn::TanhNormal& dist,
                                                       int64_t samples) {
   // log p(y) at y = m(tanh(u)), u = loc + scale * eps, from u directly (the density of u minus
@@ -262,9 +276,11 @@ void PolicyGradientLoss::check_positive(const std::string& option, double value)
 
 std::vector<std::string> PolicyGradientLoss::actor_critic_out_keys(const std::string& objective,
                                                                    const std::string& critic,
-                                                                   bool entropy, bool clip_value) {
+                                                                   bool entropy, bool entropy_bonus,
+                                                                   bool clip_value) {
   std::vector<std::string> out{objective};
-  if (entropy) out.insert(out.end(), {"entropy", "loss_entropy"});
+  if (entropy || entropy_bonus) out.push_back("entropy");
+  if (entropy_bonus) out.push_back("loss_entropy");
   out.push_back(critic);
   out.push_back("explained_variance");
   if (clip_value) out.push_back("value_clip_fraction");

@@ -43,8 +43,9 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
                          {"action", "sample_log_prob"}, /*critic_target=*/false,
                          options.separate_losses()),
       ppo_options_(std::move(options)) {
-  auto out = actor_critic_out_keys("loss_objective", "loss_critic", ppo_options_.entropy_bonus(),
-                                   ppo_options_.clip_value().has_value());
+  auto out =
+      actor_critic_out_keys("loss_objective", "loss_critic", /*entropy=*/true,
+                            ppo_options_.entropy_bonus(), ppo_options_.clip_value().has_value());
   out.insert(out.end(), {"ESS", "kl_approx"});
   set_out_keys(std::move(out));
   TDRL_CHECK(critic, ValueError, this->name(),
@@ -81,11 +82,8 @@ torch::Tensor PPOLoss::checked_advantage(const TensorDict& td, const torch::Tens
 void PPOLoss::add_entropy_and_critic(const TensorDict& out, const TensorDict& td,
                                      const tdnn::Distribution& dist,
                                      const std::optional<torch::Tensor>& old_value) {
-  if (ppo_options_.entropy_bonus()) {
-    const auto ent = entropy(dist, ppo_options_.samples_mc_entropy());
-    out.set("entropy", ent.detach().mean());
-    out.set("loss_entropy", -ppo_options_.entropy_coef() * ent.mean());
-  }
+  write_entropy(out, dist, td, ppo_options_.entropy_bonus(), ppo_options_.entropy_coef(),
+                ppo_options_.samples_mc_entropy());
   auto critic =
       critic_loss(td, ppo_options_.loss_critic_type(), old_value, ppo_options_.clip_value());
   out.set("loss_critic", ppo_options_.critic_coef() * critic.loss.mean());

@@ -21,7 +21,7 @@ ReinforceLoss::ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOpti
       options_(std::move(options)) {
   if (critic_network()) {
     set_out_keys(actor_critic_out_keys("loss_actor", "loss_value", /*entropy=*/false,
-                                       options_.clip_value().has_value()));
+                                       /*entropy_bonus=*/false, options_.clip_value().has_value()));
   } else {
     set_out_keys({"loss_actor"});
   }

@@ -71,8 +71,8 @@ const std::map<std::string, std::string> kDiagnosticColumns{
     {"sac", "grad_norm_actor,grad_norm_critic,grad_norm_alpha,updates_per_frame"}};
 
 const std::map<std::string, std::string> kLossColumns{
-    {"ppo", "loss_objective,loss_critic,explained_variance,ESS,kl_approx,clip_fraction"},
-    {"a2c", "loss_objective,loss_critic,explained_variance"},
+    {"ppo", "loss_objective,entropy,loss_critic,explained_variance,ESS,kl_approx,clip_fraction"},
+    {"a2c", "loss_objective,entropy,loss_critic,explained_variance"},
     {"dqn", "loss_value,pred_value,target_value"},
     {"ddpg", "loss_actor,loss_value,pred_value,target_value,pred_value_max,target_value_max"},
     {"td3",

@@ -18,7 +18,9 @@
 namespace tdrl::losses {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace tdrl::losses::testing;
 
 // The hand-worked batch: observation [[1], [2]], actions [[0], [2]], advantage [[1], [-2]],
@@ -73,7 +75,21 @@ TEST(ClipPPOLossTest, CriticTypeAndCoefficientScaleTheCriticTerm) {
   const auto out = loss->forward(c.batch());
   EXPECT_NEAR(scalar(out, "loss_critic"), 0.5 * (0.01 + 0.09) / 2, 1e-6);
   EXPECT_FALSE(out.contains("loss_entropy"));
-  EXPECT_FALSE(out.contains("entropy"));
+}
+
+TEST(ClipPPOLossTest, WithoutAnEntropyBonusTheEntropyIsStillReported) {
+  HandCase c;
+  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5, nullptr, /*scale=*/0.5),
+                                            linear_critic(0.3, 0.1),
+                                            ClipPPOLossOptions().entropy_bonus(false));
+  EXPECT_THAT(loss->out_keys(), Contains("entropy"));
+  EXPECT_THAT(loss->out_keys(), Not(Contains("loss_entropy")));
+  const auto out = loss->forward(c.batch());
+  // A Gaussian of scale 0.5 has the closed-form entropy 0.5 * log(2 pi e) + log(0.5).
+  const double expected = 0.5 * std::log(2 * M_PI * M_E) + std::log(0.5);
+  EXPECT_NEAR(scalar(out, "entropy"), expected, 1e-5);
+  EXPECT_FALSE(out.get("entropy").requires_grad());
+  EXPECT_FALSE(out.contains("loss_entropy"));
 }
 
 TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {

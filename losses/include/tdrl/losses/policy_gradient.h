@@ -63,11 +63,12 @@ class PolicyGradientLoss : public LossModule {
   const CriticPtr& critic_network() const { return critic_; }
 
  protected:
-  /// The out_keys of an actor-critic loss: `objective`, then "entropy" and "loss_entropy" with an
-  /// entropy bonus, `critic`, and "value_clip_fraction" with a clipped value loss.
+  /// The out_keys of an actor-critic loss: `objective`, then "entropy" when the loss reports
+  /// it (`entropy`) and "loss_entropy" with an entropy bonus, `critic`, "explained_variance",
+  /// and "value_clip_fraction" with a clipped value loss.
   static std::vector<std::string> actor_critic_out_keys(const std::string& objective,
                                                         const std::string& critic, bool entropy,
-                                                        bool clip_value);
+                                                        bool entropy_bonus, bool clip_value);
 
   /// `extra_keys` are declared after "value" (see the class comment for the order);
   /// `in_key_names` are checked present before forward_impl runs. Throws ValueError for a
@@ -113,6 +114,14 @@ class PolicyGradientLoss : public LossModule {
   /// with each draw's log-density computed from its Gaussian pre-image (what `entropy` uses
   /// for TanhNormal).
   static torch::Tensor tanh_normal_entropy(const tensordict::nn::TanhNormal& dist, int64_t samples);
+  /// Writes "entropy" into `out` (the batch mean, detached) and, with `bonus`, "loss_entropy"
+  /// = -coef * the mean entropy (gradients flow). With the bonus the entropy is
+  /// entropy(dist, samples). Without it, "entropy" is a diagnostic only: the closed form where
+  /// `dist` has one, else -mean log_prob of `td`'s actions (drawn by the policy that collected
+  /// them; exact in expectation before the first update), so that no sample is drawn and the
+  /// training's random stream stays what it is without the diagnostic.
+  void write_entropy(const TensorDict& out, const tensordict::nn::Distribution& dist,
+                     const TensorDict& td, bool bonus, double coef, int64_t samples) const;
 
   /// The critic's unreduced loss and, with clipping, the fraction of clipped values.
   struct CriticLoss {
