@@ -42,7 +42,7 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
                    "the log-prob of the action (unsqueezed to [*B, 1])");
   TensorDict out = TensorDict::empty({});
   out.set("loss_objective", -(log_prob * adv).mean());
-  write_entropy(out, *dist, td, options_.entropy_bonus(), options_.entropy_coef(),
+  write_entropy(out, *dist, log_prob.squeeze(-1), options_.entropy_bonus(), options_.entropy_coef(),
                 options_.samples_mc_entropy());
   auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
   out.set("loss_critic", options_.critic_coef() * critic.loss.mean());

@@ -182,7 +182,7 @@ torch::Tensor PolicyGradientLoss::entropy(const tdnn::Distribution& dist, int64_
 }
 
 void PolicyGradientLoss::write_entropy(const TensorDict& out, const tdnn::Distribution& dist,
-                                       const TensorDict& td, bool bonus, double coef,
+                                       const torch::Tensor& log_prob, bool bonus, double coef,
                                        int64_t samples) const {
   if (bonus) {
     const auto ent = entropy(dist, samples);
@@ -191,8 +191,7 @@ void PolicyGradientLoss::write_entropy(const TensorDict& out, const tdnn::Distri
     return;
   }
   torch::NoGradGuard no_grad;
-  out.set("entropy",
-          dist.has_entropy() ? dist.entropy().mean() : -action_log_prob(dist, td).mean());
+  out.set("entropy", dist.has_entropy() ? dist.entropy().mean() : -log_prob.mean());
 }
 
 torch::Tensor PolicyGradientLoss::tanh_normal_entropy(const tdnn::TanhNormal& dist,

@@ -68,8 +68,8 @@ PPOLoss::LogWeight PPOLoss::log_weight(const TensorDict& td) const {
   const auto log_prob = action_log_prob(*dist, td);
   check_same_shape("importance weight", log_prob, "the actor's log-prob of the action", previous,
                    key("sample_log_prob").to_string());
-  return {(log_prob - previous).unsqueeze(-1), std::move(dist),
-          (previous - log_prob).unsqueeze(-1)};
+  return {(log_prob - previous).unsqueeze(-1), std::move(dist), (previous - log_prob).unsqueeze(-1),
+          log_prob};
 }
 
 torch::Tensor PPOLoss::checked_advantage(const TensorDict& td, const torch::Tensor& log_weight) {
@@ -80,10 +80,10 @@ torch::Tensor PPOLoss::checked_advantage(const TensorDict& td, const torch::Tens
 }
 
 void PPOLoss::add_entropy_and_critic(const TensorDict& out, const TensorDict& td,
-                                     const tdnn::Distribution& dist,
+                                     const LogWeight& lw,
                                      const std::optional<torch::Tensor>& old_value) {
-  write_entropy(out, dist, td, ppo_options_.entropy_bonus(), ppo_options_.entropy_coef(),
-                ppo_options_.samples_mc_entropy());
+  write_entropy(out, *lw.dist, lw.log_prob, ppo_options_.entropy_bonus(),
+                ppo_options_.entropy_coef(), ppo_options_.samples_mc_entropy());
   auto critic =
       critic_loss(td, ppo_options_.loss_critic_type(), old_value, ppo_options_.clip_value());
   out.set("loss_critic", ppo_options_.critic_coef() * critic.loss.mean());
@@ -111,7 +111,7 @@ TensorDict PPOLoss::forward_impl(const TensorDict& batch) {
   const auto adv = checked_advantage(td, lw.log_weight);
   TensorDict out = TensorDict::empty({});
   out.set("loss_objective", -(lw.log_weight.exp() * adv).mean());
-  add_entropy_and_critic(out, td, *lw.dist, old);
+  add_entropy_and_critic(out, td, lw, old);
   add_weight_diagnostics(out, lw);
   return out;
 }
@@ -163,7 +163,7 @@ TensorDict ClipPPOLoss::forward_impl(const TensorDict& batch) {
     torch::NoGradGuard no_grad;
     out.set("clip_fraction", (clipped != lw.log_weight).to(clipped.scalar_type()).mean());
   }
-  add_entropy_and_critic(out, td, *lw.dist, old);
+  add_entropy_and_critic(out, td, lw, old);
   add_weight_diagnostics(out, lw);
   return out;
 }
@@ -252,7 +252,7 @@ TensorDict KLPENPPOLoss::forward_impl(const TensorDict& batch) {
   out.set("loss_objective", -(lw.log_weight.exp() * adv - beta * divergence).mean());
   const auto mean_kl = divergence.detach().mean();
   out.set("kl", mean_kl);
-  add_entropy_and_critic(out, td, *lw.dist, old);
+  add_entropy_and_critic(out, td, lw, old);
   add_weight_diagnostics(out, lw);
   // Adapt the penalty once the loss terms are built with the current beta.
   const double kl_value = mean_kl.item<double>();

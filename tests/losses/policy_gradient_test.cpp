@@ -401,12 +401,12 @@ TEST(PolicyGradientLossTest, EntropyDiagnosticWithoutClosedFormUsesTheBatchActio
   EntropyOfA2C loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   NormalWithoutEntropy dist(torch::zeros({3}), torch::full({3}, 2.0), /*rsample=*/true);
   const auto actions = torch::tensor({-1.0f, 0.5f, 2.0f});
-  TensorDict td({{"action", actions}}, {3});
   TensorDict out = TensorDict::empty({});
   torch::manual_seed(3);
   const auto expected_next = torch::randn({1}).item<double>();
   torch::manual_seed(3);
-  loss.write_entropy(out, dist, td, /*bonus=*/false, /*coef=*/0.01, /*samples=*/1);
+  loss.write_entropy(out, dist, dist.log_prob(actions), /*bonus=*/false, /*coef=*/0.01,
+                     /*samples=*/1);
   // -mean log N(a; 0, 2) over the batch's three actions, and no draw from the generator.
   const double log_norm = 0.5 * std::log(2 * M_PI * 4.0);
   const double expected = log_norm + (1.0 + 0.25 + 4.0) / (2 * 4.0) / 3.0;

@@ -117,11 +117,12 @@ class PolicyGradientLoss : public LossModule {
   /// Writes "entropy" into `out` (the batch mean, detached) and, with `bonus`, "loss_entropy"
   /// = -coef * the mean entropy (gradients flow). With the bonus the entropy is
   /// entropy(dist, samples). Without it, "entropy" is a diagnostic only: the closed form where
-  /// `dist` has one, else -mean log_prob of `td`'s actions (drawn by the policy that collected
-  /// them; exact in expectation before the first update), so that no sample is drawn and the
-  /// training's random stream stays what it is without the diagnostic.
+  /// `dist` has one, else -mean `log_prob` (the batch's actions' log-prob under `dist`, which
+  /// the caller has computed for its objective; the actions were drawn by the policy that
+  /// collected them, so this is exact in expectation before the first update). No sample is
+  /// drawn: the training's random stream stays what it is without the diagnostic.
   void write_entropy(const TensorDict& out, const tensordict::nn::Distribution& dist,
-                     const TensorDict& td, bool bonus, double coef, int64_t samples) const;
+                     const torch::Tensor& log_prob, bool bonus, double coef, int64_t samples) const;
 
   /// The critic's unreduced loss and, with clipping, the fraction of clipped values.
   struct CriticLoss {

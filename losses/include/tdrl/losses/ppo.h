@@ -142,14 +142,14 @@ class PPOLoss : public PolicyGradientLoss {
     torch::Tensor log_weight;
     std::shared_ptr<tensordict::nn::Distribution> dist;
     torch::Tensor kl_approx;
+    torch::Tensor log_prob;  ///< `[*B]`, the action's log-prob under `dist`
   };
   /// The log-weight of `td`'s action (running the actor on `td`, a shallow copy).
   LogWeight log_weight(const TensorDict& td) const;
   /// The advantage `[*B, 1]` checked against `log_weight`'s shape, normalised when asked.
   torch::Tensor checked_advantage(const TensorDict& td, const torch::Tensor& log_weight);
   /// Writes loss_entropy/entropy and loss_critic/value_clip_fraction into `out`.
-  void add_entropy_and_critic(const TensorDict& out, const TensorDict& td,
-                              const tensordict::nn::Distribution& dist,
+  void add_entropy_and_critic(const TensorDict& out, const TensorDict& td, const LogWeight& lw,
                               const std::optional<torch::Tensor>& old_value);
   /// Writes ESS and kl_approx into `out`.
   static void add_weight_diagnostics(const TensorDict& out, const LogWeight& lw);
