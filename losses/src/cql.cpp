@@ -82,8 +82,7 @@ CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions 
   }
   low_ = register_buffer("action_low", low.clone());
   high_ = register_buffer("action_high", high.clone());
-  temperature_ = EntropyTemperature(*this, "CQLLoss", options_.alpha_init(), options_.min_alpha(),
-                                    options_.max_alpha(), options_.fixed_alpha(), target_entropy);
+  temperature_ = EntropyTemperature(*this, "CQLLoss", options_, target_entropy);
   const auto log_alpha_prime = torch::zeros({}, torch::kFloat32);
   log_alpha_prime_ = options_.with_lagrange()
                          ? register_parameter("log_alpha_prime", log_alpha_prime)

@@ -42,8 +42,7 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
     }
     if (spec) target_entropy = -static_cast<double>(spec->numel());
   }
-  temperature_ = EntropyTemperature(*this, "SACLoss", options_.alpha_init(), options_.min_alpha(),
-                                    options_.max_alpha(), options_.fixed_alpha(), target_entropy);
+  temperature_ = EntropyTemperature(*this, "SACLoss", options_, target_entropy);
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
   convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());
   make_value_estimator(ValueEstimatorType::kTD0);
@@ -150,8 +149,7 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
     detail::parse_action_space("DiscreteSACLoss", *options_.action_space());
   }
   temperature_ = EntropyTemperature(
-      *this, "DiscreteSACLoss", options_.alpha_init(), options_.min_alpha(), options_.max_alpha(),
-      options_.fixed_alpha(),
+      *this, "DiscreteSACLoss", options_,
       options_.target_entropy().value_or(options_.target_entropy_weight() *
                                          std::log(static_cast<double>(options_.num_actions()))));
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);

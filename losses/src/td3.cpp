@@ -16,8 +16,7 @@ using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
 TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
-                 std::vector<std::shared_ptr<tdnn::TensorDictModuleBase>> qvalue_networks,
-                 TD3LossOptions options)
+                 QNetworks qvalue_networks, TD3LossOptions options)
     : LossModule("TD3Loss",
                  detail::off_policy_default_keys(
                      {{"state_action_value", NestedKey("state_action_value")}}),

@@ -24,20 +24,11 @@
 namespace tdrl::losses {
 
 /// Options of CQLLoss (TorchRL's constructor arguments).
+/// SAC's temperature options come from TemperatureOptions ("auto" target entropy as SACLoss).
 /// Example: `CQLLossOptions().min_q_weight(5.0).with_lagrange(true).lagrange_thresh(10.0)`
-struct CQLLossOptions {
+struct CQLLossOptions : TemperatureOptions<CQLLossOptions> {
   /// Distance between each Q_i(s, a) and its target. Default "smooth_l1".
   TORCH_ARG(std::string, loss_function) = "smooth_l1";
-  /// Initial SAC temperature alpha (> 0). Default 1.0.
-  TORCH_ARG(double, alpha_init) = 1.0;
-  /// Lower bound of alpha. Default none.
-  TORCH_ARG(std::optional<double>, min_alpha);
-  /// Upper bound of alpha. Default none.
-  TORCH_ARG(std::optional<double>, max_alpha);
-  /// Keep alpha at alpha_init (loss_alpha is 0). Default false.
-  TORCH_ARG(bool, fixed_alpha) = false;
-  /// SAC's target entropy. Default unset = "auto" (-prod(action shape), as SACLoss).
-  TORCH_ARG(std::optional<double>, target_entropy);
   /// The action spec: a Bounded spec's box is where the random actions of the penalty are
   /// drawn (uniformly), and its shape gives the "auto" target entropy. Default: the actor's
   /// spec if it has one; without a Bounded spec the box is [-1, 1] (a TanhNormal's).
@@ -96,7 +87,6 @@ struct CQLLossOptions {
 class CQLLoss : public LossModule {
  public:
   using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-  using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
 
   CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options = {});
   template <typename A, typename Q>
@@ -117,13 +107,6 @@ class CQLLoss : public LossModule {
   /// `CQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, min_q_weight=1, temperature=1,
   /// num_random=10, with_lagrange=false, ...)`.
   void pretty_print(std::ostream& stream) const override;
-
-  template <typename Q>
-  static QNetworks as_modules(const std::vector<Q>& networks) {
-    QNetworks out;
-    for (const auto& q : networks) out.emplace_back(q.ptr());
-    return out;
-  }
 
  protected:
   TensorDict forward_impl(const TensorDict& batch) override;

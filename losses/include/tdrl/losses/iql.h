@@ -70,7 +70,6 @@ struct IQLLossOptions {
 class IQLLoss : public LossModule {
  public:
   using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-  using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
 
   IQLLoss(Actor actor_network, QNetworks qvalue_networks,
           std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
@@ -87,13 +86,6 @@ class IQLLoss : public LossModule {
 
   /// `IQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, temperature=1, expectile=0.5, ...)`.
   void pretty_print(std::ostream& stream) const override;
-
-  template <typename Q>
-  static QNetworks as_modules(const std::vector<Q>& networks) {
-    QNetworks out;
-    for (const auto& q : networks) out.emplace_back(q.ptr());
-    return out;
-  }
 
  protected:
   TensorDict forward_impl(const TensorDict& batch) override;

@@ -16,6 +16,7 @@
 
 #include <tdrl/losses/value_estimators.h>
 #include <tensordict/nested_key.h>
+#include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
 namespace tdrl::losses {
@@ -91,6 +92,18 @@ class LossModule : public torch::nn::Module {
   /// `name`'s target parameters (detached, never trained by the optimiser). Throws KeyError
   /// when `name` has none.
   const TensorDict& target_params(const std::string& name) const;
+
+  /// The Q-value networks of a loss that has several (SAC, TD3, CQL, IQL): one module per
+  /// Q-function.
+  using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
+  /// `networks` (module holders such as ValueOperator) as QNetworks, for the constructors
+  /// that take holders.
+  template <typename Q>
+  static QNetworks as_modules(const std::vector<Q>& networks) {
+    QNetworks out;
+    for (const auto& q : networks) out.emplace_back(q.ptr());
+    return out;
+  }
 
  protected:
   /// `name` starts error messages; `default_keys` declares every key name with its default;

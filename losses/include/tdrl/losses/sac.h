@@ -24,25 +24,17 @@
 
 namespace tdrl::losses {
 
-/// Options of SACLoss (TorchRL's constructor arguments).
+/// Options of SACLoss (TorchRL's constructor arguments). The temperature options
+/// (alpha_init, min_alpha, max_alpha, fixed_alpha, target_entropy) come from
+/// TemperatureOptions; the "auto" target entropy is -prod(action shape), the action shape taken
+/// from action_spec, else from the actor's spec, else from the distribution's event shape at
+/// the first forward.
 /// Example: `SACLossOptions().alpha_init(0.2).target_entropy(-6.0)`
-struct SACLossOptions {
+struct SACLossOptions : TemperatureOptions<SACLossOptions> {
   /// Distance between each Q_i(s, a) and the target: "l2", "l1" or "smooth_l1". Default
   /// "smooth_l1".
   TORCH_ARG(std::string, loss_function) = "smooth_l1";
-  /// Initial entropy temperature alpha (> 0). Default 1.0.
-  TORCH_ARG(double, alpha_init) = 1.0;
-  /// Lower bound of alpha (log alpha is clamped before use). Default none.
-  TORCH_ARG(std::optional<double>, min_alpha);
-  /// Upper bound of alpha. Default none.
-  TORCH_ARG(std::optional<double>, max_alpha);
-  /// Keep alpha at alpha_init: log_alpha is a buffer and loss_alpha is 0. Default false.
-  TORCH_ARG(bool, fixed_alpha) = false;
-  /// The target entropy of the temperature loss. Default unset = TorchRL's "auto":
-  /// -prod(action shape), the action shape taken from action_spec, else from the actor's
-  /// spec, else from the distribution's event shape at the first forward.
-  TORCH_ARG(std::optional<double>, target_entropy);
-  /// The action spec, for target_entropy "auto". Default none (see target_entropy).
+  /// The action spec, for target_entropy "auto". Default none (see above).
   TORCH_ARG(specs::TensorSpecPtr, action_spec);
   /// Value the next state with target copies of the Q-networks. Default true.
   TORCH_ARG(bool, delay_qvalue) = true;
@@ -102,7 +94,6 @@ struct SACLossOptions {
 class SACLoss : public LossModule {
  public:
   using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-  using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
 
   SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options = {});
   template <typename A, typename Q>
@@ -124,13 +115,6 @@ class SACLoss : public LossModule {
   /// target_entropy=-6, delay_qvalue=true, value_estimator=...)`.
   void pretty_print(std::ostream& stream) const override;
 
-  template <typename Q>
-  static QNetworks as_modules(const std::vector<Q>& networks) {
-    QNetworks out;
-    for (const auto& q : networks) out.emplace_back(q.ptr());
-    return out;
-  }
-
  protected:
   TensorDict forward_impl(const TensorDict& batch) override;
 
@@ -142,25 +126,17 @@ class SACLoss : public LossModule {
 };
 
 /// Options of DiscreteSACLoss (TorchRL's constructor arguments); num_actions is required.
+/// The temperature options come from TemperatureOptions; the "auto" target entropy is
+/// target_entropy_weight * log(num_actions).
 /// Example: `DiscreteSACLossOptions(4).target_entropy_weight(0.98)`
-struct DiscreteSACLossOptions {
+struct DiscreteSACLossOptions : TemperatureOptions<DiscreteSACLossOptions> {
   explicit DiscreteSACLossOptions(int64_t num_actions) : num_actions_(num_actions) {}
   /// The number of actions n (the last dim of the action values).
   TORCH_ARG(int64_t, num_actions);
   /// Distance between each Q_i(s, a) and the target. Default "smooth_l1".
   TORCH_ARG(std::string, loss_function) = "smooth_l1";
-  /// Initial alpha (> 0). Default 1.0.
-  TORCH_ARG(double, alpha_init) = 1.0;
-  /// Lower bound of alpha. Default none.
-  TORCH_ARG(std::optional<double>, min_alpha);
-  /// Upper bound of alpha. Default none.
-  TORCH_ARG(std::optional<double>, max_alpha);
-  /// Keep alpha at alpha_init (loss_alpha is 0). Default false.
-  TORCH_ARG(bool, fixed_alpha) = false;
   /// "auto" target entropy = target_entropy_weight * log(num_actions). Default 0.98.
   TORCH_ARG(double, target_entropy_weight) = 0.98;
-  /// The target entropy. Default unset = "auto" (see target_entropy_weight).
-  TORCH_ARG(std::optional<double>, target_entropy);
   /// "one_hot" (action `[*B, n]`) or "categorical" (action `[*B]`). Default: read from each
   /// batch's action shape.
   TORCH_ARG(std::optional<std::string>, action_space);
@@ -199,13 +175,12 @@ struct DiscreteSACLossOptions {
 class DiscreteSACLoss : public LossModule {
  public:
   using Actor = SACLoss::Actor;
-  using QNetworks = SACLoss::QNetworks;
 
   DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks, DiscreteSACLossOptions options);
   template <typename A, typename Q>
   DiscreteSACLoss(const torch::nn::ModuleHolder<A>& actor_network,
                   const std::vector<Q>& qvalue_networks, DiscreteSACLossOptions options)
-      : DiscreteSACLoss(Actor(actor_network.ptr()), SACLoss::as_modules(qvalue_networks),
+      : DiscreteSACLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks),
                         std::move(options)) {}
 
   const DiscreteSACLossOptions& options() const { return options_; }

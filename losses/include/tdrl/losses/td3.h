@@ -81,8 +81,7 @@ struct TD3LossOptions {
 class TD3Loss : public LossModule {
  public:
   TD3Loss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network,
-          std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>> qvalue_networks,
-          TD3LossOptions options = {});
+          QNetworks qvalue_networks, TD3LossOptions options = {});
   template <typename A, typename Q>
   TD3Loss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
           TD3LossOptions options = {})
@@ -101,16 +100,8 @@ class TD3Loss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  template <typename Q>
-  static std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>> as_modules(
-      const std::vector<Q>& networks) {
-    std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>> out;
-    for (const auto& q : networks) out.emplace_back(q.ptr());
-    return out;
-  }
-
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network_;
-  std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>> qvalue_networks_;
+  QNetworks qvalue_networks_;
   TD3LossOptions options_;
   torch::Tensor low_;
   torch::Tensor high_;

@@ -9,7 +9,26 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <tensordict/arg.h>
+
 namespace tdrl::losses {
+
+/// The temperature options every maximum-entropy loss takes (TorchRL's constructor
+/// arguments), as a base of its options struct: `SACLossOptions().alpha_init(0.2)`.
+template <class Derived>
+struct TemperatureOptions {
+  /// Initial entropy temperature alpha (> 0). Default 1.0.
+  TDRL_CRTP_ARG(Derived, double, alpha_init) = 1.0;
+  /// Lower bound of alpha (log alpha is clamped before use). Default none.
+  TDRL_CRTP_ARG(Derived, std::optional<double>, min_alpha);
+  /// Upper bound of alpha. Default none.
+  TDRL_CRTP_ARG(Derived, std::optional<double>, max_alpha);
+  /// Keep alpha at alpha_init: log_alpha is a buffer and loss_alpha is 0. Default false.
+  TDRL_CRTP_ARG(Derived, bool, fixed_alpha) = false;
+  /// The target entropy of the temperature loss. Default unset = TorchRL's "auto", which each
+  /// loss resolves from its action space (see its options).
+  TDRL_CRTP_ARG(Derived, std::optional<double>, target_entropy);
+};
 
 /// The temperature alpha = exp(log_alpha) of a maximum-entropy loss, with its target entropy.
 ///
@@ -32,6 +51,14 @@ class EntropyTemperature {
   EntropyTemperature(torch::nn::Module& owner, const std::string& where, double alpha_init,
                      std::optional<double> min_alpha, std::optional<double> max_alpha, bool fixed,
                      std::optional<double> target_entropy);
+  /// The same from a loss's temperature options, with the target entropy the loss resolved
+  /// (unset: resolved at the first forward).
+  template <class Derived>
+  EntropyTemperature(torch::nn::Module& owner, const std::string& where,
+                     const TemperatureOptions<Derived>& options,
+                     std::optional<double> target_entropy)
+      : EntropyTemperature(owner, where, options.alpha_init(), options.min_alpha(),
+                           options.max_alpha(), options.fixed_alpha(), target_entropy) {}
 
   const torch::Tensor& log_alpha() const { return log_alpha_; }
   /// alpha inside [min_alpha, max_alpha], detached; log_alpha is not changed.
