@@ -48,10 +48,7 @@ TensorDict repeated_inputs(const std::string& where, const std::string& who,
 }  // namespace
 
 CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options)
-    : LossModule("CQLLoss",
-                 detail::off_policy_default_keys(
-                     {{"state_action_value", NestedKey("state_action_value")}}),
-                 detail::off_policy_in_key_names()),
+    : LossModule("CQLLoss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
@@ -213,10 +210,7 @@ torch::Tensor CQLLoss::conservative_penalty(const TensorDict& batch,
 }
 
 TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
-  detail::check_batched(name(), batch);
-  const NestedKey& action_key = key("action");
-  const NestedKey& q_key = key("state_action_value");
-  detail::check_q_keys(name(), qvalue_networks_, action_key, q_key);
+  const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
   const auto [reward, done, terminated] = transition(batch);
 
   // SAC's actor and temperature terms, the Q-networks' parameters held out of the actor's.
@@ -226,8 +220,8 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   temperature_.resolve_target_entropy(action_numel);
   const auto alpha = temperature_.clamp();
   const auto actor_values =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, policy.action, q_key,
-                             [&](size_t i, TensorDict& td) {
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", keys.action, policy.action,
+                             keys.value, [&](size_t i, TensorDict& td) {
                                detail::HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
                              });
@@ -239,7 +233,7 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
       temperature_.loss(policy.log_prob.detach() + *temperature_.target_entropy());
 
   // Q term against the soft TD target.
-  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, q_key);
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   std::shared_ptr<tdnn::Distribution> next_dist;

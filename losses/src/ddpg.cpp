@@ -18,9 +18,7 @@ namespace tdnn = tensordict::nn;
 DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
                    std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
                    DDPGLossOptions options)
-    : LossModule("DDPGLoss",
-                 detail::off_policy_default_keys(
-                     {{"state_action_value", NestedKey("state_action_value")}}),
+    : LossModule("DDPGLoss", detail::state_action_default_keys(),
                  detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       value_network_(std::move(value_network)),

@@ -56,11 +56,8 @@ void IQLLoss::pretty_print(std::ostream& stream) const {
 }
 
 TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
-  detail::check_batched(name(), batch);
-  const NestedKey& action_key = key("action");
-  const NestedKey& q_key = key("state_action_value");
+  const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
   const NestedKey& v_key = key("value");
-  detail::check_q_keys(name(), qvalue_networks_, action_key, q_key);
   detail::require_writes(name(), "the value_network", *value_network_, v_key, "value");
   const auto action = get(batch, "action");
   const auto [reward, done, terminated] = transition(batch);
@@ -70,7 +67,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   {
     torch::NoGradGuard no_grad;
     const auto values =
-        detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, q_key,
+        detail::run_q_networks(name(), qvalue_networks_, batch, "", keys.action, {}, keys.value,
                                qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     min_q = std::get<0>(torch::stack(values).min(0));
   }
@@ -95,7 +92,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   const auto loss_actor = -(exp_advantage * log_prob).mean();
 
   // Q term against r + gamma V(s').
-  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, q_key);
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;

@@ -16,16 +16,14 @@
 
 namespace tdrl::losses {
 
+using tensordict::shape_str;
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
 // ---- SACLoss -------------------------------------------------------------------------------
 
 SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
-    : LossModule("SACLoss",
-                 detail::off_policy_default_keys(
-                     {{"state_action_value", NestedKey("state_action_value")}}),
-                 detail::off_policy_in_key_names()),
+    : LossModule("SACLoss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
@@ -59,10 +57,7 @@ void SACLoss::pretty_print(std::ostream& stream) const {
 }
 
 TensorDict SACLoss::forward_impl(const TensorDict& batch) {
-  detail::check_batched(name(), batch);
-  const NestedKey& action_key = key("action");
-  const NestedKey& value_key = key("state_action_value");
-  detail::check_q_keys(name(), qvalue_networks_, action_key, value_key);
+  const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
   const auto& actor_in = actor_network_->in_keys();
   const auto [reward, done, terminated] = transition(batch);
 
@@ -80,7 +75,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const auto alpha = temperature_.clamp();
 
   const auto actor_values =
-      detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, action, value_key,
+      detail::run_q_networks(name(), qvalue_networks_, batch, "", keys.action, action, keys.value,
                              [&](size_t i, TensorDict& td) {
                                detail::HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
@@ -91,7 +86,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const auto loss_actor = (alpha * log_prob - min_q_actor).mean();
 
   // Q term: every Q_i(s, a) at the batch's action against the soft TD target.
-  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, value_key);
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
   check_td_shapes({reward, done, terminated}, pred0);
   torch::Tensor next_value;
@@ -101,9 +96,9 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
     const auto next_dist = actor_network_->get_dist(next.inputs);
     const auto next_action = next_dist->sample();
     const auto next_log_prob = next_dist->log_prob(next_action).unsqueeze(-1);
-    const auto next_values =
-        detail::run_q_networks(name(), qvalue_networks_, next.td, "next", action_key, next_action,
-                               value_key, qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
+    const auto next_values = detail::run_q_networks(
+        name(), qvalue_networks_, next.td, "next", keys.action, next_action, keys.value,
+        qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
   }
   check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
@@ -203,7 +198,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   const auto check_values = [&](const std::vector<torch::Tensor>& values) {
     for (const auto& v : values) {
       TDRL_CHECK(!(v.dim() < 1 || v.size(-1) != n), tensordict::ShapeError, name(),
-                 ": a Q-value network wrote action values of shape ", detail::shape_str(v.sizes()),
+                 ": a Q-value network wrote action values of shape ", shape_str(v.sizes()),
                  "; their last dim must be "
                  "num_actions = ",
                  std::to_string(n));

@@ -17,10 +17,7 @@ namespace tdnn = tensordict::nn;
 
 TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
                  QNetworks qvalue_networks, TD3LossOptions options)
-    : LossModule("TD3Loss",
-                 detail::off_policy_default_keys(
-                     {{"state_action_value", NestedKey("state_action_value")}}),
-                 detail::off_policy_in_key_names()),
+    : LossModule("TD3Loss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),
       qvalue_networks_(std::move(qvalue_networks)),
       options_(std::move(options)) {
@@ -74,20 +71,17 @@ void TD3Loss::pretty_print(std::ostream& stream) const {
 }
 
 TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
-  detail::check_batched(name(), batch);
-  const NestedKey& action_key = key("action");
-  const NestedKey& value_key = key("state_action_value");
-  detail::require_writes(name(), "the actor_network", *actor_network_, action_key, "action");
-  detail::check_q_keys(name(), qvalue_networks_, action_key, value_key);
+  const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
+  detail::require_writes(name(), "the actor_network", *actor_network_, keys.action, "action");
   const auto& actor_in = actor_network_->in_keys();
 
   // Actor term: -Q_0(s, mu(s)).
   const auto loss_actor =
       detail::deterministic_actor_loss(name(), *actor_network_, *qvalue_networks_.front(),
-                                       "Q-value network 0", batch, action_key, value_key);
+                                       "Q-value network 0", batch, keys.action, keys.value);
 
   // Q term: every Q_i(s, a) against the shared target.
-  const auto preds = detail::q_values(name(), qvalue_networks_, batch, action_key, value_key);
+  const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
   const auto [reward, done, terminated] = transition(batch);
   check_td_shapes({reward, done, terminated}, pred0);
@@ -99,15 +93,15 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
     with_target_if(options_.delay_actor(), "actor_network",
                    [&] { return actor_network_->forward(next.inputs); });
     // Target policy smoothing: clipped Gaussian noise, then back into the action bounds.
-    const auto next_action = next.inputs.get(action_key);
+    const auto next_action = next.inputs.get(keys.action);
     const auto noise = (torch::randn_like(next_action) * options_.policy_noise())
                            .clamp(-options_.noise_clip(), options_.noise_clip());
     const auto low = low_.to(next_action.dtype());
     const auto high = high_.to(next_action.dtype());
     const auto smoothed = torch::max(torch::min(next_action + noise, high), low);
-    const auto next_values =
-        detail::run_q_networks(name(), qvalue_networks_, next.td, "next", action_key, smoothed,
-                               value_key, qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
+    const auto next_values = detail::run_q_networks(
+        name(), qvalue_networks_, next.td, "next", keys.action, smoothed, keys.value,
+        qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0));
   }
   check_same_shape("TD target", next_value, "min_i Q'_i(s', a')", pred0, "Q(s, a)");

@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/functional/distance.h>
+#include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -27,6 +28,7 @@
 namespace tdrl::losses::detail {
 
 using tensordict::NestedKey;
+using tensordict::shape_str;
 using tensordict::TensorDict;
 
 /// The default keys of an off-policy loss, in the order `set_keys` lists them: "action", then
@@ -45,15 +47,15 @@ inline std::vector<std::pair<std::string, NestedKey>> off_policy_default_keys(
   return keys;
 }
 
+/// The default keys of a loss whose networks value (state, action) pairs under
+/// "state_action_value" (DDPG, TD3, SAC, CQL).
+inline std::vector<std::pair<std::string, NestedKey>> state_action_default_keys() {
+  return off_policy_default_keys({{"state_action_value", NestedKey("state_action_value")}});
+}
+
 /// The keys every off-policy loss reads from a batch besides its networks' inputs.
 inline std::vector<std::string> off_policy_in_key_names() {
   return {"action", "reward", "done", "terminated"};
-}
-
-inline std::string shape_str(c10::IntArrayRef shape) {
-  std::ostringstream os;
-  os << shape;
-  return os.str();
 }
 
 inline std::string keys_str(const std::vector<NestedKey>& keys) {
@@ -212,13 +214,10 @@ inline torch::Tensor reduce_td_loss(const std::string& where, const torch::Tenso
   return (per_sample * weight->to(per_sample.dtype())).mean();
 }
 
-/// Several critics, one per Q-function.
-using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
+using QNetworks = LossModule::QNetworks;
 
 /// "true" / "false", for the losses' printed options.
 inline const char* bool_str(bool v) { return v ? "true" : "false"; }
-
-/// The name Q-network `i` is registered under ("qvalue_network_0", ...).
 
 /// Throws unless every Q-network reads the action and writes the state-action value.
 inline void check_q_keys(const std::string& where, const QNetworks& networks,
@@ -228,6 +227,22 @@ inline void check_q_keys(const std::string& where, const QNetworks& networks,
     require_reads(where, who, *networks[i], action_key, "action");
     require_writes(where, who, *networks[i], value_key, "state_action_value");
   }
+}
+
+/// The action and state-action value keys of a Q(s, a) loss.
+struct QKeys {
+  NestedKey action;
+  NestedKey value;
+};
+
+/// The first steps of a Q(s, a) loss's forward: checks that `batch` has a batch dim and that
+/// every Q-network reads the action and writes the state-action value; returns those two keys.
+inline QKeys checked_q_keys(const LossModule& loss, const TensorDict& batch,
+                            const QNetworks& networks) {
+  check_batched(loss.name(), batch);
+  QKeys keys{loss.key("action"), loss.key("state_action_value")};
+  check_q_keys(loss.name(), networks, keys.action, keys.value);
+  return keys;
 }
 
 /// Sum over networks of each network's reduced TD loss against `target`.
