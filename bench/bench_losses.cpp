@@ -38,6 +38,7 @@
 #include <tensordict/tensordict.h>
 
 #include "common.h"
+#include "problem.h"
 
 namespace tdrl::bench {
 namespace {
@@ -47,7 +48,6 @@ namespace tdnn = tensordict::nn;
 using modules::MLP;
 using modules::MLPOptions;
 
-constexpr double kGamma = 0.99;
 constexpr double kLambda = 0.95;
 
 // ---- GAE ------------------------------------------------------------------------------------
@@ -120,8 +120,6 @@ void gae_raw(benchmark::State& state, int64_t batch, int64_t steps) {
 // ---- ClipPPOLoss ----------------------------------------------------------------------------
 
 constexpr int64_t kPpoBatch = 2048;
-constexpr int64_t kObs = 17;
-constexpr int64_t kAction = 6;
 
 struct PpoFixture {
   MLP actor_mlp{MLPOptions(kObs, 2 * kAction).num_cells({64, 64})};

@@ -29,6 +29,7 @@
 #include <tensordict/tensordict.h>
 
 #include "common.h"
+#include "problem.h"
 
 namespace tdrl::bench {
 namespace {
@@ -37,10 +38,6 @@ using tensordict::TensorDict;
 namespace tdnn = tensordict::nn;
 using modules::MLP;
 using modules::MLPOptions;
-
-constexpr int64_t kBatch = 256;
-constexpr int64_t kObs = 17;
-constexpr int64_t kAction = 6;
 
 struct ActorFixture {
   MLP mlp{MLPOptions(kObs, 2 * kAction).num_cells({64, 64})};

@@ -37,6 +37,7 @@
 #include <tensordict/tensordict.h>
 
 #include "common.h"
+#include "problem.h"
 #include "scratch_dir.h"
 
 namespace tdrl::bench {
@@ -51,9 +52,6 @@ using replay::TensorDictReplayBuffer;
 using tensordict::MemoryMappedTensor;
 using tensordict::TensorDict;
 
-constexpr int64_t kBatch = 256;
-constexpr int64_t kObs = 17;
-constexpr int64_t kAction = 6;
 constexpr int64_t kSmall = 100000;
 constexpr int64_t kLarge = 1000000;
 constexpr int kPool = 16;  // batches (and priority vectors) cycled through

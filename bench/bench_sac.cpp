@@ -29,6 +29,7 @@
 #include <tensordict/tensordict.h>
 
 #include "common.h"
+#include "problem.h"
 
 namespace tdrl::bench {
 namespace {
@@ -38,11 +39,7 @@ namespace tdnn = tensordict::nn;
 using modules::MLP;
 using modules::MLPOptions;
 
-constexpr int64_t kBatch = 256;
-constexpr int64_t kObs = 17;
-constexpr int64_t kAction = 6;
 constexpr int64_t kHidden = 256;
-constexpr double kGamma = 0.99;
 
 MLP make_mlp(int64_t in, int64_t out) {
   return MLP(MLPOptions(in, out).num_cells({kHidden, kHidden}).activation("relu"));
