@@ -22,56 +22,37 @@ using tensordict::TensorDict;
 using tensordict::TypeError;
 using tensordict::ValueError;
 
-using detail::action_to_explore;
-using detail::anneal;
-using detail::check_schedule;
 using detail::expand_right;
 using detail::fmt;
 using detail::holder_of;
-using detail::require_spec;
-using detail::scalar_buffer;
 using detail::spec_repr;
 using detail::to_c10;
 
-EGreedyModuleImpl::EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyModuleOptions options)
-    : TensorDictModuleBase("EGreedyModule"), spec_(std::move(spec)), options_(std::move(options)) {
-  require_spec(spec_, name(), /*continuous=*/false);
-  check_schedule(name(), "eps", options_.eps_init(), options_.eps_end(),
-                 options_.annealing_num_steps(), 1.0, "[0, 1]");
+EGreedyModuleImpl::EGreedyModuleImpl(tdrl::specs::TensorSpecPtr action_spec,
+                                     EGreedyModuleOptions options)
+    : ExplorationModuleBase(
+          "EGreedyModule", std::move(action_spec), options.action_key(), ActionKind::kDiscrete,
+          {"eps", options.eps_init(), options.eps_end(), options.annealing_num_steps(), 1.0}),
+      options_(std::move(options)) {
   std::vector<NestedKey> in_keys{options_.action_key()};
   if (options_.action_mask_key()) {
-    const bool maskable = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get()) ||
-                          dynamic_cast<const tdrl::specs::OneHot*>(spec_.get());
+    const bool maskable = dynamic_cast<const tdrl::specs::Categorical*>(spec().get()) ||
+                          dynamic_cast<const tdrl::specs::OneHot*>(spec().get());
     TDRL_CHECK(maskable, ValueError, name(), ": action_mask_key ",
                options_.action_mask_key()->to_string(),
-               " needs a Categorical or OneHot action spec, got ", spec_repr(*spec_),
+               " needs a Categorical or OneHot action spec, got ", spec_repr(*spec()),
                "; drop the mask key or use a discrete spec");
     in_keys.push_back(*options_.action_mask_key());
   }
   set_keys(std::move(in_keys), {options_.action_key()});
-  eps_ = register_buffer("eps", scalar_buffer(options_.eps_init()));
 }
 
-void EGreedyModuleImpl::step(int64_t frames) {
-  anneal(eps_, options_.eps_init(), options_.eps_end(), options_.annealing_num_steps(), frames,
-         name());
-}
-
-double EGreedyModuleImpl::eps() const { return eps_.item<double>(); }
-
-void EGreedyModuleImpl::forward_impl(const TensorDict& tensordict,
-                                     const TensorDict& tensordict_out) {
-  const NestedKey& key = options_.action_key();
-  const std::string where = name() + "::forward";
-  const auto explored = action_to_explore(
-      tensordict, tensordict_out, key, *spec_, where,
-      /*floating=*/false, [&](const std::string& w) { check_in_keys(tensordict, w); });
-  if (!explored) return;
-  const torch::Tensor& action = *explored;
-
+void EGreedyModuleImpl::explore(const TensorDict& tensordict, const TensorDict& tensordict_out,
+                                const torch::Tensor& action) {
+  const NestedKey& key = action_key();
   // One draw per batch element of the TensorDict holding the action; a one-hot vector's last
   // dim is never a batch dim.
-  const bool one_hot = dynamic_cast<const tdrl::specs::OneHot*>(spec_.get()) != nullptr;
+  const bool one_hot = dynamic_cast<const tdrl::specs::OneHot*>(spec().get()) != nullptr;
   const int64_t batch_dims =
       std::min<int64_t>(holder_of(tensordict, key).batch_dims(), action.dim() - (one_hot ? 1 : 0));
   const std::vector<int64_t> cond_shape(action.sizes().begin(),
@@ -88,14 +69,14 @@ torch::Tensor EGreedyModuleImpl::random_actions(const TensorDict& tensordict,
                                                 const torch::Tensor& replace) const {
   const auto out_options = torch::TensorOptions().dtype(action.dtype()).device(action.device());
   if (!options_.action_mask_key()) {
-    return spec_->expand(action.sizes().vec())->rand(options_.generator()).to(out_options);
+    return spec()->expand(action.sizes().vec())->rand(options_.generator()).to(out_options);
   }
-  const std::string where = name() + "::forward";
+  const std::string where = forward_where();
   const NestedKey& mask_key = *options_.action_mask_key();
   const torch::Tensor mask = tensordict.get(mask_key);
-  const auto* categorical = dynamic_cast<const tdrl::specs::Categorical*>(spec_.get());
+  const auto* categorical = dynamic_cast<const tdrl::specs::Categorical*>(spec().get());
   const int64_t n =
-      categorical ? categorical->n() : dynamic_cast<const tdrl::specs::OneHot&>(*spec_).n();
+      categorical ? categorical->n() : dynamic_cast<const tdrl::specs::OneHot&>(*spec()).n();
   if (mask.scalar_type() != torch::kBool) {
     std::ostringstream os;
     os << where << ": action mask " << mask_key.to_string() << " has dtype " << mask.dtype()
@@ -146,7 +127,7 @@ void EGreedyModuleImpl::print_to(std::ostream& stream) const {
          << ", annealing_num_steps=" << options_.annealing_num_steps()
          << ", action_key=" << options_.action_key().to_string() << ", action_mask_key="
          << (options_.action_mask_key() ? options_.action_mask_key()->to_string() : "None")
-         << ", spec=" << spec_repr(*spec_) << ")";
+         << ", spec=" << spec_repr(*spec()) << ")";
 }
 
 }  // namespace tdrl::modules

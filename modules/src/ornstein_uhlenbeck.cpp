@@ -22,16 +22,11 @@ using tensordict::ShapeError;
 using tensordict::TensorDict;
 using tensordict::ValueError;
 
-using detail::action_to_explore;
-using detail::anneal;
 using detail::check_at_least;
 using detail::check_in_range;
-using detail::check_schedule;
 using detail::expand_right;
 using detail::fmt;
 using detail::holder_of;
-using detail::require_spec;
-using detail::scalar_buffer;
 using detail::spec_repr;
 using detail::to_c10;
 
@@ -45,15 +40,14 @@ NestedKey sibling(const NestedKey& key, const std::string& name) {
 }  // namespace
 
 OrnsteinUhlenbeckProcessModuleImpl::OrnsteinUhlenbeckProcessModuleImpl(
-    tdrl::specs::TensorSpecPtr spec, OrnsteinUhlenbeckProcessModuleOptions options)
-    : TensorDictModuleBase("OrnsteinUhlenbeckProcessModule"),
-      spec_(std::move(spec)),
+    tdrl::specs::TensorSpecPtr action_spec, OrnsteinUhlenbeckProcessModuleOptions options)
+    : ExplorationModuleBase(
+          "OrnsteinUhlenbeckProcessModule", std::move(action_spec), options.action_key(),
+          ActionKind::kContinuous,
+          {"eps", options.eps_init(), options.eps_end(), options.annealing_num_steps(), INFINITY}),
       options_(std::move(options)),
       noise_key_(sibling(options_.action_key(), kOuPrevNoiseKey)),
       steps_key_(sibling(options_.action_key(), kOuStepsKey)) {
-  require_spec(spec_, name(), /*continuous=*/true);
-  check_schedule(name(), "eps", options_.eps_init(), options_.eps_end(),
-                 options_.annealing_num_steps(), INFINITY, "[0, inf)");
   check_in_range(name(), "theta", options_.theta(), 0.0, INFINITY, "[0, inf)");
   TDRL_CHECK(std::isfinite(options_.mu()), ValueError, name(), ": mu is ", fmt(options_.mu()),
              "; it must be finite");
@@ -66,7 +60,7 @@ OrnsteinUhlenbeckProcessModuleImpl::OrnsteinUhlenbeckProcessModuleImpl(
   }
   check_at_least(name(), "n_steps_annealing", options_.n_steps_annealing(), 1);
 
-  const auto& shape = spec_->shape();
+  const auto& shape = spec()->shape();
   if (options_.x0().defined()) {
     const torch::Tensor& x0 = options_.x0();
     const auto n = static_cast<int64_t>(shape.size());
@@ -83,15 +77,7 @@ OrnsteinUhlenbeckProcessModuleImpl::OrnsteinUhlenbeckProcessModuleImpl(
     x0_ = torch::zeros(shape, torch::kFloat64);
   }
   set_keys({options_.action_key()}, {options_.action_key(), noise_key_, steps_key_});
-  eps_ = register_buffer("eps", scalar_buffer(options_.eps_init()));
 }
-
-void OrnsteinUhlenbeckProcessModuleImpl::step(int64_t frames) {
-  anneal(eps_, options_.eps_init(), options_.eps_end(), options_.annealing_num_steps(), frames,
-         name());
-}
-
-double OrnsteinUhlenbeckProcessModuleImpl::eps() const { return eps_.item<double>(); }
 
 double OrnsteinUhlenbeckProcessModuleImpl::current_sigma(int64_t n_steps) const {
   if (!options_.sigma_min()) return options_.sigma();
@@ -101,15 +87,11 @@ double OrnsteinUhlenbeckProcessModuleImpl::current_sigma(int64_t n_steps) const 
   return std::max(sigma_min, options_.sigma() - slope * static_cast<double>(n_steps));
 }
 
-void OrnsteinUhlenbeckProcessModuleImpl::forward_impl(const TensorDict& tensordict,
-                                                      const TensorDict& tensordict_out) {
-  const NestedKey& key = options_.action_key();
-  const std::string where = name() + "::forward";
-  const auto explored = action_to_explore(
-      tensordict, tensordict_out, key, *spec_, where,
-      /*floating=*/true, [&](const std::string& w) { check_in_keys(tensordict, w); });
-  if (!explored) return;
-  const torch::Tensor& action = *explored;
+void OrnsteinUhlenbeckProcessModuleImpl::explore(const TensorDict& tensordict,
+                                                 const TensorDict& tensordict_out,
+                                                 const torch::Tensor& action) {
+  const NestedKey& key = action_key();
+  const std::string where = forward_where();
   const auto options = torch::TensorOptions().dtype(action.dtype()).device(action.device());
   const std::vector<int64_t> batch = holder_of(tensordict, key).batch_size();
   const torch::Tensor x0 = x0_.to(options).expand(action.sizes());
@@ -172,7 +154,7 @@ void OrnsteinUhlenbeckProcessModuleImpl::forward_impl(const TensorDict& tensordi
       prev_noise + options_.theta() * (options_.mu() - prev_noise) * dt +
       sigma * std::sqrt(dt) * torch::randn(action.sizes(), to_c10(options_.generator()), options);
   torch::Tensor result = action + eps() * noise;
-  if (options_.safe()) result = spec_->project(result).to(action.dtype());
+  if (options_.safe()) result = spec()->project(result).to(action.dtype());
 
   tensordict_out.set(key, result);
   tensordict_out.set(noise_key_, noise);
@@ -189,7 +171,7 @@ void OrnsteinUhlenbeckProcessModuleImpl::print_to(std::ostream& stream) const {
          << ", n_steps_annealing=" << options_.n_steps_annealing()
          << ", action_key=" << options_.action_key().to_string()
          << ", is_init_key=" << options_.is_init_key().to_string()
-         << ", safe=" << (options_.safe() ? "True" : "False") << ", spec=" << spec_repr(*spec_)
+         << ", safe=" << (options_.safe() ? "True" : "False") << ", spec=" << spec_repr(*spec())
          << ")";
 }
 

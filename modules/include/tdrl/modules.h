@@ -7,6 +7,7 @@
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/convnet.h>
 #include <tdrl/modules/egreedy.h>
+#include <tdrl/modules/exploration.h>
 #include <tdrl/modules/mlp.h>
 #include <tdrl/modules/ornstein_uhlenbeck.h>
 #include <tdrl/modules/q_value.h>

@@ -143,26 +143,4 @@ inline void pass_through(const TensorDict& tensordict, const TensorDict& tensord
   if (auto action = tensordict.find(key)) tensordict_out.set(key, *action);
 }
 
-// The start of an exploration module's forward: when exploration is off, passes the action
-// through and returns nothing; otherwise checks the in_keys (`check_in_keys(where)`, the
-// module's own check), the action's trailing shape against `spec` and, when `floating`, its
-// dtype, and returns the action. `where` is "<module>::forward".
-template <class CheckInKeys>
-std::optional<torch::Tensor> action_to_explore(const TensorDict& tensordict,
-                                               const TensorDict& tensordict_out,
-                                               const NestedKey& key,
-                                               const tdrl::specs::TensorSpec& spec,
-                                               const std::string& where, bool floating,
-                                               const CheckInKeys& check_in_keys) {
-  if (!exploring()) {
-    pass_through(tensordict, tensordict_out, key);
-    return std::nullopt;
-  }
-  check_in_keys(where);
-  torch::Tensor action = tensordict.get(key);
-  check_action_shape(where, key, action, spec);
-  if (floating) check_floating(where, key, action);
-  return action;
-}
-
 }  // namespace tdrl::modules::detail

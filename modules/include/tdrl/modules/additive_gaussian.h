@@ -12,6 +12,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/modules/exploration.h>
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -45,9 +46,8 @@ struct AdditiveGaussianModuleOptions {
 /// Additive Gaussian exploration: action + sigma * N(mean, std), drawn independently for each
 /// element, then projected into the spec when `safe` (a Bounded spec clamps into its box).
 ///
-/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
-/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
-/// also explores when no type is set; here exploration is always asked for explicitly).
+/// Active only under an explicit kRandom interaction type, as ExplorationModuleBase says
+/// (with the checks forward makes and the thread safety).
 ///
 /// Keys: reads and overwrites `action_key`, a floating tensor `[*batch, *spec->shape()]` (any
 /// leading dims are extra batch dims); the result keeps the action's dtype and device.
@@ -61,9 +61,6 @@ struct AdditiveGaussianModuleOptions {
 /// and the available keys), ShapeError when its trailing dims differ from the spec's shape,
 /// TypeError when it is not floating. A failed call leaves the TensorDict unchanged.
 ///
-/// Thread safety: forward draws from the configured generator, which is not synchronised;
-/// do not call one module (or modules sharing a generator) from several threads at once.
-///
 /// Example:
 /// ```
 /// auto spec = std::make_shared<tdrl::envs::Bounded>(
@@ -72,31 +69,26 @@ struct AdditiveGaussianModuleOptions {
 /// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
 /// explore(td);  // td["action"]: [*batch, 6], noisy and clamped into [-1, 1]
 /// ```
-class AdditiveGaussianModuleImpl : public tensordict::nn::TensorDictModuleBase {
+class AdditiveGaussianModuleImpl : public ExplorationModuleBase {
  public:
   /// Throws ValueError as the class comment says.
   AdditiveGaussianModuleImpl(tdrl::specs::TensorSpecPtr spec,
                              AdditiveGaussianModuleOptions options = {});
 
-  /// Anneals sigma by `frames` frames: sigma = max(sigma_end, sigma - frames * (sigma_init -
-  /// sigma_end) / annealing_num_steps). Throws ValueError for frames < 0.
-  void step(int64_t frames = 1);
-  /// The current noise scale.
-  double sigma() const;
+  /// The current noise scale (`step(frames)` anneals it).
+  double sigma() const { return scale(); }
 
-  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const AdditiveGaussianModuleOptions& options() const { return options_; }
 
  protected:
-  void forward_impl(const tensordict::TensorDict& tensordict,
-                    const tensordict::TensorDict& tensordict_out) override;
+  void explore(const tensordict::TensorDict& tensordict,
+               const tensordict::TensorDict& tensordict_out, const torch::Tensor& action) override;
   /// `AdditiveGaussianModule(sigma=1.0, sigma_init=1.0, sigma_end=0.1,
   /// annealing_num_steps=1000, mean=0.0, std=1.0, action_key='action', safe=True,
   /// spec=BoundedContinuous(shape=[6]))`.
   void print_to(std::ostream& stream) const override;
 
  private:
-  tdrl::specs::TensorSpecPtr spec_;
   AdditiveGaussianModuleOptions options_;
   torch::Tensor sigma_;
 };

@@ -11,6 +11,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/modules/exploration.h>
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -54,9 +55,8 @@ struct EGreedyModuleOptions {
 /// Epsilon-greedy exploration: with probability `eps()`, independently for each batch element,
 /// replaces the action by one drawn uniformly from the action spec.
 ///
-/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
-/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
-/// also explores when no type is set; here exploration is always asked for explicitly).
+/// Active only under an explicit kRandom interaction type, as ExplorationModuleBase says
+/// (with the checks forward makes and the thread safety).
 ///
 /// Keys: reads and overwrites `action_key` (`[*batch, *spec->shape()[k:]]`: the action's
 /// trailing dims must equal the spec's shape; any leading dims are extra batch dims), and reads
@@ -77,9 +77,6 @@ struct EGreedyModuleOptions {
 /// non-bool mask, ValueError when an element to be replaced has no allowed action. A failed
 /// call leaves the TensorDict unchanged.
 ///
-/// Thread safety: forward draws from the configured generator, which is not synchronised;
-/// do not call one module (or modules sharing a generator) from several threads at once.
-///
 /// Example:
 /// ```
 /// auto spec = std::make_shared<tdrl::envs::OneHot>(4);
@@ -88,23 +85,19 @@ struct EGreedyModuleOptions {
 /// explore(td);     // td["action"]: [*batch, 4], random with probability eps
 /// explore->step(); // anneal eps by one frame
 /// ```
-class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
+class EGreedyModuleImpl : public ExplorationModuleBase {
  public:
   /// Throws ValueError as the class comment says.
   EGreedyModuleImpl(tdrl::specs::TensorSpecPtr spec, EGreedyModuleOptions options = {});
 
-  /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
-  /// annealing_num_steps). Throws ValueError for frames < 0.
-  void step(int64_t frames = 1);
-  /// The current probability of a random action.
-  double eps() const;
+  /// The current probability of a random action (`step(frames)` anneals it).
+  double eps() const { return scale(); }
 
-  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const EGreedyModuleOptions& options() const { return options_; }
 
  protected:
-  void forward_impl(const tensordict::TensorDict& tensordict,
-                    const tensordict::TensorDict& tensordict_out) override;
+  void explore(const tensordict::TensorDict& tensordict,
+               const tensordict::TensorDict& tensordict_out, const torch::Tensor& action) override;
   /// `EGreedyModule(eps=1.0, eps_init=1.0, eps_end=0.1, annealing_num_steps=1000,
   /// action_key='action', action_mask_key=None, spec=OneHot(shape=[4]))`.
   void print_to(std::ostream& stream) const override;
@@ -114,9 +107,7 @@ class EGreedyModuleImpl : public tensordict::nn::TensorDictModuleBase {
   torch::Tensor random_actions(const tensordict::TensorDict& tensordict,
                                const torch::Tensor& action, const torch::Tensor& replace) const;
 
-  tdrl::specs::TensorSpecPtr spec_;
   EGreedyModuleOptions options_;
-  torch::Tensor eps_;
 };
 
 /// Holder of EGreedyModuleImpl: `explore(td)` calls forward.

@@ -12,6 +12,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/modules/exploration.h>
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -78,9 +79,8 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
 /// batch element at process step t (constant sigma when sigma_min is unset), and a process
 /// restarts at noise = x0, t = 0.
 ///
-/// Active only under `SetInteractionType guard(InteractionType::kRandom)`: with any other
-/// interaction type, or with no guard at all, forward leaves the TensorDict unchanged (TorchRL
-/// also explores when no type is set; here exploration is always asked for explicitly).
+/// Active only under an explicit kRandom interaction type, as ExplorationModuleBase says
+/// (with the checks forward makes and the thread safety).
 ///
 /// Keys: reads and overwrites `action_key`, a floating tensor `[*batch, *spec->shape()]` (any
 /// leading dims beyond the batch of the TensorDict holding it are extra dims, sharing that batch
@@ -105,9 +105,6 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
 /// holds a tensor of the wrong shape (e.g. left from a different action shape), TypeError when
 /// the action is not floating. A failed call leaves the TensorDict unchanged.
 ///
-/// Thread safety: forward draws from the configured generator, which is not synchronised;
-/// do not call one module (or modules sharing a generator) from several threads at once.
-///
 /// Example:
 /// ```
 /// auto spec = std::make_shared<tdrl::envs::Bounded>(
@@ -116,17 +113,14 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
 /// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
 /// explore(td);  // td["action"] noisy; td["_ou_prev_noise"], td["_ou_steps"] written
 /// ```
-class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModuleBase {
+class OrnsteinUhlenbeckProcessModuleImpl : public ExplorationModuleBase {
  public:
   /// Throws as the class comment says.
   OrnsteinUhlenbeckProcessModuleImpl(tdrl::specs::TensorSpecPtr spec,
                                      OrnsteinUhlenbeckProcessModuleOptions options = {});
 
-  /// Anneals eps by `frames` frames: eps = max(eps_end, eps - frames * (eps_init - eps_end) /
-  /// annealing_num_steps). Throws ValueError for frames < 0.
-  void step(int64_t frames = 1);
-  /// The current noise scale factor.
-  double eps() const;
+  /// The current noise scale factor (`step(frames)` anneals it).
+  double eps() const { return scale(); }
   /// The volatility sigma_t of a process at step `n_steps` (see the class comment).
   double current_sigma(int64_t n_steps) const;
 
@@ -135,12 +129,11 @@ class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModu
   const tensordict::NestedKey& noise_key() const { return noise_key_; }
   /// The key of the process step counts, next to the action.
   const tensordict::NestedKey& steps_key() const { return steps_key_; }
-  const tdrl::specs::TensorSpecPtr& spec() const { return spec_; }
   const OrnsteinUhlenbeckProcessModuleOptions& options() const { return options_; }
 
  protected:
-  void forward_impl(const tensordict::TensorDict& tensordict,
-                    const tensordict::TensorDict& tensordict_out) override;
+  void explore(const tensordict::TensorDict& tensordict,
+               const tensordict::TensorDict& tensordict_out, const torch::Tensor& action) override;
   /// `OrnsteinUhlenbeckProcessModule(eps=1.0, eps_init=1.0, eps_end=0.1,
   /// annealing_num_steps=1000, theta=0.15, mu=0.0, sigma=0.2, dt=0.01, sigma_min=None,
   /// n_steps_annealing=1000, action_key='action', is_init_key='is_init', safe=True,
@@ -148,13 +141,11 @@ class OrnsteinUhlenbeckProcessModuleImpl : public tensordict::nn::TensorDictModu
   void print_to(std::ostream& stream) const override;
 
  private:
-  tdrl::specs::TensorSpecPtr spec_;
   OrnsteinUhlenbeckProcessModuleOptions options_;
   tensordict::NestedKey noise_key_;
   tensordict::NestedKey steps_key_;
   // x0 broadcast to the spec's shape, float64.
   torch::Tensor x0_;
-  torch::Tensor eps_;
 };
 
 /// Holder of OrnsteinUhlenbeckProcessModuleImpl: `explore(td)` calls forward.
