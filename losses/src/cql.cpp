@@ -239,9 +239,8 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   std::shared_ptr<tdnn::Distribution> next_dist;
   const auto next_value =
       next_state_value(detail::next_tensordict(name(), batch), alpha, next_dist);
-  check_same_shape("TD target", next_value, "the next state's value", pred0, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target =
+      td_target(batch, {reward, done, terminated}, pred0, next_value, "the next state's value");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
 

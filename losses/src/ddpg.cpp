@@ -76,9 +76,7 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
                    [&] { value_network_->forward(next_critic_td); });
     next_value = next_critic_td.get(value_key);
   }
-  check_same_shape("TD target", next_value, "Q(s', a')", pred, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target = td_target(batch, {reward, done, terminated}, pred, next_value, "Q(s', a')");
   const auto loss_value = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),
       batch.find(key("priority_weight")));

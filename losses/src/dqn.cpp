@@ -104,9 +104,8 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   const auto [reward, done, terminated] = transition(batch);
   check_td_shapes({reward, done, terminated}, pred);
   const auto next = next_value(batch);
-  check_same_shape("TD target", next, "the next state's value", pred, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred, next, reward, done, terminated,
-                                        batch.batch_dims());
+  const auto target =
+      td_target(batch, {reward, done, terminated}, pred, next, "the next state's value");
 
   const auto loss = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),

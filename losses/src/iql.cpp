@@ -102,9 +102,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
     value_network_->forward(next.inputs);
     next_value = next.inputs.get(v_key);
   }
-  check_same_shape("TD target", next_value, "V(s')", pred0, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value, "V(s')");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
 

@@ -142,6 +142,18 @@ void LossModule::check_td_shapes(const Transition& t, const torch::Tensor& value
   check_same_shape("TD target", t.terminated, "terminated", value, "Q(s, a)");
 }
 
+torch::Tensor LossModule::td_target(const TensorDict& batch, const Transition& t,
+                                    const torch::Tensor& value, const torch::Tensor& next_value,
+                                    const std::string& next_name) const {
+  check_same_shape("TD target", next_value, next_name, value, "Q(s, a)");
+  TDRL_CHECK(value_estimator_, ValueError, name(),
+             ": no value estimator; call make_value_estimator before forward");
+  return value_estimator_
+      ->estimate(value.detach(), next_value.detach(), t.reward, t.done, t.terminated,
+                 batch.batch_dims() - 1)
+      .second;
+}
+
 void LossModule::convert_to_functional(const std::string& net_name,
                                        std::shared_ptr<torch::nn::Module> module,
                                        bool create_target) {

@@ -101,9 +101,8 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
         qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
   }
-  check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value,
+                                "the next state's soft value");
   for (const auto& pred : preds)
     check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
@@ -247,9 +246,8 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     const auto min_next = check_values(next_values);
     next_value = (next_probs * (min_next - alpha * next_log_probs)).sum(-1, /*keepdim=*/true);
   }
-  check_same_shape("TD target", next_value, "the next state's soft value", pred0, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value,
+                                "the next state's soft value");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
   const auto loss_alpha = temperature_.loss(*temperature_.target_entropy() - entropy);

@@ -104,9 +104,8 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
         qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0));
   }
-  check_same_shape("TD target", next_value, "min_i Q'_i(s', a')", pred0, "Q(s, a)");
-  const auto target = detail::td_target(*value_estimator_, pred0, next_value, reward, done,
-                                        terminated, batch.batch_dims());
+  const auto target =
+      td_target(batch, {reward, done, terminated}, pred0, next_value, "min_i Q'_i(s', a')");
 
   for (const auto& pred : preds)
     check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");

@@ -182,17 +182,6 @@ inline torch::Tensor deterministic_actor_loss(const std::string& where,
   return -critic_td.get(value_key).mean();
 }
 
-/// The regression target for `value` `[*B, 1]` from the next value, reward and flags (all of
-/// `value`'s shape, checked by the caller); the time dim is the batch's last dim.
-inline torch::Tensor td_target(const ValueEstimatorBase& estimator, const torch::Tensor& value,
-                               const torch::Tensor& next_value, const torch::Tensor& reward,
-                               const torch::Tensor& done, const torch::Tensor& terminated,
-                               int64_t batch_dims) {
-  return estimator
-      .estimate(value.detach(), next_value.detach(), reward, done, terminated, batch_dims - 1)
-      .second;
-}
-
 /// Throws ShapeError (naming `where`) when the batch has no batch dim.
 inline void check_batched(const std::string& where, const TensorDict& batch) {
   TDRL_CHECK(!(batch.batch_dims() < 1), tensordict::ShapeError, where,

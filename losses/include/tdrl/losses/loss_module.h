@@ -178,6 +178,12 @@ class LossModule : public torch::nn::Module {
   /// Throws ShapeError (as check_same_shape, for the "TD target") unless each of `t`'s entries
   /// has the shape of `value`, the Q(s, a) they are regressed with.
   void check_td_shapes(const Transition& t, const torch::Tensor& value) const;
+  /// The regression target for `value` (Q(s, a), `[*B, 1]`): the value estimator's target from
+  /// `next_value` and the transition `t` (whose shapes check_td_shapes checks), the time dim
+  /// being the batch's last dim; nothing flows back through it. Throws ShapeError (as
+  /// check_same_shape, naming `next_name`) when next_value's shape differs from value's.
+  torch::Tensor td_target(const TensorDict& batch, const Transition& t, const torch::Tensor& value,
+                          const torch::Tensor& next_value, const std::string& next_name) const;
   /// Runs `fn()` through network `name`'s target parameters when `use_target` (with_target),
   /// else through its own; the delayed-actor switch of DDPG and TD3.
   template <typename F>
