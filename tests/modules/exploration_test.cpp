@@ -1,6 +1,7 @@
-// Tests of the exploration modules: EGreedyModule, AdditiveGaussianModule and
-// OrnsteinUhlenbeckProcessModule. Every random test is seeded (a generator in the options or
-// torch::manual_seed); statistical tests state their tolerance next to the assertion.
+// Tests of the exploration modules: EGreedyModule, AdditiveGaussianModule,
+// OrnsteinUhlenbeckProcessModule, and ExplorationModuleBase as a user's own module derives it.
+// Every random test is seeded (a generator in the options or torch::manual_seed); statistical tests
+// state their tolerance next to the assertion.
 
 #include <cmath>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/egreedy.h>
+#include <tdrl/modules/exploration.h>
 #include <tdrl/modules/ornstein_uhlenbeck.h>
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
@@ -783,6 +785,81 @@ TEST(OrnsteinUhlenbeckProcessModuleTest, SaveAndLoadKeepEps) {
   OrnsteinUhlenbeckProcessModule loaded(unbounded({1}), OUOptions().annealing_num_steps(10));
   torch::load(loaded, buffer);
   EXPECT_NEAR(loaded->eps(), 1.0 - 4 * 0.09, 1e-12);
+}
+
+// ==== ExplorationModuleBase, derived as a user would ============================================
+
+// Adds the current scale to every action element: the smallest module of one's own.
+class ShiftModuleImpl : public ExplorationModuleBase {
+ public:
+  ShiftModuleImpl(specs::TensorSpecPtr spec, double init, double end, int64_t steps)
+      : ExplorationModuleBase("ShiftModule", std::move(spec), NestedKey("action"),
+                              ActionKind::kContinuous, {"shift", init, end, steps, 10.0}) {
+    set_keys({NestedKey("action")}, {NestedKey("action")});
+  }
+  double shift() const { return scale(); }
+  int calls = 0;
+
+ protected:
+  void explore(const TensorDict& /*tensordict*/, const TensorDict& tensordict_out,
+               const torch::Tensor& action) override {
+    ++calls;
+    tensordict_out.set(action_key(), action + shift());
+  }
+  void print_to(std::ostream& stream) const override { stream << name(); }
+};
+TORCH_MODULE(ShiftModule);
+
+TEST(ExplorationModuleBaseTest, ASubclassExploresOnlyUnderRandomInteraction) {
+  ShiftModule explore(unbounded({2}), 1.0, 0.0, 4);
+  auto td = action_td(torch::zeros({3, 2}));
+  explore(td);
+  EXPECT_EQ(explore->calls, 0);
+  EXPECT_TRUE(torch::equal(td.get("action"), torch::zeros({3, 2})));
+  SetInteractionType guard(InteractionType::kRandom);
+  explore(td);
+  EXPECT_EQ(explore->calls, 1);
+  EXPECT_TRUE(torch::equal(td.get("action"), torch::ones({3, 2})));
+}
+
+TEST(ExplorationModuleBaseTest, ASubclassGetsTheChecksBeforeExplore) {
+  ShiftModule explore(unbounded({2}), 1.0, 0.0, 4);
+  SetInteractionType guard(InteractionType::kRandom);
+  auto missing = TensorDict({{"observation", torch::zeros({3, 2})}}, {3});
+  EXPECT_THAT([&] { explore(missing); },
+              ThrowsMessage<KeyError>(AllOf(HasSubstr("ShiftModule"), HasSubstr("action"))));
+  auto wrong = action_td(torch::zeros({3, 5}));
+  EXPECT_THAT([&] { explore(wrong); },
+              ThrowsMessage<ShapeError>(HasSubstr("ShiftModule::forward: action 'action' has "
+                                                  "shape [3, 5]")));
+  auto integer = action_td(torch::zeros({3, 2}, torch::kLong));
+  EXPECT_THAT([&] { explore(integer); }, ThrowsMessage<TypeError>(HasSubstr("floating")));
+  EXPECT_EQ(explore->calls, 0);
+}
+
+TEST(ExplorationModuleBaseTest, TheScaleIsABufferAnnealedByStep) {
+  ShiftModule explore(unbounded({1}), 1.0, 0.2, 4);
+  EXPECT_EQ(explore->named_buffers().size(), 1u);
+  EXPECT_TRUE(explore->named_buffers().contains("shift"));
+  explore->step(2);
+  EXPECT_NEAR(explore->shift(), 0.6, 1e-12);
+  explore->step(10);
+  EXPECT_NEAR(explore->shift(), 0.2, 1e-12);
+  EXPECT_THAT([&] { explore->step(-1); },
+              ThrowsMessage<ValueError>(HasSubstr("ShiftModule::step: frames is -1")));
+}
+
+TEST(ExplorationModuleBaseTest, TheBaseChecksTheSpecAndTheSchedule) {
+  EXPECT_THAT([] { ShiftModule(nullptr, 1.0, 0.0, 4); },
+              ThrowsMessage<ValueError>(HasSubstr("ShiftModule: the action spec is null")));
+  EXPECT_THAT([] { ShiftModule(categorical(3), 1.0, 0.0, 4); },
+              ThrowsMessage<ValueError>(HasSubstr("is discrete")));
+  EXPECT_THAT([] { ShiftModule(unbounded({1}), 11.0, 0.0, 4); },
+              ThrowsMessage<ValueError>(HasSubstr("shift_init is 11.0; it must be in [0, 10]")));
+  EXPECT_THAT([] { ShiftModule(unbounded({1}), 0.5, 0.8, 4); },
+              ThrowsMessage<ValueError>(HasSubstr("shift_end (0.8) is greater than shift_init")));
+  EXPECT_THAT([] { ShiftModule(unbounded({1}), 1.0, 0.0, 0); },
+              ThrowsMessage<ValueError>(HasSubstr("annealing_num_steps is 0")));
 }
 
 }  // namespace
