@@ -37,7 +37,8 @@ std::string optional_repr(const std::optional<double>& v) {
 PPOLoss::PPOLoss(ActorPtr actor, CriticPtr critic, PPOLossOptions options)
     : PPOLoss("PPOLoss", std::move(actor), std::move(critic), std::move(options)) {}
 
-PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOptions options)
+PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOptions options,
+                 const std::vector<std::string>& extra_out_keys)
     : PolicyGradientLoss(std::move(name), std::move(actor), critic,
                          {{"sample_log_prob", NestedKey("sample_log_prob")}},
                          {"action", "sample_log_prob"}, /*critic_target=*/false,
@@ -47,6 +48,7 @@ PPOLoss::PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOpti
       actor_critic_out_keys("loss_objective", "loss_critic", /*entropy=*/true,
                             ppo_options_.entropy_bonus(), ppo_options_.clip_value().has_value());
   out.insert(out.end(), {"ESS", "kl_approx"});
+  out.insert(out.end(), extra_out_keys.begin(), extra_out_keys.end());
   set_out_keys(std::move(out));
   TDRL_CHECK(critic, ValueError, this->name(),
              ": the critic is null; pass a value network writing the state value (e.g. "
@@ -136,11 +138,9 @@ void PPOLoss::pretty_print(std::ostream& stream) const {
 // ---- ClipPPOLoss ----------------------------------------------------------------------------
 
 ClipPPOLoss::ClipPPOLoss(ActorPtr actor, CriticPtr critic, ClipPPOLossOptions options)
-    : PPOLoss("ClipPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options)),
+    : PPOLoss("ClipPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options),
+              {"clip_fraction"}),
       options_(std::move(options)) {
-  auto out = out_keys();
-  out.push_back("clip_fraction");
-  set_out_keys(std::move(out));
   const double eps = options_.clip_epsilon();
   if (!(eps > 0.0 && eps < 1.0)) {
     std::ostringstream os;
@@ -177,11 +177,8 @@ void ClipPPOLoss::pretty_print(std::ostream& stream) const {
 // ---- KLPENPPOLoss ---------------------------------------------------------------------------
 
 KLPENPPOLoss::KLPENPPOLoss(ActorPtr actor, CriticPtr critic, KLPENPPOLossOptions options)
-    : PPOLoss("KLPENPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options)),
+    : PPOLoss("KLPENPPOLoss", std::move(actor), std::move(critic), PPOLossOptions(options), {"kl"}),
       options_(std::move(options)) {
-  auto out = out_keys();
-  out.push_back("kl");
-  set_out_keys(std::move(out));
   const auto& o = options_;
   std::ostringstream problem;
   if (!(o.dtarg() > 0.0)) {

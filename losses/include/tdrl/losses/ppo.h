@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
@@ -132,8 +133,10 @@ class PPOLoss : public PolicyGradientLoss {
   void pretty_print(std::ostream& stream) const override;
 
  protected:
-  /// For subclasses: `name` starts error messages.
-  PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOptions options);
+  /// For subclasses: `name` starts error messages; `extra_out_keys` are the subclass's own
+  /// entries (out_keys lists them after PPOLoss's).
+  PPOLoss(std::string name, ActorPtr actor, CriticPtr critic, PPOLossOptions options,
+          const std::vector<std::string>& extra_out_keys = {});
 
   TensorDict forward_impl(const TensorDict& batch) override;
 
