@@ -54,6 +54,62 @@ TensorDict batch(int64_t n) {
   return TensorDict({{"observation", torch::randn({n, 3})}, {"next", next}}, {n});
 }
 
+// A one-step TD loss through LossModule::td_target: Q(s, a) is the batch's "q", the next
+// state's value its "next_q".
+class TdToyLoss : public LossModule {
+ public:
+  explicit TdToyLoss(bool with_estimator)
+      : LossModule("TdToyLoss",
+                   {{"reward", NestedKey{"next", "reward"}},
+                    {"done", NestedKey{"next", "done"}},
+                    {"terminated", NestedKey{"next", "terminated"}}},
+                   {"reward", "done", "terminated"}) {
+    set_out_keys({"loss_value", "target_value"});
+    if (with_estimator) {
+      make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
+    }
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override {
+    const auto q = batch.get("q");
+    const auto t = transition(batch);
+    const auto target = td_target(batch, t, q, batch.get("next_q"), "Q(s', a')");
+    return TensorDict({{"loss_value", (q - target).pow(2).mean()}, {"target_value", target}}, {});
+  }
+};
+
+TensorDict td_batch(const torch::Tensor& next_q) {
+  TensorDict next({{"reward", torch::ones({4, 1})},
+                   {"done", torch::tensor({false, false, true, false}).unsqueeze(-1)},
+                   {"terminated", torch::tensor({false, false, true, false}).unsqueeze(-1)}},
+                  {4});
+  return TensorDict({{"q", torch::zeros({4, 1})}, {"next_q", next_q}, {"next", next}}, {4});
+}
+
+TEST(LossModuleTest, TdTargetBootstrapsThroughTheValueEstimator) {
+  TdToyLoss loss(/*with_estimator=*/true);
+  const auto out = loss.forward(td_batch(torch::full({4, 1}, 2.0)));
+  // r + gamma * (1 - terminated) * next = 1 + 0.5 * 2, and 1 where terminated.
+  EXPECT_TRUE(torch::allclose(out.get("target_value"),
+                              torch::tensor({2.0f, 2.0f, 1.0f, 2.0f}).unsqueeze(-1)));
+}
+
+TEST(LossModuleTest, TdTargetNamesAMisshapedNextValue) {
+  TdToyLoss loss(/*with_estimator=*/true);
+  EXPECT_THAT([&] { loss.forward(td_batch(torch::zeros({4}))); },
+              ::testing::ThrowsMessage<tensordict::ShapeError>(HasSubstr("Q(s', a')")));
+}
+
+TEST(LossModuleTest, TdTargetWithoutAValueEstimatorIsAValueError) {
+  TdToyLoss loss(/*with_estimator=*/false);
+  EXPECT_THAT(
+      [&] {
+        loss.forward(td_batch(torch::zeros({4, 1})));
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("call make_value_estimator")));
+}
+
 TEST(LossModuleTest, OutKeysDeclareWhatForwardWrites) {
   auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
   EXPECT_EQ(loss->out_keys(), std::vector<std::string>{"loss_value"});
