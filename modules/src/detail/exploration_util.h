@@ -1,7 +1,8 @@
 #pragma once
 
-// Helpers shared by the exploration modules (egreedy.cpp, additive_gaussian.cpp,
-// ornstein_uhlenbeck.cpp): their checks, annealing and printing.
+// Helpers shared by ExplorationModuleBase (exploration.cpp: the spec and schedule checks, the
+// annealing, forward's action checks) and the three modules built on it (their own option
+// checks and printing).
 
 #include <algorithm>
 #include <cstdint>
