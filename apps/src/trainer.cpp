@@ -523,6 +523,15 @@ void Trainer::save_checkpoint_files(const std::string& dir) {
   trainer.set("episodes", torch::tensor(episodes_, torch::kInt64));
   trainer.set("wall_time", torch::tensor(wall_time(), torch::kFloat64));
   trainer.set("rng", at::detail::getDefaultCPUGenerator().get_state());
+  // The tallies of the episodes in flight (id, env return, transformed return, length), which
+  // a resumed collector continues, and the returns the progress line averages.
+  std::vector<double> tallies;
+  for (const auto& [id, tally] : running_) {
+    tallies.insert(tallies.end(), {static_cast<double>(id), tally.env_return, tally.transformed,
+                                   static_cast<double>(tally.length)});
+  }
+  trainer.set("episodes_in_flight", torch::tensor(tallies, torch::kFloat64).view({-1, 4}));
+  trainer.set("recent_returns", torch::tensor(recent_returns_, torch::kFloat64));
   state.set("trainer", trainer);
   save_checkpoint_state(state, dir);
   if (recipe.replay && config_.checkpoint.save_replay) recipe.replay->dumps(dir + "/replay");
@@ -549,6 +558,18 @@ void Trainer::load_checkpoint_files(const std::string& dir) {
   updates_ = trainer.get("updates").item<int64_t>();
   episodes_ = trainer.get("episodes").item<int64_t>();
   wall_offset_ = trainer.get("wall_time").item<double>();
+  running_.clear();
+  if (const auto tallies = trainer.find("episodes_in_flight")) {
+    const auto rows = tallies->to(torch::kFloat64).contiguous().view({-1, 4});
+    const double* t = rows.data_ptr<double>();
+    for (int64_t i = 0; i < rows.size(0); ++i, t += 4) {
+      running_[static_cast<int64_t>(t[0])] = {t[1], t[2], static_cast<int64_t>(t[3])};
+    }
+  }
+  if (const auto recent = trainer.find("recent_returns")) {
+    const auto values = recent->to(torch::kFloat64).contiguous();
+    recent_returns_.assign(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+  }
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   generator.set_state(trainer.get("rng"));
   recipe.on_resume(frames_);

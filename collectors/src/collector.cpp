@@ -295,6 +295,14 @@ TensorDict Collector::state_dict() const {
   state.set("frames", torch::tensor(frames_, torch::kInt64));
   state.set("iterations", torch::tensor(iterations_, torch::kInt64));
   state.set("next_traj_id", torch::tensor(next_traj_id_, torch::kInt64));
+  const TensorDict env = env_->state_dict();
+  state.set("env", env);
+  // The episodes in flight, when the env can continue them.
+  if (current_ && !options_.reset_at_each_iter() && env.get("resumes_episodes").item<bool>()) {
+    state.set("current", current_->clone());
+    state.set("traj_ids", traj_ids_.clone());
+    state.set("step_count", step_count_.clone());
+  }
   return state;
 }
 
@@ -311,10 +319,39 @@ void Collector::load_state_dict(const TensorDict& state) {
     TDRL_CHECK(!(values[i] < 0), ValueError, std::string("Collector::load_state_dict: '"), names[i],
                "' is ", std::to_string(values[i]), "; counters are >= 0");
   }
+  // The episodes in flight are checked against the env before anything changes.
+  std::optional<TensorDict> current;
+  torch::Tensor traj_ids, step_count;
+  if (state.contains("current")) {
+    const std::string where = "Collector::load_state_dict: ";
+    TDRL_CHECK(state.contains("env"), KeyError, where,
+               "the state has \"current\" (episodes in flight) but no \"env\" to continue them "
+               "from; pass what state_dict() returned");
+    current = state.get_tensordict("current").clone();
+    TDRL_CHECK(current->batch_size() == env_->batch_size(), ShapeError, where,
+               "\"current\" has batch size ", tensordict::shape_str(current->batch_size()),
+               ", the env's is ", tensordict::shape_str(env_->batch_size()));
+    for (const char* name : {"traj_ids", "step_count"}) {
+      const auto value = state.find(name);
+      TDRL_CHECK(value, KeyError, where, "the state has \"current\" but no '", name, "'");
+      TDRL_CHECK(
+          value->sizes().vec() == env_->batch_size() && value->scalar_type() == torch::kInt64,
+          ShapeError, where, "'", name, "' is ", tensordict::shape_str(value->sizes()), " ",
+          std::string(c10::toString(value->scalar_type())), ", expected int64 ",
+          tensordict::shape_str(env_->batch_size()));
+    }
+    traj_ids = state.get("traj_ids").clone();
+    step_count = state.get("step_count").clone();
+  }
+  if (state.contains("env")) env_->load_state_dict(state.get_tensordict("env"));
   frames_ = values[0];
   iterations_ = values[1];
   next_traj_id_ = values[2];
-  current_.reset();
+  current_ = current;
+  if (current) {
+    traj_ids_ = traj_ids;
+    step_count_ = step_count;
+  }
 }
 
 // ---- split_trajectories ----------------------------------------------------------------------

@@ -17,6 +17,7 @@
 namespace tdrl::envs {
 
 using tensordict::IndexError;
+using tensordict::KeyError;
 using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
@@ -281,6 +282,44 @@ TensorDict BatchedEnvBase::step_impl(const TensorDict& tensordict) {
       });
   for (size_t k = 0; k < observation_leaves_.size(); ++k) last_observation_[k] = out[k];
   return result;
+}
+
+bool BatchedEnvBase::save_state(TensorDict& state) const {
+  bool complete = true;
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    const TensorDict sub = envs_[i]->state_dict();
+    complete = complete && sub.get("resumes_episodes").item<bool>();
+    state.set({"envs", std::to_string(i)}, sub);
+  }
+  for (size_t k = 0; k < observation_leaves_.size(); ++k) {
+    state.set(NestedKey("last_observation").join(observation_leaves_[k].key),
+              last_observation_[k].clone());
+  }
+  return complete;
+}
+
+void BatchedEnvBase::load_state(const TensorDict& state) {
+  // The last observations are checked first; a sub-env failing part way is undone by
+  // EnvBase::load_state_dict, which loads every sub-env's state from before.
+  std::vector<torch::Tensor> observations;
+  for (const auto& leaf : observation_leaves_) {
+    const auto key = NestedKey("last_observation").join(leaf.key);
+    observations.push_back(
+        state_entry(state, key, leaf.shape, leaf.dtype).to(device(), false, true));
+  }
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    const NestedKey key({"envs", std::to_string(i)});
+    TDRL_CHECK(state.contains(key), KeyError, name(), "::load_state_dict: the state has no ",
+               key.to_string(), "; it was saved from a batched env of fewer than ",
+               std::to_string(num_envs()), " sub-envs");
+    try {
+      envs_[i]->load_state_dict(state.get_tensordict(key));
+    } catch (const std::exception&) {
+      tensordict::rethrow_with_prefix(std::current_exception(),
+                                      name() + ": sub-env " + std::to_string(i) + ": ");
+    }
+  }
+  last_observation_ = std::move(observations);
 }
 
 uint64_t BatchedEnvBase::set_seed_impl(uint64_t seed) {

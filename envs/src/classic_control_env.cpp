@@ -47,6 +47,30 @@ std::vector<int64_t> ClassicControlEnv::with_trailing(int64_t dim) const {
   return append(batch_size(), dim);
 }
 
+bool ClassicControlEnv::save_state(TensorDict& state) const {
+  state.set("state", this->state());
+  state.set("elapsed_steps", elapsed_steps());
+  state.set("terminated", torch::tensor(std::vector<int64_t>(terminated_before_.begin(),
+                                                             terminated_before_.end()),
+                                        torch::kInt64)
+                              .to(torch::kBool)
+                              .reshape(batch_size()));
+  return true;
+}
+
+void ClassicControlEnv::load_state(const TensorDict& state) {
+  // Every entry is checked before the first is applied.
+  const auto physical =
+      state_entry(state, "state", with_trailing(layout_.state_dim), torch::kFloat64);
+  const auto elapsed = state_entry(state, "elapsed_steps", batch_size(), torch::kInt64);
+  const auto terminated = state_entry(state, "terminated", batch_size(), torch::kBool);
+  set_state(physical);
+  const auto steps = elapsed.contiguous();
+  elapsed_.assign(steps.data_ptr<int64_t>(), steps.data_ptr<int64_t>() + num_envs_);
+  const auto flags = terminated.to(torch::kUInt8).contiguous();
+  terminated_before_.assign(flags.data_ptr<uint8_t>(), flags.data_ptr<uint8_t>() + num_envs_);
+}
+
 torch::Tensor ClassicControlEnv::state() const {
   return torch::tensor(state_, torch::kFloat64).reshape(with_trailing(layout_.state_dim));
 }

@@ -177,6 +177,45 @@ uint64_t EnvBase::set_seed_impl(uint64_t seed) {
   return 1;
 }
 
+TensorDict EnvBase::state_dict() const {
+  TensorDict state = TensorDict::empty({});
+  state.set("rng", generator_.get_state());
+  const bool complete = save_state(state);
+  state.set("resumes_episodes", torch::tensor(complete));
+  return state;
+}
+
+void EnvBase::load_state_dict(const TensorDict& state) {
+  // The generator's state is checked before anything changes; a subclass failing part way is
+  // undone by loading the state from before the call.
+  const auto current_rng = generator_.get_state();
+  const auto rng = state_entry(state, "rng", current_rng.sizes().vec(), torch::kUInt8);
+  const TensorDict before = state_dict();
+  try {
+    load_state(state);
+  } catch (...) {
+    load_state(before);
+    throw;
+  }
+  generator_.set_state(rng.clone());
+}
+
+torch::Tensor EnvBase::state_entry(const TensorDict& state, const NestedKey& key,
+                                   const std::vector<int64_t>& shape, torch::Dtype dtype) const {
+  const auto value = state.find(key);
+  TDRL_CHECK(value, KeyError, name_, "::load_state_dict: the state has no ", key.to_string(),
+             "; pass what state_dict() of an env built the same way returned");
+  TDRL_CHECK(value->sizes().equals(shape), ShapeError, name_,
+             "::load_state_dict: ", key.to_string(), " has shape ", shape_str(value->sizes()),
+             ", expected ", shape_str(shape),
+             "; the state was saved from an env of another batch size or model");
+  TDRL_CHECK(value->scalar_type() == dtype, TypeError, name_,
+             "::load_state_dict: ", key.to_string(), " has dtype ",
+             std::string(c10::toString(value->scalar_type())), ", expected ",
+             std::string(c10::toString(dtype)));
+  return *value;
+}
+
 TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) const {
   const auto flag_shape = with_trailing_one(batch_size_);
   auto flag = [&](const char* key) -> torch::Tensor {

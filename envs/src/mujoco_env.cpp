@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -308,6 +310,58 @@ int64_t MujocoEnv::num_threads() const { return impl_->pool->size(); }
 const std::string& MujocoEnv::model_path() const { return impl_->model_path; }
 const MujocoEnvOptions& MujocoEnv::options() const { return impl_->options; }
 int64_t MujocoEnv::instability_count() const { return impl_->instabilities.load(); }
+
+namespace {
+// An mjData's snapshot is its info header (sizes, diagnostics, time: the fields before the
+// pointers) and its main buffer, which holds every array: the state, the warm start and the
+// quantities the last mj_step derived from the state before its final integration. A task's
+// before_step reads those (Reacher's fingertip position), so restoring qpos/qvel and calling
+// mj_forward would not repeat the stream; the snapshot does.
+constexpr size_t kMjDataHeader = offsetof(mjData, buffer);
+}  // namespace
+
+bool MujocoEnv::save_state(TensorDict& state) const {
+  const auto& s = *impl_;
+  const auto bytes = static_cast<int64_t>(kMjDataHeader) + s.data[0]->nbuffer;
+  auto snapshot = torch::empty({s.n, bytes}, torch::kUInt8);
+  auto* out = snapshot.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < s.n; ++i) {
+    const mjData* d = s.data[i].get();
+    std::memcpy(out + i * bytes, d, kMjDataHeader);
+    std::memcpy(out + i * bytes + kMjDataHeader, d->buffer, static_cast<size_t>(d->nbuffer));
+  }
+  state.set("mjdata", snapshot.view(with_tail(batch_size(), bytes)));
+  state.set("steps", torch::tensor(s.steps, torch::kInt64).view(batch_size()));
+  return true;
+}
+
+void MujocoEnv::load_state(const TensorDict& state) {
+  auto& s = *impl_;
+  const auto bytes = static_cast<int64_t>(kMjDataHeader) + s.data[0]->nbuffer;
+  const auto snapshot =
+      state_entry(state, "mjdata", with_tail(batch_size(), bytes), torch::kUInt8).contiguous();
+  const auto steps = state_entry(state, "steps", batch_size(), torch::kInt64).contiguous();
+  // The header's own sizes must be this model's: a snapshot of another model (or MuJoCo
+  // version) that happens to have the same length is refused before anything is copied.
+  const auto* in = snapshot.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < s.n; ++i) {
+    mjData saved;
+    std::memcpy(&saved, in + i * bytes, kMjDataHeader);
+    TDRL_CHECK(saved.nbuffer == s.data[i]->nbuffer && saved.nstack == s.data[i]->nstack, ValueError,
+               name(), "::load_state_dict: simulation ", std::to_string(i),
+               "'s snapshot has a buffer of ", std::to_string(saved.nbuffer),
+               " bytes and a stack of ", std::to_string(saved.nstack), ", this model's has ",
+               std::to_string(s.data[i]->nbuffer), " and ", std::to_string(s.data[i]->nstack),
+               "; the state was saved from another model or MuJoCo version");
+  }
+  for (int64_t i = 0; i < s.n; ++i) {
+    mjData* d = s.data[i].get();
+    std::memcpy(static_cast<void*>(d), in + i * bytes, kMjDataHeader);
+    std::memcpy(d->buffer, in + i * bytes + kMjDataHeader, static_cast<size_t>(d->nbuffer));
+  }
+  const int64_t* st = steps.data_ptr<int64_t>();
+  s.steps.assign(st, st + s.n);
+}
 
 int64_t MujocoEnv::body_id(const std::string& name) const {
   const mjModel* m = impl_->model.get();

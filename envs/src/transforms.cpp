@@ -779,6 +779,22 @@ TensorDict TransformedEnv::step_impl(const TensorDict& tensordict) {
   return transform_->step_through(root, base_step);
 }
 
+bool TransformedEnv::save_state(TensorDict& state) const {
+  const TensorDict base = base_->state_dict();
+  state.set("base", base);
+  const TensorDict transforms = transform_->state_dict();
+  if (!transforms.is_empty()) state.set("transforms", transforms);
+  return base.get("resumes_episodes").item<bool>();
+}
+
+void TransformedEnv::load_state(const TensorDict& state) {
+  TDRL_CHECK(state.contains("base"), KeyError, name(),
+             "::load_state_dict: the state has no \"base\" (the wrapped env's state); pass what "
+             "state_dict() of a TransformedEnv returned");
+  base_->load_state_dict(state.get_tensordict("base"));
+  if (state.contains("transforms")) transform_->load_state_dict(state.get_tensordict("transforms"));
+}
+
 uint64_t TransformedEnv::set_seed_impl(uint64_t seed) {
   const uint64_t next = base_->set_seed(seed);
   generator().set_current_seed(next);

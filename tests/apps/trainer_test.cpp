@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -604,6 +605,57 @@ TEST(ResumeTest, ResumedOffPolicyRunRestoresItsReplayBuffer) {
   EXPECT_EQ(resumed.updates(), 6);
   EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192, 256));
 }
+
+// The metrics rows without the columns that time the run.
+std::vector<std::map<std::string, double>> untimed_metrics(const std::string& run) {
+  auto rows = read_metrics(run + "/metrics.csv");
+  for (auto& row : rows)
+    for (const char* timed : {"fps", "wall_time", "collect_s", "optimize_s", "eval_s"})
+      row.erase(timed);
+  return rows;
+}
+
+struct ResumeCase {
+  std::string algo;
+  std::vector<std::string> overrides;
+};
+
+std::ostream& operator<<(std::ostream& os, const ResumeCase& c) {
+  os << c.algo;
+  for (const auto& o : c.overrides) os << " " << o;
+  return os;
+}
+
+class ResumeStreamTest : public ::testing::TestWithParam<ResumeCase> {};
+
+// Stopped at 192 frames and resumed from the checkpoint at 128 (mid-episode: Pendulum's
+// episodes last 200 steps), a run writes the same metrics as the run that never stopped: the
+// envs, the episodes in flight, the replay buffer, the exploration and the RNGs all continue.
+TEST_P(ResumeStreamTest, ResumedRunRepeatsTheUninterruptedRunBitForBit) {
+  const auto& c = GetParam();
+  TempDir tmp;
+  auto overrides = c.overrides;
+  overrides.push_back("eval.interval_frames=64");
+  const auto run = crashed_run(tmp, c.algo, HookPoint::kLog, overrides);
+  overrides.push_back("checkpoint.interval_frames=64");  // as crashed_run adds it
+  Trainer uninterrupted(tiny_config(c.algo, overrides),
+                        RunDir::create(tmp.path().string(), "whole"));
+  ASSERT_TRUE(uninterrupted.train());
+
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  ASSERT_TRUE(resumed.train());
+  EXPECT_EQ(resumed.frames(), kTotalFrames);
+  const auto expected = untimed_metrics(uninterrupted.run_dir().path());
+  const auto got = untimed_metrics(run);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "row " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, ResumeStreamTest,
+                         ::testing::Values(ResumeCase{"td3", {}}, ResumeCase{"sac", {}},
+                                           ResumeCase{"ddpg", {}}, ResumeCase{"dqn", {}},
+                                           ResumeCase{"ppo", {}},
+                                           ResumeCase{"sac", {"env.num_envs=2"}}));
 
 TEST(ResumeTest, ResumeDropsAMetricsRowCutShortByACrash) {
   TempDir tmp;

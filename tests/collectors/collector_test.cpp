@@ -737,6 +737,42 @@ TEST(CollectorTest, LoadStateDictRestartsEpisodesInFlight) {
   EXPECT_EQ(ints(batch->get(traj_ids_key())), (Ints{1, 1, 1}));
 }
 
+// An env that saves its state (every built-in one) lets a fresh collector continue the
+// episodes in flight: the batches after the load are those the first collector yields next.
+TEST(CollectorTest, LoadStateDictContinuesTheEpisodesInFlightBitForBit) {
+  envs::register_builtin_envs();
+  const auto pendulum = [] {
+    return envs::make_env("Pendulum-v1",
+                          envs::EnvOptions().batch_size({2}).seed(3).set("max_episode_steps", 7));
+  };
+  Collector first(pendulum(), nullptr, options(10));
+  ASSERT_TRUE(first.next().has_value());
+  const TensorDict state = first.state_dict();
+  EXPECT_TRUE(state.contains("current"));
+  EXPECT_EQ(ints(state.get("step_count")), (Ints{5, 5}));  // 5 steps into 7-step episodes
+  const TensorDict expected_a = *first.next();
+  const TensorDict expected_b = *first.next();
+
+  Collector second(pendulum(), nullptr, options(10));
+  second.load_state_dict(state);
+  expect_same(*second.next(), expected_a);
+  expect_same(*second.next(), expected_b);
+  EXPECT_EQ(second.frames(), first.frames());
+}
+
+TEST(CollectorTest, LoadStateDictWithEpisodesOfAnotherBatchSizeThrowsAndKeepsItsOwn) {
+  Collector collector(make("Pendulum-v1", {2}), nullptr, options(4));
+  ASSERT_TRUE(collector.next().has_value());
+  Collector other(make("Pendulum-v1", {3}), nullptr, options(6));
+  ASSERT_TRUE(other.next().has_value());
+  const TensorDict before = collector.state_dict();
+  EXPECT_THAT(
+      error_message<tensordict::ShapeError>([&] { collector.load_state_dict(other.state_dict()); }),
+      HasSubstr("\"current\" has batch size [3], the env's is [2]"));
+  expect_same(collector.state_dict(), before);
+  EXPECT_EQ(collector.frames(), 4);
+}
+
 TEST(CollectorTest, LoadStateDictRejectsMissingOrNegativeCountersAndKeepsItsOwn) {
   Collector collector(counting(), nullptr, options(3));
   ASSERT_TRUE(collector.next().has_value());

@@ -17,14 +17,18 @@
 
 #include <torch/torch.h>
 
+#include <tdrl/envs/registry.h>
 #include <tdrl/envs/worker_pool.h>
 #include <tensordict/errors.h>
 
+#include "support/env_checks.h"
+#include "support/error_message.h"
 #include "support/mock_envs.h"
 
 namespace tdrl::envs {
 namespace {
 
+using tdrl::test_util::error_message;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
 using ::testing::AllOf;
@@ -237,6 +241,43 @@ TEST_P(BatchedEnvTest, SetSeedChainsSeedsThroughTheSubEnvs) {
   NoisyCounterEnv alone;
   alone.set_seed(11);
   EXPECT_TRUE(torch::equal(alone.reset().get("observation"), a[1]));
+}
+
+EnvFactory pendulum_factory() {
+  register_builtin_envs();
+  return [] { return make_env("Pendulum-v1", EnvOptions().set("max_episode_steps", 9)); };
+}
+
+// A checkpoint mid-episode, with sub-envs at different points of their episodes (partial
+// resets every 9 steps): a fresh batched env loaded with the state continues the stream.
+TEST_P(BatchedEnvTest, StateDictContinuesTheStreamInAFreshEnvBitForBit) {
+  auto env = make_batched(GetParam(), 3, pendulum_factory());
+  env->set_seed(2);
+  EXPECT_TRUE(env->state_dict().contains({"envs", "2", "state"}));
+  auto fresh = make_batched(GetParam(), 3, pendulum_factory());
+  tdrl::testing::expect_state_dict_continues_the_stream(*env, *fresh, 13, 20);
+}
+
+// A sub-env rejecting its part is named, and the sub-envs loaded before it are rolled back.
+TEST_P(BatchedEnvTest, LoadStateDictFailingInASubEnvNamesItAndChangesNothing) {
+  auto env = make_batched(GetParam(), 3, pendulum_factory());
+  env->set_seed(4);
+  env->rollout(5, nullptr, RolloutOptions().break_when_any_done(false));
+  const TensorDict before = env->state_dict();
+  auto other = make_batched(GetParam(), 3, pendulum_factory());
+  other->set_seed(9);
+  TensorDict bad = other->state_dict();
+  bad.set({"envs", "1", "state"}, torch::zeros({5}, torch::kFloat64));
+  EXPECT_THAT(error_message<tensordict::ShapeError>([&] { env->load_state_dict(bad); }),
+              AllOf(HasSubstr("sub-env 1: "), HasSubstr("'state' has shape [5]")));
+  expect_identical(env->state_dict(), before);
+}
+
+// Sub-envs that do not save their state (NoisyCounter) make the batched env's state
+// incomplete: whoever loads it must reset.
+TEST_P(BatchedEnvTest, SubEnvsWithoutSaveStateDoNotResumeEpisodes) {
+  auto env = make_batched(GetParam(), 2, counter_factory());
+  EXPECT_FALSE(env->state_dict().get("resumes_episodes").item<bool>());
 }
 
 TEST(ParallelEnvTest, SameSeedsGiveSerialEnvResultsBitForBit) {

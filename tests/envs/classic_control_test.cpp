@@ -16,9 +16,14 @@
 
 #include <tensordict/errors.h>
 
+#include "support/env_checks.h"
+#include "support/error_message.h"
+
 namespace tdrl::envs {
 namespace {
 
+using tdrl::test_util::error_message;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Shape = std::vector<int64_t>;
 using tensordict::shape_str;
@@ -189,6 +194,38 @@ TEST_P(ClassicControlTest, SameSeedSameRolloutBitForBit) {
   const auto rb = b->rollout(80, nullptr, options);
   expect_identical(ra, rb);
   EXPECT_TRUE(torch::equal(a->state(), b->state()));
+}
+
+// A checkpoint mid-episode: a fresh env loaded with the state continues the same stream
+// (random actions, partial resets, time limits) bit for bit.
+TEST_P(ClassicControlTest, StateDictContinuesTheStreamInAFreshEnvBitForBit) {
+  auto env = GetParam().make({3}, 30);
+  env->set_seed(11);
+  auto fresh = GetParam().make({3}, 30);
+  fresh->set_seed(12);
+  tdrl::testing::expect_state_dict_continues_the_stream(*env, *fresh, 17, 50);
+}
+
+TEST_P(ClassicControlTest, LoadStateDictThatDoesNotFitThrowsAndKeepsTheState) {
+  auto env = GetParam().make({3}, 30);
+  env->set_seed(1);
+  env->reset();
+  const auto state = env->state();
+  const auto elapsed = env->elapsed_steps();
+  const auto other = GetParam().make({2}, 30)->state_dict();
+  EXPECT_THAT(error_message<tensordict::ShapeError>([&] { env->load_state_dict(other); }),
+              AllOf(HasSubstr(env->name() + "::load_state_dict"), HasSubstr("has shape [2")));
+  TensorDict partial = env->state_dict();
+  partial.set("state", torch::zeros_like(partial.get("state")));
+  partial.del_("terminated");
+  EXPECT_THAT(error_message<tensordict::KeyError>([&] { env->load_state_dict(partial); }),
+              HasSubstr("no 'terminated'"));
+  TensorDict wrong_dtype = env->state_dict();
+  wrong_dtype.set("elapsed_steps", torch::zeros({3}, torch::kFloat32));
+  EXPECT_THAT(error_message<tensordict::TypeError>([&] { env->load_state_dict(wrong_dtype); }),
+              HasSubstr("'elapsed_steps' has dtype Float, expected Long"));
+  EXPECT_TRUE(torch::equal(env->state(), state));
+  EXPECT_TRUE(torch::equal(env->elapsed_steps(), elapsed));
 }
 
 TEST_P(ClassicControlTest, DifferentSeedsGiveDifferentRollouts) {

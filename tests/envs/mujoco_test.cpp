@@ -20,6 +20,8 @@
 
 #include <tensordict/errors.h>
 
+#include "support/env_checks.h"
+#include "support/error_message.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::envs {
@@ -27,6 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using Shape = std::vector<int64_t>;
+using tdrl::test_util::error_message;
 using tensordict::testing::TempDir;
 
 // Every test fails when MuJoCo warns, unless it declares the warnings it provokes.
@@ -141,6 +144,17 @@ TEST_P(MujocoTaskTest, SameSeedSameRolloutBitForBit) {
   c->set_seed(8);
   const TensorDict rc = c->rollout(30, nullptr, options);
   EXPECT_FALSE(torch::equal(ra.get(specs::kObservation), rc.get(specs::kObservation)));
+}
+
+// A run checkpointed mid-episode goes on as if it had not stopped: a fresh env loaded with the
+// state continues the same stream (random actions, partial resets) bit for bit. Reacher's
+// reward reads body positions the previous step derived, which the snapshot carries.
+TEST_P(MujocoTaskTest, StateDictContinuesTheStreamInAFreshEnvBitForBit) {
+  auto env = make(MujocoEnvOptions().batch_size({2}));
+  env->set_seed(5);
+  auto fresh = make(MujocoEnvOptions().batch_size({2}));
+  fresh->set_seed(99);
+  tdrl::testing::expect_state_dict_continues_the_stream(*env, *fresh, 7, 25);
 }
 
 TEST_P(MujocoTaskTest, TwoThreadsGiveTheSameRolloutAsOne) {
@@ -445,6 +459,33 @@ std::string write_slider_model(
 }
 
 class MujocoEnvTest : public MujocoTestBase {};
+
+TEST_F(MujocoEnvTest, LoadStateDictRefusesAnotherModelOrBatchAndKeepsItsState) {
+  HopperEnv hopper(MujocoEnvOptions().batch_size({2}));
+  hopper.set_seed(1);
+  hopper.reset();
+  const auto qpos = hopper.qpos();
+  HalfCheetahEnv cheetah(MujocoEnvOptions().batch_size({2}));
+  EXPECT_THAT(
+      error_message<tensordict::ShapeError>([&] { hopper.load_state_dict(cheetah.state_dict()); }),
+      HasSubstr("'mjdata' has shape"));
+  HopperEnv three(MujocoEnvOptions().batch_size({3}));
+  EXPECT_THAT(
+      error_message<tensordict::ShapeError>([&] { hopper.load_state_dict(three.state_dict()); }),
+      HasSubstr("expected [2, "));
+  // A snapshot of the right length whose header names another buffer size.
+  TensorDict forged = hopper.state_dict();
+  auto bytes = forged.get("mjdata").clone();
+  bytes.index_put_({0, torch::indexing::Slice(4, 8)}, 0);  // mjData::nbuffer
+  forged.set("mjdata", bytes);
+  EXPECT_THAT(error_message<tensordict::ValueError>([&] { hopper.load_state_dict(forged); }),
+              HasSubstr("another model or MuJoCo version"));
+  TensorDict no_steps = hopper.state_dict();
+  no_steps.del_("steps");
+  EXPECT_THAT(error_message<tensordict::KeyError>([&] { hopper.load_state_dict(no_steps); }),
+              HasSubstr("'steps'"));
+  EXPECT_TRUE(torch::equal(hopper.qpos(), qpos));
+}
 
 TEST_F(MujocoEnvTest, GenericEnvObservesQposThenQvelWithZeroReward) {
   TempDir dir;

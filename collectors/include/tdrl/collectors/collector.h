@@ -136,12 +136,13 @@ class CollectorBase {
   /// Idempotent; never throws.
   virtual void shutdown() = 0;
 
-  /// The counters (frames, iterations, the next trajectory id) as a TensorDict of int64
-  /// scalars, to save with a checkpoint.
+  /// What a checkpoint saves to continue the collection: the counters (frames, iterations,
+  /// the next trajectory id; int64 scalars) and, for collectors that step their envs in this
+  /// process, the envs' state_dict() and the episodes in flight. See each collector.
   virtual TensorDict state_dict() const = 0;
-  /// Restores counters saved by state_dict(): collection goes on from that frame count
-  /// (with freshly reset envs: episodes in flight when the state was saved restart).
-  /// Throws KeyError naming a missing counter and ValueError for a negative one.
+  /// Restores what state_dict() returned: collection goes on from that frame count, and
+  /// from the saved episodes where the collector says so (otherwise from freshly reset
+  /// envs). Throws KeyError naming a missing entry and ValueError for a negative counter.
   virtual void load_state_dict(const TensorDict& state) = 0;
 
  protected:
@@ -206,7 +207,17 @@ class Collector : public CollectorBase {
   void update_policy_weights_() override {}
   uint64_t set_seed(uint64_t seed) override;
   void shutdown() override;
+  /// The counters; "env", the env's state_dict(); and, when the env's state resumes
+  /// episodes (EnvBase::state_dict) and reset_at_each_iter is off, the episodes in flight:
+  /// "current" (the root the next step acts on), "traj_ids" and "step_count" (int64
+  /// `[*env_batch]`). Restored into a collector built the same way (same env, policy and
+  /// options), the following batches are those this one would have yielded, bit for bit,
+  /// given the same policy weights and global RNG state.
   TensorDict state_dict() const override;
+  /// Restores what state_dict() returned; without "current" (or "env": a state from before
+  /// the envs were saved), the next batch starts from a reset. Throws KeyError /
+  /// ShapeError naming the entry, or what EnvBase::load_state_dict throws; nothing changes
+  /// then.
   void load_state_dict(const TensorDict& state) override;
 
   /// Makes the running call to next() (on another thread) stop after its current step, or

@@ -66,11 +66,12 @@ class MultiCollectorBase : public CollectorBase {
   /// may count a batch in flight or not yet yielded; its trajectory ids stay unused after a
   /// resume either way). A copy: safe to call while workers collect.
   TensorDict state_dict() const override;
-  /// Restores what state_dict() returned (workers' envs restart from a reset). Throws
+  /// Restores what state_dict() returned (each worker's envs continue their episodes as
+  /// Collector::load_state_dict says). Throws
   /// KeyError naming a missing counter or ("workers", "w<i>") entry, ShapeError for a
   /// non-scalar counter, ValueError for a negative one, what a worker's
   /// Collector::load_state_dict throws (with `worker w: ` in front; workers already restored
-  /// are rolled back, their envs then restart from a reset), and tensordict::Error while
+  /// get their previous state back), and tensordict::Error while
   /// workers collect (as set_seed). The counters are unchanged when it throws.
   void load_state_dict(const TensorDict& state) override;
 

@@ -81,6 +81,10 @@ class BatchedEnvBase : public EnvBase {
   TensorDict reset_impl(const TensorDict& tensordict) override;
   TensorDict step_impl(const TensorDict& tensordict) override;
   uint64_t set_seed_impl(uint64_t seed) override;
+  /// ("envs", "<i>"): sub-env i's state_dict(); ("last_observation", <key>): the observations
+  /// a partial reset reports for the sub-envs it does not reset.
+  bool save_state(TensorDict& state) const override;
+  void load_state(const TensorDict& state) override;
 
  private:
   /// One output entry: its key, and its full shape `[n, *sub_shape]` and dtype.

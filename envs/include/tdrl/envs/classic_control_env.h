@@ -110,6 +110,10 @@ class ClassicControlEnv : public EnvBase {
 
   TensorDict reset_impl(const TensorDict& tensordict) final;
   TensorDict step_impl(const TensorDict& tensordict) final;
+  /// "state" (`[*batch, state_dim]` float64), "elapsed_steps" (`[*batch]` int64) and
+  /// "terminated" (`[*batch]` bool: terminated since the last reset).
+  bool save_state(TensorDict& state) const override;
+  void load_state(const TensorDict& state) override;
 
  private:
   // Redraws the initial state of the sub-envs whose mask entry is set (all when null).

@@ -161,6 +161,22 @@ class EnvBase {
   /// The env's generator (CPU); every random draw of the env uses it.
   torch::Generator& generator() { return generator_; }
 
+  // ---- Checkpointing --------------------------------------------------------------------------
+  /// Everything the env carries from one call to the next, as copies: the generator's state
+  /// ("rng"), the subclass's entries (save_state: the physical state and step counts of the
+  /// built-in envs, a batched env's sub-envs, a TransformedEnv's base env and transforms) and
+  /// "resumes_episodes" (bool scalar: whether those entries are complete). When they are,
+  /// the reset()/step() calls that follow load_state_dict() on an env built the same way give,
+  /// bit for bit, what this env's next calls would have given: a checkpointed run resumes
+  /// mid-episode as if it had never stopped. When they are not (an env that does not
+  /// implement save_state), only the generator is restored and episodes must restart from a
+  /// reset, which is what the collectors then do.
+  TensorDict state_dict() const;
+  /// Restores what state_dict() returned. Throws KeyError naming a missing entry,
+  /// ShapeError/TypeError naming the entry with the expected and actual shape/dtype, and
+  /// ValueError for a state saved from a different model; the env is left as it was then.
+  void load_state_dict(const TensorDict& state);
+
   /// Prints `CartPole-v1(batch_size=[8], device=cpu)` and the specs.
   virtual std::string to_string() const;
 
@@ -190,6 +206,19 @@ class EnvBase {
   /// Seeds the env's randomness; the default seeds generator(). Returns the number of seeds
   /// consumed (default 1).
   virtual uint64_t set_seed_impl(uint64_t seed);
+  /// Adds the subclass's state to `state` (see state_dict()): whatever a later reset() or
+  /// step() reads besides its inputs and generator(). Returns true when that is all of it, so
+  /// that an episode can continue from the loaded state. Default: writes nothing and returns
+  /// false (a loaded env must be reset).
+  virtual bool save_state(TensorDict& state) const { return false; }
+  /// Reads back what save_state() wrote, throwing as load_state_dict() says. It may throw
+  /// after changing part of the env: load_state_dict() then loads the state from before.
+  virtual void load_state(const TensorDict& state) {}
+  /// The entry `key` of a state being loaded, checked: KeyError when it is missing, ShapeError
+  /// / TypeError when its shape / dtype differs from `shape` / `dtype` (all naming `key`).
+  /// For load_state() implementations.
+  torch::Tensor state_entry(const TensorDict& state, const NestedKey& key,
+                            const std::vector<int64_t>& shape, torch::Dtype dtype) const;
 
  private:
   // Fills missing flags, checks done = terminated | truncated, moves to device().

@@ -265,6 +265,10 @@ class MujocoEnv : public EnvBase {
 
   TensorDict reset_impl(const TensorDict& tensordict) override;
   TensorDict step_impl(const TensorDict& tensordict) override;
+  /// "mjdata" (`[*B, bytes]` uint8: each simulation's complete mjData, which only this model
+  /// and MuJoCo version can load) and "steps" (`[*B]` int64: the steps since each reset).
+  bool save_state(TensorDict& state) const override;
+  void load_state(const TensorDict& state) override;
 
  private:
   struct Impl;

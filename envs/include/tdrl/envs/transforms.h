@@ -436,6 +436,10 @@ class TransformedEnv : public EnvBase {
   TensorDict reset_impl(const TensorDict& tensordict) override;
   TensorDict step_impl(const TensorDict& tensordict) override;
   uint64_t set_seed_impl(uint64_t seed) override;
+  /// "base": the wrapped env's state_dict(); "transforms": the transforms' learned state
+  /// (Compose::state_dict(), e.g. VecNorm's statistics) when there is any.
+  bool save_state(TensorDict& state) const override;
+  void load_state(const TensorDict& state) override;
 
  private:
   struct ViewTag {};
