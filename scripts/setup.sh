@@ -7,7 +7,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libgloo-dev
   libmujoco-dev libmujoco-samples
-  libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
+  libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

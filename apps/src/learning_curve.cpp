@@ -16,6 +16,7 @@
 
 #include <tensordict/errors.h>
 
+#include "detail/canvas.h"
 #include "detail/file_util.h"
 
 namespace tdrl::apps {
@@ -97,47 +98,25 @@ std::string format_tick(double v, double step) {
   return s;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string coord(double v) { return printf_string("%.2f", v); }
-
 }  // namespace
 
 // ---------------------------------------------------------------- learning curve
 
-void write_learning_curve_svg(const std::string& path, const std::string& title,
-                              const std::vector<CurveSeries>& series, const std::string& y_label) {
+namespace {
+
+constexpr double kWidth = 800, kHeight = 480;
+
+// Lays the curve out on `canvas` (kWidth x kHeight units).
+void draw_learning_curve(detail::Canvas& canvas, const std::string& title,
+                         const std::vector<CurveSeries>& series, const std::string& y_label) {
+  using detail::Anchor;
   static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-  constexpr double kWidth = 800, kHeight = 480;
   constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
+  const std::string ink = "#333333";
   for (const auto& s : series)
     TDRL_CHECK(s.spread.empty() || s.spread.size() == s.points.size(), tensordict::ValueError,
-               "write_learning_curve_svg: series ", in_quotes(s.name), " has ",
+               "write_learning_curve: series ", in_quotes(s.name), " has ",
                std::to_string(s.spread.size()), " spread values for ",
                std::to_string(s.points.size()), " points; give one per point or none");
 
@@ -176,61 +155,28 @@ void write_learning_curve_svg(const std::string& path, const std::string& title,
   const Axis ya = nice_axis(y_min - pad, y_max + pad, 5);
   auto sx = [&](double x) { return kLeft + (x - xa.lo) / (xa.hi - xa.lo) * (kRight - kLeft); };
   auto sy = [&](double y) { return kBottom - (y - ya.lo) / (ya.hi - ya.lo) * (kBottom - kTop); };
+  auto scaled = [&](const std::vector<std::pair<double, double>>& pts) {
+    std::vector<detail::Point> out;
+    for (const auto& [x, y] : pts) out.emplace_back(sx(x), sy(y));
+    return out;
+  };
 
-  // Header and title.
-  std::ostringstream svg;
-  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" viewBox=\"0 0 " << kWidth << " " << kHeight
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      << "<title>" << xml_escape(title) << "</title>\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << coord((kLeft + kRight) / 2) << "\" y=\"28\" text-anchor=\"middle\" "
-      << "font-size=\"16\">" << xml_escape(title) << "</text>\n";
-
-  // Grid lines at the ticks, then the frame.
-  svg << "<g stroke=\"#e5e5e5\" stroke-width=\"1\">\n";
-  for (double t : xa.ticks) {
-    svg << "<line x1=\"" << coord(sx(t)) << "\" y1=\"" << coord(kTop) << "\" x2=\"" << coord(sx(t))
-        << "\" y2=\"" << coord(kBottom) << "\"/>\n";
-  }
-  for (double t : ya.ticks) {
-    svg << "<line x1=\"" << coord(kLeft) << "\" y1=\"" << coord(sy(t)) << "\" x2=\""
-        << coord(kRight) << "\" y2=\"" << coord(sy(t)) << "\"/>\n";
-  }
-  svg << "</g>\n";
-  svg << "<rect x=\"" << coord(kLeft) << "\" y=\"" << coord(kTop) << "\" width=\""
-      << coord(kRight - kLeft) << "\" height=\"" << coord(kBottom - kTop)
-      << "\" fill=\"none\" stroke=\"#333333\"/>\n";
+  // The title, grid lines at the ticks, then the frame.
+  canvas.text((kLeft + kRight) / 2, 28, title, 16, Anchor::kMiddle, ink);
+  for (double t : xa.ticks) canvas.line(sx(t), kTop, sx(t), kBottom, "#e5e5e5", 1);
+  for (double t : ya.ticks) canvas.line(kLeft, sy(t), kRight, sy(t), "#e5e5e5", 1);
+  canvas.rect_outline(kLeft, kTop, kRight - kLeft, kBottom - kTop, ink);
 
   // Tick labels and axis titles.
-  svg << "<g fill=\"#333333\">\n";
-  for (double t : xa.ticks) {
-    svg << "<text x=\"" << coord(sx(t)) << "\" y=\"" << coord(kBottom + 18)
-        << "\" text-anchor=\"middle\">" << format_frames(t) << "</text>\n";
-  }
-  for (double t : ya.ticks) {
-    svg << "<text x=\"" << coord(kLeft - 8) << "\" y=\"" << coord(sy(t) + 4)
-        << "\" text-anchor=\"end\">" << format_tick(t, ya.step) << "</text>\n";
-  }
-  svg << "<text x=\"" << coord((kLeft + kRight) / 2) << "\" y=\"" << coord(kBottom + 44)
-      << "\" text-anchor=\"middle\">frames</text>\n";
-  svg << "<text x=\"20\" y=\"" << coord((kTop + kBottom) / 2)
-      << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 " << coord((kTop + kBottom) / 2)
-      << ")\">" << xml_escape(y_label) << "</text>\n";
-  svg << "</g>\n";
+  for (double t : xa.ticks)
+    canvas.text(sx(t), kBottom + 18, format_frames(t), 12, Anchor::kMiddle, ink);
+  for (double t : ya.ticks)
+    canvas.text(kLeft - 8, sy(t) + 4, format_tick(t, ya.step), 12, Anchor::kEnd, ink);
+  canvas.text((kLeft + kRight) / 2, kBottom + 44, "frames", 12, Anchor::kMiddle, ink);
+  canvas.text(20, (kTop + kBottom) / 2, y_label, 12, Anchor::kMiddle, ink, /*vertical=*/true);
 
   // Each series: its band, its raw line (faint when smoothed), the smoothed line, the markers,
   // and its legend entry.
-  auto polyline = [&](const std::vector<std::pair<double, double>>& pts, const char* color,
-                      double width, double opacity) {
-    std::string points;
-    for (const auto& [x, y] : pts)
-      points += (points.empty() ? "" : " ") + coord(sx(x)) + "," + coord(sy(y));
-    svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"" << width
-        << "\" stroke-opacity=\"" << opacity << "\" stroke-linejoin=\"round\" points=\"" << points
-        << "\"/>\n";
-  };
   size_t drawn = 0;
   for (const auto& s : series) {
     std::vector<std::pair<double, double>> pts;
@@ -241,19 +187,17 @@ void write_learning_curve_svg(const std::string& path, const std::string& title,
       spread.push_back(s.spread.empty() || !std::isfinite(s.spread[i]) ? 0.0 : s.spread[i]);
     }
     if (pts.empty()) continue;
-    const char* color = kColors[drawn % (sizeof(kColors) / sizeof(kColors[0]))];
+    const std::string color = kColors[drawn % (sizeof(kColors) / sizeof(kColors[0]))];
     if (!s.spread.empty() && pts.size() > 1) {
-      std::string band;
+      std::vector<detail::Point> band;
       for (size_t i = 0; i < pts.size(); ++i)
-        band += coord(sx(pts[i].first)) + "," + coord(sy(pts[i].second + spread[i])) + " ";
+        band.emplace_back(sx(pts[i].first), sy(pts[i].second + spread[i]));
       for (size_t i = pts.size(); i-- > 0;)
-        band += coord(sx(pts[i].first)) + "," + coord(sy(pts[i].second - spread[i])) + " ";
-      band.pop_back();
-      svg << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\""
-          << band << "\"/>\n";
+        band.emplace_back(sx(pts[i].first), sy(pts[i].second - spread[i]));
+      canvas.polygon(band, color, 0.15);
     }
     if (s.smooth > 1 && pts.size() > 1) {
-      polyline(pts, color, 1.0, 0.3);
+      canvas.polyline(scaled(pts), color, 1.0, 0.3);
       std::vector<std::pair<double, double>> avg;
       double sum = 0;
       for (size_t i = 0; i < pts.size(); ++i) {
@@ -262,28 +206,37 @@ void write_learning_curve_svg(const std::string& path, const std::string& title,
         const size_t n = std::min(i + 1, static_cast<size_t>(s.smooth));
         avg.emplace_back(pts[i].first, sum / static_cast<double>(n));
       }
-      polyline(avg, color, 2.0, 1.0);
+      canvas.polyline(scaled(avg), color, 2.0, 1.0);
     } else {
-      polyline(pts, color, 1.5, 1.0);
+      canvas.polyline(scaled(pts), color, 1.5, 1.0);
     }
     if (s.markers || pts.size() == 1) {
-      for (const auto& [x, y] : pts)
-        svg << "<circle cx=\"" << coord(sx(x)) << "\" cy=\"" << coord(sy(y)) << "\" r=\"3\" fill=\""
-            << color << "\"/>\n";
+      for (const auto& [x, y] : pts) canvas.circle(sx(x), sy(y), 3, color);
     }
     std::string label = s.name;
     if (s.smooth > 1) label += " (mean of " + std::to_string(s.smooth) + ")";
     if (!s.spread.empty()) label += " +- std";
     const double ly = kTop + 10 + 20.0 * static_cast<double>(drawn);
-    svg << "<line x1=\"" << coord(kRight + 16) << "\" y1=\"" << coord(ly) << "\" x2=\""
-        << coord(kRight + 40) << "\" y2=\"" << coord(ly) << "\" stroke=\"" << color
-        << "\" stroke-width=\"2\"/>\n"
-        << "<text x=\"" << coord(kRight + 46) << "\" y=\"" << coord(ly + 4) << "\">"
-        << xml_escape(label) << "</text>\n";
+    canvas.line(kRight + 16, ly, kRight + 40, ly, color, 2);
+    canvas.text(kRight + 46, ly + 4, label, 12, Anchor::kStart, ink);
     ++drawn;
   }
-  svg << "</svg>\n";
-  write_file_atomically(path, svg.str());
+}
+
+}  // namespace
+
+void write_learning_curve_svg(const std::string& path, const std::string& title,
+                              const std::vector<CurveSeries>& series, const std::string& y_label) {
+  detail::SvgCanvas canvas(kWidth, kHeight, title);
+  draw_learning_curve(canvas, title, series, y_label);
+  write_file_atomically(path, canvas.str());
+}
+
+void write_learning_curve_png(const std::string& path, const std::string& title,
+                              const std::vector<CurveSeries>& series, const std::string& y_label) {
+  detail::RasterCanvas canvas(kWidth, kHeight, 2.0);
+  draw_learning_curve(canvas, title, series, y_label);
+  write_file_atomically(path, canvas.png());
 }
 
 }  // namespace tdrl::apps

@@ -501,10 +501,11 @@ void Trainer::keep_if_best(const EvalResult& result) {
 void Trainer::write_curve() {
   // Evaluations as measured points with their spread over episodes; the per-batch training
   // returns are noisy, so their moving average is the line to read.
-  write_learning_curve_svg(
-      run_.file("learning_curve.svg"), config_.algo.name + " on " + config_.env.name,
-      {{"train", train_curve_, {}, false, 10}, {"eval", eval_curve_, eval_std_, true, 0}},
-      "return (env units)");
+  const std::string title = config_.algo.name + " on " + config_.env.name;
+  const std::vector<CurveSeries> series = {{"train", train_curve_, {}, false, 10},
+                                           {"eval", eval_curve_, eval_std_, true, 0}};
+  write_learning_curve_svg(run_.file("learning_curve.svg"), title, series, "return (env units)");
+  write_learning_curve_png(run_.file("learning_curve.png"), title, series, "return (env units)");
 }
 
 void Trainer::save_checkpoint_files(const std::string& dir) {

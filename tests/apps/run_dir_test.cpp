@@ -7,8 +7,10 @@
 #include <tdrl/apps/stop_signal.h>
 
 #include <signal.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -378,6 +380,97 @@ TEST(LearningCurveTest, OutputDependsOnlyOnInput) {
   write_learning_curve_svg(tmp / "a.svg", "t", series);
   write_learning_curve_svg(tmp / "b.svg", "t", series);
   EXPECT_EQ(read_file_bytes(tmp / "a.svg"), read_file_bytes(tmp / "b.svg"));
+}
+
+// A PNG as a reader sees it: every chunk's CRC checked, the IDAT data inflated into rows of
+// RGB pixels (filter 0, as the writer uses).
+struct DecodedPng {
+  uint32_t width = 0, height = 0;
+  std::vector<std::array<uint8_t, 3>> pixels;
+  size_t count(std::array<uint8_t, 3> rgb) const {
+    return static_cast<size_t>(std::count(pixels.begin(), pixels.end(), rgb));
+  }
+};
+
+DecodedPng decode_png(const std::string& bytes) {
+  DecodedPng png;
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
+  const auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(bytes.at(at + i));
+    return v;
+  };
+  std::string idat;
+  std::vector<std::string> types;
+  for (size_t at = 8; at < bytes.size();) {
+    const uint32_t length = u32(at);
+    const std::string type = bytes.substr(at + 4, 4);
+    const std::string body = bytes.substr(at + 4, 4 + length);
+    EXPECT_EQ(u32(at + 8 + length),
+              crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())))
+        << type;
+    types.push_back(type);
+    if (type == "IHDR") {
+      png.width = u32(at + 8);
+      png.height = u32(at + 12);
+      EXPECT_EQ(body.substr(12), std::string("\x08\x02\x00\x00\x00", 5));  // 8-bit RGB
+    }
+    if (type == "IDAT") idat += body.substr(4);
+    at += 12 + length;
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
+  const size_t row = 1 + 3 * static_cast<size_t>(png.width);
+  std::string raw(row * png.height, '\0');
+  uLongf size = static_cast<uLongf>(raw.size());
+  EXPECT_EQ(
+      uncompress(reinterpret_cast<Bytef*>(raw.data()), &size,
+                 reinterpret_cast<const Bytef*>(idat.data()), static_cast<uLong>(idat.size())),
+      Z_OK);
+  EXPECT_EQ(size, raw.size());
+  for (size_t y = 0; y < png.height; ++y) {
+    EXPECT_EQ(raw[y * row], '\0') << "filter of row " << y;
+    for (size_t x = 0; x < png.width; ++x) {
+      const size_t at = y * row + 1 + 3 * x;
+      png.pixels.push_back({static_cast<uint8_t>(raw[at]), static_cast<uint8_t>(raw[at + 1]),
+                            static_cast<uint8_t>(raw[at + 2])});
+    }
+  }
+  return png;
+}
+
+TEST(LearningCurveTest, PngIsAValidImageOfTheSameLayoutAtTwiceTheSize) {
+  TempDir tmp;
+  Series series = {{"train", {{0, 10}, {100, 30}, {200, 20}, {300, 40}}, {}, false, 3},
+                   {"eval", {{100, 500}, {300, 480}}, {0, 20}, true, 0}};
+  write_learning_curve_png(tmp / "c.png", "ppo on Pendulum-v1", series, "return (env units)");
+  const DecodedPng png = decode_png(read_file_bytes(tmp / "c.png"));
+  ASSERT_EQ(png.width, 1600u);
+  ASSERT_EQ(png.height, 960u);
+  // A white background, the series' colours where they are opaque (the smoothed train line,
+  // the eval markers), the eval band blended at 15% over white, and text in the ink colour.
+  EXPECT_EQ(png.pixels.front(), (std::array<uint8_t, 3>{255, 255, 255}));
+  EXPECT_EQ(png.pixels.back(), (std::array<uint8_t, 3>{255, 255, 255}));
+  EXPECT_GT(png.count({0x1f, 0x77, 0xb4}), 500u);
+  EXPECT_GT(png.count({0xff, 0x7f, 0x0e}), 100u);
+  EXPECT_GT(png.count({255, 236, 219}), 1000u);
+  EXPECT_GT(png.count({0x33, 0x33, 0x33}), 2000u);
+  // Same inputs, same bytes.
+  write_learning_curve_png(tmp / "d.png", "ppo on Pendulum-v1", series, "return (env units)");
+  EXPECT_EQ(read_file_bytes(tmp / "c.png"), read_file_bytes(tmp / "d.png"));
+}
+
+TEST(LearningCurveTest, PngOfAnEmptyPlotHasItsFrameAndNoSeriesColour) {
+  TempDir tmp;
+  write_learning_curve_png(tmp / "c.png", "nothing yet", {});
+  const DecodedPng png = decode_png(read_file_bytes(tmp / "c.png"));
+  EXPECT_GT(png.count({0x33, 0x33, 0x33}), 2 * (1120u + 724u));  // the frame, at least
+  EXPECT_EQ(png.count({0x1f, 0x77, 0xb4}), 0u);
+  EXPECT_THAT(
+      [&] {
+        write_learning_curve_png(tmp / "d.png", "t", {{"eval", {{1, 2}, {3, 4}}, {1}}});
+      },
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("1 spread values for 2 points")));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "d.png"));
 }
 
 // ---------------------------------------------------------------- ProgressDisplay

@@ -148,6 +148,7 @@ void expect_runs_end_to_end(const std::string& algo, const std::vector<std::stri
     EXPECT_FALSE(entries_of(latest + "/replay").empty());
   }
   EXPECT_THAT(read_file_bytes(run.file("learning_curve.svg")), HasSubstr("<svg"));
+  EXPECT_EQ(read_file_bytes(run.file("learning_curve.png")).substr(1, 3), "PNG");
   EXPECT_THAT(read_file_bytes(run.file("config.yaml")), HasSubstr("name: " + algo));
   EXPECT_THAT(read_file_bytes(run.file("train.log")), HasSubstr("finished at 256 frames"));
 }

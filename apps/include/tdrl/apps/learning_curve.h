@@ -1,6 +1,6 @@
 #pragma once
 
-/// The learning-curve image of a run.
+/// The learning-curve images of a run (SVG and PNG).
 ///
 /// Errors: file-system failures throw std::runtime_error naming the path and the system's
 /// reason; invalid arguments throw tensordict::ValueError (also a std::runtime_error).
@@ -37,6 +37,15 @@ struct CurveSeries {
 /// arguments. Throws tensordict::ValueError when a spread does not have one value per point,
 /// std::runtime_error when the file cannot be written.
 void write_learning_curve_svg(const std::string& path, const std::string& title,
+                              const std::vector<CurveSeries>& series,
+                              const std::string& y_label = "return");
+
+/// The same learning curve as a PNG image of 1600 x 960 pixels (the SVG's layout at twice its
+/// size), for viewers that do not show SVG: anti-aliased lines, bands and markers, text in a
+/// built-in 5x7 bitmap font (printable ASCII; other characters print as '?'), 8-bit RGB,
+/// zlib-compressed; written atomically. Same inputs, same bytes. Throws as
+/// write_learning_curve_svg.
+void write_learning_curve_png(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series,
                               const std::string& y_label = "return");
 

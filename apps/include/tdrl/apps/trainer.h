@@ -88,8 +88,8 @@ enum class HookPoint {
 /// eval_std and eval_episode_length, with env.transforms also train_return_transformed and
 /// eval_return_transformed; then updates, fps, wall_time, the session's seconds spent collecting /
 /// optimising / evaluating and checkpointing, lr, then one column per entry the loss declares in
-/// out_keys(), each the mean over the updates since the last row), learning_curve.svg (at each
-/// checkpoint and at the end) and checkpoints/ (checkpoint.h). The Trainer throws KeyError at
+/// out_keys(), each the mean over the updates since the last row), learning_curve.svg and .png (at
+/// each checkpoint and at the end) and checkpoints/ (checkpoint.h). The Trainer throws KeyError at
 /// construction when an optimiser group names a term the loss does not declare.
 ///
 /// Reliability: SIGINT/SIGTERM (StopSignal) end the run after the current batch with a
