@@ -10,6 +10,8 @@
 //     [1000, ...] buffer through a precomputed leaf list.
 // - HalfCheetah-v4, MultiSyncCollector with 1 and 2 worker threads, 1000 frames per worker per
 //   batch, the 64x64 MLP policy shared by the workers: frames/s and the 1 -> 2 scaling.
+// - HalfCheetah-v4, Collector::state_dict() mid-episode (counters, the episodes in flight, the
+//   env's mjData snapshot): what a checkpoint, and each MultiSync worker after each batch, pays.
 // - DistributedCollector, sync, 2 worker processes (this binary relaunched with the worker
 //   variables) on Pendulum-v1 with the MLP policy, 1000 frames per worker per batch.
 //
@@ -123,6 +125,20 @@ void multi_sync_cheetah(benchmark::State& state, int64_t workers) {
   state.SetItemsProcessed(state.iterations() * kFrames * workers);
 }
 
+// What a checkpoint (and a MultiSync worker after each batch) pays to save a collector mid-episode:
+// the counters, the episodes in flight and the env's state, a complete mjData snapshot here.
+void state_dict_cheetah(benchmark::State& state) {
+  auto net = cheetah_net();
+  collectors::Collector collector(envs::make_env("HalfCheetah-v4"), keyed(net),
+                                  CollectorOptions().frames_per_batch(kFrames));
+  collector.set_seed(0);
+  collector.next();
+  for (auto _ : state) {
+    auto saved = collector.state_dict();
+    benchmark::DoNotOptimize(saved);
+  }
+}
+
 std::vector<std::string> g_launch;  // this binary's argv, to relaunch it as a worker
 
 void distributed_pendulum(benchmark::State& state) {
@@ -154,6 +170,8 @@ void register_benchmarks() {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("BM_HalfCheetah/Collector/StateDict", state_dict_cheetah)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Distributed/Pendulum/Workers2", distributed_pendulum)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond);

@@ -12,8 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <tdrl/apps/registry.h>
-#include <tdrl/envs/classic_control_env.h>
-#include <tdrl/envs/mujoco_env.h>
+#include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/specs.h>
 #include <tensordict/dtype.h>
@@ -90,13 +89,10 @@ std::string action_text(const TensorSpecPtr& spec) {
   return out;
 }
 
-// The task's own episode limit, or "-" for an env type that does not say (a user's env).
+// The task's own episode limit, or "-" for none (or an env that does not say).
 std::string max_steps_text(const tdrl::envs::EnvBase& env) {
-  if (auto c = dynamic_cast<const tdrl::envs::ClassicControlEnv*>(&env))
-    return std::to_string(c->max_episode_steps());
-  if (auto m = dynamic_cast<const tdrl::envs::MujocoEnv*>(&env))
-    return std::to_string(m->max_episode_steps());
-  return "-";
+  const int64_t steps = env.max_episode_steps();
+  return steps > 0 ? std::to_string(steps) : "-";
 }
 
 // The task options the env was registered with, "a, b, c" ("-" when none were declared).

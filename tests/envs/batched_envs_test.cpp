@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <tdrl/envs/registry.h>
+#include <tdrl/envs/transforms.h>
 #include <tdrl/envs/worker_pool.h>
 #include <tensordict/errors.h>
 
@@ -271,6 +272,15 @@ TEST_P(BatchedEnvTest, LoadStateDictFailingInASubEnvNamesItAndChangesNothing) {
   EXPECT_THAT(error_message<tensordict::ShapeError>([&] { env->load_state_dict(bad); }),
               AllOf(HasSubstr("sub-env 1: "), HasSubstr("'state' has shape [5]")));
   expect_identical(env->state_dict(), before);
+}
+
+// The episode limit is the sub-envs', through a TransformedEnv as well; 0 for an env that
+// does not say.
+TEST_P(BatchedEnvTest, MaxEpisodeStepsIsTheSubEnvs) {
+  auto env = make_batched(GetParam(), 2, pendulum_factory());
+  EXPECT_EQ(env->max_episode_steps(), 9);
+  EXPECT_EQ(TransformedEnv(std::move(env)).max_episode_steps(), 9);
+  EXPECT_EQ(make_batched(GetParam(), 2, counter_factory())->max_episode_steps(), 0);
 }
 
 // Sub-envs that do not save their state (NoisyCounter) make the batched env's state

@@ -55,6 +55,8 @@ class BatchedEnvBase : public EnvBase {
   int64_t num_envs() const { return static_cast<int64_t>(envs_.size()); }
   /// Sub-env `i`. Throws tensordict::IndexError when i is outside [0, num_envs()).
   const std::shared_ptr<EnvBase>& env(int64_t i) const;
+  /// The sub-envs' (they have equal specs; the first one's is returned).
+  int64_t max_episode_steps() const override { return envs_.front()->max_episode_steps(); }
 
   /// `SerialEnv(num_envs=4, env=CartPole-v1(batch_size=[], device=cpu), batch_size=[4],
   /// device=cpu)`; ParallelEnv adds `num_threads=2`.

@@ -71,7 +71,7 @@ class ClassicControlEnv : public EnvBase {
   /// The steps each sub-env has taken since its last reset: `[*batch]` int64 on the CPU.
   torch::Tensor elapsed_steps() const;
   /// The time limit (0 = none).
-  int64_t max_episode_steps() const { return max_episode_steps_; }
+  int64_t max_episode_steps() const override { return max_episode_steps_; }
   /// The number of state components.
   int64_t state_dim() const { return layout_.state_dim; }
   /// The number of observation components.

@@ -177,6 +177,11 @@ class EnvBase {
   /// ValueError for a state saved from a different model; the env is left as it was then.
   void load_state_dict(const TensorDict& state);
 
+  /// The steps after which an episode is truncated; 0 when there is no limit or the env does
+  /// not say (the default). The built-in tasks return theirs; a TransformedEnv or a batched env
+  /// returns its base env's or sub-envs'.
+  virtual int64_t max_episode_steps() const { return 0; }
+
   /// Prints `CartPole-v1(batch_size=[8], device=cpu)` and the specs.
   virtual std::string to_string() const;
 

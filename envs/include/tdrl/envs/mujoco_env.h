@@ -198,7 +198,7 @@ class MujocoEnv : public EnvBase {
   /// Seconds of simulated time per env step: timestep * frame_skip.
   double dt() const;
   /// 0 when there is no time limit.
-  int64_t max_episode_steps() const;
+  int64_t max_episode_steps() const override;
   /// The scale of the reset noise (the option, or the task's default).
   double reset_noise_scale() const;
   /// The threads stepping the simulations: min(options' num_threads, num_envs()).

@@ -414,6 +414,8 @@ class TransformedEnv : public EnvBase {
 
   /// The wrapped env.
   const std::shared_ptr<EnvBase>& base_env() const { return base_; }
+  /// The wrapped env's.
+  int64_t max_episode_steps() const override { return base_->max_episode_steps(); }
   /// The transforms (aliased: appending to it changes this env).
   Compose& transform() const { return *transform_; }
   /// Appends `transform` (see Compose::append); returns this env.
