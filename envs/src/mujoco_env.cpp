@@ -344,14 +344,19 @@ void MujocoEnv::load_state(const TensorDict& state) {
   // The header's own sizes must be this model's: a snapshot of another model (or MuJoCo
   // version) that happens to have the same length is refused before anything is copied.
   const auto* in = snapshot.data_ptr<uint8_t>();
+  const auto header_int = [&](int64_t i, size_t offset) {
+    int value = 0;
+    std::memcpy(&value, in + i * bytes + offset, sizeof(value));
+    return value;
+  };
   for (int64_t i = 0; i < s.n; ++i) {
-    mjData saved;
-    std::memcpy(&saved, in + i * bytes, kMjDataHeader);
-    TDRL_CHECK(saved.nbuffer == s.data[i]->nbuffer && saved.nstack == s.data[i]->nstack, ValueError,
-               name(), "::load_state_dict: simulation ", std::to_string(i),
-               "'s snapshot has a buffer of ", std::to_string(saved.nbuffer),
-               " bytes and a stack of ", std::to_string(saved.nstack), ", this model's has ",
-               std::to_string(s.data[i]->nbuffer), " and ", std::to_string(s.data[i]->nstack),
+    const int nbuffer = header_int(i, offsetof(mjData, nbuffer));
+    const int nstack = header_int(i, offsetof(mjData, nstack));
+    TDRL_CHECK(nbuffer == s.data[i]->nbuffer && nstack == s.data[i]->nstack, ValueError, name(),
+               "::load_state_dict: simulation ", std::to_string(i), "'s snapshot has a buffer of ",
+               std::to_string(nbuffer), " bytes and a stack of ", std::to_string(nstack),
+               ", this model's has ", std::to_string(s.data[i]->nbuffer), " and ",
+               std::to_string(s.data[i]->nstack),
                "; the state was saved from another model or MuJoCo version");
   }
   for (int64_t i = 0; i < s.n; ++i) {
