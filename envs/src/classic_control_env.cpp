@@ -50,11 +50,9 @@ std::vector<int64_t> ClassicControlEnv::with_trailing(int64_t dim) const {
 bool ClassicControlEnv::save_state(TensorDict& state) const {
   state.set("state", this->state());
   state.set("elapsed_steps", elapsed_steps());
-  state.set("terminated", torch::tensor(std::vector<int64_t>(terminated_before_.begin(),
-                                                             terminated_before_.end()),
-                                        torch::kInt64)
-                              .to(torch::kBool)
-                              .reshape(batch_size()));
+  const auto terminated =
+      torch::from_blob(const_cast<uint8_t*>(terminated_before_.data()), {num_envs_}, torch::kUInt8);
+  state.set("terminated", terminated.to(torch::kBool).reshape(batch_size()));
   return true;
 }
 

@@ -17,6 +17,7 @@
 
 #include <tensordict/errors.h>
 
+#include "support/env_checks.h"
 #include "support/mock_envs.h"
 
 namespace tdrl::envs {
@@ -601,6 +602,32 @@ TEST(VecNormTest, StateDictSavesAndLoads) {
   const auto x = torch::tensor({{0.5f, -1.0f, 2.0f}});
   EXPECT_TRUE(torch::equal(a.forward(TensorDict({{"x", x}}, {1})).get("x"),
                            b.forward(TensorDict({{"x", x}}, {1})).get("x")));
+}
+
+// A TransformedEnv's state is its base env's and its transforms' (VecNorm's statistics): a
+// fresh one loaded with it continues the stream, normalised the same way. Over an env that
+// does not save its state (ContinuousEnv), it does not resume episodes.
+TEST(TransformedEnvTest, StateDictHoldsTheBaseEnvAndTheTransformsAndContinuesTheStream) {
+  const auto make = [] {
+    return TransformedEnv(
+        std::make_shared<PendulumEnv>(PendulumEnvOptions().batch_size({2})),
+        Compose::make({std::make_shared<StepCounter>(), std::make_shared<RewardSum>(),
+                       std::make_shared<VecNorm>()}));
+  };
+  TransformedEnv env = make();
+  env.set_seed(6);
+  TransformedEnv fresh = make();
+  tdrl::testing::expect_state_dict_continues_the_stream(env, fresh, 11, 30);
+  const TensorDict state = env.state_dict();
+  EXPECT_TRUE(state.contains({"base", "state"}));
+  EXPECT_TRUE(state.contains({"transforms", "2", "observation", "sum"}));
+
+  TransformedEnv other(std::make_shared<ContinuousEnv>(Shape{2}));
+  EXPECT_FALSE(other.state_dict().get("resumes_episodes").item<bool>());
+  TensorDict no_base = env.state_dict();
+  no_base.del_("base");
+  EXPECT_THAT([&] { env.load_state_dict(no_base); },
+              ThrowsMessage<KeyError>(HasSubstr("no \"base\"")));
 }
 
 TEST(VecNormTest, LoadStateDictRejectsIncompleteStatistics) {
