@@ -459,6 +459,15 @@ TEST(LearningCurveTest, PngIsAValidImageOfTheSameLayoutAtTwiceTheSize) {
   EXPECT_EQ(read_file_bytes(tmp / "c.png"), read_file_bytes(tmp / "d.png"));
 }
 
+// A character outside the font's printable ASCII is drawn as one '?', however many UTF-8
+// bytes it takes.
+TEST(LearningCurveTest, PngDrawsACharacterOutsideTheFontAsOneQuestionMark) {
+  TempDir tmp;
+  write_learning_curve_png(tmp / "a.png", "return \u00b1 std", {});
+  write_learning_curve_png(tmp / "b.png", "return ? std", {});
+  EXPECT_EQ(read_file_bytes(tmp / "a.png"), read_file_bytes(tmp / "b.png"));
+}
+
 TEST(LearningCurveTest, PngOfAnEmptyPlotHasItsFrameAndNoSeriesColour) {
   TempDir tmp;
   write_learning_curve_png(tmp / "c.png", "nothing yet", {});

@@ -418,14 +418,18 @@ void RasterCanvas::text(double x, double y, const std::string& text, double size
   // size tall, as in a sans-serif font.
   const Rgb rgb = parse_color(color);
   const double k = std::max(1.0, std::round(0.6 * size * scale_ / kGlyphHeight));
+  // One glyph per character: a UTF-8 sequence (outside the font) is one '?', not one per byte.
+  std::string glyphs;
+  for (char c : text)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) glyphs += c;
   const double advance = (kGlyphWidth + 1) * k;
-  const double length = text.empty() ? 0.0 : static_cast<double>(text.size()) * advance - k;
+  const double length = glyphs.empty() ? 0.0 : static_cast<double>(glyphs.size()) * advance - k;
   const double start = anchor == Anchor::kStart    ? 0.0
                        : anchor == Anchor::kMiddle ? -length / 2
                                                    : -length;
   const double ax = x * scale_, ay = y * scale_;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto& rows = glyph(text[i]);
+  for (size_t i = 0; i < glyphs.size(); ++i) {
+    const auto& rows = glyph(glyphs[i]);
     for (int r = 0; r < kGlyphHeight; ++r) {
       for (int c = 0; c < kGlyphWidth; ++c) {
         if (!((rows[static_cast<size_t>(r)] >> (kGlyphWidth - 1 - c)) & 1)) continue;
@@ -440,16 +444,6 @@ void RasterCanvas::text(double x, double y, const std::string& text, double size
       }
     }
   }
-}
-
-std::vector<uint8_t> RasterCanvas::pixel(int64_t x, int64_t y) const {
-  TDRL_CHECK(x >= 0 && x < width_ && y >= 0 && y < height_, tensordict::IndexError,
-             "RasterCanvas::pixel: (", std::to_string(x), ", ", std::to_string(y),
-             ") is outside the ", std::to_string(width_), "x", std::to_string(height_), " image");
-  const double* p = &pixels_[static_cast<size_t>((y * width_ + x) * 3)];
-  return {static_cast<uint8_t>(std::lround(p[0] * 255)),
-          static_cast<uint8_t>(std::lround(p[1] * 255)),
-          static_cast<uint8_t>(std::lround(p[2] * 255))};
 }
 
 std::string RasterCanvas::png() const {

@@ -76,10 +76,6 @@ class RasterCanvas : public Canvas {
   void text(double x, double y, const std::string& text, double size, Anchor anchor,
             const std::string& color, bool vertical) override;
 
-  int64_t width() const { return width_; }
-  int64_t height() const { return height_; }
-  /// Pixel (x, y)'s red, green and blue, 0-255.
-  std::vector<uint8_t> pixel(int64_t x, int64_t y) const;
   /// The image as a PNG file (8-bit RGB, zlib-compressed).
   std::string png() const;
 

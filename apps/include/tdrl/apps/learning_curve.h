@@ -42,7 +42,7 @@ void write_learning_curve_svg(const std::string& path, const std::string& title,
 
 /// The same learning curve as a PNG image of 1600 x 960 pixels (the SVG's layout at twice its
 /// size), for viewers that do not show SVG: anti-aliased lines, bands and markers, text in a
-/// built-in 5x7 bitmap font (printable ASCII; other characters print as '?'), 8-bit RGB,
+/// built-in 5x7 bitmap font (printable ASCII; any other character prints as one '?'), 8-bit RGB,
 /// zlib-compressed; written atomically. Same inputs, same bytes. Throws as
 /// write_learning_curve_svg.
 void write_learning_curve_png(const std::string& path, const std::string& title,
