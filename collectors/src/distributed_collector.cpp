@@ -4,9 +4,13 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 
+#include <algorithm>
 #include <future>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -454,22 +458,82 @@ void DistributedCollector::shutdown() {
 }
 
 TensorDict DistributedCollector::state_dict() const {
-  return TensorDict({{"frames", torch::tensor(frames_, torch::kLong)},
-                     {"iterations", torch::tensor(iterations_, torch::kLong)}});
+  auto& im = *impl_;
+  TensorDict state({{"frames", torch::tensor(frames_, torch::kLong)},
+                    {"iterations", torch::tensor(iterations_, torch::kLong)}});
+  // The workers' collectors (their envs and episodes in flight), when every worker can answer
+  // now: not after shutdown, not while a batch is in flight (async mode).
+  if (im.shut_down || std::find(im.pending.begin(), im.pending.end(), true) != im.pending.end())
+    return state;
+  for (int64_t w = 0; w < num_workers(); ++w) {
+    try {
+      im.send_command(w, SaveStateCommand{});
+      const auto status = im.recv_status(w);
+      TDRL_CHECK(status.ok, Error, im.recv_message(w, status));
+      state.set({"workers", "r" + std::to_string(im.rank(w))},
+                tensordict::recv_new(*im.group, static_cast<int>(im.rank(w)), kPayloadTag));
+    } catch (const std::exception& e) {
+      throw Error("DistributedCollector::state_dict: worker rank " + std::to_string(im.rank(w)) +
+                  ": " + message_of(e));
+    }
+  }
+  return state;
 }
 
 void DistributedCollector::load_state_dict(const TensorDict& state) {
+  // Everything is checked before a worker is asked to change.
+  static constexpr const char* kOp = "DistributedCollector::load_state_dict";
+  auto& im = *impl_;
   int64_t values[2] = {0, 0};
   const char* names[2] = {"frames", "iterations"};
   for (int i = 0; i < 2; ++i) {
     auto value = state.find(names[i]);
-    TDRL_CHECK(value, KeyError,
-               std::string("DistributedCollector::load_state_dict: the state has no '"), names[i],
+    TDRL_CHECK(value, KeyError, kOp, ": the state has no '", names[i],
                "' counter; pass what state_dict() returned");
     values[i] = value->item<int64_t>();
-    TDRL_CHECK(!(values[i] < 0), ValueError,
-               std::string("DistributedCollector::load_state_dict: '"), names[i], "' is ",
+    TDRL_CHECK(!(values[i] < 0), ValueError, kOp, ": '", names[i], "' is ",
                std::to_string(values[i]), "; expected at least 0");
+  }
+  std::vector<TensorDict> workers;
+  if (state.contains("workers")) {
+    for (int64_t w = 0; w < num_workers(); ++w) {
+      const NestedKey key({"workers", "r" + std::to_string(im.rank(w))});
+      TDRL_CHECK(state.contains(key), KeyError, kOp, ": the state has no ", key.to_string(),
+                 "; it was saved by a collector with fewer than ", std::to_string(num_workers()),
+                 " workers");
+      workers.push_back(state.get_tensordict(key));
+    }
+    TDRL_CHECK(!im.shut_down, Error, kOp, ": the collector is shut down; its workers are gone");
+    for (int64_t w = 0; w < num_workers(); ++w)
+      TDRL_CHECK(!im.pending[w], Error, kOp, ": worker rank ", std::to_string(im.rank(w)),
+                 " is collecting a batch (async mode); load the state before the first next()");
+  }
+  // The workers' states, each worker's own first: a worker that refuses its new state gets
+  // the old one back, as do the workers loaded before it.
+  if (!workers.empty()) {
+    const TensorDict before = state_dict();
+    const auto load = [&](int64_t w, const TensorDict& worker_state) -> std::optional<std::string> {
+      im.send_command(w, LoadStateCommand{});
+      tensordict::send(worker_state, *im.group, static_cast<int>(im.rank(w)), kStateTag);
+      const auto status = im.recv_status(w);
+      if (status.ok) return std::nullopt;
+      return im.recv_message(w, status);
+    };
+    int64_t current = 0;
+    try {
+      for (current = 0; current < num_workers(); ++current) {
+        const auto refused = load(current, workers[static_cast<size_t>(current)]);
+        if (!refused) continue;
+        for (int64_t w = 0; w < current; ++w)
+          load(w, before.get_tensordict({"workers", "r" + std::to_string(im.rank(w))}));
+        throw ValueError(std::string(kOp) + ": worker rank " + std::to_string(im.rank(current)) +
+                         ": " + *refused + "; every worker keeps the state it had");
+      }
+    } catch (const tensordict::ValueError&) {
+      throw;
+    } catch (const std::exception& e) {
+      lost("load_state_dict", current, e);
+    }
   }
   frames_ = values[0];
   iterations_ = values[1];

@@ -328,6 +328,22 @@ TEST(DistributedCollectorTest, SetSeedMakesWorkersRepeatTheirBatches) {
       << "the two workers have different seeds";
 }
 
+// A policy drawing from the worker process's global generator (exploration noise) repeats
+// its batches in a new collector seeded the same, and each worker draws its own.
+TEST(DistributedCollectorTest, SetSeedAlsoSeedsTheWorkersExplorationNoise) {
+  std::vector<TensorDict> runs;
+  for (int run = 0; run < 2; ++run) {
+    DistributedCollector collector(nullptr, CollectorOptions().frames_per_batch(32),
+                                   launched("noisy"));
+    collector.set_seed(11);
+    runs.push_back(*collector.next());
+  }
+  EXPECT_TRUE(torch::equal(runs[0].get("action"), runs[1].get("action")));
+  EXPECT_TRUE(torch::equal(runs[0].get("observation"), runs[1].get("observation")));
+  EXPECT_FALSE(torch::equal(runs[0].get("action")[0], runs[0].get("action")[1]))
+      << "the two workers draw different noise";
+}
+
 TEST(DistributedCollectorTest, StateDictRestoresTheCounters) {
   DistributedCollector collector(nullptr, CollectorOptions().frames_per_batch(8).total_frames(16),
                                  launched("random"));
@@ -349,6 +365,54 @@ TEST(DistributedCollectorTest, StateDictRestoresTheCounters) {
       },
       ThrowsMessage<tensordict::KeyError>(HasSubstr("'iterations'")));
   EXPECT_EQ(collector.frames(), 16) << "a failed load changes nothing";
+}
+
+// Sync mode saves each worker's collector (its env and episodes in flight): a new collector
+// with new workers, loaded with it, yields the batches the first one would have.
+TEST(DistributedCollectorTest, StateDictOfTheWorkersContinuesTheirEpisodesInNewWorkers) {
+  TensorDict state;
+  std::vector<TensorDict> expected;
+  {
+    DistributedCollector first(nullptr, CollectorOptions().frames_per_batch(16),
+                               launched("random"));
+    first.set_seed(3);
+    ASSERT_TRUE(first.next().has_value());
+    state = first.state_dict();
+    EXPECT_TRUE(state.contains({"workers", "r1", "collector", "env", "rng"}));
+    EXPECT_TRUE(state.contains({"workers", "r2", "collector", "current"}));
+    EXPECT_TRUE(state.contains({"workers", "r2", "rng"}));
+    for (int i = 0; i < 2; ++i) expected.push_back(*first.next());
+  }
+  DistributedCollector second(nullptr, CollectorOptions().frames_per_batch(16), launched("random"));
+  second.load_state_dict(state);
+  EXPECT_EQ(second.frames(), 16);
+  for (const auto& batch : expected) {
+    const auto got = second.next();
+    ASSERT_TRUE(got.has_value());
+    for (const auto& key : batch.keys(true, true))
+      EXPECT_TRUE(torch::equal(got->get(key), batch.get(key))) << key.to_string();
+  }
+}
+
+TEST(DistributedCollectorTest, LoadStateDictThatAWorkerRefusesLeavesEveryWorkerAsItWas) {
+  DistributedCollector collector(nullptr, CollectorOptions().frames_per_batch(16),
+                                 launched("random"));
+  ASSERT_TRUE(collector.next().has_value());
+  const TensorDict before = collector.state_dict();
+  TensorDict bad = before.clone();
+  bad.set({"workers", "r2", "collector", "frames"}, torch::tensor(int64_t{-1}));
+  bad.set({"workers", "r1", "collector", "next_traj_id"}, torch::tensor(int64_t{1000}));
+  EXPECT_THAT([&] { collector.load_state_dict(bad); },
+              ThrowsMessage<tensordict::ValueError>(
+                  AllOf(HasSubstr("worker rank 2"), HasSubstr("'frames' is -1"))));
+  const TensorDict after = collector.state_dict();
+  for (const auto& key : before.keys(true, true))
+    EXPECT_TRUE(torch::equal(after.get(key), before.get(key))) << key.to_string();
+  TensorDict missing = before.clone();
+  missing.del_({"workers", "r2"});
+  EXPECT_THAT([&] { collector.load_state_dict(missing); },
+              ThrowsMessage<tensordict::KeyError>(HasSubstr("('workers', 'r2')")));
+  EXPECT_TRUE(collector.next().has_value()) << "the collection goes on";
 }
 
 // ---- Errors and shutdown --------------------------------------------------------------------

@@ -17,6 +17,8 @@ namespace tdrl::testing {
 // - "batched": CartPole-v1 with batch size [2], random actions;
 // - "linear": CartPole-v1, linear_policy with bias (0, 0.5) (action 1 until the trainer's
 //   weights arrive);
+// - "noisy": CartPole-v1, each action drawn with the process's global generator (as
+//   exploration noise is);
 // - "throw": rank 2's policy throws kThrownMessage; rank 1 acts randomly;
 // - "die": rank 2 kills itself (SIGKILL) during its second batch; rank 1 acts randomly;
 // - "bad_env": the env factory asks for the unregistered env kMissingEnv.

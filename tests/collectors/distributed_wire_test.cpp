@@ -35,6 +35,8 @@ TEST(DistributedWireTest, EveryCommandSurvivesEncodeAndDecode) {
   expect_round_trip(WeightsCommand{});
   expect_round_trip(SeedCommand{0});
   expect_round_trip(SeedCommand{std::numeric_limits<uint64_t>::max()});
+  expect_round_trip(SaveStateCommand{});
+  expect_round_trip(LoadStateCommand{});
   expect_round_trip(StopCommand{});
 }
 

@@ -29,6 +29,11 @@ CollectorPolicy make_policy(const std::string& scenario, int64_t rank) {
     tdrl::testing::set_bias(net, 0.0f, 0.5f);
     return tdrl::testing::linear_policy(net);
   }
+  if (scenario == "noisy")
+    return CollectorPolicy([](TensorDict td) -> TensorDict {
+      td.set("action", torch::randint(2, {}, torch::kLong));
+      return td;
+    });
   if (scenario == "throw" && rank == 2)
     return CollectorPolicy(
         [](TensorDict) -> TensorDict { throw std::runtime_error(tdrl::testing::kThrownMessage); });

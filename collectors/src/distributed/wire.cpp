@@ -16,7 +16,15 @@ using tensordict::Error;
 namespace {
 
 // The first int64 of a command names it.
-enum CommandTag : int64_t { kConfigure = 1, kCollect, kWeights, kSeed, kStop };
+enum CommandTag : int64_t {
+  kConfigure = 1,
+  kCollect,
+  kWeights,
+  kSeed,
+  kStop,
+  kSaveState,
+  kLoadState
+};
 
 constexpr const char* kVersionHint = "; the trainer and the workers must run the same tdrl version";
 
@@ -62,6 +70,12 @@ torch::Tensor encode(const Command& command) {
     torch::Tensor operator()(const SeedCommand& c) const {
       return int64s({kSeed, static_cast<int64_t>(c.seed)}, kCommandSize);
     }
+    torch::Tensor operator()(const SaveStateCommand&) const {
+      return int64s({kSaveState}, kCommandSize);
+    }
+    torch::Tensor operator()(const LoadStateCommand&) const {
+      return int64s({kLoadState}, kCommandSize);
+    }
     torch::Tensor operator()(const StopCommand&) const { return int64s({kStop}, kCommandSize); }
   };
   return std::visit(Encoder{}, command);
@@ -89,6 +103,10 @@ Command decode_command(const torch::Tensor& message) {
       return WeightsCommand{};
     case kSeed:
       return SeedCommand{static_cast<uint64_t>(c[1])};
+    case kSaveState:
+      return SaveStateCommand{};
+    case kLoadState:
+      return LoadStateCommand{};
     case kStop:
       return StopCommand{};
     default:
@@ -105,6 +123,8 @@ bool operator==(const ConfigureCommand& a, const ConfigureCommand& b) {
 bool operator==(const CollectCommand& a, const CollectCommand& b) { return a.random == b.random; }
 bool operator==(const WeightsCommand&, const WeightsCommand&) { return true; }
 bool operator==(const SeedCommand& a, const SeedCommand& b) { return a.seed == b.seed; }
+bool operator==(const SaveStateCommand&, const SaveStateCommand&) { return true; }
+bool operator==(const LoadStateCommand&, const LoadStateCommand&) { return true; }
 bool operator==(const StopCommand&, const StopCommand&) { return true; }
 
 // ---- Status -------------------------------------------------------------------------------

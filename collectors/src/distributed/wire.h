@@ -7,10 +7,13 @@
 // One conversation per worker, all tensors on CPU, each tag in order:
 // - trainer -> worker, kCommandTag: one Command, encoded as int64 [kCommandSize]. A
 //   WeightsCommand is followed by the policy weights (tensordict::send on kWeightsTag).
+//   A LoadStateCommand is followed by the worker's collector state (tensordict::send on
+//   kStateTag, received with tensordict::recv_new).
 // - worker -> trainer, kStatusTag: one Status (int64 [kStatusSize]) answering configure,
-//   collect and seed. A failed Status is followed by its message bytes on kPayloadTag; an ok
-//   answer to collect by the batch (tensordict::send on kPayloadTag, received with
-//   tensordict::recv_new: the batch's structure travels with it).
+//   collect, seed, save state and load state. A failed Status is followed by its message bytes
+//   on kPayloadTag; an ok answer to collect by the batch, to save state by the collector's
+//   state_dict() (tensordict::send on kPayloadTag, received with tensordict::recv_new: the
+//   structure travels with it).
 
 #include <chrono>
 #include <cstddef>
@@ -36,6 +39,7 @@ constexpr int kCommandTag = 1;
 constexpr int kStatusTag = 2;
 constexpr int kPayloadTag = 3;
 constexpr int kWeightsTag = 4;
+constexpr int kStateTag = 5;
 constexpr size_t kMaxMessage = 1 << 16;  // longer worker error messages are cut
 
 // ---- Commands (trainer -> worker) ---------------------------------------------------------
@@ -58,11 +62,15 @@ struct WeightsCommand {};
 struct SeedCommand {
   uint64_t seed = 0;
 };
+// Answer with the worker's Collector::state_dict().
+struct SaveStateCommand {};
+// Load the Collector state that follows on kStateTag.
+struct LoadStateCommand {};
 // Return from run_distributed_worker.
 struct StopCommand {};
 
-using Command =
-    std::variant<ConfigureCommand, CollectCommand, WeightsCommand, SeedCommand, StopCommand>;
+using Command = std::variant<ConfigureCommand, CollectCommand, WeightsCommand, SeedCommand,
+                             SaveStateCommand, LoadStateCommand, StopCommand>;
 
 constexpr int64_t kCommandSize = 6;
 
@@ -75,6 +83,8 @@ bool operator==(const ConfigureCommand& a, const ConfigureCommand& b);
 bool operator==(const CollectCommand& a, const CollectCommand& b);
 bool operator==(const WeightsCommand& a, const WeightsCommand& b);
 bool operator==(const SeedCommand& a, const SeedCommand& b);
+bool operator==(const SaveStateCommand& a, const SaveStateCommand& b);
+bool operator==(const LoadStateCommand& a, const LoadStateCommand& b);
 bool operator==(const StopCommand& a, const StopCommand& b);
 
 // ---- Status (worker -> trainer) -----------------------------------------------------------

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <tensordict/distributed.h>
 #include <tensordict/errors.h>
 
@@ -28,6 +30,10 @@ using namespace detail;
 // How long a worker waits for the trainer's next request, or for the trainer to take its
 // answer (async trainers train in between): no practical limit; a closed connection ends it.
 constexpr Milliseconds kIdleWait = std::chrono::hours(24 * 365);
+
+// The worker's process generator is seeded with its env seed XOR this (the golden ratio's
+// bits), not with the env seed itself, whose stream the env's generator already draws.
+constexpr uint64_t kProcessSeedMix = 0x9E3779B97F4A7C15ULL;
 
 // One worker's conversation with the trainer: each command's handler, and the answers.
 class WorkerSession {
@@ -74,11 +80,16 @@ class WorkerSession {
     }
   }
 
+  // Seeds the envs and this process's global generator, which the policy's exploration draws
+  // from (with a seed of its own, see kProcessSeedMix), so that a seeded distributed run
+  // repeats and each worker's noise is its own.
   void handle(const SeedCommand& c) {
     uint64_t next_seed = 0;
     try {
       TDRL_CHECK(collector_, Error, "a request came before the configuration");
       next_seed = collector_->set_seed(c.seed);
+      at::Generator process = at::detail::getDefaultCPUGenerator();
+      process.set_current_seed(c.seed ^ kProcessSeedMix);
     } catch (const std::exception& e) {
       return send_error(message_of(e));
     }
@@ -101,6 +112,46 @@ class WorkerSession {
     }
     send_status({true, batch->numel(), 0});
     tensordict::send(*batch, *group_, 0, kPayloadTag);
+  }
+
+  // The worker's state: its collector's, and this process's global generator, which the
+  // policy's exploration draws from.
+  void handle(const SaveStateCommand&) {
+    TensorDict state;
+    try {
+      TDRL_CHECK(collector_, Error, "a request came before the configuration");
+      state = TensorDict({{"collector", collector_->state_dict()},
+                          {"rng", at::detail::getDefaultCPUGenerator().get_state()}});
+    } catch (const std::exception& e) {
+      return send_error(message_of(e));
+    }
+    send_status({true, 0, 0});
+    tensordict::send(state, *group_, 0, kPayloadTag);
+  }
+
+  void handle(const LoadStateCommand&) {
+    try {
+      // Received before anything is checked, so that the conversation stays in step
+      // (recv_new drains a malformed transfer before it throws).
+      const TensorDict state = tensordict::recv_new(*group_, 0, kStateTag);
+      TDRL_CHECK(collector_, Error, "a request came before the configuration");
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      const auto rng = state.find("rng");
+      TDRL_CHECK(state.contains("collector") && rng, tensordict::KeyError,
+                 "the worker state must hold 'collector' and 'rng'; pass what "
+                 "DistributedCollector::state_dict() returned");
+      TDRL_CHECK(
+          rng->scalar_type() == torch::kUInt8 && rng->sizes().equals(generator.get_state().sizes()),
+          tensordict::ShapeError, "the worker state's 'rng' is ",
+          tensordict::shape_str(rng->sizes()), " ", std::string(c10::toString(rng->scalar_type())),
+          ", not a CPU generator state (uint8 ",
+          tensordict::shape_str(generator.get_state().sizes()), ")");
+      collector_->load_state_dict(state.get_tensordict("collector"));
+      generator.set_state(rng->clone());
+    } catch (const std::exception& e) {
+      return send_error(message_of(e));
+    }
+    send_status({true, 0, 0});
   }
 
   void handle(const StopCommand&) {}

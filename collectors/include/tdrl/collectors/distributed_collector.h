@@ -130,15 +130,28 @@ class DistributedCollector : public CollectorBase {
   void update_policy_weights_() override;
   /// Seeds the workers' collectors now, in rank order (one round trip each): rank 1 gets
   /// `seed`, rank r what rank r-1's Collector::set_seed returned; returns what the last
-  /// returned (seed + num_workers for unbatched envs). Throws tensordict::Error in async
+  /// returned (seed + num_workers for unbatched envs). Each worker also seeds its process's
+  /// global generator, which its policy's exploration noise draws from, with its env seed
+  /// XOR 0x9E3779B97F4A7C15: a seeded distributed run repeats. Throws tensordict::Error in async
   /// mode once batches are in flight (call it before the first next()) or after shutdown,
   /// and like next() when a worker fails.
   uint64_t set_seed(uint64_t seed) override;
   void shutdown() override;
-  /// "frames" and "iterations" (int64 scalars).
+  /// "frames" and "iterations" (int64 scalars) and, when no batch is in flight (sync mode
+  /// between batches; not after shutdown), each worker's state under ("workers", "r<rank>"):
+  /// "collector", its Collector::state_dict() (its env and episodes in flight), and "rng", its
+  /// process's global generator (which the policy's exploration draws from); one round trip
+  /// per worker.
+  /// In async mode a batch is always in flight after the first next(): the counters only.
+  /// Throws tensordict::Error naming the worker when one cannot answer.
   TensorDict state_dict() const override;
-  /// Restores "frames" and "iterations"; the workers' envs are not reset (their episodes
-  /// continue). Throws KeyError naming a missing counter, ValueError for a negative one.
+  /// Restores the counters and, when the state holds them, every worker's collector state: the
+  /// workers continue their episodes where the saved ones were. Without them (a state saved in
+  /// async mode), the workers keep their envs. Throws KeyError naming a missing counter or
+  /// worker entry and ValueError for a negative counter (nothing changes then), Error while a
+  /// batch is in flight or after shutdown, ValueError naming the worker whose collector
+  /// refuses its state (every worker then gets back the state it had), and Error when a
+  /// worker is lost (the collection is stopped, as in next()).
   void load_state_dict(const TensorDict& state) override;
 
   int64_t num_workers() const { return distributed_.num_workers(); }
