@@ -317,6 +317,39 @@ TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
   EXPECT_THAT(read_file_bytes(log), Not(HasSubstr("lost worker")));
 }
 
+// A distributed run (workers in processes of their own) resumed from its checkpoint halfway
+// writes the metrics of the run that never stopped: the workers' envs, episodes in flight and
+// generators travel with the checkpoint.
+TEST(ResumeTest, ResumedDistributedRunRepeatsTheUninterruptedRunBitForBit) {
+  TempDir tmp;
+  const auto config = write_ppo_config(tmp, "ppo_distributed.yaml", 1,
+                                       "  mode: distributed\n  num_workers: 2\n"
+                                       "  launch_workers: true\n  frames_per_batch: 256\n"
+                                       "  total_frames: 2048\n");
+  ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, tmp / "train.log");
+  const auto status = train.wait(kProcessTimeout);
+  ASSERT_TRUE(status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << read_file_bytes(tmp / "train.log");
+  std::string whole;
+  for (const auto& entry : fs::directory_iterator(tmp / "runs")) whole = entry.path().string();
+  ASSERT_FALSE(whole.empty());
+
+  // The same run as if it had been stopped after its checkpoint at 1024 frames.
+  const std::string resumed = tmp / "resumed";
+  fs::copy(whole, resumed, fs::copy_options::recursive);
+  fs::remove_all(resumed + "/checkpoints/" + ckpt_name(2048));
+  write_file_bytes(resumed + "/checkpoints/latest", ckpt_name(1024) + "\n");
+  ChildProcess resume({TDRL_TRAIN_EXE, "--resume", resumed}, tmp / "resume.log");
+  const auto resume_status = resume.wait(kProcessTimeout);
+  ASSERT_TRUE(resume_status.has_value() && WIFEXITED(*resume_status) &&
+              WEXITSTATUS(*resume_status) == 0)
+      << read_file_bytes(tmp / "resume.log");
+  const auto expected = untimed_metrics(whole);
+  const auto got = untimed_metrics(resumed);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "row " << i;
+}
+
 // Network namespaces for a distributed run across "hosts": the learner in one, each worker in
 // its own, joined to the learner's by a veth pair (the learner forwards between the workers'
 // links, which Gloo's worker-to-worker connections need). Removed, with their links, on

@@ -607,15 +607,6 @@ TEST(ResumeTest, ResumedOffPolicyRunRestoresItsReplayBuffer) {
   EXPECT_THAT(column(read_metrics(run + "/metrics.csv"), "frames"), ElementsAre(64, 128, 192, 256));
 }
 
-// The metrics rows without the columns that time the run.
-std::vector<std::map<std::string, double>> untimed_metrics(const std::string& run) {
-  auto rows = read_metrics(run + "/metrics.csv");
-  for (auto& row : rows)
-    for (const char* timed : {"fps", "wall_time", "collect_s", "optimize_s", "eval_s"})
-      row.erase(timed);
-  return rows;
-}
-
 struct ResumeCase {
   std::string algo;
   std::vector<std::string> overrides;

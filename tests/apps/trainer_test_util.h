@@ -124,6 +124,15 @@ inline int64_t checkpoint_frames(const std::string& ckpt) {
   return load_checkpoint_state(ckpt).get({"trainer", "frames"}).item<int64_t>();
 }
 
+/// The metrics rows of the run folder `run` without the columns that time the run.
+inline std::vector<std::map<std::string, double>> untimed_metrics(const std::string& run) {
+  auto rows = read_metrics(run + "/metrics.csv");
+  for (auto& row : rows)
+    for (const char* timed : {"fps", "wall_time", "collect_s", "optimize_s", "eval_s"})
+      row.erase(timed);
+  return rows;
+}
+
 inline void expect_strictly_increasing(const std::vector<double>& v) {
   for (size_t i = 1; i < v.size(); ++i) {
     EXPECT_LT(v[i - 1], v[i]) << "rows " << i - 1 << " and " << i;
