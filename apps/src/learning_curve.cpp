@@ -106,10 +106,19 @@ namespace {
 
 constexpr double kWidth = 800, kHeight = 480;
 
-// Lays the curve out on `canvas` (kWidth x kHeight units).
-void draw_learning_curve(detail::Canvas& canvas, const std::string& title,
-                         const std::vector<CurveSeries>& series, const std::string& y_label) {
+// The curve laid out on kWidth x kHeight units.
+detail::Drawing draw_learning_curve(const std::string& title,
+                                    const std::vector<CurveSeries>& series,
+                                    const std::string& y_label) {
   using detail::Anchor;
+  using detail::Circle;
+  using detail::Line;
+  using detail::Polygon;
+  using detail::Polyline;
+  using detail::RectOutline;
+  using detail::Text;
+  detail::Drawing drawing{kWidth, kHeight, title, {}};
+  auto& shapes = drawing.shapes;
   static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
@@ -162,18 +171,19 @@ void draw_learning_curve(detail::Canvas& canvas, const std::string& title,
   };
 
   // The title, grid lines at the ticks, then the frame.
-  canvas.text((kLeft + kRight) / 2, 28, title, 16, Anchor::kMiddle, ink);
-  for (double t : xa.ticks) canvas.line(sx(t), kTop, sx(t), kBottom, "#e5e5e5", 1);
-  for (double t : ya.ticks) canvas.line(kLeft, sy(t), kRight, sy(t), "#e5e5e5", 1);
-  canvas.rect_outline(kLeft, kTop, kRight - kLeft, kBottom - kTop, ink);
+  shapes.push_back(Text{(kLeft + kRight) / 2, 28, title, 16, Anchor::kMiddle, ink});
+  for (double t : xa.ticks) shapes.push_back(Line{sx(t), kTop, sx(t), kBottom, "#e5e5e5", 1});
+  for (double t : ya.ticks) shapes.push_back(Line{kLeft, sy(t), kRight, sy(t), "#e5e5e5", 1});
+  shapes.push_back(RectOutline{kLeft, kTop, kRight - kLeft, kBottom - kTop, ink});
 
   // Tick labels and axis titles.
   for (double t : xa.ticks)
-    canvas.text(sx(t), kBottom + 18, format_frames(t), 12, Anchor::kMiddle, ink);
+    shapes.push_back(Text{sx(t), kBottom + 18, format_frames(t), 12, Anchor::kMiddle, ink});
   for (double t : ya.ticks)
-    canvas.text(kLeft - 8, sy(t) + 4, format_tick(t, ya.step), 12, Anchor::kEnd, ink);
-  canvas.text((kLeft + kRight) / 2, kBottom + 44, "frames", 12, Anchor::kMiddle, ink);
-  canvas.text(20, (kTop + kBottom) / 2, y_label, 12, Anchor::kMiddle, ink, /*vertical=*/true);
+    shapes.push_back(Text{kLeft - 8, sy(t) + 4, format_tick(t, ya.step), 12, Anchor::kEnd, ink});
+  shapes.push_back(Text{(kLeft + kRight) / 2, kBottom + 44, "frames", 12, Anchor::kMiddle, ink});
+  shapes.push_back(
+      Text{20, (kTop + kBottom) / 2, y_label, 12, Anchor::kMiddle, ink, /*vertical=*/true});
 
   // Each series: its band, its raw line (faint when smoothed), the smoothed line, the markers,
   // and its legend entry.
@@ -194,10 +204,10 @@ void draw_learning_curve(detail::Canvas& canvas, const std::string& title,
         band.emplace_back(sx(pts[i].first), sy(pts[i].second + spread[i]));
       for (size_t i = pts.size(); i-- > 0;)
         band.emplace_back(sx(pts[i].first), sy(pts[i].second - spread[i]));
-      canvas.polygon(band, color, 0.15);
+      shapes.push_back(Polygon{band, color, 0.15});
     }
     if (s.smooth > 1 && pts.size() > 1) {
-      canvas.polyline(scaled(pts), color, 1.0, 0.3);
+      shapes.push_back(Polyline{scaled(pts), color, 1.0, 0.3});
       std::vector<std::pair<double, double>> avg;
       double sum = 0;
       for (size_t i = 0; i < pts.size(); ++i) {
@@ -206,37 +216,34 @@ void draw_learning_curve(detail::Canvas& canvas, const std::string& title,
         const size_t n = std::min(i + 1, static_cast<size_t>(s.smooth));
         avg.emplace_back(pts[i].first, sum / static_cast<double>(n));
       }
-      canvas.polyline(scaled(avg), color, 2.0, 1.0);
+      shapes.push_back(Polyline{scaled(avg), color, 2.0, 1.0});
     } else {
-      canvas.polyline(scaled(pts), color, 1.5, 1.0);
+      shapes.push_back(Polyline{scaled(pts), color, 1.5, 1.0});
     }
     if (s.markers || pts.size() == 1) {
-      for (const auto& [x, y] : pts) canvas.circle(sx(x), sy(y), 3, color);
+      for (const auto& [x, y] : pts) shapes.push_back(Circle{sx(x), sy(y), 3, color});
     }
     std::string label = s.name;
     if (s.smooth > 1) label += " (mean of " + std::to_string(s.smooth) + ")";
     if (!s.spread.empty()) label += " +- std";
     const double ly = kTop + 10 + 20.0 * static_cast<double>(drawn);
-    canvas.line(kRight + 16, ly, kRight + 40, ly, color, 2);
-    canvas.text(kRight + 46, ly + 4, label, 12, Anchor::kStart, ink);
+    shapes.push_back(Line{kRight + 16, ly, kRight + 40, ly, color, 2});
+    shapes.push_back(Text{kRight + 46, ly + 4, label, 12, Anchor::kStart, ink});
     ++drawn;
   }
+  return drawing;
 }
 
 }  // namespace
 
 void write_learning_curve_svg(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series, const std::string& y_label) {
-  detail::SvgCanvas canvas(kWidth, kHeight, title);
-  draw_learning_curve(canvas, title, series, y_label);
-  write_file_atomically(path, canvas.str());
+  write_file_atomically(path, detail::to_svg(draw_learning_curve(title, series, y_label)));
 }
 
 void write_learning_curve_png(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series, const std::string& y_label) {
-  detail::RasterCanvas canvas(kWidth, kHeight, 2.0);
-  draw_learning_curve(canvas, title, series, y_label);
-  write_file_atomically(path, canvas.png());
+  write_file_atomically(path, detail::to_png(draw_learning_curve(title, series, y_label), 2.0));
 }
 
 }  // namespace tdrl::apps

@@ -1,4 +1,4 @@
-// The plot canvases (see canvas.h): SVG elements, and an anti-aliased RGB raster written as
+// The plot renderers (see canvas.h): SVG elements, and an anti-aliased RGB raster written as
 // PNG.
 
 #include "detail/canvas.h"
@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <sstream>
 #include <stdexcept>
+#include <variant>
 
 #include <tensordict/errors.h>
 
@@ -190,290 +193,324 @@ void append_chunk(std::string& png, const char* type, const std::string& data) {
       crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
+// ---- SVG ----------------------------------------------------------------------------------------
+
+struct SvgWriter {
+  std::ostringstream& svg;
+
+  void operator()(const Line& l) const {
+    svg << "<line x1=\"" << coord(l.x1) << "\" y1=\"" << coord(l.y1) << "\" x2=\"" << coord(l.x2)
+        << "\" y2=\"" << coord(l.y2) << "\" stroke=\"" << l.color << "\" stroke-width=\"" << l.width
+        << "\"/>\n";
+  }
+  void operator()(const Polyline& p) const {
+    svg << "<polyline fill=\"none\" stroke=\"" << p.color << "\" stroke-width=\"" << p.width
+        << "\" stroke-opacity=\"" << p.opacity << "\" stroke-linejoin=\"round\" points=\""
+        << points_attribute(p.points) << "\"/>\n";
+  }
+  void operator()(const Polygon& p) const {
+    svg << "<polygon fill=\"" << p.color << "\" fill-opacity=\"" << p.opacity
+        << "\" stroke=\"none\" points=\"" << points_attribute(p.points) << "\"/>\n";
+  }
+  void operator()(const Circle& c) const {
+    svg << "<circle cx=\"" << coord(c.cx) << "\" cy=\"" << coord(c.cy) << "\" r=\"" << c.r
+        << "\" fill=\"" << c.color << "\"/>\n";
+  }
+  void operator()(const RectOutline& r) const {
+    svg << "<rect x=\"" << coord(r.x) << "\" y=\"" << coord(r.y) << "\" width=\"" << coord(r.width)
+        << "\" height=\"" << coord(r.height) << "\" fill=\"none\" stroke=\"" << r.color << "\"/>\n";
+  }
+  void operator()(const Text& t) const {
+    svg << "<text x=\"" << coord(t.x) << "\" y=\"" << coord(t.y) << "\"";
+    if (t.anchor != Anchor::kStart) svg << " text-anchor=\"" << anchor_name(t.anchor) << "\"";
+    if (t.size != 12) svg << " font-size=\"" << t.size << "\"";
+    svg << " fill=\"" << t.color << "\"";
+    if (t.vertical) svg << " transform=\"rotate(-90 " << coord(t.x) << " " << coord(t.y) << ")\"";
+    svg << ">" << xml_escape(t.text) << "</text>\n";
+  }
+};
+
+// ---- Raster -------------------------------------------------------------------------------------
+
+// RGB pixels of (width x height) units times `scale`, white at first; each shape blended over
+// them with anti-aliased coverage.
+class Raster {
+ public:
+  Raster(double width, double height, double scale)
+      : width_(static_cast<int64_t>(std::lround(width * scale))),
+        height_(static_cast<int64_t>(std::lround(height * scale))),
+        scale_(scale),
+        pixels_(static_cast<size_t>(width_ * height_ * 3), 1.0) {}
+
+  void operator()(const Line& l) {
+    (*this)(Polyline{{{l.x1, l.y1}, {l.x2, l.y2}}, l.color, l.width, 1.0});
+  }
+
+  void operator()(const Polyline& shape) {
+    const auto& points = shape.points;
+    const double width = shape.width, opacity = shape.opacity;
+    if (points.empty()) return;
+    const Rgb rgb = parse_color(shape.color);
+    std::vector<Point> p;
+    for (const auto& [x, y] : points) p.emplace_back(x * scale_, y * scale_);
+    const double half = std::max(width * scale_, 1.0) / 2;
+    double lo_x = p[0].first, hi_x = lo_x, lo_y = p[0].second, hi_y = lo_y;
+    for (const auto& [x, y] : p) {
+      lo_x = std::min(lo_x, x);
+      hi_x = std::max(hi_x, x);
+      lo_y = std::min(lo_y, y);
+      hi_y = std::max(hi_y, y);
+    }
+    // Each segment is painted only over its own box; the coverage of the whole path at a pixel
+    // is its best segment's, so that joints are not painted twice.
+    const auto x0 = static_cast<int64_t>(std::floor(lo_x - half - 1));
+    const auto y0 = static_cast<int64_t>(std::floor(lo_y - half - 1));
+    const auto x1 = static_cast<int64_t>(std::ceil(hi_x + half + 1));
+    const auto y1 = static_cast<int64_t>(std::ceil(hi_y + half + 1));
+    const int64_t w = std::max<int64_t>(x1 - x0, 0), h = std::max<int64_t>(y1 - y0, 0);
+    std::vector<float> mask(static_cast<size_t>(w * h), 0.0f);
+    const size_t segments = p.size() == 1 ? 1 : p.size() - 1;
+    for (size_t s = 0; s < segments; ++s) {
+      const auto& a = p[s];
+      const auto& b = p[std::min(s + 1, p.size() - 1)];
+      const auto sx0 =
+          std::max(static_cast<int64_t>(std::floor(std::min(a.first, b.first) - half - 1)), x0);
+      const auto sx1 =
+          std::min(static_cast<int64_t>(std::ceil(std::max(a.first, b.first) + half + 1)), x1);
+      const auto sy0 =
+          std::max(static_cast<int64_t>(std::floor(std::min(a.second, b.second) - half - 1)), y0);
+      const auto sy1 =
+          std::min(static_cast<int64_t>(std::ceil(std::max(a.second, b.second) + half + 1)), y1);
+      for (int64_t y = sy0; y < sy1; ++y) {
+        for (int64_t x = sx0; x < sx1; ++x) {
+          const double d =
+              distance_to_segment(static_cast<double>(x) + 0.5, static_cast<double>(y) + 0.5,
+                                  a.first, a.second, b.first, b.second);
+          float& m = mask[static_cast<size_t>((y - y0) * w + (x - x0))];
+          m = std::max(m, static_cast<float>(std::clamp(half + 0.5 - d, 0.0, 1.0)));
+        }
+      }
+    }
+    paint(x0, y0, x1, y1, rgb, opacity, [&](double px, double py) {
+      const auto x = static_cast<int64_t>(px) - x0, y = static_cast<int64_t>(py) - y0;
+      return static_cast<double>(mask[static_cast<size_t>(y * w + x)]);
+    });
+  }
+
+  void operator()(const Polygon& shape) {
+    const auto& points = shape.points;
+    const double opacity = shape.opacity;
+    if (points.size() < 3) return;
+    const Rgb rgb = parse_color(shape.color);
+    std::vector<Point> p;
+    for (const auto& [x, y] : points) p.emplace_back(x * scale_, y * scale_);
+    double lo_y = p[0].second, hi_y = lo_y;
+    for (const auto& point : p) {
+      lo_y = std::min(lo_y, point.second);
+      hi_y = std::max(hi_y, point.second);
+    }
+    // Scanlines: four sub-rows per pixel row, each crossing the edges at sorted x; the spans
+    // between crossings (even-odd) add their exact horizontal overlap with each pixel.
+    constexpr int kSubRows = 4;
+    const auto y_first = std::max<int64_t>(static_cast<int64_t>(std::floor(lo_y)), 0);
+    const auto y_last = std::min<int64_t>(static_cast<int64_t>(std::ceil(hi_y)), height_);
+    std::vector<double> row(static_cast<size_t>(width_));
+    std::vector<double> crossings;
+    for (int64_t y = y_first; y < y_last; ++y) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (int s = 0; s < kSubRows; ++s) {
+        const double sy = static_cast<double>(y) + (s + 0.5) / kSubRows;
+        crossings.clear();
+        for (size_t i = 0; i < p.size(); ++i) {
+          const auto& a = p[i];
+          const auto& b = p[(i + 1) % p.size()];
+          if ((a.second <= sy) == (b.second <= sy)) continue;
+          crossings.push_back(a.first +
+                              (sy - a.second) / (b.second - a.second) * (b.first - a.first));
+        }
+        std::sort(crossings.begin(), crossings.end());
+        for (size_t i = 0; i + 1 < crossings.size(); i += 2) {
+          const double from = std::max(crossings[i], 0.0);
+          const double to = std::min(crossings[i + 1], static_cast<double>(width_));
+          for (auto x = static_cast<int64_t>(std::floor(from)); static_cast<double>(x) < to; ++x) {
+            const double overlap =
+                std::min(to, static_cast<double>(x + 1)) - std::max(from, static_cast<double>(x));
+            if (overlap > 0) row[static_cast<size_t>(x)] += overlap / kSubRows;
+          }
+        }
+      }
+      paint(0, y, width_, y + 1, rgb, opacity,
+            [&](double px, double) { return row[static_cast<size_t>(px)]; });
+    }
+  }
+
+  void operator()(const Circle& shape) {
+    double cx = shape.cx, cy = shape.cy, r = shape.r;
+    const Rgb rgb = parse_color(shape.color);
+    cx *= scale_;
+    cy *= scale_;
+    r *= scale_;
+    paint(static_cast<int64_t>(std::floor(cx - r - 1)),
+          static_cast<int64_t>(std::floor(cy - r - 1)), static_cast<int64_t>(std::ceil(cx + r + 1)),
+          static_cast<int64_t>(std::ceil(cy + r + 1)), rgb, 1.0,
+          [&](double px, double py) { return r + 0.5 - std::hypot(px - cx, py - cy); });
+  }
+
+  void operator()(const RectOutline& r) {
+    (*this)(Polyline{{{r.x, r.y},
+                      {r.x + r.width, r.y},
+                      {r.x + r.width, r.y + r.height},
+                      {r.x, r.y + r.height},
+                      {r.x, r.y}},
+                     r.color,
+                     1.0,
+                     1.0});
+  }
+
+  void operator()(const Text& shape) {
+    const double x = shape.x, y = shape.y, size = shape.size;
+    const std::string& text = shape.text;
+    const Anchor anchor = shape.anchor;
+    const bool vertical = shape.vertical;
+    // One font pixel is a square of `k` image pixels, so that capitals are about 0.6 of the font
+    // size tall, as in a sans-serif font.
+    const Rgb rgb = parse_color(shape.color);
+    const double k = std::max(1.0, std::round(0.6 * size * scale_ / kGlyphHeight));
+    // One glyph per character: a UTF-8 sequence (outside the font) is one '?', not one per byte.
+    std::string glyphs;
+    for (char c : text)
+      if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) glyphs += c;
+    const double advance = (kGlyphWidth + 1) * k;
+    const double length = glyphs.empty() ? 0.0 : static_cast<double>(glyphs.size()) * advance - k;
+    const double start = anchor == Anchor::kStart    ? 0.0
+                         : anchor == Anchor::kMiddle ? -length / 2
+                                                     : -length;
+    const double ax = x * scale_, ay = y * scale_;
+    for (size_t i = 0; i < glyphs.size(); ++i) {
+      const auto& rows = glyph(glyphs[i]);
+      for (int r = 0; r < kGlyphHeight; ++r) {
+        for (int c = 0; c < kGlyphWidth; ++c) {
+          if (!((rows[static_cast<size_t>(r)] >> (kGlyphWidth - 1 - c)) & 1)) continue;
+          // The block's offset from the anchor along the text and up from the baseline.
+          const double along = start + static_cast<double>(i) * advance + c * k;
+          const double up = (kGlyphHeight - r) * k;
+          if (vertical) {
+            fill_block(ax - up, ay - along - k, k, rgb);
+          } else {
+            fill_block(ax + along, ay - up, k, rgb);
+          }
+        }
+      }
+    }
+  }
+
+  // The image as a PNG file.
+  std::string png() const {
+    // The scanlines, each behind filter byte 0 (none), deflated by zlib into one IDAT chunk.
+    std::string raw;
+    raw.reserve(static_cast<size_t>(height_ * (1 + width_ * 3)));
+    for (int64_t y = 0; y < height_; ++y) {
+      raw += '\0';
+      for (int64_t x = 0; x < width_ * 3; ++x)
+        raw +=
+            static_cast<char>(std::lround(pixels_[static_cast<size_t>(y * width_ * 3 + x)] * 255));
+    }
+    uLongf size = compressBound(static_cast<uLong>(raw.size()));
+    std::string deflated(size, '\0');
+    const int status = compress2(reinterpret_cast<Bytef*>(deflated.data()), &size,
+                                 reinterpret_cast<const Bytef*>(raw.data()),
+                                 static_cast<uLong>(raw.size()), Z_DEFAULT_COMPRESSION);
+    if (status != Z_OK)
+      throw std::runtime_error("RasterCanvas::png: zlib failed with status " +
+                               std::to_string(status));
+    deflated.resize(size);
+
+    std::string png = "\x89PNG\r\n\x1a\n";
+    std::string header;
+    for (const int64_t v : {width_, height_})
+      for (int shift = 24; shift >= 0; shift -= 8) header += static_cast<char>((v >> shift) & 0xff);
+    header +=
+        std::string("\x08\x02\x00\x00\x00", 5);  // 8 bits, RGB, deflate, filter 0, no interlace
+    append_chunk(png, "IHDR", header);
+    append_chunk(png, "IDAT", deflated);
+    append_chunk(png, "IEND", "");
+    return png;
+  }
+
+ private:
+  struct Rgb {
+    double r, g, b;
+  };
+
+  static Rgb parse_color(const std::string& color) {
+    TDRL_CHECK(color.size() == 7 && color[0] == '#' &&
+                   color.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos,
+               tensordict::ValueError, "RasterCanvas: colour '", color,
+               "' is not of the form #rrggbb");
+    const auto channel = [&](int i) {
+      return static_cast<double>(
+                 std::stoi(color.substr(static_cast<size_t>(1 + 2 * i), 2), nullptr, 16)) /
+             255.0;
+    };
+    return {channel(0), channel(1), channel(2)};
+  }
+
+  // Blends `color` over the pixels of the box [x0, x1) x [y0, y1) with alpha
+  // coverage(x, y) * opacity, coverage in [0, 1] from the pixel centre.
+  template <class Coverage>
+  void paint(int64_t x0, int64_t y0, int64_t x1, int64_t y1, const Rgb& color, double opacity,
+             Coverage coverage) {
+    x0 = std::max<int64_t>(x0, 0);
+    y0 = std::max<int64_t>(y0, 0);
+    x1 = std::min(x1, width_);
+    y1 = std::min(y1, height_);
+    for (int64_t y = y0; y < y1; ++y) {
+      for (int64_t x = x0; x < x1; ++x) {
+        const double a =
+            std::clamp(coverage(static_cast<double>(x) + 0.5, static_cast<double>(y) + 0.5), 0.0,
+                       1.0) *
+            opacity;
+        if (a <= 0) continue;
+        double* p = &pixels_[static_cast<size_t>((y * width_ + x) * 3)];
+        p[0] += (color.r - p[0]) * a;
+        p[1] += (color.g - p[1]) * a;
+        p[2] += (color.b - p[2]) * a;
+      }
+    }
+  }
+
+  void fill_block(double x, double y, double size, const Rgb& color) {
+    const auto x0 = static_cast<int64_t>(std::lround(x)), y0 = static_cast<int64_t>(std::lround(y));
+    const auto n = static_cast<int64_t>(std::lround(size));
+    paint(x0, y0, x0 + n, y0 + n, color, 1.0, [](double, double) { return 1.0; });
+  }
+
+  int64_t width_;
+  int64_t height_;
+  double scale_;
+  std::vector<double> pixels_;  // RGB in [0, 1], row-major
+};
+
 }  // namespace
 
-// ---- SvgCanvas ----------------------------------------------------------------------------------
-
-SvgCanvas::SvgCanvas(double width, double height, const std::string& title) {
-  svg_ << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-       << "\" viewBox=\"0 0 " << width << " " << height
-       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-       << "<title>" << xml_escape(title) << "</title>\n"
-       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+std::string to_svg(const Drawing& drawing) {
+  std::ostringstream svg;
+  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << drawing.width << "\" height=\""
+      << drawing.height << "\" viewBox=\"0 0 " << drawing.width << " " << drawing.height
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<title>" << xml_escape(drawing.title) << "</title>\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  SvgWriter writer{svg};
+  for (const auto& shape : drawing.shapes) std::visit(writer, shape);
+  svg << "</svg>\n";
+  return svg.str();
 }
 
-void SvgCanvas::line(double x1, double y1, double x2, double y2, const std::string& color,
-                     double width) {
-  svg_ << "<line x1=\"" << coord(x1) << "\" y1=\"" << coord(y1) << "\" x2=\"" << coord(x2)
-       << "\" y2=\"" << coord(y2) << "\" stroke=\"" << color << "\" stroke-width=\"" << width
-       << "\"/>\n";
-}
-
-void SvgCanvas::polyline(const std::vector<Point>& points, const std::string& color, double width,
-                         double opacity) {
-  svg_ << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"" << width
-       << "\" stroke-opacity=\"" << opacity << "\" stroke-linejoin=\"round\" points=\""
-       << points_attribute(points) << "\"/>\n";
-}
-
-void SvgCanvas::polygon(const std::vector<Point>& points, const std::string& color,
-                        double opacity) {
-  svg_ << "<polygon fill=\"" << color << "\" fill-opacity=\"" << opacity
-       << "\" stroke=\"none\" points=\"" << points_attribute(points) << "\"/>\n";
-}
-
-void SvgCanvas::circle(double cx, double cy, double r, const std::string& color) {
-  svg_ << "<circle cx=\"" << coord(cx) << "\" cy=\"" << coord(cy) << "\" r=\"" << r << "\" fill=\""
-       << color << "\"/>\n";
-}
-
-void SvgCanvas::rect_outline(double x, double y, double width, double height,
-                             const std::string& color) {
-  svg_ << "<rect x=\"" << coord(x) << "\" y=\"" << coord(y) << "\" width=\"" << coord(width)
-       << "\" height=\"" << coord(height) << "\" fill=\"none\" stroke=\"" << color << "\"/>\n";
-}
-
-void SvgCanvas::text(double x, double y, const std::string& text, double size, Anchor anchor,
-                     const std::string& color, bool vertical) {
-  svg_ << "<text x=\"" << coord(x) << "\" y=\"" << coord(y) << "\"";
-  if (anchor != Anchor::kStart) svg_ << " text-anchor=\"" << anchor_name(anchor) << "\"";
-  if (size != 12) svg_ << " font-size=\"" << size << "\"";
-  svg_ << " fill=\"" << color << "\"";
-  if (vertical) svg_ << " transform=\"rotate(-90 " << coord(x) << " " << coord(y) << ")\"";
-  svg_ << ">" << xml_escape(text) << "</text>\n";
-}
-
-std::string SvgCanvas::str() const { return svg_.str() + "</svg>\n"; }
-
-// ---- RasterCanvas -------------------------------------------------------------------------------
-
-RasterCanvas::RasterCanvas(double width, double height, double scale)
-    : width_(static_cast<int64_t>(std::lround(width * scale))),
-      height_(static_cast<int64_t>(std::lround(height * scale))),
-      scale_(scale),
-      pixels_(static_cast<size_t>(width_ * height_ * 3), 1.0) {}
-
-RasterCanvas::Rgb RasterCanvas::parse_color(const std::string& color) {
-  TDRL_CHECK(color.size() == 7 && color[0] == '#' &&
-                 color.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos,
-             tensordict::ValueError, "RasterCanvas: colour '", color,
-             "' is not of the form #rrggbb");
-  const auto channel = [&](int i) {
-    return static_cast<double>(
-               std::stoi(color.substr(static_cast<size_t>(1 + 2 * i), 2), nullptr, 16)) /
-           255.0;
-  };
-  return {channel(0), channel(1), channel(2)};
-}
-
-template <class Coverage>
-void RasterCanvas::paint(int64_t x0, int64_t y0, int64_t x1, int64_t y1, const Rgb& color,
-                         double opacity, Coverage coverage) {
-  x0 = std::max<int64_t>(x0, 0);
-  y0 = std::max<int64_t>(y0, 0);
-  x1 = std::min(x1, width_);
-  y1 = std::min(y1, height_);
-  for (int64_t y = y0; y < y1; ++y) {
-    for (int64_t x = x0; x < x1; ++x) {
-      const double a =
-          std::clamp(coverage(static_cast<double>(x) + 0.5, static_cast<double>(y) + 0.5), 0.0,
-                     1.0) *
-          opacity;
-      if (a <= 0) continue;
-      double* p = &pixels_[static_cast<size_t>((y * width_ + x) * 3)];
-      p[0] += (color.r - p[0]) * a;
-      p[1] += (color.g - p[1]) * a;
-      p[2] += (color.b - p[2]) * a;
-    }
-  }
-}
-
-void RasterCanvas::line(double x1, double y1, double x2, double y2, const std::string& color,
-                        double width) {
-  polyline({{x1, y1}, {x2, y2}}, color, width, 1.0);
-}
-
-void RasterCanvas::polyline(const std::vector<Point>& points, const std::string& color,
-                            double width, double opacity) {
-  if (points.empty()) return;
-  const Rgb rgb = parse_color(color);
-  std::vector<Point> p;
-  for (const auto& [x, y] : points) p.emplace_back(x * scale_, y * scale_);
-  const double half = std::max(width * scale_, 1.0) / 2;
-  double lo_x = p[0].first, hi_x = lo_x, lo_y = p[0].second, hi_y = lo_y;
-  for (const auto& [x, y] : p) {
-    lo_x = std::min(lo_x, x);
-    hi_x = std::max(hi_x, x);
-    lo_y = std::min(lo_y, y);
-    hi_y = std::max(hi_y, y);
-  }
-  // Each segment is painted only over its own box; the coverage of the whole path at a pixel
-  // is its best segment's, so that joints are not painted twice.
-  const auto x0 = static_cast<int64_t>(std::floor(lo_x - half - 1));
-  const auto y0 = static_cast<int64_t>(std::floor(lo_y - half - 1));
-  const auto x1 = static_cast<int64_t>(std::ceil(hi_x + half + 1));
-  const auto y1 = static_cast<int64_t>(std::ceil(hi_y + half + 1));
-  const int64_t w = std::max<int64_t>(x1 - x0, 0), h = std::max<int64_t>(y1 - y0, 0);
-  std::vector<float> mask(static_cast<size_t>(w * h), 0.0f);
-  const size_t segments = p.size() == 1 ? 1 : p.size() - 1;
-  for (size_t s = 0; s < segments; ++s) {
-    const auto& a = p[s];
-    const auto& b = p[std::min(s + 1, p.size() - 1)];
-    const auto sx0 =
-        std::max(static_cast<int64_t>(std::floor(std::min(a.first, b.first) - half - 1)), x0);
-    const auto sx1 =
-        std::min(static_cast<int64_t>(std::ceil(std::max(a.first, b.first) + half + 1)), x1);
-    const auto sy0 =
-        std::max(static_cast<int64_t>(std::floor(std::min(a.second, b.second) - half - 1)), y0);
-    const auto sy1 =
-        std::min(static_cast<int64_t>(std::ceil(std::max(a.second, b.second) + half + 1)), y1);
-    for (int64_t y = sy0; y < sy1; ++y) {
-      for (int64_t x = sx0; x < sx1; ++x) {
-        const double d =
-            distance_to_segment(static_cast<double>(x) + 0.5, static_cast<double>(y) + 0.5, a.first,
-                                a.second, b.first, b.second);
-        float& m = mask[static_cast<size_t>((y - y0) * w + (x - x0))];
-        m = std::max(m, static_cast<float>(std::clamp(half + 0.5 - d, 0.0, 1.0)));
-      }
-    }
-  }
-  paint(x0, y0, x1, y1, rgb, opacity, [&](double px, double py) {
-    const auto x = static_cast<int64_t>(px) - x0, y = static_cast<int64_t>(py) - y0;
-    return static_cast<double>(mask[static_cast<size_t>(y * w + x)]);
-  });
-}
-
-void RasterCanvas::polygon(const std::vector<Point>& points, const std::string& color,
-                           double opacity) {
-  if (points.size() < 3) return;
-  const Rgb rgb = parse_color(color);
-  std::vector<Point> p;
-  for (const auto& [x, y] : points) p.emplace_back(x * scale_, y * scale_);
-  double lo_y = p[0].second, hi_y = lo_y;
-  for (const auto& point : p) {
-    lo_y = std::min(lo_y, point.second);
-    hi_y = std::max(hi_y, point.second);
-  }
-  // Scanlines: four sub-rows per pixel row, each crossing the edges at sorted x; the spans
-  // between crossings (even-odd) add their exact horizontal overlap with each pixel.
-  constexpr int kSubRows = 4;
-  const auto y_first = std::max<int64_t>(static_cast<int64_t>(std::floor(lo_y)), 0);
-  const auto y_last = std::min<int64_t>(static_cast<int64_t>(std::ceil(hi_y)), height_);
-  std::vector<double> row(static_cast<size_t>(width_));
-  std::vector<double> crossings;
-  for (int64_t y = y_first; y < y_last; ++y) {
-    std::fill(row.begin(), row.end(), 0.0);
-    for (int s = 0; s < kSubRows; ++s) {
-      const double sy = static_cast<double>(y) + (s + 0.5) / kSubRows;
-      crossings.clear();
-      for (size_t i = 0; i < p.size(); ++i) {
-        const auto& a = p[i];
-        const auto& b = p[(i + 1) % p.size()];
-        if ((a.second <= sy) == (b.second <= sy)) continue;
-        crossings.push_back(a.first +
-                            (sy - a.second) / (b.second - a.second) * (b.first - a.first));
-      }
-      std::sort(crossings.begin(), crossings.end());
-      for (size_t i = 0; i + 1 < crossings.size(); i += 2) {
-        const double from = std::max(crossings[i], 0.0);
-        const double to = std::min(crossings[i + 1], static_cast<double>(width_));
-        for (auto x = static_cast<int64_t>(std::floor(from)); static_cast<double>(x) < to; ++x) {
-          const double overlap =
-              std::min(to, static_cast<double>(x + 1)) - std::max(from, static_cast<double>(x));
-          if (overlap > 0) row[static_cast<size_t>(x)] += overlap / kSubRows;
-        }
-      }
-    }
-    paint(0, y, width_, y + 1, rgb, opacity,
-          [&](double px, double) { return row[static_cast<size_t>(px)]; });
-  }
-}
-
-void RasterCanvas::circle(double cx, double cy, double r, const std::string& color) {
-  const Rgb rgb = parse_color(color);
-  cx *= scale_;
-  cy *= scale_;
-  r *= scale_;
-  paint(static_cast<int64_t>(std::floor(cx - r - 1)), static_cast<int64_t>(std::floor(cy - r - 1)),
-        static_cast<int64_t>(std::ceil(cx + r + 1)), static_cast<int64_t>(std::ceil(cy + r + 1)),
-        rgb, 1.0, [&](double px, double py) { return r + 0.5 - std::hypot(px - cx, py - cy); });
-}
-
-void RasterCanvas::rect_outline(double x, double y, double width, double height,
-                                const std::string& color) {
-  polyline({{x, y}, {x + width, y}, {x + width, y + height}, {x, y + height}, {x, y}}, color, 1.0,
-           1.0);
-}
-
-void RasterCanvas::fill_block(double x, double y, double size, const Rgb& color) {
-  const auto x0 = static_cast<int64_t>(std::lround(x)), y0 = static_cast<int64_t>(std::lround(y));
-  const auto n = static_cast<int64_t>(std::lround(size));
-  paint(x0, y0, x0 + n, y0 + n, color, 1.0, [](double, double) { return 1.0; });
-}
-
-void RasterCanvas::text(double x, double y, const std::string& text, double size, Anchor anchor,
-                        const std::string& color, bool vertical) {
-  // One font pixel is a square of `k` image pixels, so that capitals are about 0.6 of the font
-  // size tall, as in a sans-serif font.
-  const Rgb rgb = parse_color(color);
-  const double k = std::max(1.0, std::round(0.6 * size * scale_ / kGlyphHeight));
-  // One glyph per character: a UTF-8 sequence (outside the font) is one '?', not one per byte.
-  std::string glyphs;
-  for (char c : text)
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) glyphs += c;
-  const double advance = (kGlyphWidth + 1) * k;
-  const double length = glyphs.empty() ? 0.0 : static_cast<double>(glyphs.size()) * advance - k;
-  const double start = anchor == Anchor::kStart    ? 0.0
-                       : anchor == Anchor::kMiddle ? -length / 2
-                                                   : -length;
-  const double ax = x * scale_, ay = y * scale_;
-  for (size_t i = 0; i < glyphs.size(); ++i) {
-    const auto& rows = glyph(glyphs[i]);
-    for (int r = 0; r < kGlyphHeight; ++r) {
-      for (int c = 0; c < kGlyphWidth; ++c) {
-        if (!((rows[static_cast<size_t>(r)] >> (kGlyphWidth - 1 - c)) & 1)) continue;
-        // The block's offset from the anchor along the text and up from the baseline.
-        const double along = start + static_cast<double>(i) * advance + c * k;
-        const double up = (kGlyphHeight - r) * k;
-        if (vertical) {
-          fill_block(ax - up, ay - along - k, k, rgb);
-        } else {
-          fill_block(ax + along, ay - up, k, rgb);
-        }
-      }
-    }
-  }
-}
-
-std::string RasterCanvas::png() const {
-  // The scanlines, each behind filter byte 0 (none), deflated by zlib into one IDAT chunk.
-  std::string raw;
-  raw.reserve(static_cast<size_t>(height_ * (1 + width_ * 3)));
-  for (int64_t y = 0; y < height_; ++y) {
-    raw += '\0';
-    for (int64_t x = 0; x < width_ * 3; ++x)
-      raw += static_cast<char>(std::lround(pixels_[static_cast<size_t>(y * width_ * 3 + x)] * 255));
-  }
-  uLongf size = compressBound(static_cast<uLong>(raw.size()));
-  std::string deflated(size, '\0');
-  const int status = compress2(reinterpret_cast<Bytef*>(deflated.data()), &size,
-                               reinterpret_cast<const Bytef*>(raw.data()),
-                               static_cast<uLong>(raw.size()), Z_DEFAULT_COMPRESSION);
-  if (status != Z_OK)
-    throw std::runtime_error("RasterCanvas::png: zlib failed with status " +
-                             std::to_string(status));
-  deflated.resize(size);
-
-  std::string png = "\x89PNG\r\n\x1a\n";
-  std::string header;
-  for (const int64_t v : {width_, height_})
-    for (int shift = 24; shift >= 0; shift -= 8) header += static_cast<char>((v >> shift) & 0xff);
-  header += std::string("\x08\x02\x00\x00\x00", 5);  // 8 bits, RGB, deflate, filter 0, no interlace
-  append_chunk(png, "IHDR", header);
-  append_chunk(png, "IDAT", deflated);
-  append_chunk(png, "IEND", "");
-  return png;
+std::string to_png(const Drawing& drawing, double scale) {
+  Raster raster(drawing.width, drawing.height, scale);
+  for (const auto& shape : drawing.shapes) std::visit(raster, shape);
+  return raster.png();
 }
 
 }  // namespace tdrl::apps::detail
