@@ -90,6 +90,20 @@ int64_t round_up(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
+}  // namespace
+
+void CollectorBase::set_total_frames(int64_t total, const std::string& who) {
+  total_frames_ = total;
+  if (total > 0 && total % frames_per_batch_ != 0) {
+    total_frames_ = round_up(total, frames_per_batch_);
+    spdlog::warn(
+        "{}: total_frames {} is not a multiple of frames_per_batch {}; collecting {} frames", who,
+        total, frames_per_batch_, total_frames_);
+  }
+}
+
+namespace {
+
 std::shared_ptr<EnvBase> checked_env(std::shared_ptr<EnvBase> env, const char* what) {
   TDRL_CHECK(env, ValueError, std::string("Collector: "), what, " is null; pass an env");
   return env;
@@ -129,14 +143,7 @@ Collector::Collector(std::shared_ptr<EnvBase> env, CollectorPolicy policy, Colle
         fpb, env_numel_, frames_per_batch_);
   }
   steps_per_batch_ = frames_per_batch_ / env_numel_;
-  total_frames_ = total;
-  if (total > 0 && total % frames_per_batch_ != 0) {
-    total_frames_ = round_up(total, frames_per_batch_);
-    spdlog::warn(
-        "Collector: total_frames {} is not a multiple of frames_per_batch {}; "
-        "collecting {} frames",
-        total, frames_per_batch_, total_frames_);
-  }
+  set_total_frames(total, "Collector");
   step_count_ = torch::zeros(env_->batch_size(), torch::kInt64);
   traj_ids_ = torch::zeros(env_->batch_size(), torch::kInt64);
 }

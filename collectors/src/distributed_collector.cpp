@@ -261,13 +261,7 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
         "DistributedCollector: frames_per_batch {} rounded up to {} (each of the {} workers "
         "collects a multiple of its env's batch numel{})",
         requested, frames_per_batch_, W, d.sync() ? " and the batch is split over workers" : "");
-  total_frames_ = options_.total_frames();
-  if (total_frames_ > 0 && total_frames_ % frames_per_batch_ != 0) {
-    const int64_t rounded = (total_frames_ / frames_per_batch_ + 1) * frames_per_batch_;
-    spdlog::warn("DistributedCollector: total_frames {} rounded up to {} (a multiple of {})",
-                 total_frames_, rounded, frames_per_batch_);
-    total_frames_ = rounded;
-  }
+  set_total_frames(options_.total_frames(), "DistributedCollector");
 }
 
 DistributedCollector::~DistributedCollector() { shutdown(); }

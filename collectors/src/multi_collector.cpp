@@ -127,15 +127,7 @@ MultiCollectorBase::MultiCollectorBase(Setup setup, CollectorPolicy policy,
   // prepare() has checked the arguments: a Setup only comes from there.
   TORCH_INTERNAL_ASSERT(!factories.empty());
   TORCH_INTERNAL_ASSERT(frames_per_batch_ >= 1 && worker_frames_per_batch >= 1);
-  const auto total = options_.total_frames();
-  total_frames_ = total;
-  if (total > 0 && total % frames_per_batch_ != 0) {
-    total_frames_ = round_up(total, frames_per_batch_);
-    spdlog::warn(
-        "{}: total_frames {} is not a multiple of frames_per_batch {}; collecting {} "
-        "frames",
-        name_, total, frames_per_batch_, total_frames_);
-  }
+  set_total_frames(options_.total_frames(), name_);
 
   const auto& factory = options_.policy_factory();
   if (factory) {

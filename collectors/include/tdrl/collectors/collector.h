@@ -149,6 +149,10 @@ class CollectorBase {
   CollectorBase() = default;
   /// True once total_frames have been collected (never for endless collection).
   bool finished() const { return total_frames_ >= 0 && frames_ >= total_frames_; }
+  /// Sets total_frames() from `total` (-1: endless) rounded up to a whole number of batches of
+  /// frames_per_batch() (set before), so that every batch is full; warns, naming `who`, when
+  /// that changes it.
+  void set_total_frames(int64_t total, const std::string& who);
 
   // The counters every collector keeps; subclasses set them.
   int64_t frames_per_batch_ = 0;
