@@ -421,8 +421,7 @@ class Raster {
                                  reinterpret_cast<const Bytef*>(raw.data()),
                                  static_cast<uLong>(raw.size()), Z_DEFAULT_COMPRESSION);
     if (status != Z_OK)
-      throw std::runtime_error("RasterCanvas::png: zlib failed with status " +
-                               std::to_string(status));
+      throw std::runtime_error("to_png: zlib failed with status " + std::to_string(status));
     deflated.resize(size);
 
     std::string png = "\x89PNG\r\n\x1a\n";
@@ -445,8 +444,7 @@ class Raster {
   static Rgb parse_color(const std::string& color) {
     TDRL_CHECK(color.size() == 7 && color[0] == '#' &&
                    color.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos,
-               tensordict::ValueError, "RasterCanvas: colour '", color,
-               "' is not of the form #rrggbb");
+               tensordict::ValueError, "to_png: colour '", color, "' is not of the form #rrggbb");
     const auto channel = [&](int i) {
       return static_cast<double>(
                  std::stoi(color.substr(static_cast<size_t>(1 + 2 * i), 2), nullptr, 16)) /
