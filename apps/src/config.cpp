@@ -259,11 +259,7 @@ class Loader {
 
   void finish() {
     if (problems_.empty()) return;
-    std::string message = "invalid config " + origins_.source + " (" +
-                          std::to_string(problems_.size()) +
-                          (problems_.size() == 1 ? " problem):" : " problems):");
-    for (const auto& p : problems_) message += "\n  - " + p;
-    throw ConfigError(message);
+    throw ConfigError(detail::problems_message("invalid config " + origins_.source, problems_));
   }
 
  private:

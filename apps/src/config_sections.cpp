@@ -15,6 +15,19 @@ namespace {
 constexpr double kMaxSeconds = 1e7;
 constexpr double kMaxThreads = 1024;
 constexpr double kMaxWorkers = 1024;
+
+// A choice section's choose(): the registered component `info` (null when `choice` names
+// none, which leaves the section empty) sets the section's name and fresh options.
+template <class Info, class Options>
+bool choose_registered(const Info* info, const std::string& choice, std::string& name,
+                       std::shared_ptr<Options>& options) {
+  options.reset();
+  if (!info) return false;
+  name = choice;
+  options = info->make_config();
+  return true;
+}
+
 }  // namespace
 
 void ReplaySection::fields(FieldVisitor& v) {
@@ -31,12 +44,7 @@ void AlgoSection::fields(FieldVisitor& v) {
 }
 
 bool AlgoSection::choose(const std::string& choice) {
-  options.reset();
-  const AlgorithmInfo* info = find_algorithm(choice);
-  if (!info) return false;
-  name = choice;
-  options = info->make_config();
-  return true;
+  return choose_registered(find_algorithm(choice), choice, name, options);
 }
 
 std::vector<std::string> AlgoSection::choices() const { return algorithm_names(); }
@@ -47,12 +55,7 @@ void TransformSection::fields(FieldVisitor& v) {
 }
 
 bool TransformSection::choose(const std::string& choice) {
-  options.reset();
-  const TransformInfo* info = find_transform(choice);
-  if (!info) return false;
-  type = choice;
-  options = info->make_config();
-  return true;
+  return choose_registered(find_transform(choice), choice, type, options);
 }
 
 std::vector<std::string> TransformSection::choices() const { return transform_types(); }

@@ -106,11 +106,8 @@ void check_task_fit(const RunConfig& config, const EnvInfo& info) {
   if (!algo || !algo->check) return;
   const auto problems = algo->check(config, info);
   if (problems.empty()) return;
-  std::string message = "the config does not suit the task " + info.name + " (" +
-                        std::to_string(problems.size()) +
-                        (problems.size() == 1 ? " problem):" : " problems):");
-  for (const auto& p : problems) message += "\n  - " + p;
-  throw ConfigError(message);
+  throw ConfigError(
+      detail::problems_message("the config does not suit the task " + info.name, problems));
 }
 
 }  // namespace tdrl::apps

@@ -99,6 +99,21 @@ std::string list_components() {
   return out + "\n";
 }
 
+// Runs a command's body, turning what it throws into the exit status: 2 for a config problem,
+// 1 for any other failure, with the message on stderr after the program's name.
+template <class Body>
+int report_errors(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 int train_main(int argc, char** argv) {
@@ -122,7 +137,7 @@ int train_main(int argc, char** argv) {
   app.add_flag("--list", list, "list the registered algorithms, transforms and envs and exit");
   app.footer("Registered:\n" + list_components());
   if (const auto code = parse_command_line(app, argc, argv)) return *code;
-  try {
+  return report_errors("tdrl-train", [&] {
     if (!resume_dir.empty() && !config_path.empty()) {
       std::cerr << "tdrl-train: pass --config or --resume, not both\n";
       return 2;
@@ -179,13 +194,7 @@ int train_main(int argc, char** argv) {
     if (eval != m.end()) std::cout << ", eval return " << eval->second;
     std::cout << "\n";
     return completed ? 0 : 130;
-  } catch (const ConfigError& e) {
-    std::cerr << "tdrl-train: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tdrl-train: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 int eval_main(int argc, char** argv) {
@@ -207,7 +216,7 @@ int eval_main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
   app.add_option("--plugin", plugins, "a shared library registering components (repeatable)");
   if (const auto code = parse_command_line(app, argc, argv)) return *code;
-  try {
+  return report_errors("tdrl-eval", [&] {
     const RunDir run = RunDir::open(run_path);
     load_plugins(plugins, run.file("config.yaml"));
     const RunConfig config = load_config(run.file("config.yaml"));
@@ -258,13 +267,7 @@ int eval_main(int argc, char** argv) {
       std::printf(" (after the reward transforms: %.2f)", *result.mean_transformed);
     std::printf(" (checkpoint %s)\n", latest->c_str());
     return 0;
-  } catch (const ConfigError& e) {
-    std::cerr << "tdrl-eval: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "tdrl-eval: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace tdrl::apps

@@ -8,6 +8,8 @@
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
 
+#include "detail/transform_util.h"
+
 namespace tdrl::envs {
 
 using tensordict::KeyError;
@@ -18,21 +20,9 @@ using tensordict::ValueError;
 
 namespace {
 
-std::string keys_repr(const std::vector<NestedKey>& keys) {
-  std::string out = "[";
-  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i].to_string();
-  return out + "]";
-}
-
-std::vector<int64_t> with_trailing_one(std::vector<int64_t> batch) {
-  batch.push_back(1);
-  return batch;
-}
-
-specs::TensorSpecPtr flag_spec(const std::vector<int64_t>& batch, torch::Device device) {
-  return std::make_shared<specs::Binary>(
-      1, specs::BinaryOptions().shape(with_trailing_one(batch)).dtype(torch::kBool).device(device));
-}
+using detail::flag_spec;
+using detail::keys_repr;
+using detail::with_trailing_one;
 
 // The mask `[*batch, 1]` of `td`'s "_reset" entry, or an undefined tensor when absent.
 torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch,

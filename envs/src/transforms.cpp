@@ -257,27 +257,6 @@ EnvSpecs Transform::transform_specs(const EnvSpecs& input) {
   return out;
 }
 
-specs::CompositePtr Transform::transform_observation_spec(specs::CompositePtr spec,
-                                                          const EnvSpecs& input) {
-  return spec;
-}
-specs::CompositePtr Transform::transform_reward_spec(specs::CompositePtr spec,
-                                                     const EnvSpecs& input) {
-  return spec;
-}
-specs::CompositePtr Transform::transform_done_spec(specs::CompositePtr spec,
-                                                   const EnvSpecs& input) {
-  return spec;
-}
-specs::CompositePtr Transform::transform_action_spec(specs::CompositePtr spec,
-                                                     const EnvSpecs& input) {
-  return spec;
-}
-specs::CompositePtr Transform::transform_state_spec(specs::CompositePtr spec,
-                                                    const EnvSpecs& input) {
-  return spec;
-}
-
 TensorDict Transform::state_dict() const { return TensorDict(); }
 
 void Transform::load_state_dict(const TensorDict& state) {

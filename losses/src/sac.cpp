@@ -20,6 +20,22 @@ using tensordict::shape_str;
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
+namespace {
+
+// The fields both SAC losses print, from num_qvalue_nets to the closing parenthesis.
+template <class Options>
+void print_sac_fields(std::ostream& stream, int64_t num_qvalue_nets, const Options& options,
+                      const EntropyTemperature& temperature, const ValueEstimatorBase& estimator) {
+  stream << "num_qvalue_nets=" << num_qvalue_nets << ", loss_function=" << options.loss_function()
+         << ", alpha_init=" << options.alpha_init()
+         << ", fixed_alpha=" << detail::bool_str(options.fixed_alpha())
+         << ", target_entropy=" << temperature.target_entropy_repr()
+         << ", delay_qvalue=" << detail::bool_str(options.delay_qvalue())
+         << ", value_estimator=" << estimator.to_string() << ")";
+}
+
+}  // namespace
+
 // ---- SACLoss -------------------------------------------------------------------------------
 
 SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
@@ -47,13 +63,8 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
 }
 
 void SACLoss::pretty_print(std::ostream& stream) const {
-  stream << "SACLoss(num_qvalue_nets=" << num_qvalue_nets()
-         << ", loss_function=" << options_.loss_function()
-         << ", alpha_init=" << options_.alpha_init()
-         << ", fixed_alpha=" << detail::bool_str(options_.fixed_alpha())
-         << ", target_entropy=" << temperature_.target_entropy_repr()
-         << ", delay_qvalue=" << detail::bool_str(options_.delay_qvalue())
-         << ", value_estimator=" << value_estimator_->to_string() << ")";
+  stream << "SACLoss(";
+  print_sac_fields(stream, num_qvalue_nets(), options_, temperature_, *value_estimator_);
 }
 
 TensorDict SACLoss::forward_impl(const TensorDict& batch) {
@@ -152,14 +163,8 @@ DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
 }
 
 void DiscreteSACLoss::pretty_print(std::ostream& stream) const {
-  stream << "DiscreteSACLoss(num_actions=" << options_.num_actions()
-         << ", num_qvalue_nets=" << num_qvalue_nets()
-         << ", loss_function=" << options_.loss_function()
-         << ", alpha_init=" << options_.alpha_init()
-         << ", fixed_alpha=" << detail::bool_str(options_.fixed_alpha())
-         << ", target_entropy=" << temperature_.target_entropy_repr()
-         << ", delay_qvalue=" << detail::bool_str(options_.delay_qvalue())
-         << ", value_estimator=" << value_estimator_->to_string() << ")";
+  stream << "DiscreteSACLoss(num_actions=" << options_.num_actions() << ", ";
+  print_sac_fields(stream, num_qvalue_nets(), options_, temperature_, *value_estimator_);
 }
 
 namespace {

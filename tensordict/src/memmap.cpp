@@ -451,14 +451,26 @@ TensorDict TensorDict::load(const std::string& prefix, MemmapMode mode) {
   return load_memmap(prefix, mode);
 }
 
-bool TensorDict::is_memmap() const {
+namespace {
+
+// True when `td` stores at least one leaf and `pred` holds for every stored leaf: an empty
+// TensorDict is neither memory-mapped nor shared.
+template <class Pred>
+bool every_stored_leaf(const TensorDict& td, Pred pred) {
   bool any = false;
   bool all = true;
-  detail::for_each_stored_leaf(*this, [&](const torch::Tensor& t) {
+  detail::for_each_stored_leaf(td, [&](const torch::Tensor& t) {
     any = true;
-    all = all && MemoryMappedTensor::is_memmap(t);
+    all = all && pred(t);
   });
   return any && all;
+}
+
+}  // namespace
+
+bool TensorDict::is_memmap() const {
+  return every_stored_leaf(*this,
+                           [](const torch::Tensor& t) { return MemoryMappedTensor::is_memmap(t); });
 }
 
 const TensorDict& TensorDict::share_memory_() const {
@@ -467,13 +479,7 @@ const TensorDict& TensorDict::share_memory_() const {
 }
 
 bool TensorDict::is_shared() const {
-  bool any = false;
-  bool all = true;
-  detail::for_each_stored_leaf(*this, [&](const torch::Tensor& t) {
-    any = true;
-    all = all && tensordict::is_shared(t);
-  });
-  return any && all;
+  return every_stored_leaf(*this, [](const torch::Tensor& t) { return tensordict::is_shared(t); });
 }
 
 }  // namespace tensordict

@@ -119,4 +119,11 @@ std::vector<std::string> closest(const std::string& wanted, const std::vector<st
   return out;
 }
 
+std::string problems_message(const std::string& subject, const std::vector<std::string>& problems) {
+  std::string message = subject + " (" + std::to_string(problems.size()) +
+                        (problems.size() == 1 ? " problem):" : " problems):");
+  for (const auto& p : problems) message += "\n  - " + p;
+  return message;
+}
+
 }  // namespace tdrl::apps::detail

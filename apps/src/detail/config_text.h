@@ -1,7 +1,7 @@
 #pragma once
 
 // Text helpers of the config layer: reading YAML scalars as numbers, writing numbers back,
-// and the "did you mean" suggestions of its messages.
+// and the "did you mean" suggestions and problem lists of its messages.
 
 #include <cstdint>
 #include <string>
@@ -32,5 +32,9 @@ std::string join(const std::vector<std::string>& items, const std::string& last,
 /// right last part in another section ("optim.gamma" for "algo.gamma") counts as close.
 std::vector<std::string> closest(const std::string& wanted, const std::vector<std::string>& all,
                                  bool is_path);
+
+/// The text of a ConfigError reporting every problem at once: "`subject` (2 problems):" and
+/// one "  - problem" line each.
+std::string problems_message(const std::string& subject, const std::vector<std::string>& problems);
 
 }  // namespace tdrl::apps::detail

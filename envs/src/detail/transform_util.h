@@ -1,6 +1,6 @@
 #pragma once
 
-// Helpers shared by the transform sources (defined in transforms.cpp).
+// Helpers shared by the env and transform sources (defined in transforms.cpp).
 
 #include <cstdint>
 #include <optional>

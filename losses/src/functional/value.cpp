@@ -53,6 +53,21 @@ int64_t normalize_dim(const std::string& where, int64_t time_dim, int64_t ndim) 
   return d;
 }
 
+// The inputs of the CPU loops: a trajectory batch's transition as contiguous rows [N, T] (time
+// last), values and rewards in the computation dtype, the flags as bool.
+struct TransitionRows {
+  torch::Tensor next_value, reward, done, terminated;
+};
+
+torch::Tensor as_bool(const torch::Tensor& t) { return t.to(torch::kBool); }
+
+TransitionRows transition_rows(const torch::Tensor& next_state_value, const torch::Tensor& reward,
+                               const torch::Tensor& done, const torch::Tensor& terminated,
+                               int64_t dim, torch::Dtype dtype) {
+  return {rows(next_state_value.detach(), dim, dtype), rows(reward.detach(), dim, dtype),
+          rows(as_bool(done), dim, torch::kBool), rows(as_bool(terminated), dim, torch::kBool)};
+}
+
 bool use_loops(const torch::Tensor& t) {
   return t.device().is_cpu() &&
          (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble);
@@ -62,14 +77,12 @@ bool use_loops(const torch::Tensor& t) {
 //   G[t] = r[t] + gamma * (1 - term[t]) * ((1 - lambda) * V'[t] + lambda * (done[t] ? V'[t] :
 //   G[t+1])), G[T] := V'[T-1].
 template <typename S>
-void lambda_return_rows(double gamma, double lmbda, const torch::Tensor& next_value,
-                        const torch::Tensor& reward, const torch::Tensor& done,
-                        const torch::Tensor& terminated, torch::Tensor& out) {
-  const int64_t n = next_value.size(0), steps = next_value.size(1);
-  const S* nv = next_value.data_ptr<S>();
-  const S* r = reward.data_ptr<S>();
-  const bool* d = done.data_ptr<bool>();
-  const bool* term = terminated.data_ptr<bool>();
+void lambda_return_rows(double gamma, double lmbda, const TransitionRows& in, torch::Tensor& out) {
+  const int64_t n = in.next_value.size(0), steps = in.next_value.size(1);
+  const S* nv = in.next_value.data_ptr<S>();
+  const S* r = in.reward.data_ptr<S>();
+  const bool* d = in.done.data_ptr<bool>();
+  const bool* term = in.terminated.data_ptr<bool>();
   S* g = out.data_ptr<S>();
   const S gm = static_cast<S>(gamma), lm = static_cast<S>(lmbda);
   for (int64_t i = 0; i < n; ++i) {
@@ -86,15 +99,14 @@ void lambda_return_rows(double gamma, double lmbda, const torch::Tensor& next_va
 }
 
 template <typename S>
-void gae_rows(double gamma, double lmbda, const torch::Tensor& value,
-              const torch::Tensor& next_value, const torch::Tensor& reward,
-              const torch::Tensor& done, const torch::Tensor& terminated, torch::Tensor& adv) {
+void gae_rows(double gamma, double lmbda, const torch::Tensor& value, const TransitionRows& in,
+              torch::Tensor& adv) {
   const int64_t n = value.size(0), steps = value.size(1);
   const S* v = value.data_ptr<S>();
-  const S* nv = next_value.data_ptr<S>();
-  const S* r = reward.data_ptr<S>();
-  const bool* d = done.data_ptr<bool>();
-  const bool* term = terminated.data_ptr<bool>();
+  const S* nv = in.next_value.data_ptr<S>();
+  const S* r = in.reward.data_ptr<S>();
+  const bool* d = in.done.data_ptr<bool>();
+  const bool* term = in.terminated.data_ptr<bool>();
   S* a = adv.data_ptr<S>();
   const S gm = static_cast<S>(gamma), gl = static_cast<S>(gamma * lmbda);
   for (int64_t i = 0; i < n; ++i) {
@@ -109,8 +121,6 @@ void gae_rows(double gamma, double lmbda, const torch::Tensor& value,
   }
 }
 
-torch::Tensor as_bool(const torch::Tensor& t) { return t.to(torch::kBool); }
-
 torch::Tensor lambda_return(const std::string& where, double gamma, double lmbda,
                             const torch::Tensor& next_state_value, const torch::Tensor& reward,
                             const torch::Tensor& done, const torch::Tensor& terminated,
@@ -122,15 +132,12 @@ torch::Tensor lambda_return(const std::string& where, double gamma, double lmbda
   const int64_t dim = normalize_dim(where, time_dim, next_state_value.dim());
   const auto dtype = torch::promote_types(next_state_value.scalar_type(), reward.scalar_type());
   if (use_loops(next_state_value.to(dtype)) && next_state_value.numel() > 0) {
-    auto nv = rows(next_state_value.detach(), dim, dtype);
-    auto r = rows(reward.detach(), dim, dtype);
-    auto d = rows(as_bool(done), dim, torch::kBool);
-    auto term = rows(as_bool(terminated), dim, torch::kBool);
-    auto out = torch::empty_like(nv);
+    const auto in = transition_rows(next_state_value, reward, done, terminated, dim, dtype);
+    auto out = torch::empty_like(in.next_value);
     if (dtype == torch::kDouble) {
-      lambda_return_rows<double>(gamma, lmbda, nv, r, d, term, out);
+      lambda_return_rows<double>(gamma, lmbda, in, out);
     } else {
-      lambda_return_rows<float>(gamma, lmbda, nv, r, d, term, out);
+      lambda_return_rows<float>(gamma, lmbda, in, out);
     }
     return unrows(out, next_state_value, dim);
   }
@@ -203,16 +210,13 @@ std::pair<torch::Tensor, torch::Tensor> generalized_advantage_estimate(
   const auto dtype = torch::promote_types(state_value.scalar_type(), reward.scalar_type());
   torch::Tensor advantage;
   if (use_loops(state_value.to(dtype)) && state_value.numel() > 0) {
-    auto v = rows(state_value.detach(), dim, dtype);
-    auto nv = rows(next_state_value.detach(), dim, dtype);
-    auto r = rows(reward.detach(), dim, dtype);
-    auto d = rows(as_bool(done), dim, torch::kBool);
-    auto term = rows(as_bool(terminated), dim, torch::kBool);
+    const auto v = rows(state_value.detach(), dim, dtype);
+    const auto in = transition_rows(next_state_value, reward, done, terminated, dim, dtype);
     auto out = torch::empty_like(v);
     if (dtype == torch::kDouble) {
-      gae_rows<double>(gamma, lmbda, v, nv, r, d, term, out);
+      gae_rows<double>(gamma, lmbda, v, in, out);
     } else {
-      gae_rows<float>(gamma, lmbda, v, nv, r, d, term, out);
+      gae_rows<float>(gamma, lmbda, v, in, out);
     }
     advantage = unrows(out, state_value, dim);
   } else {

@@ -6,19 +6,11 @@
 
 #include <torch/torch.h>
 
+#include "detail/printing.h"
+
 namespace tensordict::nn {
 
 namespace {
-
-// Indents every line after the first by `indent`.
-std::string indent_rest(const std::string& text, const std::string& indent) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += indent;
-  }
-  return out;
-}
 
 // True for the "_" out key (compared without building a NestedKey: this runs per call).
 bool is_discard(const NestedKey& key) { return key.size() == 1 && key.front() == kDiscardKey; }
@@ -230,7 +222,7 @@ void TensorDictModuleImpl::forward_impl(const TensorDict& tensordict,
 }
 
 void TensorDictModuleImpl::print_to(std::ostream& stream) const {
-  stream << "TensorDictModule(\n    module=" << indent_rest(module_repr_, "    ")
+  stream << "TensorDictModule(\n    module=" << detail::indent_rest(module_repr_, "    ")
          << ",\n    in_keys=" << keys_repr(in_keys())
          << ",\n    out_keys=" << keys_repr(has_selected_out_keys() ? out_keys() : out_keys_raw_)
          << ")";

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "detail/printing.h"
+
 namespace tensordict::nn {
 
 namespace {
@@ -71,16 +73,6 @@ Modules keep_needed(const Modules& modules, std::vector<NestedKey>& needed) {
     }
   }
   return kept;
-}
-
-// Indents every line after the first by `indent`.
-std::string indent_rest(const std::string& text, const std::string& indent) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += indent;
-  }
-  return out;
 }
 
 }  // namespace
@@ -161,7 +153,8 @@ void TensorDictSequentialImpl::forward_impl(const TensorDict& tensordict,
 void TensorDictSequentialImpl::print_to(std::ostream& stream) const {
   stream << name() << "(\n    module=ModuleList(\n";
   for (size_t i = 0; i < modules_.size(); ++i) {
-    stream << "      (" << i << "): " << indent_rest(modules_[i]->to_string(), "      ") << "\n";
+    stream << "      (" << i << "): " << detail::indent_rest(modules_[i]->to_string(), "      ")
+           << "\n";
   }
   stream << "    ),\n    in_keys=" << keys_repr(in_keys())
          << ",\n    out_keys=" << keys_repr(out_keys()) << ")";

@@ -141,17 +141,29 @@ class Transform {
   virtual EnvSpecs transform_specs(const EnvSpecs& input);
   /// The observation spec after this transform. Default: `spec` unchanged.
   virtual specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                         const EnvSpecs& input);
+                                                         const EnvSpecs& /*input*/) {
+    return spec;
+  }
   /// The reward spec (`{reward_key: spec}`) after this transform. Default: unchanged.
   virtual specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                                    const EnvSpecs& input);
+                                                    const EnvSpecs& /*input*/) {
+    return spec;
+  }
   /// The done spec after this transform. Default: unchanged.
-  virtual specs::CompositePtr transform_done_spec(specs::CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_done_spec(specs::CompositePtr spec,
+                                                  const EnvSpecs& /*input*/) {
+    return spec;
+  }
   /// The action spec (`{action_key: spec}`) the policy sees. Default: unchanged.
   virtual specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
-                                                    const EnvSpecs& input);
+                                                    const EnvSpecs& /*input*/) {
+    return spec;
+  }
   /// The state spec the caller provides. Default: unchanged.
-  virtual specs::CompositePtr transform_state_spec(specs::CompositePtr spec, const EnvSpecs& input);
+  virtual specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
+                                                   const EnvSpecs& /*input*/) {
+    return spec;
+  }
 
   // ---- State ----------------------------------------------------------------------------------
 
