@@ -24,6 +24,14 @@ using detail::flag_spec;
 using detail::keys_repr;
 using detail::with_trailing_one;
 
+// Throws unless `spec` (the env's `what` spec, e.g. "done") is set and has the env's batch shape.
+void check_composite_spec(const std::string& env, const char* what, const specs::Composite* spec,
+                          const std::vector<int64_t>& batch) {
+  TDRL_CHECK(spec, ValueError, env, ": the ", what, " spec is null");
+  TDRL_CHECK(spec->shape() == batch, ShapeError, env, ": the ", what, " spec has batch shape ",
+             shape_str(spec->shape()), "; it must equal the env's batch_size ", shape_str(batch));
+}
+
 // The mask `[*batch, 1]` of `td`'s "_reset" entry, or an undefined tensor when absent.
 torch::Tensor reset_mask(const TensorDict& td, const std::vector<int64_t>& batch,
                          const std::string& env) {
@@ -108,10 +116,7 @@ void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_
 }
 
 void EnvBase::set_observation_spec(specs::CompositePtr spec) {
-  TDRL_CHECK(spec, ValueError, name_, ": the observation spec is null");
-  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_,
-             ": the observation spec has batch shape ", shape_str(spec->shape()),
-             "; it must equal the env's batch_size ", shape_str(batch_size_));
+  check_composite_spec(name_, "observation", spec.get(), batch_size_);
   observation_spec_ = std::move(spec);
 }
 
@@ -130,10 +135,7 @@ void EnvBase::set_reward_spec(specs::TensorSpecPtr spec, NestedKey key) {
 }
 
 void EnvBase::set_done_spec(specs::CompositePtr spec) {
-  TDRL_CHECK(spec, ValueError, name_, ": the done spec is null");
-  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the done spec has batch shape ",
-             shape_str(spec->shape()), "; it must equal the env's batch_size ",
-             shape_str(batch_size_));
+  check_composite_spec(name_, "done", spec.get(), batch_size_);
   for (const char* flag : {specs::kDone, specs::kTerminated, specs::kTruncated}) {
     TDRL_CHECK(spec->find(flag), KeyError, name_, ": the done spec lacks '", std::string(flag),
                "'; it needs done, terminated and truncated");
@@ -142,10 +144,7 @@ void EnvBase::set_done_spec(specs::CompositePtr spec) {
 }
 
 void EnvBase::set_state_spec(specs::CompositePtr spec) {
-  TDRL_CHECK(spec, ValueError, name_, ": the state spec is null");
-  TDRL_CHECK(spec->shape() == batch_size_, ShapeError, name_, ": the state spec has batch shape ",
-             shape_str(spec->shape()), "; it must equal the env's batch_size ",
-             shape_str(batch_size_));
+  check_composite_spec(name_, "state", spec.get(), batch_size_);
   state_spec_ = std::move(spec);
 }
 

@@ -198,6 +198,14 @@ struct MujocoEnv::Impl {
   // Runs fn(i) for every i in [0, count) on the pool. Each simulation is stepped by one
   // thread and depends on nothing else, so results do not depend on which thread ran it.
   void parallel(int64_t count, const std::function<void(int64_t)>& fn) { pool->run(count, fn); }
+
+  // The `width` values of `field` (qpos or qvel) of every simulation, float64 `[n, width]`.
+  torch::Tensor gather(mjtNum* mjData::*field, int width) const {
+    auto out = torch::empty({n, width}, torch::kFloat64);
+    double* p = out.data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) std::copy_n(data[i].get()->*field, width, p + i * width);
+    return out;
+  }
 };
 
 MujocoEnv::MujocoEnv(const MujocoEnvOptions& options)
@@ -401,23 +409,13 @@ void MujocoEnv::check_model_dims(int64_t nq, int64_t nv, int64_t nu, int64_t nbo
 }
 
 torch::Tensor MujocoEnv::qpos() const {
-  const auto& s = *impl_;
-  auto out = torch::empty({s.n, s.model->nq}, torch::kFloat64);
-  double* p = out.data_ptr<double>();
-  for (int64_t i = 0; i < s.n; ++i) {
-    std::copy_n(s.data[i]->qpos, s.model->nq, p + i * s.model->nq);
-  }
-  return out.view(with_tail(batch_size(), s.model->nq));
+  return impl_->gather(&mjData::qpos, impl_->model->nq)
+      .view(with_tail(batch_size(), impl_->model->nq));
 }
 
 torch::Tensor MujocoEnv::qvel() const {
-  const auto& s = *impl_;
-  auto out = torch::empty({s.n, s.model->nv}, torch::kFloat64);
-  double* p = out.data_ptr<double>();
-  for (int64_t i = 0; i < s.n; ++i) {
-    std::copy_n(s.data[i]->qvel, s.model->nv, p + i * s.model->nv);
-  }
-  return out.view(with_tail(batch_size(), s.model->nv));
+  return impl_->gather(&mjData::qvel, impl_->model->nv)
+      .view(with_tail(batch_size(), impl_->model->nv));
 }
 
 void MujocoEnv::set_state(const torch::Tensor& qpos, const torch::Tensor& qvel) {

@@ -195,18 +195,9 @@ std::string tensorclass_repr(const TensorDict& td, const TensorClassSpec& spec) 
 void run_as(const std::string& op, const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const KeyError& e) {
-    throw KeyError(op + ": " + e.what());
-  } catch (const ShapeError& e) {
-    throw ShapeError(op + ": " + e.what());
-  } catch (const TypeError& e) {
-    throw TypeError(op + ": " + e.what());
-  } catch (const IndexError& e) {
-    throw IndexError(op + ": " + e.what());
-  } catch (const DeviceError& e) {
-    throw DeviceError(op + ": " + e.what());
-  } catch (const ValueError& e) {
-    throw ValueError(op + ": " + e.what());
+  } catch (const Error&) {
+    // tensordict's own errors name the operation the user called; others pass unchanged.
+    rethrow_with_prefix(std::current_exception(), op + ": ");
   }
 }
 

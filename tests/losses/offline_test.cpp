@@ -16,6 +16,7 @@
 #include <tdrl/replay/storages.h>
 #include <tensordict/errors.h>
 
+#include "losses/hand_case.h"
 #include "losses/off_policy_fixtures.h"
 #include "support/temp_dir.h"
 
@@ -26,13 +27,6 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using namespace tdrl::losses::testing;
 
-double huber(double d) { return std::abs(d) < 1 ? 0.5 * d * d : std::abs(d) - 0.5; }
-
-std::vector<double> to_vector(const torch::Tensor& t) {
-  auto c = t.to(torch::kFloat64).contiguous().view(-1);
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
 double logsumexp(const std::vector<double>& v) {
   const double m = *std::max_element(v.begin(), v.end());
   double sum = 0;
@@ -40,78 +34,10 @@ double logsumexp(const std::vector<double>& v) {
   return m + std::log(sum);
 }
 
-// One-dimensional observations and actions. Actor: TanhNormal with loc = 0.5 s + 0.1,
-// scale = exp(0.2 s - 0.7); critics Q_i(s, a) = w_s s + w_a a + c; V(s) = 0.8 s - 0.2.
-struct LinearCritic {
-  double w_s, w_a, c;
-  double operator()(double s, double a) const { return w_s * s + w_a * a + c; }
-};
-
-struct Case {
-  std::vector<double> s{1.0, -2.0, 0.5}, a{0.3, -0.5, 0.9}, s_next{2.0, 1.0, -1.0},
-      r{1.0, 0.0, -0.5};
-  std::vector<bool> term{false, true, false};
-  std::vector<LinearCritic> qs{{1.0, 2.0, 0.1}, {0.5, -1.0, 0.0}};
-  double gamma = 0.9;
-
-  TensorDict batch() const {
-    auto col = [](const std::vector<double>& v) {
-      return torch::tensor(v, torch::kFloat32).unsqueeze(-1);
-    };
-    return transitions(col(s), col(a), col(s_next), col(r),
-                       torch::tensor({static_cast<bool>(term[0]), static_cast<bool>(term[1]),
-                                      static_cast<bool>(term[2])})
-                           .unsqueeze(-1));
-  }
-  double loc(double x) const { return 0.5 * x + 0.1; }
-  double scale(double x) const { return std::exp(0.2 * x - 0.7); }
-  double value(double x) const { return 0.8 * x - 0.2; }
-  // log pi(action | x) of the TanhNormal on [-1, 1].
-  double log_prob(double x, double action) const {
-    const double u = std::atanh(action);
-    const double z = (u - loc(x)) / scale(x);
-    return -0.5 * z * z - std::log(scale(x)) - 0.5 * std::log(2 * M_PI) -
-           std::log(1 - action * action);
-  }
-  // The tanh-squashed action of the standard normal draw `eps`, and its log-density.
-  std::pair<double, double> sample(double x, double eps) const {
-    const double u = loc(x) + scale(x) * eps;
-    const double action = std::tanh(u);
-    return {action, -0.5 * eps * eps - std::log(scale(x)) - 0.5 * std::log(2 * M_PI) -
-                        std::log(1 - action * action)};
-  }
-  double min_q(double x, double action) const {
-    return std::min(qs[0](x, action), qs[1](x, action));
-  }
-};
-
-TanhNormalActor hand_actor() {
-  auto actor = make_tanh_normal_actor(1, 1);
-  set_linear(*actor.linear, torch::tensor({{0.5f}, {0.2f}}), torch::tensor({0.1f, -0.7f}));
-  return actor;
-}
-
-std::vector<modules::ValueOperator> hand_critics(const Case& c) {
-  std::vector<modules::ValueOperator> critics;
-  for (const auto& q : c.qs) {
-    auto critic = make_critic(1, 1);
-    set_linear(*critic, torch::tensor({{static_cast<float>(q.w_s), static_cast<float>(q.w_a)}}),
-               torch::tensor({static_cast<float>(q.c)}));
-    critics.push_back(critic);
-  }
-  return critics;
-}
-
-modules::ValueOperator hand_value() {
-  modules::ValueOperator value(modules::MLP(modules::MLPOptions(1, 1).num_cells({})));
-  set_linear(*value, torch::tensor({{0.8f}}), torch::tensor({-0.2f}));
-  return value;
-}
-
 // ---- IQL -----------------------------------------------------------------------------------
 
 TEST(IQLLossTest, HandWorkedCaseMatchesThePlainFormula) {
-  Case c;
+  HandCase c;
   const double expectile = 0.7, beta = 3.0;
   auto loss = std::make_shared<IQLLoss>(hand_actor().actor, hand_critics(c), hand_value(),
                                         IQLLossOptions().expectile(expectile).temperature(beta));
@@ -256,14 +182,14 @@ TEST(IQLLossTest, PrintsItsOptions) {
 
 // ---- CQL -----------------------------------------------------------------------------------
 
-std::shared_ptr<CQLLoss> hand_cql(const Case& c, CQLLossOptions options) {
+std::shared_ptr<CQLLoss> hand_cql(const HandCase& c, CQLLossOptions options) {
   auto loss = std::make_shared<CQLLoss>(hand_actor().actor, hand_critics(c), options);
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(c.gamma));
   return loss;
 }
 
 TEST(CQLLossTest, HandWorkedCaseWithKnownDrawsMatchesThePlainFormula) {
-  Case c;
+  HandCase c;
   const int64_t b = static_cast<int64_t>(c.s.size()), r = 2;
   const double alpha = 0.5, temperature = 2.0, weight = 3.0;
   auto loss = hand_cql(c, CQLLossOptions()
@@ -318,7 +244,7 @@ TEST(CQLLossTest, HandWorkedCaseWithKnownDrawsMatchesThePlainFormula) {
 }
 
 TEST(CQLLossTest, MaxQBackupWithOneSampleIsTheSampledBackup) {
-  Case c;
+  HandCase c;
   auto sampled = hand_cql(c, CQLLossOptions().num_random(1));
   auto max_backup = hand_cql(c, CQLLossOptions().num_random(1).max_q_backup(true));
   torch::manual_seed(3);

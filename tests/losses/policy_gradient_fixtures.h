@@ -5,10 +5,14 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
+#include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/mlp.h>
 #include <tdrl/specs/tensor_spec.h>
@@ -124,6 +128,49 @@ inline bool has_gradient(const torch::nn::Module& module) {
     if (!p.grad().defined() || p.grad().abs().sum().item<double>() == 0) return false;
   }
   return !module.parameters().empty();
+}
+
+/// Whether the sum of `terms` of one forward of `loss` on `batch`, backpropagated from cleared
+/// gradients, reaches every parameter of `reached` and none of `untouched`.
+inline ::testing::AssertionResult terms_reach_only(LossModule& loss, const TensorDict& batch,
+                                                   const std::vector<std::string>& terms,
+                                                   const torch::nn::Module& reached,
+                                                   const torch::nn::Module& untouched) {
+  loss.zero_grad();
+  const auto out = loss.forward(batch);
+  torch::Tensor total = out.get(terms.front());
+  for (size_t i = 1; i < terms.size(); ++i) total = total + out.get(terms[i]);
+  total.backward();
+  if (!has_gradient(reached))
+    return ::testing::AssertionFailure() << "a parameter meant to be reached got no gradient";
+  if (!has_no_gradient(untouched))
+    return ::testing::AssertionFailure() << "a parameter meant to be untouched got a gradient";
+  return ::testing::AssertionSuccess();
+}
+
+/// The sum of `terms` before and after 100 Adam steps (lr 3e-3) of `loss` on the fixed `batch`,
+/// whose advantage and value target are estimated once first (as before PPO's epochs).
+struct LossDrop {
+  double initial;
+  double final;
+};
+inline LossDrop adam_on_fixed_batch(LossModule& loss, TensorDict batch,
+                                    const std::vector<std::string>& terms) {
+  loss.value_estimator()->forward(batch);
+  torch::optim::Adam optimizer(loss.parameters(), torch::optim::AdamOptions(3e-3));
+  auto total = [&] {
+    const auto out = loss.forward(batch);
+    torch::Tensor sum = out.get(terms.front());
+    for (size_t i = 1; i < terms.size(); ++i) sum = sum + out.get(terms[i]);
+    return sum;
+  };
+  const double initial = total().item<double>();
+  for (int step = 0; step < 100; ++step) {
+    optimizer.zero_grad();
+    total().backward();
+    optimizer.step();
+  }
+  return {initial, total().item<double>()};
 }
 
 }  // namespace tdrl::losses::testing

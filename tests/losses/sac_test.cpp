@@ -13,6 +13,7 @@
 
 #include <tensordict/errors.h>
 
+#include "losses/hand_case.h"
 #include "losses/off_policy_fixtures.h"
 
 namespace tdrl::losses {
@@ -22,67 +23,16 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 using namespace tdrl::losses::testing;
 
-double huber(double d) { return std::abs(d) < 1 ? 0.5 * d * d : std::abs(d) - 0.5; }
-
-std::vector<double> to_vector(const torch::Tensor& t) {
-  auto c = t.to(torch::kFloat64).contiguous().view(-1);
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
 // ---- SAC -----------------------------------------------------------------------------------
 
-// One-dimensional observations and actions. Actor: loc = 0.5 s + 0.1, scale = exp(0.2 s - 0.7);
-// critics Q(s, a) = w_s s + w_a a + c.
-struct LinearCritic {
-  double w_s, w_a, c;
-  double operator()(double s, double a) const { return w_s * s + w_a * a + c; }
-};
-
-struct SacCase {
-  std::vector<double> s{1.0, -2.0, 0.5}, a{0.3, -0.5, 0.9}, s_next{2.0, 1.0, -1.0},
-      r{1.0, 0.0, -0.5};
-  std::vector<bool> term{false, true, false};
-  std::vector<LinearCritic> qs{{1.0, 2.0, 0.1}, {0.5, -1.0, 0.0}};
-  double gamma = 0.9;
+// The hand-worked case with the temperature these tests give SAC.
+struct SacCase : HandCase {
   double alpha = 0.5;
-
-  TensorDict batch() const {
-    auto col = [](const std::vector<double>& v) {
-      return torch::tensor(v, torch::kFloat32).unsqueeze(-1);
-    };
-    return transitions(col(s), col(a), col(s_next), col(r),
-                       torch::tensor({static_cast<bool>(term[0]), static_cast<bool>(term[1]),
-                                      static_cast<bool>(term[2])})
-                           .unsqueeze(-1));
-  }
-  double loc(double x) const { return 0.5 * x + 0.1; }
-  double scale(double x) const { return std::exp(0.2 * x - 0.7); }
-  // The tanh-squashed action and its log-density for the standard normal draw `eps`.
-  std::pair<double, double> sample(double x, double eps) const {
-    const double u = loc(x) + scale(x) * eps;
-    const double action = std::tanh(u);
-    const double log_prob = -0.5 * eps * eps - std::log(scale(x)) - 0.5 * std::log(2 * M_PI) -
-                            std::log(1 - action * action);
-    return {action, log_prob};
-  }
-  double min_q(double x, double action) const {
-    double out = qs[0](x, action);
-    for (const auto& q : qs) out = std::min(out, q(x, action));
-    return out;
-  }
 };
 
 std::shared_ptr<SACLoss> make_hand_sac(const SacCase& c, SACLossOptions options = {}) {
-  auto actor = make_tanh_normal_actor(1, 1);
-  set_linear(*actor.linear, torch::tensor({{0.5f}, {0.2f}}), torch::tensor({0.1f, -0.7f}));
-  std::vector<modules::ValueOperator> critics;
-  for (const auto& q : c.qs) {
-    auto critic = make_critic(1, 1);
-    set_linear(*critic, torch::tensor({{static_cast<float>(q.w_s), static_cast<float>(q.w_a)}}),
-               torch::tensor({static_cast<float>(q.c)}));
-    critics.push_back(critic);
-  }
-  auto loss = std::make_shared<SACLoss>(actor.actor, critics, options.alpha_init(c.alpha));
+  auto loss =
+      std::make_shared<SACLoss>(hand_actor().actor, hand_critics(c), options.alpha_init(c.alpha));
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(c.gamma));
   return loss;
 }

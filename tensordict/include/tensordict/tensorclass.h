@@ -82,8 +82,8 @@ void check_field_values(const std::vector<std::pair<std::string, Value>>& entrie
 /// Python's tensorclass repr of `td` read as an instance of `spec`.
 std::string tensorclass_repr(const TensorDict& td, const TensorClassSpec& spec);
 
-/// Runs `fn`; a KeyError, ShapeError, TypeError, IndexError, DeviceError or ValueError it
-/// throws is rethrown as the same type with `op + ": "` in front of its message.
+/// Runs `fn`; a tensordict error it throws (KeyError, ShapeError, ...) is rethrown as the same
+/// type with `op + ": "` in front of its message; other exceptions pass unchanged.
 void run_as(const std::string& op, const std::function<void()>& fn);
 
 /// The unqualified, demangled name of a type from its `typeid(...).name()`.
