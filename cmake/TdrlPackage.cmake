@@ -21,6 +21,23 @@ function(tdrl_package_library target export_name)
   set_property(GLOBAL APPEND PROPERTY TDRL_PACKAGE_COMPONENTS ${export_name})
 endfunction()
 
+# tdrl_add_library(<name> SOURCES <src>... [PUBLIC <dep>...] [PRIVATE <dep>...])
+#   Defines the package library tdrl_<name> (alias and export tdrl::<name>) from SOURCES, with
+#   its private headers under src/ and its dependencies, position-independent (it also goes into
+#   the shared build and plugins) and with the project's defaults.
+function(tdrl_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC;PRIVATE" ${ARGN})
+  set(target tdrl_${name})
+  add_library(${target} ${ARG_SOURCES})
+  add_library(tdrl::${name} ALIAS ${target})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  tdrl_package_library(${target} ${name})
+  target_link_libraries(${target} PUBLIC ${ARG_PUBLIC} PRIVATE ${ARG_PRIVATE})
+  target_compile_features(${target} PUBLIC cxx_std_17)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  tdrl_target_defaults(${target})
+endfunction()
+
 # Writes and installs tdrlConfig.cmake, its version file and the export set. Call once, after
 # every tdrl_package_library.
 function(tdrl_install_package)

@@ -37,3 +37,24 @@ function(tdrl_add_gtests target)
       TIMEOUT ${ARG_TIMEOUT})
   endforeach()
 endfunction()
+
+# tdrl_add_test_binary(<target> SOURCES <src>... LIBS <lib>... [SHARDS <n>] [TIMEOUT <s>])
+#   One GoogleTest binary: SOURCES linked with LIBS and GoogleTest (gtest_main), tests/ on its
+#   include path (shared fixtures as "losses/off_policy_fixtures.h"), registered by
+#   tdrl_add_gtests.
+function(tdrl_add_test_binary target)
+  cmake_parse_arguments(ARG "" "SHARDS;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  add_executable(${target} ${ARG_SOURCES})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${target} PRIVATE
+    ${ARG_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  tdrl_target_defaults(${target})
+  set(options)
+  if(ARG_SHARDS)
+    list(APPEND options SHARDS ${ARG_SHARDS})
+  endif()
+  if(ARG_TIMEOUT)
+    list(APPEND options TIMEOUT ${ARG_TIMEOUT})
+  endif()
+  tdrl_add_gtests(${target} ${options})
+endfunction()
