@@ -170,25 +170,6 @@ std::pair<torch::Tensor, torch::Tensor> bounds(const std::string& where, const t
   return {lo, hi};
 }
 
-BoundedNormalParams bounded_normal_params(const std::string& where, const torch::Tensor& loc,
-                                          const torch::Tensor& scale, const torch::Tensor& low,
-                                          const torch::Tensor& high,
-                                          std::optional<int64_t> event_dims) {
-  check_floating(where, "loc", loc);
-  check_floating(where, "scale", scale);
-  BoundedNormalParams p;
-  p.shape = broadcast_shape(where, "loc", loc, "scale", scale);
-  p.event_dims = event_dims.value_or(std::min<int64_t>(1, static_cast<int64_t>(p.shape.size())));
-  check_event_dims(where, p.event_dims, p.shape);
-  check_positive(where, "scale", scale);
-  p.loc = loc.expand(p.shape);
-  p.scale = scale.expand(p.shape);
-  check_floating(where, "low", low);
-  check_floating(where, "high", high);
-  std::tie(p.low, p.high) = bounds(where, low, high, p.loc);
-  return p;
-}
-
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_shape(c10::IntArrayRef shape,
                                                                   int64_t event_dims) {
   const auto cut = shape.begin() + (static_cast<int64_t>(shape.size()) - event_dims);

@@ -8,17 +8,7 @@
 namespace tensordict::nn {
 
 TanhNormal::TanhNormal(torch::Tensor loc, torch::Tensor scale, TanhNormalOptions options)
-    : Distribution("TanhNormal") {
-  const std::string where = "TanhNormal::TanhNormal";
-  auto p = detail::bounded_normal_params(where, loc, scale, options.low(), options.high(),
-                                         options.event_dims());
-  loc_ = std::move(p.loc);
-  scale_ = std::move(p.scale);
-  low_ = std::move(p.low);
-  high_ = std::move(p.high);
-  event_dims_ = p.event_dims;
-  set_shapes_from(p.shape, event_dims_);
-}
+    : BoundedNormal("TanhNormal", loc, scale, options) {}
 
 torch::Tensor TanhNormal::from_unit(const torch::Tensor& y) const {
   return (high_ + low_) * 0.5 + (high_ - low_) * 0.5 * y;
@@ -52,9 +42,5 @@ torch::Tensor TanhNormal::log_prob_impl(const torch::Tensor& value) const {
 }
 
 torch::Tensor TanhNormal::deterministic_sample_impl() const { return from_unit(torch::tanh(loc_)); }
-
-std::vector<std::pair<std::string, torch::Tensor>> TanhNormal::printed_params() const {
-  return {{"loc", loc_}, {"scale", scale_}, {"low", low_}, {"high", high_}};
-}
 
 }  // namespace tensordict::nn

@@ -21,17 +21,7 @@ torch::Tensor std_pdf(const torch::Tensor& x) {
 
 TruncatedNormal::TruncatedNormal(torch::Tensor loc, torch::Tensor scale,
                                  TruncatedNormalOptions options)
-    : Distribution("TruncatedNormal") {
-  const std::string where = "TruncatedNormal::TruncatedNormal";
-  auto p = detail::bounded_normal_params(where, loc, scale, options.low(), options.high(),
-                                         options.event_dims());
-  loc_ = std::move(p.loc);
-  scale_ = std::move(p.scale);
-  low_ = std::move(p.low);
-  high_ = std::move(p.high);
-  event_dims_ = p.event_dims;
-  set_shapes_from(p.shape, event_dims_);
-}
+    : BoundedNormal("TruncatedNormal", loc, scale, options) {}
 
 torch::Tensor TruncatedNormal::log_z() const {
   // Z = Phi(b) - Phi(a), floored so that a vanishing interval mass stays finite.
@@ -80,10 +70,6 @@ std::optional<torch::Tensor> TruncatedNormal::mode_impl() const {
 
 torch::Tensor TruncatedNormal::deterministic_sample_impl() const {
   return torch::maximum(torch::minimum(loc_, high_), low_);
-}
-
-std::vector<std::pair<std::string, torch::Tensor>> TruncatedNormal::printed_params() const {
-  return {{"loc", loc_}, {"scale", scale_}, {"low", low_}, {"high", high_}};
 }
 
 }  // namespace tensordict::nn

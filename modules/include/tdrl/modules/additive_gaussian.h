@@ -63,8 +63,8 @@ struct AdditiveGaussianModuleOptions {
 ///
 /// Example:
 /// ```
-/// auto spec = std::make_shared<tdrl::envs::Bounded>(
-///     tdrl::envs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
+/// auto spec = std::make_shared<tdrl::specs::Bounded>(
+///     tdrl::specs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
 /// AdditiveGaussianModule explore(spec, AdditiveGaussianModuleOptions().sigma_init(0.5));
 /// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
 /// explore(td);  // td["action"]: [*batch, 6], noisy and clamped into [-1, 1]

@@ -79,7 +79,7 @@ struct EGreedyModuleOptions {
 ///
 /// Example:
 /// ```
-/// auto spec = std::make_shared<tdrl::envs::OneHot>(4);
+/// auto spec = std::make_shared<tdrl::specs::OneHot>(4);
 /// EGreedyModule explore(spec, EGreedyModuleOptions().eps_init(1.0).eps_end(0.1));
 /// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
 /// explore(td);     // td["action"]: [*batch, 4], random with probability eps

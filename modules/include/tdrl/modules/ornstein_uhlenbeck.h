@@ -107,8 +107,8 @@ struct OrnsteinUhlenbeckProcessModuleOptions {
 ///
 /// Example:
 /// ```
-/// auto spec = std::make_shared<tdrl::envs::Bounded>(
-///     tdrl::envs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
+/// auto spec = std::make_shared<tdrl::specs::Bounded>(
+///     tdrl::specs::BoundedOptions().low(-1.0).high(1.0).shape({6}));
 /// OrnsteinUhlenbeckProcessModule explore(spec, OrnsteinUhlenbeckProcessModuleOptions());
 /// tensordict::nn::SetInteractionType guard(tensordict::nn::InteractionType::kRandom);
 /// explore(td);  // td["action"] noisy; td["_ou_prev_noise"], td["_ou_steps"] written

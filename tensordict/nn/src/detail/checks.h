@@ -45,18 +45,4 @@ std::pair<torch::Tensor, torch::Tensor> bounds(const std::string& where, const t
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_shape(c10::IntArrayRef shape,
                                                                   int64_t event_dims);
 
-/// The checked parameters of a Gaussian on an interval (TanhNormal, TruncatedNormal).
-struct BoundedNormalParams {
-  torch::Tensor loc, scale, low, high;  // loc and scale expanded to `shape`
-  std::vector<int64_t> shape;
-  int64_t event_dims;
-};
-
-/// Checks loc/scale (floating, broadcastable, scale > 0), the event dims (default 1, or 0 for
-/// a scalar loc) and the bounds (floating, broadcastable, low < high), naming `where`.
-BoundedNormalParams bounded_normal_params(const std::string& where, const torch::Tensor& loc,
-                                          const torch::Tensor& scale, const torch::Tensor& low,
-                                          const torch::Tensor& high,
-                                          std::optional<int64_t> event_dims);
-
 }  // namespace tensordict::nn::detail

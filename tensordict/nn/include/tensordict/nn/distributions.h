@@ -3,6 +3,7 @@
 /// Umbrella header of tensordict::nn's distributions and parameter extractors.
 
 #include <tensordict/nn/bernoulli.h>
+#include <tensordict/nn/bounded_normal.h>
 #include <tensordict/nn/categorical.h>
 #include <tensordict/nn/delta.h>
 #include <tensordict/nn/distribution.h>

@@ -5,8 +5,7 @@
 
 #include <optional>
 
-#include <tensordict/nn/bounded_options.h>
-#include <tensordict/nn/distribution.h>
+#include <tensordict/nn/bounded_normal.h>
 
 namespace tensordict::nn {
 
@@ -36,18 +35,9 @@ struct TanhNormalOptions : BoundedOptions<TanhNormalOptions> {};
 /// low/high do not broadcast with loc, ValueError unless low < high everywhere or when
 /// event_dims is outside [0, loc.dim()].
 /// Example: `TanhNormal dist(loc, scale, TanhNormalOptions().low(-2).high(2));`
-class TanhNormal : public Distribution {
+class TanhNormal : public BoundedNormal {
  public:
   TanhNormal(torch::Tensor loc, torch::Tensor scale, TanhNormalOptions options = {});
-
-  /// loc of the underlying Gaussian, broadcast to `[*batch, *event]`.
-  const torch::Tensor& loc() const { return loc_; }
-  /// scale of the underlying Gaussian, broadcast to `[*batch, *event]`.
-  const torch::Tensor& scale() const { return scale_; }
-  /// The lower bound, in loc's dtype.
-  const torch::Tensor& low() const { return low_; }
-  /// The upper bound, in loc's dtype.
-  const torch::Tensor& high() const { return high_; }
 
   bool has_rsample() const override { return true; }
   bool has_entropy() const override { return false; }
@@ -59,17 +49,11 @@ class TanhNormal : public Distribution {
   std::optional<torch::Tensor> mean_impl() const override { return std::nullopt; }
   std::optional<torch::Tensor> mode_impl() const override { return std::nullopt; }
   torch::Tensor deterministic_sample_impl() const override;
-  std::vector<std::pair<std::string, torch::Tensor>> printed_params() const override;
 
  private:
   // Maps y in [-1, 1] onto [low, high].
   torch::Tensor from_unit(const torch::Tensor& y) const;
 
-  torch::Tensor loc_;
-  torch::Tensor scale_;
-  torch::Tensor low_;
-  torch::Tensor high_;
-  int64_t event_dims_;
   // The latest sample and its pre-tanh value (see the class comment).
   mutable torch::Tensor last_sample_;
   mutable torch::Tensor last_pre_tanh_;

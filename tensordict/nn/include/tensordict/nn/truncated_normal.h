@@ -5,8 +5,7 @@
 
 #include <optional>
 
-#include <tensordict/nn/bounded_options.h>
-#include <tensordict/nn/distribution.h>
+#include <tensordict/nn/bounded_normal.h>
 
 namespace tensordict::nn {
 
@@ -24,14 +23,9 @@ struct TruncatedNormalOptions : BoundedOptions<TruncatedNormalOptions> {};
 /// scales) in one tail, where Phi(a) and Phi(b) round to the same value.
 /// Throws like TanhNormal (TypeError, ShapeError, ValueError).
 /// Example: `TruncatedNormal dist(loc, scale, TruncatedNormalOptions().low(0).high(1));`
-class TruncatedNormal : public Distribution {
+class TruncatedNormal : public BoundedNormal {
  public:
   TruncatedNormal(torch::Tensor loc, torch::Tensor scale, TruncatedNormalOptions options = {});
-
-  const torch::Tensor& loc() const { return loc_; }
-  const torch::Tensor& scale() const { return scale_; }
-  const torch::Tensor& low() const { return low_; }
-  const torch::Tensor& high() const { return high_; }
 
   bool has_rsample() const override { return true; }
   bool has_entropy() const override { return true; }
@@ -43,18 +37,11 @@ class TruncatedNormal : public Distribution {
   std::optional<torch::Tensor> mean_impl() const override;
   std::optional<torch::Tensor> mode_impl() const override;
   torch::Tensor deterministic_sample_impl() const override;
-  std::vector<std::pair<std::string, torch::Tensor>> printed_params() const override;
 
  private:
   torch::Tensor alpha() const { return (low_ - loc_) / scale_; }
   torch::Tensor beta() const { return (high_ - loc_) / scale_; }
   torch::Tensor log_z() const;
-
-  torch::Tensor loc_;
-  torch::Tensor scale_;
-  torch::Tensor low_;
-  torch::Tensor high_;
-  int64_t event_dims_;
 };
 
 }  // namespace tensordict::nn
