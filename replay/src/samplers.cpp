@@ -57,22 +57,6 @@ void Sampler::update_priority(const torch::Tensor& index, const torch::Tensor& p
   if (n > 0 && has_priorities()) update_priority_impl(idx, values);
 }
 
-TensorDict Sampler::state_dict() const {
-  TensorDict state;
-  state.set("kind", name());
-  state_dict_impl(state);
-  return state;
-}
-
-std::function<void()> Sampler::prepare_load_state_dict(const TensorDict& state) {
-  detail::check_type(state, name(), op("load_state_dict"));
-  return prepare_load_impl(state);
-}
-
-std::ostream& operator<<(std::ostream& os, const Sampler& sampler) {
-  return os << sampler.to_string();
-}
-
 // ---- RandomSampler ----------------------------------------------------------------------------
 
 SampleInfo RandomSampler::sample_impl(const Storage& storage, int64_t batch_size) {

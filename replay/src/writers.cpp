@@ -29,22 +29,6 @@ WriteResult Writer::extend(const TensorDict& data, Storage& storage) {
   return result;
 }
 
-TensorDict Writer::state_dict() const {
-  TensorDict state;
-  state.set("kind", name());
-  state_dict_impl(state);
-  return state;
-}
-
-std::function<void()> Writer::prepare_load_state_dict(const TensorDict& state) {
-  detail::check_type(state, name(), op("load_state_dict"));
-  return prepare_load_impl(state);
-}
-
-std::ostream& operator<<(std::ostream& os, const Writer& writer) {
-  return os << writer.to_string();
-}
-
 // ---- RoundRobinWriter ---------------------------------------------------------------------------
 
 std::string RoundRobinWriter::to_string() const {

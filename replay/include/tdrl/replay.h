@@ -3,6 +3,7 @@
 /// tdrl::replay: replay buffers built from storages, samplers and writers (TorchRL's
 /// torchrl.data.replay_buffers). See docs/replay.md.
 
+#include <tdrl/replay/component.h>
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/replay_buffer.h>
 #include <tdrl/replay/samplers.h>

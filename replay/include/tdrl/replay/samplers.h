@@ -12,6 +12,7 @@
 #include <torch/arg.h>
 #include <torch/types.h>
 
+#include <tdrl/replay/component.h>
 #include <tdrl/replay/storage.h>
 
 namespace tdrl::replay {
@@ -35,16 +36,8 @@ struct SampleInfo {
 ///
 /// Thread safety: not synchronised. ReplayBuffer serialises every call on its sampler mutex
 /// (and holds its storage lock so that the storage does not change meanwhile).
-class Sampler {
+class Sampler : public ReplayComponent {
  public:
-  virtual ~Sampler() = default;
-  Sampler() = default;
-  Sampler(const Sampler&) = delete;
-  Sampler& operator=(const Sampler&) = delete;
-
-  /// The class name ("RandomSampler", ...), used in messages and checkpoints.
-  virtual std::string name() const = 0;
-
   /// Draws a batch among the `storage.size()` stored elements. Most samplers return exactly
   /// `batch_size` indices; SamplerWithoutReplacement may return fewer at the end of an epoch
   /// and a SliceSampler without strict_length fewer when trajectories are short. Throws
@@ -80,22 +73,6 @@ class Sampler {
   /// starts a new one.
   virtual bool ran_out() const { return false; }
 
-  /// The sampler's checkpoint: a TensorDict of batch `[]` with `kind` and the state
-  /// (priorities, epoch permutation, ...), aliased (saving copies).
-  TensorDict state_dict() const;
-  /// Checks `state` against this sampler and returns the action that installs it; throws
-  /// ValueError (wrong `kind`, capacity, shapes) and changes nothing.
-  std::function<void()> prepare_load_state_dict(const TensorDict& state);
-  /// prepare_load_state_dict(state), then the returned action.
-  void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
-  /// Checks a checkpoint `state` (accepted by prepare_load_state_dict) against the storage
-  /// checkpoint it was saved with, `stored`; throws ValueError naming what disagrees. Default:
-  /// nothing to check.
-  virtual void check_against(const TensorDict& state, const StoredExtent& stored) const {}
-
-  /// One line, e.g. `PrioritizedSampler(max_capacity=1000, alpha=0.6, beta=0.4, eps=1e-08)`.
-  virtual std::string to_string() const = 0;
-
  protected:
   /// Draws among `storage.size() > 0` elements; `batch_size >= 1`.
   virtual SampleInfo sample_impl(const Storage& storage, int64_t batch_size) = 0;
@@ -103,17 +80,12 @@ class Sampler {
   virtual void extend_impl(const torch::Tensor& index) {}
   /// Sets checked priorities (double `[n]`, finite, >= 0) of checked indices.
   virtual void update_priority_impl(const torch::Tensor& index, const torch::Tensor& priority) {}
-  /// Adds the state to `state`.
-  virtual void state_dict_impl(TensorDict& state) const {}
-  /// Checks `state` and returns the installing action (must not throw).
-  virtual std::function<void()> prepare_load_impl(const TensorDict& state) {
+  /// No state by default (RandomSampler).
+  void state_dict_impl(TensorDict& state) const override {}
+  std::function<void()> prepare_load_impl(const TensorDict& state) override {
     return [] {};
   }
-  /// The message prefix "<name>::<op>: ".
-  std::string op(const char* method) const { return name() + "::" + method + ": "; }
 };
-
-std::ostream& operator<<(std::ostream& os, const Sampler& sampler);
 
 /// Uniform sampling with replacement over the stored elements (TorchRL's RandomSampler):
 /// `torch::randint(size, {batch_size})`.

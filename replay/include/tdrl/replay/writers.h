@@ -10,6 +10,7 @@
 
 #include <torch/types.h>
 
+#include <tdrl/replay/component.h>
 #include <tdrl/replay/storage.h>
 
 namespace tdrl::replay {
@@ -30,16 +31,8 @@ struct WriteResult {
 /// were. Subclasses implement the protected hooks.
 ///
 /// Thread safety: not synchronised. ReplayBuffer calls it under its exclusive lock.
-class Writer {
+class Writer : public ReplayComponent {
  public:
-  virtual ~Writer() = default;
-  Writer() = default;
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
-
-  /// The class name ("RoundRobinWriter", ...), used in messages and checkpoints.
-  virtual std::string name() const = 0;
-
   /// Writes the rows of `data` (batch `[n, ...]`, `[n, T, ...]` for ndim-2 storages) into
   /// `storage` and returns where they went. Throws what the plan or Storage::set throws
   /// (ShapeError for data with too few batch dims, the storage's structure errors, ...);
@@ -49,19 +42,6 @@ class Writer {
   /// Forgets the cursor and anything remembered about stored rows (ReplayBuffer::empty).
   virtual void clear() = 0;
 
-  /// The writer's checkpoint: a TensorDict of batch `[]` with `kind` and its state.
-  TensorDict state_dict() const;
-  /// Checks `state` and returns the action that installs it; throws ValueError (wrong
-  /// `kind`, values) and changes nothing.
-  std::function<void()> prepare_load_state_dict(const TensorDict& state);
-  void load_state_dict(const TensorDict& state) { prepare_load_state_dict(state)(); }
-  /// Checks a checkpoint `state` (accepted by prepare_load_state_dict) against the storage
-  /// checkpoint it was saved with, `stored`; throws ValueError naming what disagrees. Default:
-  /// nothing to check.
-  virtual void check_against(const TensorDict& state, const StoredExtent& stored) const {}
-
-  virtual std::string to_string() const = 0;
-
  protected:
   /// Where `data` (at least one batch dim, n = data.size(0) >= 1) goes; must not change the
   /// writer.
@@ -69,12 +49,7 @@ class Writer {
   /// Records a write the storage accepted; must not throw.
   virtual void commit(const TensorDict& data, const Storage& storage,
                       const WriteResult& result) = 0;
-  virtual void state_dict_impl(TensorDict& state) const = 0;
-  virtual std::function<void()> prepare_load_impl(const TensorDict& state) = 0;
-  std::string op(const char* method) const { return name() + "::" + method + ": "; }
 };
-
-std::ostream& operator<<(std::ostream& os, const Writer& writer);
 
 /// Writes at a cursor that wraps around (TorchRL's RoundRobinWriter): row `cursor`,
 /// `cursor + 1`, ... modulo the storage's row count, so the oldest rows are overwritten
