@@ -199,6 +199,16 @@ struct MujocoEnv::Impl {
   // thread and depends on nothing else, so results do not depend on which thread ran it.
   void parallel(int64_t count, const std::function<void(int64_t)>& fn) { pool->run(count, fn); }
 
+  // The id of the model's object `name` of `type` (`count` of them); KeyError naming `env` and
+  // listing the objects (`kind` / `kinds`: "body" / "bodies") closest first otherwise.
+  int64_t object_id(const std::string& env, mjtObj type, int count, const char* kind,
+                    const char* kinds, const std::string& name) const {
+    const int id = mj_name2id(model.get(), type, name.c_str());
+    TDRL_CHECK(!(id < 0), KeyError, env, ": the model '", model_path, "' has no ", kind, " named '",
+               name, "'; its ", kinds, ": ", names_of(model.get(), type, count, name));
+    return id;
+  }
+
   // The `width` values of `field` (qpos or qvel) of every simulation, float64 `[n, width]`.
   torch::Tensor gather(mjtNum* mjData::*field, int width) const {
     auto out = torch::empty({n, width}, torch::kFloat64);
@@ -377,21 +387,11 @@ void MujocoEnv::load_state(const TensorDict& state) {
 }
 
 int64_t MujocoEnv::body_id(const std::string& name) const {
-  const mjModel* m = impl_->model.get();
-  const int id = mj_name2id(m, mjOBJ_BODY, name.c_str());
-  TDRL_CHECK(!(id < 0), KeyError, this->name(), ": the model '", impl_->model_path,
-             "' has no body named '", name,
-             "'; its bodies: ", names_of(m, mjOBJ_BODY, m->nbody, name));
-  return id;
+  return impl_->object_id(this->name(), mjOBJ_BODY, impl_->model->nbody, "body", "bodies", name);
 }
 
 int64_t MujocoEnv::site_id(const std::string& name) const {
-  const mjModel* m = impl_->model.get();
-  const int id = mj_name2id(m, mjOBJ_SITE, name.c_str());
-  TDRL_CHECK(!(id < 0), KeyError, this->name(), ": the model '", impl_->model_path,
-             "' has no site named '", name,
-             "'; its sites: ", names_of(m, mjOBJ_SITE, m->nsite, name));
-  return id;
+  return impl_->object_id(this->name(), mjOBJ_SITE, impl_->model->nsite, "site", "sites", name);
 }
 
 void MujocoEnv::check_model_dims(int64_t nq, int64_t nv, int64_t nu, int64_t nbody) const {

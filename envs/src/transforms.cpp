@@ -77,11 +77,26 @@ void throw_missing(const std::string& where, const std::string& what, const Nest
 }
 
 namespace {
+
 bool holds_leaf(const specs::CompositePtr& spec, const NestedKey& key) {
   if (!spec) return false;
   const auto value = spec->find_value(key);
   return value && std::holds_alternative<specs::TensorSpecPtr>(*value);
 }
+
+// Throws KeyError naming `where` for the first of `keys` (the option `what`) that is a leaf of
+// neither `first` nor `second` (`spec_names`: "observation or reward"), listing theirs.
+void require_held(const std::string& where, const std::string& what,
+                  const std::vector<NestedKey>& keys, const specs::CompositePtr& first,
+                  const specs::CompositePtr& second, const std::string& spec_names) {
+  for (const auto& key : keys) {
+    if (holds_leaf(first, key) || holds_leaf(second, key)) continue;
+    auto candidates = leaf_keys(*first);
+    for (const auto& k : leaf_keys(*second)) candidates.push_back(k);
+    throw_missing(where, what, key, candidates, spec_names);
+  }
+}
+
 }  // namespace
 
 specs::CompositePtr output_holding(const EnvSpecs& specs, const NestedKey& key) {
@@ -98,22 +113,12 @@ specs::CompositePtr input_holding(const EnvSpecs& specs, const NestedKey& key) {
 
 void require_outputs(const std::string& where, const std::vector<NestedKey>& keys,
                      const EnvSpecs& specs) {
-  for (const auto& key : keys) {
-    if (output_holding(specs, key)) continue;
-    auto candidates = leaf_keys(*specs.observation);
-    for (const auto& k : leaf_keys(*specs.reward)) candidates.push_back(k);
-    throw_missing(where, "in_key", key, candidates, "observation or reward");
-  }
+  require_held(where, "in_key", keys, specs.observation, specs.reward, "observation or reward");
 }
 
 void require_inputs(const std::string& where, const std::vector<NestedKey>& keys,
                     const EnvSpecs& specs) {
-  for (const auto& key : keys) {
-    if (input_holding(specs, key)) continue;
-    auto candidates = leaf_keys(*specs.action);
-    for (const auto& k : leaf_keys(*specs.state)) candidates.push_back(k);
-    throw_missing(where, "in_key_inv", key, candidates, "action or state");
-  }
+  require_held(where, "in_key_inv", keys, specs.action, specs.state, "action or state");
 }
 
 void reject_flag_key(const std::string& where, const NestedKey& key) {
