@@ -130,6 +130,13 @@ inline bool has_gradient(const torch::nn::Module& module) {
   return !module.parameters().empty();
 }
 
+/// The sum of the entries `terms` of a loss output.
+inline torch::Tensor sum_terms(const TensorDict& out, const std::vector<std::string>& terms) {
+  torch::Tensor total = out.get(terms.front());
+  for (size_t i = 1; i < terms.size(); ++i) total = total + out.get(terms[i]);
+  return total;
+}
+
 /// Whether the sum of `terms` of one forward of `loss` on `batch`, backpropagated from cleared
 /// gradients, reaches every parameter of `reached` and none of `untouched`.
 inline ::testing::AssertionResult terms_reach_only(LossModule& loss, const TensorDict& batch,
@@ -137,10 +144,7 @@ inline ::testing::AssertionResult terms_reach_only(LossModule& loss, const Tenso
                                                    const torch::nn::Module& reached,
                                                    const torch::nn::Module& untouched) {
   loss.zero_grad();
-  const auto out = loss.forward(batch);
-  torch::Tensor total = out.get(terms.front());
-  for (size_t i = 1; i < terms.size(); ++i) total = total + out.get(terms[i]);
-  total.backward();
+  sum_terms(loss.forward(batch), terms).backward();
   if (!has_gradient(reached))
     return ::testing::AssertionFailure() << "a parameter meant to be reached got no gradient";
   if (!has_no_gradient(untouched))
@@ -158,12 +162,7 @@ inline LossDrop adam_on_fixed_batch(LossModule& loss, TensorDict batch,
                                     const std::vector<std::string>& terms) {
   loss.value_estimator()->forward(batch);
   torch::optim::Adam optimizer(loss.parameters(), torch::optim::AdamOptions(3e-3));
-  auto total = [&] {
-    const auto out = loss.forward(batch);
-    torch::Tensor sum = out.get(terms.front());
-    for (size_t i = 1; i < terms.size(); ++i) sum = sum + out.get(terms[i]);
-    return sum;
-  };
+  auto total = [&] { return sum_terms(loss.forward(batch), terms); };
   const double initial = total().item<double>();
   for (int step = 0; step < 100; ++step) {
     optimizer.zero_grad();
