@@ -37,16 +37,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
+#include "actors.h"
 #include "common.h"
 #include "problem.h"
 
 namespace tdrl::bench {
 namespace {
-
-using tensordict::TensorDict;
-namespace tdnn = tensordict::nn;
-using modules::MLP;
-using modules::MLPOptions;
 
 constexpr double kLambda = 0.95;
 
@@ -130,17 +126,7 @@ struct PpoFixture {
   TensorDict batch;
 
   PpoFixture() {
-    tdnn::TensorDictSequential net(
-        tdnn::TensorDictModule(
-            actor_mlp,
-            tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
-        tdnn::TensorDictModule(
-            tdnn::NormalParamExtractor(),
-            tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<specs::Bounded>(
-        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
-    actor = modules::ProbabilisticActor(net, spec,
-                                        modules::ProbabilisticActorOptions().return_log_prob(true));
+    actor = tanh_normal_actor(actor_mlp, /*return_log_prob=*/true);
     critic = modules::ValueOperator(critic_mlp);
     loss = std::make_shared<losses::ClipPPOLoss>(actor, critic);
     batch = TensorDict({{"observation", torch::randn({kPpoBatch, kObs})}}, {kPpoBatch});

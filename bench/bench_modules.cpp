@@ -28,16 +28,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
+#include "actors.h"
 #include "common.h"
 #include "problem.h"
 
 namespace tdrl::bench {
 namespace {
-
-using tensordict::TensorDict;
-namespace tdnn = tensordict::nn;
-using modules::MLP;
-using modules::MLPOptions;
 
 struct ActorFixture {
   MLP mlp{MLPOptions(kObs, 2 * kAction).num_cells({64, 64})};
@@ -46,16 +42,7 @@ struct ActorFixture {
   TensorDict td;
 
   ActorFixture() {
-    tdnn::TensorDictSequential net(
-        tdnn::TensorDictModule(
-            mlp, tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
-        tdnn::TensorDictModule(
-            tdnn::NormalParamExtractor(),
-            tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<specs::Bounded>(
-        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
-    actor = modules::ProbabilisticActor(net, spec,
-                                        modules::ProbabilisticActorOptions().return_log_prob(true));
+    actor = tanh_normal_actor(mlp, /*return_log_prob=*/true);
     td = TensorDict({{"observation", obs}}, {kBatch});
   }
 };

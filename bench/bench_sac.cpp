@@ -28,16 +28,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensordict.h>
 
+#include "actors.h"
 #include "common.h"
 #include "problem.h"
 
 namespace tdrl::bench {
 namespace {
-
-using tensordict::TensorDict;
-namespace tdnn = tensordict::nn;
-using modules::MLP;
-using modules::MLPOptions;
 
 constexpr int64_t kHidden = 256;
 
@@ -97,16 +93,7 @@ struct SacFixture {
   TensorDict batch = make_batch(false);
 
   SacFixture() {
-    tdnn::TensorDictSequential net(
-        tdnn::TensorDictModule(
-            actor_mlp,
-            tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"params"})),
-        tdnn::TensorDictModule(
-            tdnn::NormalParamExtractor(),
-            tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
-    auto spec = std::make_shared<specs::Bounded>(
-        specs::BoundedOptions().low(-1.0).high(1.0).shape({kAction}).dtype(torch::kFloat32));
-    actor = modules::ProbabilisticActor(net, spec);
+    actor = tanh_normal_actor(actor_mlp, /*return_log_prob=*/false);
     auto critic = [](modules::ConcatMLP q) {
       return modules::ValueOperator(
           q, modules::ValueOperatorOptions().in_keys({"observation", "action"}));
