@@ -218,27 +218,17 @@ specs::CompositePtr RenameTransform::rename_spec(specs::CompositePtr spec,
   return spec;
 }
 
-specs::CompositePtr RenameTransform::transform_observation_spec(specs::CompositePtr spec,
-                                                                const EnvSpecs& input) {
+EnvSpecs RenameTransform::transform_specs(const EnvSpecs& input) {
   detail::require_outputs("RenameTransform", options_.in_keys(), input);
-  return rename_spec(std::move(spec), input.observation, options_.in_keys(), options_.out_keys());
-}
-
-specs::CompositePtr RenameTransform::transform_reward_spec(specs::CompositePtr spec,
-                                                           const EnvSpecs& input) {
-  return rename_spec(std::move(spec), input.reward, options_.in_keys(), options_.out_keys());
-}
-
-specs::CompositePtr RenameTransform::transform_action_spec(specs::CompositePtr spec,
-                                                           const EnvSpecs& input) {
   detail::require_inputs("RenameTransform", options_.in_keys_inv(), input);
-  return rename_spec(std::move(spec), input.action, options_.in_keys_inv(),
-                     options_.out_keys_inv());
-}
-
-specs::CompositePtr RenameTransform::transform_state_spec(specs::CompositePtr spec,
-                                                          const EnvSpecs& input) {
-  return rename_spec(std::move(spec), input.state, options_.in_keys_inv(), options_.out_keys_inv());
+  EnvSpecs out = input.clone();
+  const auto& in = options_.in_keys();
+  const auto& in_inv = options_.in_keys_inv();
+  out.observation = rename_spec(out.observation, input.observation, in, options_.out_keys());
+  out.reward = rename_spec(out.reward, input.reward, in, options_.out_keys());
+  out.action = rename_spec(out.action, input.action, in_inv, options_.out_keys_inv());
+  out.state = rename_spec(out.state, input.state, in_inv, options_.out_keys_inv());
+  return out;
 }
 
 // ---- ExcludeTransform ------------------------------------------------------------------------

@@ -92,48 +92,26 @@ std::vector<NestedKey> keys_to_cast(const specs::CompositePtr& input_spec,
 
 }  // namespace
 
-specs::CompositePtr DoubleToFloat::cast_outputs(specs::CompositePtr spec,
-                                                const specs::CompositePtr& input_spec,
-                                                const EnvSpecs& input) {
-  for (const auto& key : keys_to_cast(input_spec, options_.in_keys(), "DoubleToFloat")) {
-    spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
-  }
-  return spec;
-}
-
-specs::CompositePtr DoubleToFloat::cast_inputs(specs::CompositePtr spec,
-                                               const specs::CompositePtr& input_spec,
-                                               const EnvSpecs& input) {
-  for (const auto& key : keys_to_cast(input_spec, options_.in_keys_inv(), "DoubleToFloat")) {
-    spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, "DoubleToFloat", key));
-    inv_keys_.push_back(key);
-  }
-  return spec;
-}
-
-specs::CompositePtr DoubleToFloat::transform_observation_spec(specs::CompositePtr spec,
-                                                              const EnvSpecs& input) {
-  detail::require_outputs("DoubleToFloat", options_.in_keys(), input);
-  return cast_outputs(std::move(spec), input.observation, input);
-}
-
-specs::CompositePtr DoubleToFloat::transform_reward_spec(specs::CompositePtr spec,
-                                                         const EnvSpecs& input) {
-  return cast_outputs(std::move(spec), input.reward, input);
-}
-
-specs::CompositePtr DoubleToFloat::transform_action_spec(specs::CompositePtr spec,
-                                                         const EnvSpecs& input) {
-  // The action hook runs before the state hook (Transform::transform_specs): the input keys
-  // found here and there make up inv_keys_.
-  detail::require_inputs("DoubleToFloat", options_.in_keys_inv(), input);
-  inv_keys_.clear();
-  return cast_inputs(std::move(spec), input.action, input);
-}
-
-specs::CompositePtr DoubleToFloat::transform_state_spec(specs::CompositePtr spec,
-                                                        const EnvSpecs& input) {
-  return cast_inputs(std::move(spec), input.state, input);
+EnvSpecs DoubleToFloat::transform_specs(const EnvSpecs& input) {
+  const std::string where = "DoubleToFloat";
+  detail::require_outputs(where, options_.in_keys(), input);
+  detail::require_inputs(where, options_.in_keys_inv(), input);
+  EnvSpecs out = input.clone();
+  // Casts the keys to cast of `input_spec` in its clone `spec`; returns them.
+  auto cast = [&](const specs::CompositePtr& spec, const specs::CompositePtr& input_spec,
+                  const std::vector<NestedKey>& keys) {
+    auto cast_keys = keys_to_cast(input_spec, keys, where);
+    for (const auto& key : cast_keys)
+      spec->set(key, detail::with_dtype(*input_spec->get(key), torch::kFloat, where, key));
+    return cast_keys;
+  };
+  cast(out.observation, input.observation, options_.in_keys());
+  cast(out.reward, input.reward, options_.in_keys());
+  auto inv_keys = cast(out.action, input.action, options_.in_keys_inv());
+  for (auto& key : cast(out.state, input.state, options_.in_keys_inv()))
+    inv_keys.push_back(std::move(key));
+  inv_keys_ = std::move(inv_keys);
+  return out;
 }
 
 // ---- ClipTransform ---------------------------------------------------------------------------

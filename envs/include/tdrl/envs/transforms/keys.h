@@ -90,14 +90,9 @@ class RenameTransform : public Transform {
   std::string name() const override { return "RenameTransform"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
-                                           const EnvSpecs& input) override;
+  /// Renames the in_keys in the observation and reward specs, the in_keys_inv in the action and
+  /// state specs.
+  EnvSpecs transform_specs(const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;

@@ -45,24 +45,13 @@ class DoubleToFloat : public Transform {
   std::string name() const override { return "DoubleToFloat"; }
   std::string to_string() const override;
   TensorDict inv(TensorDict td) override;
-  specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
-                                                 const EnvSpecs& input) override;
-  specs::CompositePtr transform_reward_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_action_spec(specs::CompositePtr spec,
-                                            const EnvSpecs& input) override;
-  specs::CompositePtr transform_state_spec(specs::CompositePtr spec,
-                                           const EnvSpecs& input) override;
+  /// Casts the chosen float64 leaves of the observation, reward, action and state specs.
+  EnvSpecs transform_specs(const EnvSpecs& input) override;
 
  protected:
   TensorDict call(TensorDict td) override;
 
  private:
-  specs::CompositePtr cast_outputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
-                                   const EnvSpecs& input);
-  specs::CompositePtr cast_inputs(specs::CompositePtr spec, const specs::CompositePtr& input_spec,
-                                  const EnvSpecs& input);
-
   DoubleToFloatOptions options_;
   std::vector<NestedKey> inv_keys_;  // the input keys cast back, found from the specs
 };
