@@ -126,5 +126,30 @@ TEST(TensorDictMaxValueWriterTest, PrintsItsKey) {
   EXPECT_EQ(os.str(), "TensorDictMaxValueWriter(rank_key=('next', 'reward'))");
 }
 
+TEST(WriterTest, ACheckpointOfAnotherKindIsRefusedNamingBothAndTheWriterKept) {
+  LazyTensorStorage storage(5);
+  RoundRobinWriter writer;
+  writer.extend(transitions(3, 0), storage);
+  const TensorDict other = TensorDictMaxValueWriter().state_dict();
+  EXPECT_THAT([&] { writer.load_state_dict(other); },
+              ThrowsMessage<ValueError>(::testing::AllOf(
+                  HasSubstr("RoundRobinWriter::load_state_dict"),
+                  HasSubstr("holds a TensorDictMaxValueWriter but this is a RoundRobinWriter"))));
+  EXPECT_EQ(writer.cursor(), 3);
+}
+
+TEST(WriterTest, ACheckpointRoundTripsThroughTheSharedComponentInterface) {
+  LazyTensorStorage storage(5);
+  RoundRobinWriter saved;
+  saved.extend(transitions(4, 0), storage);
+  RoundRobinWriter loaded;
+  ReplayComponent& component = loaded;
+  component.load_state_dict(saved.state_dict());
+  EXPECT_EQ(loaded.cursor(), 4);
+  std::ostringstream os;
+  os << component;
+  EXPECT_EQ(os.str(), "RoundRobinWriter(cursor=4)");
+}
+
 }  // namespace
 }  // namespace tdrl::replay
