@@ -1,6 +1,7 @@
 #include <tensordict/nn/bounded_normal.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "detail/checks.h"
 
