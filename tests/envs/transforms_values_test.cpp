@@ -283,6 +283,22 @@ TEST(DoubleToFloatTest, ExplicitKeysMustBeFloat64AndPresent) {
       ThrowsMessage<KeyError>(HasSubstr("DoubleToFloat: in_key 'obs'")));
 }
 
+TEST(DoubleToFloatTest, SpecsItCannotCastLeaveTheInputsItCastsBackAsTheyWere) {
+  Float64Env base;
+  DoubleToFloat cast(DoubleToFloatOptions().in_keys_inv({"action"}));
+  const EnvSpecs good = EnvSpecs::of(base);
+  cast.transform_specs(good);
+  // The same specs with a float32 action: the explicit in_key_inv cannot be cast.
+  EnvSpecs bad = good.clone();
+  bad.action->set("action", std::make_shared<specs::Unbounded>(
+                                Shape{2}, specs::UnboundedOptions().dtype(torch::kFloat32)));
+  EXPECT_THAT([&] { cast.transform_specs(bad); },
+              ThrowsMessage<TypeError>(HasSubstr("'action' has dtype torch.float32")));
+  // inv still casts the action back to float64, as the last successful specs said.
+  const auto td = cast.inv(TensorDict({{"action", torch::zeros({2})}}));
+  EXPECT_EQ(td.get("action").scalar_type(), torch::kFloat64);
+}
+
 TEST(DoubleToFloatTest, ForwardCastsEveryFloat64Leaf) {
   DoubleToFloat cast;
   auto td = cast.forward(TensorDict(
