@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 namespace tdrl::envs {
 namespace {
@@ -42,16 +44,6 @@ void uniform_qpos_normal_qvel(torch::Generator& generator, double scale, torch::
   if (scale <= 0.0) return;
   qpos.add_(torch::empty_like(qpos).uniform_(-scale, scale, generator));
   qvel.add_(torch::randn(qvel.sizes(), generator, qvel.options()).mul_(scale));
-}
-
-// Hopper and Walker2d: the planar walkers' reward and health (root x, z, angle first in qpos).
-MujocoStepOutcome planar_walker_outcome(const MujocoView& sim, const float* action,
-                                        const MujocoMemo& memo, double dt, bool healthy,
-                                        bool terminate_when_unhealthy) {
-  const double forward_reward = (sim.qpos()[0] - memo[0]) / dt;
-  const double ctrl_cost = 1e-3 * squared_norm(action, sim.nu());
-  const double healthy_reward = (healthy || terminate_when_unhealthy) ? 1.0 : 0.0;
-  return {forward_reward + healthy_reward - ctrl_cost, terminate_when_unhealthy && !healthy};
 }
 
 // The planar walkers' observation: qpos without the root x, qvel clipped to ±10.
@@ -167,27 +159,40 @@ void ReacherEnv::sample_reset_state(torch::Generator& generator, torch::Tensor& 
   }
 }
 
+// ---- LocomotionEnv ------------------------------------------------------------------------------
+
+LocomotionEnv::LocomotionEnv(std::string name, const MujocoEnvOptions& options,
+                             const MujocoTaskConfig& config, LocomotionReward reward)
+    : MujocoEnv(std::move(name), options, config), reward_(reward) {}
+
+void LocomotionEnv::before_step(const MujocoView& sim, const float* action,
+                                MujocoMemo& memo) const {
+  memo[0] = forward_position(sim);
+}
+
+MujocoStepOutcome LocomotionEnv::after_step(const MujocoView& sim, const float* action,
+                                            const MujocoMemo& memo) const {
+  const bool healthy = is_healthy(sim);
+  const bool terminate = options().terminate_when_unhealthy();
+  const double forward_reward =
+      reward_.forward_reward_weight * (forward_position(sim) - memo[0]) / dt();
+  const double healthy_reward = (healthy || terminate) ? reward_.healthy_reward : 0.0;
+  const double ctrl_cost = reward_.ctrl_cost_weight * squared_norm(action, sim.nu());
+  return {forward_reward + healthy_reward - ctrl_cost, terminate && !healthy};
+}
+
 // ---- HalfCheetah --------------------------------------------------------------------------------
 
 HalfCheetahEnv::HalfCheetahEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("HalfCheetah-v4", options, task_config("HalfCheetah.xml", 17, 5, 0.1, 1000)) {
+    : LocomotionEnv("HalfCheetah-v4", options, task_config("HalfCheetah.xml", 17, 5, 0.1, 1000),
+                    {/*forward_reward_weight=*/1.0, /*healthy_reward=*/0.0,
+                     /*ctrl_cost_weight=*/0.1}) {
   check_model_dims(9, 9, 6);
 }
 
 void HalfCheetahEnv::write_observation(const MujocoView& sim, float* out) const {
   copy_to(sim.qpos() + 1, sim.nq() - 1, out);
   copy_to(sim.qvel(), sim.nv(), out + sim.nq() - 1);
-}
-
-void HalfCheetahEnv::before_step(const MujocoView& sim, const float* action,
-                                 MujocoMemo& memo) const {
-  memo[0] = sim.qpos()[0];
-}
-
-MujocoStepOutcome HalfCheetahEnv::after_step(const MujocoView& sim, const float* action,
-                                             const MujocoMemo& memo) const {
-  const double forward_reward = (sim.qpos()[0] - memo[0]) / dt();
-  return {forward_reward - 0.1 * squared_norm(action, sim.nu()), false};
 }
 
 void HalfCheetahEnv::sample_reset_state(torch::Generator& generator, torch::Tensor& qpos,
@@ -198,7 +203,9 @@ void HalfCheetahEnv::sample_reset_state(torch::Generator& generator, torch::Tens
 // ---- Hopper -------------------------------------------------------------------------------------
 
 HopperEnv::HopperEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("Hopper-v4", options, task_config("Hopper.xml", 11, 4, 5e-3, 1000)) {
+    : LocomotionEnv("Hopper-v4", options, task_config("Hopper.xml", 11, 4, 5e-3, 1000),
+                    {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
+                     /*ctrl_cost_weight=*/1e-3}) {
   check_model_dims(6, 6, 3);
 }
 
@@ -206,26 +213,22 @@ void HopperEnv::write_observation(const MujocoView& sim, float* out) const {
   planar_walker_observation(sim, out);
 }
 
-void HopperEnv::before_step(const MujocoView& sim, const float* action, MujocoMemo& memo) const {
-  memo[0] = sim.qpos()[0];
-}
-
-MujocoStepOutcome HopperEnv::after_step(const MujocoView& sim, const float* action,
-                                        const MujocoMemo& memo) const {
+bool HopperEnv::is_healthy(const MujocoView& sim) const {
   const double* qpos = sim.qpos();
   const double z = qpos[1];
   const double angle = qpos[2];
   bool healthy = z > 0.7 && angle > -0.2 && angle < 0.2;
   for (int i = 2; i < sim.nq() && healthy; ++i) healthy = std::abs(qpos[i]) < 100.0;
   for (int i = 0; i < sim.nv() && healthy; ++i) healthy = std::abs(sim.qvel()[i]) < 100.0;
-  return planar_walker_outcome(sim, action, memo, dt(), healthy,
-                               options().terminate_when_unhealthy());
+  return healthy;
 }
 
 // ---- Walker2d -----------------------------------------------------------------------------------
 
 Walker2dEnv::Walker2dEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("Walker2d-v4", options, task_config("Walker2d.xml", 17, 4, 5e-3, 1000)) {
+    : LocomotionEnv("Walker2d-v4", options, task_config("Walker2d.xml", 17, 4, 5e-3, 1000),
+                    {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
+                     /*ctrl_cost_weight=*/1e-3}) {
   check_model_dims(9, 9, 6);
 }
 
@@ -233,23 +236,18 @@ void Walker2dEnv::write_observation(const MujocoView& sim, float* out) const {
   planar_walker_observation(sim, out);
 }
 
-void Walker2dEnv::before_step(const MujocoView& sim, const float* action, MujocoMemo& memo) const {
-  memo[0] = sim.qpos()[0];
-}
-
-MujocoStepOutcome Walker2dEnv::after_step(const MujocoView& sim, const float* action,
-                                          const MujocoMemo& memo) const {
+bool Walker2dEnv::is_healthy(const MujocoView& sim) const {
   const double z = sim.qpos()[1];
   const double angle = sim.qpos()[2];
-  const bool healthy = z > 0.8 && z < 2.0 && angle > -1.0 && angle < 1.0;
-  return planar_walker_outcome(sim, action, memo, dt(), healthy,
-                               options().terminate_when_unhealthy());
+  return z > 0.8 && z < 2.0 && angle > -1.0 && angle < 1.0;
 }
 
 // ---- Ant ----------------------------------------------------------------------------------------
 
 AntEnv::AntEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("Ant-v4", options, task_config("Ant.xml", 27, 5, 0.1, 1000)) {
+    : LocomotionEnv("Ant-v4", options, task_config("Ant.xml", 27, 5, 0.1, 1000),
+                    {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
+                     /*ctrl_cost_weight=*/0.5}) {
   check_model_dims(15, 14, 8);
   torso_ = body_id("torso");
 }
@@ -259,21 +257,14 @@ void AntEnv::write_observation(const MujocoView& sim, float* out) const {
   copy_to(sim.qvel(), sim.nv(), out + sim.nq() - 2);
 }
 
-void AntEnv::before_step(const MujocoView& sim, const float* action, MujocoMemo& memo) const {
-  memo[0] = sim.xpos()[3 * torso_];
-}
+double AntEnv::forward_position(const MujocoView& sim) const { return sim.xpos()[3 * torso_]; }
 
-MujocoStepOutcome AntEnv::after_step(const MujocoView& sim, const float* action,
-                                     const MujocoMemo& memo) const {
+bool AntEnv::is_healthy(const MujocoView& sim) const {
   const double z = sim.qpos()[2];
   bool healthy = z >= 0.2 && z <= 1.0;
   for (int i = 0; i < sim.nq() && healthy; ++i) healthy = std::isfinite(sim.qpos()[i]);
   for (int i = 0; i < sim.nv() && healthy; ++i) healthy = std::isfinite(sim.qvel()[i]);
-  const bool terminate = options().terminate_when_unhealthy();
-  const double forward_reward = (sim.xpos()[3 * torso_] - memo[0]) / dt();
-  const double healthy_reward = (healthy || terminate) ? 1.0 : 0.0;
-  const double ctrl_cost = 0.5 * squared_norm(action, sim.nu());
-  return {forward_reward + healthy_reward - ctrl_cost, terminate && !healthy};
+  return healthy;
 }
 
 void AntEnv::sample_reset_state(torch::Generator& generator, torch::Tensor& qpos,
@@ -300,9 +291,11 @@ double mass_center_x(const MujocoView& sim) {
 }  // namespace
 
 HumanoidEnv::HumanoidEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("Humanoid-v4", options,
-                task_config("Humanoid.xml", 22 + 23 + 14 * 10 + 14 * 6 + 23 + 14 * 6, 5, 1e-2, 1000,
-                            /*post_constraint=*/true)) {
+    : LocomotionEnv("Humanoid-v4", options,
+                    task_config("Humanoid.xml", 22 + 23 + 14 * 10 + 14 * 6 + 23 + 14 * 6, 5, 1e-2,
+                                1000, /*post_constraint=*/true),
+                    {/*forward_reward_weight=*/1.25, /*healthy_reward=*/5.0,
+                     /*ctrl_cost_weight=*/0.1}) {
   check_model_dims(24, 23, 17, 14);
 }
 
@@ -321,19 +314,12 @@ void HumanoidEnv::write_observation(const MujocoView& sim, float* out) const {
   copy_to(sim.cfrc_ext(), 6 * nbody, out);
 }
 
-void HumanoidEnv::before_step(const MujocoView& sim, const float* action, MujocoMemo& memo) const {
-  memo[0] = mass_center_x(sim);
-}
+// The centre of mass's x: the forward position Humanoid-v4 rewards.
+double HumanoidEnv::forward_position(const MujocoView& sim) const { return mass_center_x(sim); }
 
-MujocoStepOutcome HumanoidEnv::after_step(const MujocoView& sim, const float* action,
-                                          const MujocoMemo& memo) const {
+bool HumanoidEnv::is_healthy(const MujocoView& sim) const {
   const double z = sim.qpos()[2];
-  const bool healthy = z > 1.0 && z < 2.0;
-  const bool terminate = options().terminate_when_unhealthy();
-  const double forward_reward = 1.25 * (mass_center_x(sim) - memo[0]) / dt();
-  const double healthy_reward = (healthy || terminate) ? 5.0 : 0.0;
-  const double ctrl_cost = 0.1 * squared_norm(action, sim.nu());
-  return {forward_reward + healthy_reward - ctrl_cost, terminate && !healthy};
+  return z > 1.0 && z < 2.0;
 }
 
 }  // namespace tdrl::envs

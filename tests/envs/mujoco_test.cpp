@@ -724,6 +724,54 @@ TEST_F(MujocoEnvTest, AnExceptionInAHookOnAPoolThreadReachesTheCaller) {
   EXPECT_FALSE(td.get({specs::kNext, specs::kDone}).any().item<bool>());
 }
 
+// A user's locomotion task on the slider: run along the rail, healthy while x < 0.5.
+class SliderRunEnv : public LocomotionEnv {
+ public:
+  explicit SliderRunEnv(const MujocoEnvOptions& options)
+      : LocomotionEnv("SliderRun", options, MujocoTaskConfig{},
+                      {/*forward_reward_weight=*/2.0, /*healthy_reward=*/0.5,
+                       /*ctrl_cost_weight=*/0.1}) {}
+
+ protected:
+  bool is_healthy(const MujocoView& sim) const override { return sim.qpos()[0] < 0.5; }
+};
+
+TEST_F(MujocoEnvTest, LocomotionEnvRewardsForwardVelocityHealthAndControlAsItsWeightsSay) {
+  TempDir dir;
+  SliderRunEnv env(MujocoEnvOptions().model_path(write_slider_model(dir)));
+  EXPECT_EQ(env.reward_weights().forward_reward_weight, 2.0);
+  env.set_seed(0);
+  TensorDict td = env.reset();
+  const double x_before = env.qpos()[0].item<double>();
+  td.set(specs::kAction, torch::tensor({0.5F}));
+  env.step(td);
+  const double x_after = env.qpos()[0].item<double>();
+  EXPECT_GT(x_after, x_before);
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(),
+              2.0 * (x_after - x_before) / env.dt() + 0.5 - 0.1 * 0.25, 1e-5);
+  EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
+
+  // Past x = 0.5 the slider is unhealthy: terminated, and still paid the healthy reward as
+  // Gymnasium's v4 tasks do when terminate_when_unhealthy is set.
+  env.set_state(torch::tensor({1.0}), env.qvel());
+  td.set(specs::kAction, torch::tensor({0.0F}));
+  env.step(td);
+  EXPECT_TRUE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
+}
+
+TEST_F(MujocoEnvTest, LocomotionEnvWithoutTerminationPaysNoHealthyRewardWhileUnhealthy) {
+  TempDir dir;
+  SliderRunEnv env(
+      MujocoEnvOptions().model_path(write_slider_model(dir)).terminate_when_unhealthy(false));
+  env.set_seed(0);
+  TensorDict td = env.reset();
+  env.set_state(torch::tensor({1.0}), torch::zeros({1}));
+  td.set(specs::kAction, torch::tensor({0.0F}));
+  env.step(td);
+  EXPECT_FALSE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
+  EXPECT_NEAR(td.get({specs::kNext, specs::kReward}).item<double>(), 0.0, 1e-9);
+}
+
 TEST_F(MujocoEnvTest, MoreThreadsThanSimulationsAreNotStarted) {
   HalfCheetahEnv env(MujocoEnvOptions().batch_size({2}).num_threads(8));
   EXPECT_EQ(env.num_threads(), 2);
