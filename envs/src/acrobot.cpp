@@ -14,17 +14,15 @@
 
 namespace tdrl::envs {
 
-using tensordict::shape_str;
 using tensordict::ValueError;
 
-using detail::base_options;
 using detail::bound;
 using detail::bounded_observation;
 using detail::categorical_action;
-using detail::device_str;
 using detail::kInf;
 using detail::kPi;
 using detail::number;
+using detail::print_options_head;
 
 namespace {
 
@@ -39,11 +37,9 @@ double wrap(double x, double low, double high) {
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const AcrobotEnvOptions& o) {
-  return os << "AcrobotEnvOptions(batch_size=" << shape_str(o.batch_size())
-            << ", device=" << device_str(o.device())
-            << ", max_episode_steps=" << o.max_episode_steps()
-            << ", torque_noise_max=" << number(o.torque_noise_max())
-            << ", book_or_nips=" << o.book_or_nips() << ")";
+  return print_options_head(os, "AcrobotEnvOptions", o)
+         << ", torque_noise_max=" << number(o.torque_noise_max())
+         << ", book_or_nips=" << o.book_or_nips() << ")";
 }
 
 namespace {
@@ -94,8 +90,7 @@ void acrobot_dsdt(const double* s, double a, bool book, double* out) {
 }  // namespace
 
 AcrobotEnv::AcrobotEnv(const AcrobotEnvOptions& options)
-    : ClassicControlEnv("Acrobot-v1", base_options(options.batch_size(), options.device()),
-                        options.max_episode_steps(), acrobot_layout()),
+    : ClassicControlEnv("Acrobot-v1", options, acrobot_layout()),
       options_(options),
       book_(options.book_or_nips() == "book") {
   TDRL_CHECK(!(!book_ && options.book_or_nips() != "nips"), ValueError, name(),

@@ -14,26 +14,21 @@
 
 namespace tdrl::envs {
 
-using tensordict::shape_str;
-
 using detail::append;
-using detail::base_options;
 using detail::categorical_action;
-using detail::device_str;
 using detail::kInf;
 using detail::number;
+using detail::print_options_head;
 using detail::require_positive;
 
 std::ostream& operator<<(std::ostream& os, const CartPoleEnvOptions& o) {
-  return os << "CartPoleEnvOptions(batch_size=" << shape_str(o.batch_size())
-            << ", device=" << device_str(o.device())
-            << ", max_episode_steps=" << o.max_episode_steps()
-            << ", sutton_barto_reward=" << (o.sutton_barto_reward() ? "true" : "false")
-            << ", gravity=" << number(o.gravity()) << ", masscart=" << number(o.masscart())
-            << ", masspole=" << number(o.masspole()) << ", length=" << number(o.length())
-            << ", force_mag=" << number(o.force_mag()) << ", tau=" << number(o.tau())
-            << ", theta_threshold_radians=" << number(o.theta_threshold_radians())
-            << ", x_threshold=" << number(o.x_threshold()) << ")";
+  return print_options_head(os, "CartPoleEnvOptions", o)
+         << ", sutton_barto_reward=" << (o.sutton_barto_reward() ? "true" : "false")
+         << ", gravity=" << number(o.gravity()) << ", masscart=" << number(o.masscart())
+         << ", masspole=" << number(o.masspole()) << ", length=" << number(o.length())
+         << ", force_mag=" << number(o.force_mag()) << ", tau=" << number(o.tau())
+         << ", theta_threshold_radians=" << number(o.theta_threshold_radians())
+         << ", x_threshold=" << number(o.x_threshold()) << ")";
 }
 
 namespace {
@@ -53,9 +48,7 @@ ClassicControlEnv::Layout cartpole_layout() {
 }  // namespace
 
 CartPoleEnv::CartPoleEnv(const CartPoleEnvOptions& options)
-    : ClassicControlEnv("CartPole-v1", base_options(options.batch_size(), options.device()),
-                        options.max_episode_steps(), cartpole_layout()),
-      options_(options) {
+    : ClassicControlEnv("CartPole-v1", options, cartpole_layout()), options_(options) {
   require_positive(name(), "masscart", options.masscart());
   require_positive(name(), "masspole", options.masspole());
   require_positive(name(), "length", options.length());

@@ -16,33 +16,27 @@
 
 namespace tdrl::envs {
 
-using tensordict::shape_str;
 using tensordict::ValueError;
 
-using detail::base_options;
 using detail::bound;
 using detail::bounded_action;
 using detail::bounded_observation;
 using detail::categorical_action;
-using detail::device_str;
 using detail::number;
+using detail::print_options_head;
 
 std::ostream& operator<<(std::ostream& os, const MountainCarEnvOptions& o) {
-  return os << "MountainCarEnvOptions(batch_size=" << shape_str(o.batch_size())
-            << ", device=" << device_str(o.device())
-            << ", max_episode_steps=" << o.max_episode_steps()
-            << ", goal_velocity=" << number(o.goal_velocity())
-            << ", goal_position=" << number(o.goal_position()) << ", force=" << number(o.force())
-            << ", gravity=" << number(o.gravity()) << ")";
+  return print_options_head(os, "MountainCarEnvOptions", o)
+         << ", goal_velocity=" << number(o.goal_velocity())
+         << ", goal_position=" << number(o.goal_position()) << ", force=" << number(o.force())
+         << ", gravity=" << number(o.gravity()) << ")";
 }
 
 std::ostream& operator<<(std::ostream& os, const MountainCarContinuousEnvOptions& o) {
-  return os << "MountainCarContinuousEnvOptions(batch_size=" << shape_str(o.batch_size())
-            << ", device=" << device_str(o.device())
-            << ", max_episode_steps=" << o.max_episode_steps()
-            << ", goal_velocity=" << number(o.goal_velocity())
-            << ", goal_position=" << number(o.goal_position()) << ", power=" << number(o.power())
-            << ")";
+  return print_options_head(os, "MountainCarContinuousEnvOptions", o)
+         << ", goal_velocity=" << number(o.goal_velocity())
+         << ", goal_position=" << number(o.goal_position()) << ", power=" << number(o.power())
+         << ")";
 }
 
 namespace {
@@ -90,9 +84,7 @@ bool move_car(double* s, double acceleration, double goal_position, double goal_
 }  // namespace
 
 MountainCarEnv::MountainCarEnv(const MountainCarEnvOptions& options)
-    : ClassicControlEnv("MountainCar-v0", base_options(options.batch_size(), options.device()),
-                        options.max_episode_steps(), mountain_car_layout()),
-      options_(options) {
+    : ClassicControlEnv("MountainCar-v0", options, mountain_car_layout()), options_(options) {
   require_finite(name(), "goal_velocity", options.goal_velocity());
   require_finite(name(), "goal_position", options.goal_position());
   require_finite(name(), "force", options.force());
@@ -123,9 +115,7 @@ void MountainCarEnv::advance(const torch::Tensor& action, float* reward, bool* t
 }
 
 MountainCarContinuousEnv::MountainCarContinuousEnv(const MountainCarContinuousEnvOptions& options)
-    : ClassicControlEnv("MountainCarContinuous-v0",
-                        base_options(options.batch_size(), options.device()),
-                        options.max_episode_steps(), mountain_car_layout()),
+    : ClassicControlEnv("MountainCarContinuous-v0", options, mountain_car_layout()),
       options_(options) {
   require_finite(name(), "goal_velocity", options.goal_velocity());
   require_finite(name(), "goal_position", options.goal_position());

@@ -14,17 +14,15 @@
 
 namespace tdrl::envs {
 
-using tensordict::shape_str;
 using tensordict::ValueError;
 
-using detail::base_options;
 using detail::bound;
 using detail::bounded_action;
 using detail::bounded_observation;
-using detail::device_str;
 using detail::kInf;
 using detail::kPi;
 using detail::number;
+using detail::print_options_head;
 using detail::require_positive;
 
 namespace {
@@ -39,12 +37,10 @@ double angle_normalize(double x) {
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const PendulumEnvOptions& o) {
-  return os << "PendulumEnvOptions(batch_size=" << shape_str(o.batch_size())
-            << ", device=" << device_str(o.device())
-            << ", max_episode_steps=" << o.max_episode_steps() << ", g=" << number(o.g())
-            << ", m=" << number(o.m()) << ", l=" << number(o.l()) << ", dt=" << number(o.dt())
-            << ", max_speed=" << number(o.max_speed()) << ", max_torque=" << number(o.max_torque())
-            << ")";
+  return print_options_head(os, "PendulumEnvOptions", o)
+         << ", g=" << number(o.g()) << ", m=" << number(o.m()) << ", l=" << number(o.l())
+         << ", dt=" << number(o.dt()) << ", max_speed=" << number(o.max_speed())
+         << ", max_torque=" << number(o.max_torque()) << ")";
 }
 
 namespace {
@@ -64,9 +60,7 @@ ClassicControlEnv::Layout pendulum_layout(const PendulumEnvOptions& o) {
 }  // namespace
 
 PendulumEnv::PendulumEnv(const PendulumEnvOptions& options)
-    : ClassicControlEnv("Pendulum-v1", base_options(options.batch_size(), options.device()),
-                        options.max_episode_steps(), pendulum_layout(options)),
-      options_(options) {
+    : ClassicControlEnv("Pendulum-v1", options, pendulum_layout(options)), options_(options) {
   TDRL_CHECK(std::isfinite(options.g()), ValueError, name(), ": option g is ", number(options.g()),
              "; it must be finite");
   require_positive(name(), "m", options.m());

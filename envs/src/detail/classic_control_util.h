@@ -8,12 +8,14 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
 
+#include <tdrl/envs/classic_control_env.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
@@ -50,8 +52,14 @@ inline void require_positive(const std::string& env, const char* field, double v
              " is ", number(value), "; it must be finite and > 0");
 }
 
-inline EnvBaseOptions base_options(const std::vector<int64_t>& batch_size, torch::Device device) {
-  return EnvBaseOptions().batch_size(batch_size).device(device);
+// Starts printing a task's options: `<type>(batch_size=[...], device=..., max_episode_steps=N`;
+// the caller adds the task's own fields and the closing parenthesis.
+template <class Options>
+std::ostream& print_options_head(std::ostream& os, const char* type,
+                                 const ClassicControlEnvOptions<Options>& options) {
+  return os << type << "(batch_size=" << tensordict::shape_str(options.batch_size())
+            << ", device=" << device_str(options.device())
+            << ", max_episode_steps=" << options.max_episode_steps();
 }
 
 inline std::vector<int64_t> append(std::vector<int64_t> shape, int64_t dim) {

@@ -17,13 +17,10 @@ namespace tdrl::envs {
 
 /// Options of AcrobotEnv. The link constants are Gymnasium's and fixed (see AcrobotEnv).
 /// Example: `AcrobotEnvOptions().batch_size({16}).torque_noise_max(0.1)`
-struct AcrobotEnvOptions {
-  /// The env's batch size (`[]` = one acrobot). Default `[]`.
-  TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Where observations, rewards and flags live. Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  /// Steps after which a sub-env is truncated (0 = no limit). Default 500 (Acrobot-v1).
-  TORCH_ARG(int64_t, max_episode_steps) = 500;
+struct AcrobotEnvOptions : ClassicControlEnvOptions<AcrobotEnvOptions> {
+  /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
+  /// limit defaults to 500 steps (Acrobot-v1).
+  AcrobotEnvOptions() : ClassicControlEnvOptions(500) {}
   /// Uniform noise in [-torque_noise_max, torque_noise_max] added to the torque each step
   /// (drawn from generator()). Default 0 (none).
   TORCH_ARG(double, torque_noise_max) = 0.0;

@@ -16,13 +16,10 @@ namespace tdrl::envs {
 
 /// Options of CartPoleEnv. The physical constants are Gymnasium's.
 /// Example: `CartPoleEnvOptions().batch_size({1024}).max_episode_steps(200)`
-struct CartPoleEnvOptions {
-  /// The env's batch size (`[]` = one cart). Default `[]`.
-  TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Where observations, rewards and flags live. Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  /// Steps after which a sub-env is truncated (0 = no limit). Default 500 (CartPole-v1).
-  TORCH_ARG(int64_t, max_episode_steps) = 500;
+struct CartPoleEnvOptions : ClassicControlEnvOptions<CartPoleEnvOptions> {
+  /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
+  /// limit defaults to 500 steps (CartPole-v1).
+  CartPoleEnvOptions() : ClassicControlEnvOptions(500) {}
   /// Gymnasium's `sutton_barto_reward`: reward 0 per step and -1 on termination instead of
   /// 1 per step. Default false.
   TORCH_ARG(bool, sutton_barto_reward) = false;

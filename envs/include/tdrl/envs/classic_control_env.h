@@ -7,13 +7,33 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
 
 #include <tdrl/envs/env_base.h>
+#include <tensordict/arg.h>
 
 namespace tdrl::envs {
+
+/// The options every classic-control task takes: the CRTP base of CartPoleEnvOptions,
+/// PendulumEnvOptions, MountainCarEnvOptions, MountainCarContinuousEnvOptions and
+/// AcrobotEnvOptions (a setter returns the task's options, so a chain keeps its type).
+/// A task's options give the default of max_episode_steps (Gymnasium's time limit).
+template <class Derived>
+struct ClassicControlEnvOptions {
+  /// The env's batch size (`[]` = one sub-env). Default `[]`.
+  TDRL_CRTP_ARG(Derived, std::vector<int64_t>, batch_size);
+  /// Where observations, rewards and flags live. Default CPU.
+  TDRL_CRTP_ARG(Derived, torch::Device, device) = torch::kCPU;
+  /// Steps after which a sub-env is truncated (0 = no limit, >= 0). Default: the task's.
+  TDRL_CRTP_ARG(Derived, int64_t, max_episode_steps);
+
+ protected:
+  explicit ClassicControlEnvOptions(int64_t default_max_episode_steps)
+      : max_episode_steps_(default_max_episode_steps) {}
+};
 
 /// The base of the classic-control tasks: a natively batched EnvBase whose physical state is
 /// `[*batch, state_dim]` doubles on the host (as Gymnasium keeps it in float64), stepped one
@@ -85,6 +105,14 @@ class ClassicControlEnv : public EnvBase {
   /// draw (`reset_all()`), so that `state()` is defined before the first reset().
   ClassicControlEnv(std::string name, const EnvBaseOptions& options, int64_t max_episode_steps,
                     Layout layout);
+  /// The same, from a task's options (batch_size, device, max_episode_steps).
+  template <class Options>
+  ClassicControlEnv(std::string name, const ClassicControlEnvOptions<Options>& options,
+                    Layout layout)
+      : ClassicControlEnv(
+            std::move(name),
+            EnvBaseOptions().batch_size(options.batch_size()).device(options.device()),
+            options.max_episode_steps(), std::move(layout)) {}
 
   /// Steps every sub-env once: `action` is the checked action on the CPU, contiguous, of the
   /// action spec's dtype and shape. Updates `states()` in place and writes one reward and one

@@ -24,13 +24,10 @@ struct MountainCarTrack {
 
 /// Options of MountainCarEnv. The constants are Gymnasium's.
 /// Example: `MountainCarEnvOptions().batch_size({32}).goal_velocity(0.01)`
-struct MountainCarEnvOptions {
-  /// The env's batch size (`[]` = one car). Default `[]`.
-  TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Where observations, rewards and flags live. Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  /// Steps after which a sub-env is truncated (0 = no limit). Default 200 (MountainCar-v0).
-  TORCH_ARG(int64_t, max_episode_steps) = 200;
+struct MountainCarEnvOptions : ClassicControlEnvOptions<MountainCarEnvOptions> {
+  /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
+  /// limit defaults to 200 steps (MountainCar-v0).
+  MountainCarEnvOptions() : ClassicControlEnvOptions(200) {}
   /// Velocity the car must have (at least) at the goal (Gymnasium's `goal_velocity`).
   /// Default 0.
   TORCH_ARG(double, goal_velocity) = 0.0;
@@ -47,14 +44,10 @@ std::ostream& operator<<(std::ostream& os, const MountainCarEnvOptions& options)
 
 /// Options of MountainCarContinuousEnv. The constants are Gymnasium's.
 /// Example: `MountainCarContinuousEnvOptions().batch_size({32})`
-struct MountainCarContinuousEnvOptions {
-  /// The env's batch size (`[]` = one car). Default `[]`.
-  TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Where observations, rewards and flags live. Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  /// Steps after which a sub-env is truncated (0 = no limit). Default 999
-  /// (MountainCarContinuous-v0).
-  TORCH_ARG(int64_t, max_episode_steps) = 999;
+struct MountainCarContinuousEnvOptions : ClassicControlEnvOptions<MountainCarContinuousEnvOptions> {
+  /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
+  /// limit defaults to 999 steps (MountainCarContinuous-v0).
+  MountainCarContinuousEnvOptions() : ClassicControlEnvOptions(999) {}
   /// Velocity the car must have (at least) at the goal (Gymnasium's `goal_velocity`).
   /// Default 0.
   TORCH_ARG(double, goal_velocity) = 0.0;

@@ -16,13 +16,10 @@ namespace tdrl::envs {
 
 /// Options of PendulumEnv. The constants are Gymnasium's.
 /// Example: `PendulumEnvOptions().batch_size({16}).g(9.81)`
-struct PendulumEnvOptions {
-  /// The env's batch size (`[]` = one pendulum). Default `[]`.
-  TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Where observations, rewards and flags live. Default CPU.
-  TORCH_ARG(torch::Device, device) = torch::kCPU;
-  /// Steps after which a sub-env is truncated (0 = no limit). Default 200 (Pendulum-v1).
-  TORCH_ARG(int64_t, max_episode_steps) = 200;
+struct PendulumEnvOptions : ClassicControlEnvOptions<PendulumEnvOptions> {
+  /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
+  /// limit defaults to 200 steps (Pendulum-v1).
+  PendulumEnvOptions() : ClassicControlEnvOptions(200) {}
   /// Gravity, m/s^2 (Gymnasium's `g` argument). Default 10.0.
   TORCH_ARG(double, g) = 10.0;
   /// Mass, kg. Default 1.0.
