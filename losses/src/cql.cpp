@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/functional/distance.h>
-#include <tdrl/modules/actors.h>
 #include <tensordict/errors.h>
 
 #include "detail/off_policy.h"
@@ -64,12 +63,7 @@ CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions 
              std::to_string(options_.temperature()), "; it must be > 0");
   TDRL_CHECK(options_.min_q_weight() >= 0.0, ValueError, "CQLLoss: min_q_weight is ",
              std::to_string(options_.min_q_weight()), "; it must be >= 0");
-  auto spec = options_.action_spec();
-  if (!spec) {
-    if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
-      spec = actor->spec();
-    }
-  }
+  const auto spec = detail::action_spec_of(options_.action_spec(), actor_network_);
   auto target_entropy = options_.target_entropy();
   if (!target_entropy && spec) target_entropy = -static_cast<double>(spec->numel());
   torch::Tensor low = torch::tensor(-1.0f), high = torch::tensor(1.0f);

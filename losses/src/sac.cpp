@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/functional/distance.h>
-#include <tdrl/modules/actors.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/categorical.h>
 
@@ -46,16 +45,9 @@ SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions 
   set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
   detail::check_networks("SACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("SACLoss", "loss_function", options_.loss_function());
+  const auto spec = detail::action_spec_of(options_.action_spec(), actor_network_);
   auto target_entropy = options_.target_entropy();
-  if (!target_entropy) {
-    auto spec = options_.action_spec();
-    if (!spec) {
-      if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
-        spec = actor->spec();
-      }
-    }
-    if (spec) target_entropy = -static_cast<double>(spec->numel());
-  }
+  if (!target_entropy && spec) target_entropy = -static_cast<double>(spec->numel());
   temperature_ = EntropyTemperature(*this, "SACLoss", options_, target_entropy);
   convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
   convert_qvalue_networks(qvalue_networks_, options_.delay_qvalue());

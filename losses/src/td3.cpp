@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/functional/distance.h>
-#include <tdrl/modules/actors.h>
 #include <tensordict/errors.h>
 
 #include "detail/off_policy.h"
@@ -23,31 +22,12 @@ TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
       options_(std::move(options)) {
   set_out_keys({"loss_actor", "loss_qvalue", "pred_value", "state_action_value_actor",
                 "next_state_value", "target_value"});
-  detail::check_network("TD3Loss", "the actor_network", actor_network_);
-  TDRL_CHECK(!qvalue_networks_.empty(), ValueError,
-             "TD3Loss: no Q-value network given; pass num_qvalue_nets (usually 2) "
-             "independently built critics");
-  for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
-    detail::check_network("TD3Loss", "Q-value network " + std::to_string(i), qvalue_networks_[i]);
-    TDRL_CHECK(qvalue_networks_[i] != actor_network_, ValueError, "TD3Loss: Q-value network ",
-               std::to_string(i), " is the actor_network");
-    for (size_t j = 0; j < i; ++j) {
-      TDRL_CHECK(qvalue_networks_[i] != qvalue_networks_[j], ValueError,
-                 "TD3Loss: Q-value networks ", std::to_string(j), " and ", std::to_string(i),
-                 " are the same module; build each critic separately so that they "
-                 "have their own parameters");
-    }
-  }
+  detail::check_networks("TD3Loss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("TD3Loss", "loss_function", options_.loss_function());
   TDRL_CHECK(!(!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)), ValueError,
              "TD3Loss: policy_noise is ", std::to_string(options_.policy_noise()),
              " and noise_clip ", std::to_string(options_.noise_clip()), "; both must be >= 0");
-  auto spec = options_.action_spec();
-  if (!spec) {
-    if (auto actor = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor_network_)) {
-      spec = actor->spec();
-    }
-  }
+  const auto spec = detail::action_spec_of(options_.action_spec(), actor_network_);
   TDRL_CHECK(spec, ValueError,
              "TD3Loss: no action spec; the target action is clamped to its bounds: pass "
              "TD3LossOptions().action_spec(<a Bounded spec>)");

@@ -21,6 +21,8 @@
 #include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/modules/actors.h>
+#include <tdrl/specs/tensor_spec.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -274,6 +276,17 @@ inline void check_networks(const std::string& where,
                  "their own parameters");
     }
   }
+}
+
+// The action spec a loss was given, else the actor's when it is a ProbabilisticActor (which
+// carries one), else null.
+inline specs::TensorSpecPtr action_spec_of(specs::TensorSpecPtr given,
+                                           const std::shared_ptr<torch::nn::Module>& actor) {
+  if (given) return given;
+  if (auto probabilistic = std::dynamic_pointer_cast<modules::ProbabilisticActorImpl>(actor)) {
+    return probabilistic->spec();
+  }
+  return nullptr;
 }
 
 // Runs each Q-network i on its inputs taken from `source` (under "next" when `prefix` is
