@@ -47,15 +47,14 @@ TensorDict repeated_inputs(const std::string& where, const std::string& who,
 }  // namespace
 
 CQLLoss::CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options)
-    : LossModule("CQLLoss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
-      actor_network_(std::move(actor_network)),
-      qvalue_networks_(std::move(qvalue_networks)),
+    : ActorQValueLoss("CQLLoss", detail::state_action_default_keys(),
+                      detail::off_policy_in_key_names(), std::move(actor_network),
+                      std::move(qvalue_networks)),
       options_(std::move(options)) {
   std::vector<std::string> out{"loss_actor", "loss_qvalue", "loss_cql",
                                "loss_alpha", "alpha",       "entropy"};
   if (options_.with_lagrange()) out.insert(out.end(), {"loss_alpha_prime", "alpha_prime"});
   set_out_keys(std::move(out));
-  detail::check_networks("CQLLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("CQLLoss", "loss_function", options_.loss_function());
   TDRL_CHECK(!(options_.num_random() < 1), ValueError, "CQLLoss: num_random is ",
              std::to_string(options_.num_random()), "; it must be >= 1");

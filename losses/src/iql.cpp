@@ -19,17 +19,14 @@ namespace tdnn = tensordict::nn;
 
 IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
                  std::shared_ptr<tdnn::TensorDictModuleBase> value_network, IQLLossOptions options)
-    : LossModule(
+    : ActorQValueLoss(
           "IQLLoss",
           detail::off_policy_default_keys({{"state_action_value", NestedKey("state_action_value")},
                                            {"value", NestedKey("state_value")}}),
-          detail::off_policy_in_key_names()),
-      actor_network_(std::move(actor_network)),
-      qvalue_networks_(std::move(qvalue_networks)),
+          detail::off_policy_in_key_names(), std::move(actor_network), std::move(qvalue_networks)),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
   set_out_keys({"loss_actor", "loss_qvalue", "loss_value", "entropy"});
-  detail::check_networks("IQLLoss", actor_network_, qvalue_networks_);
   detail::check_network("IQLLoss", "the value_network", value_network_);
   for (size_t i = 0; i < qvalue_networks_.size(); ++i) {
     TDRL_CHECK(qvalue_networks_[i] != value_network_, ValueError, "IQLLoss: Q-value network ",

@@ -38,12 +38,11 @@ void print_sac_fields(std::ostream& stream, int64_t num_qvalue_nets, const Optio
 // ---- SACLoss -------------------------------------------------------------------------------
 
 SACLoss::SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options)
-    : LossModule("SACLoss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
-      actor_network_(std::move(actor_network)),
-      qvalue_networks_(std::move(qvalue_networks)),
+    : ActorQValueLoss("SACLoss", detail::state_action_default_keys(),
+                      detail::off_policy_in_key_names(), std::move(actor_network),
+                      std::move(qvalue_networks)),
       options_(std::move(options)) {
   set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
-  detail::check_networks("SACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("SACLoss", "loss_function", options_.loss_function());
   const auto spec = detail::action_spec_of(options_.action_spec(), actor_network_);
   auto target_entropy = options_.target_entropy();
@@ -130,14 +129,12 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
 
 DiscreteSACLoss::DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks,
                                  DiscreteSACLossOptions options)
-    : LossModule("DiscreteSACLoss",
-                 detail::off_policy_default_keys({{"action_value", NestedKey("action_value")}}),
-                 detail::off_policy_in_key_names()),
-      actor_network_(std::move(actor_network)),
-      qvalue_networks_(std::move(qvalue_networks)),
+    : ActorQValueLoss(
+          "DiscreteSACLoss",
+          detail::off_policy_default_keys({{"action_value", NestedKey("action_value")}}),
+          detail::off_policy_in_key_names(), std::move(actor_network), std::move(qvalue_networks)),
       options_(std::move(options)) {
   set_out_keys({"loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"});
-  detail::check_networks("DiscreteSACLoss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("DiscreteSACLoss", "loss_function",
                                        options_.loss_function());
   TDRL_CHECK(!(options_.num_actions() < 2), ValueError, "DiscreteSACLoss: num_actions is ",

@@ -14,15 +14,13 @@ namespace tdrl::losses {
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-TD3Loss::TD3Loss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
-                 QNetworks qvalue_networks, TD3LossOptions options)
-    : LossModule("TD3Loss", detail::state_action_default_keys(), detail::off_policy_in_key_names()),
-      actor_network_(std::move(actor_network)),
-      qvalue_networks_(std::move(qvalue_networks)),
+TD3Loss::TD3Loss(Actor actor_network, QNetworks qvalue_networks, TD3LossOptions options)
+    : ActorQValueLoss("TD3Loss", detail::state_action_default_keys(),
+                      detail::off_policy_in_key_names(), std::move(actor_network),
+                      std::move(qvalue_networks)),
       options_(std::move(options)) {
   set_out_keys({"loss_actor", "loss_qvalue", "pred_value", "state_action_value_actor",
                 "next_state_value", "target_value"});
-  detail::check_networks("TD3Loss", actor_network_, qvalue_networks_);
   functional::check_distance_loss_name("TD3Loss", "loss_function", options_.loss_function());
   TDRL_CHECK(!(!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)), ValueError,
              "TD3Loss: policy_noise is ", std::to_string(options_.policy_noise()),

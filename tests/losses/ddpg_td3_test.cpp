@@ -1,3 +1,4 @@
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/ddpg.h>
 #include <tdrl/losses/td3.h>
 
@@ -366,6 +367,71 @@ TEST(TD3LossTest, PrintsItsOptions) {
   EXPECT_THAT(os.str(), HasSubstr("TD3Loss(num_qvalue_nets=2, policy_noise=0.2, noise_clip=0.5, "
                                   "loss_function=smooth_l1, delay_actor=true, "
                                   "delay_qvalue=true, value_estimator=TD0Estimator("));
+}
+
+// ---- ActorQValueLoss, extended as a user would ---------------------------------------------
+
+// A user's loss of the actor + critics family: the actor term -mean_i Q_i(s, mu(s)).
+class MeanQLoss : public ActorQValueLoss<tdnn::TensorDictModuleBase> {
+ public:
+  MeanQLoss(Actor actor, QNetworks critics)
+      : ActorQValueLoss("MeanQLoss",
+                        {{"observation", NestedKey("observation")},
+                         {"action", NestedKey("action")},
+                         {"state_action_value", NestedKey("state_action_value")}},
+                        {"observation"}, std::move(actor), std::move(critics)) {
+    set_out_keys({"loss_actor"});
+    convert_to_functional("actor_network", actor_network_, /*create_target=*/false);
+    convert_qvalue_networks(qvalue_networks_, /*create_target=*/true);
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override {
+    TensorDict td({{"observation", get(batch, "observation")}}, batch.batch_size());
+    actor_network_->forward(td);
+    torch::Tensor total = torch::zeros({});
+    for (const auto& critic : qvalue_networks_) {
+      critic->forward(td);
+      total = total + td.get(key("state_action_value")).mean();
+    }
+    return TensorDict({{"loss_actor", -total / num_qvalue_nets()}}, {});
+  }
+};
+
+TEST(ActorQValueLossTest, AUserLossHoldsRegistersAndRunsItsActorAndCritics) {
+  auto actor = make_deterministic_actor(3, 2);
+  MeanQLoss loss(MeanQLoss::Actor(actor.ptr()),
+                 LossModule::as_modules(std::vector<modules::ValueOperator>{
+                     make_critic(3, 2), make_critic(3, 2), make_critic(3, 2)}));
+  EXPECT_EQ(loss.num_qvalue_nets(), 3);
+  EXPECT_FALSE(loss.has_target("actor_network"));
+  EXPECT_TRUE(loss.has_target("qvalue_network_2"));
+  const TensorDict out = loss.forward(TensorDict({{"observation", torch::randn({5, 3})}}, {5}));
+  const auto term = out.get("loss_actor");
+  EXPECT_EQ(term.dim(), 0);
+  term.backward();
+  EXPECT_TRUE(actor->parameters().front().grad().defined());
+}
+
+TEST(ActorQValueLossTest, ABadNetworkListThrowsNamingTheUserLoss) {
+  auto actor = make_deterministic_actor(3, 2);
+  auto critic = make_critic(3, 2);
+  const auto build = [&](LossModule::QNetworks critics) {
+    MeanQLoss loss(MeanQLoss::Actor(actor.ptr()), std::move(critics));
+  };
+  EXPECT_THAT([&] { build({}); }, ThrowsMessage<tensordict::ValueError>(
+                                      HasSubstr("MeanQLoss: no Q-value network given")));
+  EXPECT_THAT(
+      [&] {
+        build({critic.ptr(), critic.ptr()});
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("MeanQLoss: Q-value networks 0 and 1 are the same module")));
+  EXPECT_THAT(
+      [&] {
+        build({critic.ptr(), nullptr});
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("MeanQLoss: Q-value network 1 is null")));
 }
 
 }  // namespace

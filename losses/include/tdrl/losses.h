@@ -4,6 +4,7 @@
 /// (functional and keyed) and the algorithm losses.
 
 #include <tdrl/losses/a2c.h>
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/cql.h>
 #include <tdrl/losses/ddpg.h>
 #include <tdrl/losses/dqn.h>

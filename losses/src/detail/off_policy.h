@@ -257,27 +257,6 @@ inline torch::Tensor max_td_error(const std::vector<torch::Tensor>& preds,
   return std::get<0>((all - target).abs().max(0)).squeeze(-1);
 }
 
-// Checks the actor and the Q-networks every SAC variant takes.
-inline void check_networks(const std::string& where,
-                           const std::shared_ptr<torch::nn::Module>& actor,
-                           const QNetworks& qvalue_networks) {
-  check_network(where, "the actor_network", actor);
-  TDRL_CHECK(!qvalue_networks.empty(), tensordict::ValueError, where,
-             ": no Q-value network given; pass num_qvalue_nets (usually 2) "
-             "independently built critics");
-  for (size_t i = 0; i < qvalue_networks.size(); ++i) {
-    check_network(where, "Q-value network " + std::to_string(i), qvalue_networks[i]);
-    TDRL_CHECK(qvalue_networks[i] != actor, tensordict::ValueError, where, ": Q-value network ",
-               std::to_string(i), " is the actor_network");
-    for (size_t j = 0; j < i; ++j) {
-      TDRL_CHECK(qvalue_networks[i] != qvalue_networks[j], tensordict::ValueError, where,
-                 ": Q-value networks ", std::to_string(j), " and ", std::to_string(i),
-                 " are the same module; build each critic separately so that they have "
-                 "their own parameters");
-    }
-  }
-}
-
 // The action spec a loss was given, else the actor's when it is a ProbabilisticActor (which
 // carries one), else null.
 inline specs::TensorSpecPtr action_spec_of(specs::TensorSpecPtr given,

@@ -14,6 +14,7 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>
@@ -84,10 +85,8 @@ struct CQLLossOptions : TemperatureOptions<CQLLossOptions> {
 /// auto loss = std::make_shared<CQLLoss>(actor, std::vector<ValueOperator>{q1, q2},
 ///                                       CQLLossOptions().min_q_weight(5.0));
 /// ```
-class CQLLoss : public LossModule {
+class CQLLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
-  using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-
   CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options = {});
   template <typename A, typename Q>
   CQLLoss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
@@ -95,7 +94,6 @@ class CQLLoss : public LossModule {
       : CQLLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const CQLLossOptions& options() const { return options_; }
-  int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
   const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
   torch::Tensor alpha() const { return temperature_.alpha(); }
@@ -133,8 +131,6 @@ class CQLLoss : public LossModule {
                                      const tensordict::nn::Distribution& next_dist,
                                      torch::Tensor& gap_sum);
 
-  Actor actor_network_;
-  QNetworks qvalue_networks_;
   CQLLossOptions options_;
   EntropyTemperature temperature_;
   torch::Tensor log_alpha_prime_;

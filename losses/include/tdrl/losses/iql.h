@@ -12,6 +12,7 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tensordict/nn/probabilistic.h>
@@ -67,10 +68,8 @@ struct IQLLossOptions {
 /// auto loss = std::make_shared<IQLLoss>(actor, std::vector<ValueOperator>{q1, q2}, value,
 ///                                       IQLLossOptions().expectile(0.7));
 /// ```
-class IQLLoss : public LossModule {
+class IQLLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
-  using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-
   IQLLoss(Actor actor_network, QNetworks qvalue_networks,
           std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
           IQLLossOptions options = {});
@@ -82,7 +81,6 @@ class IQLLoss : public LossModule {
                 std::move(options)) {}
 
   const IQLLossOptions& options() const { return options_; }
-  int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
 
   /// `IQLLoss(num_qvalue_nets=2, loss_function=smooth_l1, temperature=1, expectile=0.5, ...)`.
   void pretty_print(std::ostream& stream) const override;
@@ -91,8 +89,6 @@ class IQLLoss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  Actor actor_network_;
-  QNetworks qvalue_networks_;
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   IQLLossOptions options_;
 };

@@ -15,6 +15,7 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>
@@ -91,10 +92,8 @@ struct SACLossOptions : TemperatureOptions<SACLossOptions> {
 /// auto out = loss->forward(batch);
 /// (out.get("loss_actor") + out.get("loss_qvalue") + out.get("loss_alpha")).backward();
 /// ```
-class SACLoss : public LossModule {
+class SACLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
-  using Actor = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-
   SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options = {});
   template <typename A, typename Q>
   SACLoss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
@@ -102,7 +101,6 @@ class SACLoss : public LossModule {
       : SACLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const SACLossOptions& options() const { return options_; }
-  int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
   /// log alpha (a parameter, or a buffer with fixed_alpha), a scalar tensor.
   const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
@@ -119,8 +117,6 @@ class SACLoss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  Actor actor_network_;
-  QNetworks qvalue_networks_;
   SACLossOptions options_;
   EntropyTemperature temperature_;
 };
@@ -172,7 +168,8 @@ struct DiscreteSACLossOptions : TemperatureOptions<DiscreteSACLossOptions> {
 /// auto loss = std::make_shared<DiscreteSACLoss>(actor, std::vector<TensorDictModule>{q1, q2},
 ///                                               DiscreteSACLossOptions(4));
 /// ```
-class DiscreteSACLoss : public LossModule {
+class DiscreteSACLoss
+    : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
   using Actor = SACLoss::Actor;
 
@@ -184,7 +181,6 @@ class DiscreteSACLoss : public LossModule {
                         std::move(options)) {}
 
   const DiscreteSACLossOptions& options() const { return options_; }
-  int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
   const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }
   /// The current alpha, clamped to [min_alpha, max_alpha] (detached).
   torch::Tensor alpha() const { return temperature_.alpha(); }
@@ -197,8 +193,6 @@ class DiscreteSACLoss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  Actor actor_network_;
-  QNetworks qvalue_networks_;
   DiscreteSACLossOptions options_;
   EntropyTemperature temperature_;
 };

@@ -12,6 +12,7 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/losses/actor_qvalue_loss.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tdrl/specs/tensor_spec.h>
@@ -78,19 +79,15 @@ struct TD3LossOptions {
 /// auto loss = std::make_shared<TD3Loss>(actor, std::vector<ValueOperator>{q1, q2},
 ///                                       TD3LossOptions().action_spec(action_spec));
 /// ```
-class TD3Loss : public LossModule {
+class TD3Loss : public ActorQValueLoss<tensordict::nn::TensorDictModuleBase> {
  public:
-  TD3Loss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network,
-          QNetworks qvalue_networks, TD3LossOptions options = {});
+  TD3Loss(Actor actor_network, QNetworks qvalue_networks, TD3LossOptions options = {});
   template <typename A, typename Q>
   TD3Loss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
           TD3LossOptions options = {})
-      : TD3Loss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(actor_network.ptr()),
-                as_modules(qvalue_networks), std::move(options)) {}
+      : TD3Loss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const TD3LossOptions& options() const { return options_; }
-  /// The number of Q-value networks.
-  int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }
 
   /// `TD3Loss(num_qvalue_nets=2, policy_noise=0.2, noise_clip=0.5, loss_function=smooth_l1,
   /// delay_actor=true, delay_qvalue=true, value_estimator=...)`.
@@ -100,8 +97,6 @@ class TD3Loss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network_;
-  QNetworks qvalue_networks_;
   TD3LossOptions options_;
   torch::Tensor low_;
   torch::Tensor high_;
