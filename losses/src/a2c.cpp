@@ -44,10 +44,8 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
   out.set("loss_objective", -(log_prob * adv).mean());
   write_entropy(out, *dist, log_prob.squeeze(-1), options_.entropy_bonus(), options_.entropy_coef(),
                 options_.samples_mc_entropy());
-  auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
-  out.set("loss_critic", options_.critic_coef() * critic.loss.mean());
-  out.set("explained_variance", critic.explained_variance);
-  if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
+  write_critic_loss(out, td, "loss_critic", options_.critic_coef(), options_.loss_critic_type(),
+                    old, options_.clip_value());
   return out;
 }
 

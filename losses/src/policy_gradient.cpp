@@ -231,9 +231,11 @@ std::optional<torch::Tensor> PolicyGradientLoss::old_value(
   return found->detach();
 }
 
-PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
-    const TensorDict& td, const std::string& loss_critic_type,
-    const std::optional<torch::Tensor>& old_value, const std::optional<double>& clip_value) {
+void PolicyGradientLoss::write_critic_loss(const TensorDict& out, const TensorDict& td,
+                                           const std::string& term, double coef,
+                                           const std::string& loss_critic_type,
+                                           const std::optional<torch::Tensor>& old_value,
+                                           const std::optional<double>& clip_value) {
   const auto target = get(td, "value_target").detach();
   {
     FreezeParams freeze(shared_params_);
@@ -243,12 +245,15 @@ PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
   const NestedKey& value_key = key("value");
   check_same_shape("critic loss", target, key("value_target").to_string(), value,
                    value_key.to_string());
-  CriticLoss out{functional::distance_loss(target, value, loss_critic_type), std::nullopt, {}};
+  auto loss = functional::distance_loss(target, value, loss_critic_type);
+  torch::Tensor explained_variance;
   {
     torch::NoGradGuard no_grad;
-    out.explained_variance =
+    explained_variance =
         1 - (target - value).var(/*unbiased=*/false) / target.var(/*unbiased=*/false);
   }
+  // TorchRL's pessimistic clipped value loss.
+  std::optional<torch::Tensor> clip_fraction;
   if (clip_value) {
     const auto& old = *old_value;
     check_same_shape("clipped critic loss", old, "the batch's " + value_key.to_string(), value,
@@ -257,12 +262,14 @@ PolicyGradientLoss::CriticLoss PolicyGradientLoss::critic_loss(
     const auto clipped = change.clamp(-*clip_value, *clip_value);
     {
       torch::NoGradGuard no_grad;
-      out.clip_fraction = (change != clipped).to(value.scalar_type()).mean();
+      clip_fraction = (change != clipped).to(value.scalar_type()).mean();
     }
     const auto clipped_loss = functional::distance_loss(target, old + clipped, loss_critic_type);
-    out.loss = torch::max(out.loss, clipped_loss);
+    loss = torch::max(loss, clipped_loss);
   }
-  return out;
+  out.set(term, coef * loss.mean());
+  out.set("explained_variance", explained_variance);
+  if (clip_fraction) out.set("value_clip_fraction", *clip_fraction);
 }
 
 void PolicyGradientLoss::check_positive(const std::string& option, double value) const {

@@ -86,11 +86,8 @@ void PPOLoss::add_entropy_and_critic(const TensorDict& out, const TensorDict& td
                                      const std::optional<torch::Tensor>& old_value) {
   write_entropy(out, *lw.dist, lw.log_prob, ppo_options_.entropy_bonus(),
                 ppo_options_.entropy_coef(), ppo_options_.samples_mc_entropy());
-  auto critic =
-      critic_loss(td, ppo_options_.loss_critic_type(), old_value, ppo_options_.clip_value());
-  out.set("loss_critic", ppo_options_.critic_coef() * critic.loss.mean());
-  out.set("explained_variance", critic.explained_variance);
-  if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
+  write_critic_loss(out, td, "loss_critic", ppo_options_.critic_coef(),
+                    ppo_options_.loss_critic_type(), old_value, ppo_options_.clip_value());
 }
 
 void PPOLoss::add_weight_diagnostics(const TensorDict& out, const LogWeight& lw) {

@@ -40,10 +40,8 @@ TensorDict ReinforceLoss::forward_impl(const TensorDict& batch) {
   TensorDict out = TensorDict::empty({});
   out.set("loss_actor", -(log_prob * adv).mean());
   if (critic_network()) {
-    auto critic = critic_loss(td, options_.loss_critic_type(), old, options_.clip_value());
-    out.set("loss_value", critic.loss.mean());
-    out.set("explained_variance", critic.explained_variance);
-    if (critic.clip_fraction) out.set("value_clip_fraction", *critic.clip_fraction);
+    write_critic_loss(out, td, "loss_value", /*coef=*/1.0, options_.loss_critic_type(), old,
+                      options_.clip_value());
   }
   return out;
 }

@@ -35,7 +35,7 @@ struct A2CLossOptions {
   /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
   TORCH_ARG(bool, separate_losses) = false;
   /// Clip the critic's change from the batch's value to ±clip_value (see
-  /// PolicyGradientLoss::critic_loss); > 0. Default none.
+  /// PolicyGradientLoss::write_critic_loss); > 0. Default none.
   TORCH_ARG(std::optional<double>, clip_value) = std::nullopt;
 };
 

@@ -124,25 +124,24 @@ class PolicyGradientLoss : public LossModule {
   void write_entropy(const TensorDict& out, const tensordict::nn::Distribution& dist,
                      const torch::Tensor& log_prob, bool bonus, double coef, int64_t samples) const;
 
-  /// The critic's unreduced loss and, with clipping, the fraction of clipped values.
-  struct CriticLoss {
-    torch::Tensor loss;                          ///< `[*B, 1]`
-    std::optional<torch::Tensor> clip_fraction;  ///< scalar, detached; only with clip_value
-    /// Scalar, detached: 1 - Var(target - value) / Var(target) over the batch (1: the critic
-    /// explains the targets; 0: no better than their mean; NaN when the targets are constant).
-    torch::Tensor explained_variance;
-  };
   /// The batch's value (the critic's output at collection time) when `clip_value` is set, for
-  /// critic_loss; nullopt otherwise. Throws KeyError naming the value key when it is missing.
+  /// write_critic_loss; nullopt otherwise. Throws KeyError naming the value key when it is missing.
   std::optional<torch::Tensor> old_value(const TensorDict& batch,
                                          const std::optional<double>& clip_value) const;
   /// Runs the critic on `td` (with gradient, except into parameters shared with the actor
-  /// under separate_losses) and returns `distance_loss(value_target, value, loss_critic_type)`
-  /// `[*B, 1]`; with `clip_value` c, TorchRL's pessimistic clipped loss
-  /// `max(loss, distance(value_target, old + clamp(value - old, -c, c)))`. Throws KeyError
-  /// for a missing value_target, or when the critic does not write the value key; ShapeError
-  /// when value_target, the value and the old value differ in shape.
-  CriticLoss critic_loss(const TensorDict& td, const std::string& loss_critic_type,
+  /// under separate_losses) and writes the critic's entries of actor_critic_out_keys into
+  /// `out`:
+  /// - `term` = coef * the mean of `distance_loss(value_target, value, loss_critic_type)`;
+  ///   with `clip_value` c, of TorchRL's pessimistic clipped loss
+  ///   `max(loss, distance(value_target, old + clamp(value - old, -c, c)))`;
+  /// - "explained_variance" (detached): 1 - Var(target - value) / Var(target) over the batch
+  ///   (1: the critic explains the targets; 0: no better than their mean; NaN when the targets
+  ///   are constant);
+  /// - with clip_value, "value_clip_fraction" (detached): the fraction of clipped values.
+  /// Throws KeyError for a missing value_target, or when the critic does not write the value
+  /// key; ShapeError when value_target, the value and the old value differ in shape.
+  void write_critic_loss(const TensorDict& out, const TensorDict& td, const std::string& term,
+                         double coef, const std::string& loss_critic_type,
                          const std::optional<torch::Tensor>& old_value,
                          const std::optional<double>& clip_value);
 
