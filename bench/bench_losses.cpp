@@ -142,13 +142,8 @@ struct PpoFixture {
   }
 };
 
-PpoFixture& ppo_fixture() {
-  static PpoFixture fixture;
-  return fixture;
-}
-
 void ppo_ours(benchmark::State& state) {
-  auto& f = ppo_fixture();
+  auto& f = shared_fixture<PpoFixture>();
   for (auto _ : state) {
     const auto out = f.loss->forward(f.batch);
     const auto total = out.get("loss_objective") + out.get("loss_critic") + out.get("loss_entropy");
@@ -158,7 +153,7 @@ void ppo_ours(benchmark::State& state) {
 }
 
 void ppo_raw(benchmark::State& state) {
-  auto& f = ppo_fixture();
+  auto& f = shared_fixture<PpoFixture>();
   const auto obs = f.batch.get("observation");
   const auto action = f.batch.get("action");
   const auto previous = f.batch.get("sample_log_prob");

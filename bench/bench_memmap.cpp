@@ -658,35 +658,31 @@ void print_ratio_table(const RatioReporter& reporter, std::ostream& os) {
        << " |\n";
   }
 
+  // A row of one op's time in two cases (sizes, thread counts): numerator / denominator for
+  // TensorDict, against `target` (at most or at least), and for raw code beside it.
+  auto scaling_row = [&](const char* label, const char* numerator, const char* denominator,
+                         double target, bool at_most) {
+    const Timing num_td = timing(numerator, "/TensorDict");
+    const Timing den_td = timing(denominator, "/TensorDict");
+    const Timing num_raw = timing(numerator, "/Raw");
+    const Timing den_raw = timing(denominator, "/Raw");
+    if (num_td.real <= 0 || den_td.real <= 0 || num_raw.real <= 0 || den_raw.real <= 0) return;
+    const double value = num_td.real / den_td.real;
+    const bool ok = at_most ? value <= target : value >= target;
+    ++measured;
+    missed += ok ? 0 : 1;
+    os << "| " << label << " | " << fixed(value, 3) << "x | "
+       << fixed(num_raw.real / den_raw.real, 3) << "x | - | - | " << (at_most ? "<= " : ">= ")
+       << fixed(target, 1) << verdict(ok) << " |\n";
+  };
   // load_memmap reads nothing, so 16x the data must not cost more time.
-  const Timing small_td = timing("LoadMemmap64MiB", "/TensorDict");
-  const Timing large_td = timing("LoadMemmap1GiB", "/TensorDict");
-  const Timing small_raw = timing("LoadMemmap64MiB", "/Raw");
-  const Timing large_raw = timing("LoadMemmap1GiB", "/Raw");
-  if (small_td.real > 0 && large_td.real > 0 && small_raw.real > 0 && large_raw.real > 0) {
-    const double growth = large_td.real / small_td.real;
-    const bool ok = growth <= kLoadGrowthTarget;
-    ++measured;
-    missed += ok ? 0 : 1;
-    os << "| LoadMemmap time 1GiB / 64MiB | " << fixed(growth, 3) << "x | "
-       << fixed(large_raw.real / small_raw.real, 3)
-       << "x | - | - | <= " << fixed(kLoadGrowthTarget, 1) << verdict(ok) << " |\n";
-  }
+  scaling_row("LoadMemmap time 1GiB / 64MiB", "LoadMemmap1GiB", "LoadMemmap64MiB",
+              kLoadGrowthTarget, /*at_most=*/true);
+  scaling_row("Map speed-up 2 workers / 1", "Map1Worker", "Map2Workers", kSpeedupTarget,
+              /*at_most=*/false);
 
-  const Timing one_td = timing("Map1Worker", "/TensorDict");
-  const Timing two_td = timing("Map2Workers", "/TensorDict");
-  const Timing one_raw = timing("Map1Worker", "/Raw");
-  const Timing two_raw = timing("Map2Workers", "/Raw");
-  if (one_td.real > 0 && two_td.real > 0 && one_raw.real > 0 && two_raw.real > 0) {
-    const double speedup = one_td.real / two_td.real;
-    const bool ok = speedup >= kSpeedupTarget;
-    ++measured;
-    missed += ok ? 0 : 1;
-    os << "| Map speed-up 2 workers / 1 | " << fixed(speedup, 3) << "x | "
-       << fixed(one_raw.real / two_raw.real, 3) << "x | - | - | >= " << fixed(kSpeedupTarget, 1)
-       << verdict(ok) << " |\n";
-  }
   os << "\n" << measured - missed << " of " << measured << " targets met.\n";
+  const Timing two_td = timing("Map2Workers", "/TensorDict");
   if (two_td.real > 0)
     os << "Map2Workers/TensorDict kept " << fixed(two_td.cpu / two_td.real, 2)
        << " cores busy on average (process CPU time / real time); a 2x speed-up needs 2 free "

@@ -47,13 +47,8 @@ struct ActorFixture {
   }
 };
 
-ActorFixture& actor_fixture() {
-  static ActorFixture fixture;
-  return fixture;
-}
-
 void actor_keyed(benchmark::State& state, bool grad) {
-  auto& f = actor_fixture();
+  auto& f = shared_fixture<ActorFixture>();
   tdnn::SetInteractionType random(tdnn::InteractionType::kRandom);
   torch::AutoGradMode mode(grad);
   for (auto _ : state) {
@@ -63,7 +58,7 @@ void actor_keyed(benchmark::State& state, bool grad) {
 }
 
 void actor_raw(benchmark::State& state, bool grad) {
-  auto& f = actor_fixture();
+  auto& f = shared_fixture<ActorFixture>();
   torch::AutoGradMode mode(grad);
   const double shift = std::log(std::expm1(1.0));
   const double half_log_2pi = 0.5 * std::log(2 * M_PI);
@@ -95,13 +90,8 @@ struct QValueFixture {
   }
 };
 
-QValueFixture& qvalue_fixture() {
-  static QValueFixture fixture;
-  return fixture;
-}
-
 void qvalue_keyed(benchmark::State& state) {
-  auto& f = qvalue_fixture();
+  auto& f = shared_fixture<QValueFixture>();
   torch::NoGradGuard no_grad;
   for (auto _ : state) {
     f.actor(f.td);
@@ -110,7 +100,7 @@ void qvalue_keyed(benchmark::State& state) {
 }
 
 void qvalue_raw(benchmark::State& state) {
-  auto& f = qvalue_fixture();
+  auto& f = shared_fixture<QValueFixture>();
   torch::NoGradGuard no_grad;
   for (auto _ : state) {
     const auto values = f.mlp->forward(f.obs);

@@ -106,13 +106,8 @@ struct SacFixture {
   }
 };
 
-SacFixture& sac_fixture() {
-  static SacFixture fixture;
-  return fixture;
-}
-
 void sac_ours(benchmark::State& state) {
-  auto& f = sac_fixture();
+  auto& f = shared_fixture<SacFixture>();
   for (auto _ : state) {
     f.loss->zero_grad();
     const auto out = f.loss->forward(f.batch);
@@ -122,7 +117,7 @@ void sac_ours(benchmark::State& state) {
 }
 
 void sac_raw(benchmark::State& state) {
-  auto& f = sac_fixture();
+  auto& f = shared_fixture<SacFixture>();
   // The extractor's default scale mapping: softplus(x + c) + 0.01 with softplus(c) + 0.01 = 1.
   const double shift = std::log(std::expm1(1.0 - 0.01));
   const double half_log_2pi = 0.5 * std::log(2 * M_PI);
@@ -193,13 +188,8 @@ struct DqnFixture {
   }
 };
 
-DqnFixture& dqn_fixture() {
-  static DqnFixture fixture;
-  return fixture;
-}
-
 void dqn_ours(benchmark::State& state) {
-  auto& f = dqn_fixture();
+  auto& f = shared_fixture<DqnFixture>();
   for (auto _ : state) {
     f.loss->zero_grad();
     f.loss->forward(f.batch).get("loss_value").backward();
@@ -208,7 +198,7 @@ void dqn_ours(benchmark::State& state) {
 }
 
 void dqn_raw(benchmark::State& state) {
-  auto& f = dqn_fixture();
+  auto& f = shared_fixture<DqnFixture>();
   const auto obs = f.batch.get("observation");
   const auto action = f.batch.get("action");
   const auto next_obs = f.batch.get({"next", "observation"});

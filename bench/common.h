@@ -118,6 +118,14 @@ int benchmark_main(int argc, char** argv, Describe&& describe, Register&& regist
                                        tdrl::bench::print_tables);        \
   }
 
+/// The one `Fixture` of a benchmark program, built on its first use: outside the timed loop,
+/// and only for the benchmarks that run.
+template <class Fixture>
+Fixture& shared_fixture() {
+  static Fixture fixture;
+  return fixture;
+}
+
 /// `value` with `precision` digits after the point.
 inline std::string fixed(double value, int precision) {
   std::ostringstream os;
