@@ -28,20 +28,18 @@
 
 #include "support/error_message.h"
 #include "support/mock_envs.h"
+#include "support/test_names.h"
 
 namespace tdrl::collectors {
 namespace {
 
+using namespace tdrl::testing::names;
 using tdrl::test_util::error_message;
 using tdrl::testing::CountingEnv;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
-using tensordict::NestedKey;
-using tensordict::TensorDict;
 using tensordict::nn::InteractionType;
-using ::testing::HasSubstr;
 namespace tdnn = tensordict::nn;
-using Shape = std::vector<int64_t>;
 using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
 

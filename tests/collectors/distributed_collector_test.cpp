@@ -28,19 +28,15 @@
 #include <tensordict/errors.h>
 
 #include "collectors/distributed_scenarios.h"
+#include "support/test_names.h"
 
 extern char** environ;
 
 namespace tdrl::collectors {
 namespace {
 
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tdrl::testing::names;
 using Clock = std::chrono::steady_clock;
-using Shape = std::vector<int64_t>;
 
 // Two launched workers running `scenario` on 127.0.0.1.
 DistributedOptions launched(const std::string& scenario, bool sync = true,

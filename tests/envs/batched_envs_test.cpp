@@ -25,17 +25,15 @@
 #include "support/env_checks.h"
 #include "support/error_message.h"
 #include "support/mock_envs.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
+using namespace tdrl::testing::names;
 using tdrl::test_util::error_message;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using Shape = std::vector<int64_t>;
 
 EnvFactory counter_factory(NoisyCounterOptions options = {}) {
   return [options] { return std::make_shared<NoisyCounterEnv>(options); };

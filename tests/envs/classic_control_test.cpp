@@ -18,14 +18,13 @@
 
 #include "support/env_checks.h"
 #include "support/error_message.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
+using namespace tdrl::testing::names;
 using tdrl::test_util::error_message;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using Shape = std::vector<int64_t>;
 using tensordict::shape_str;
 
 constexpr double kPi = 3.14159265358979323846;
@@ -134,13 +133,9 @@ void expect_non_finite_action_rejected(ClassicControlEnv& env) {
   const auto state = env.state();
   for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
     auto td = with_action(env, torch::tensor({0.0f, bad}).unsqueeze(-1));
-    try {
-      env.step(td);
-      FAIL() << "expected ValueError";
-    } catch (const tensordict::ValueError& e) {
-      EXPECT_THAT(e.what(),
-                  HasSubstr(env.name() + "::step: action 'action' has non-finite values"));
-    }
+    EXPECT_THAT([&] { env.step(td); },
+                ThrowsMessage<tensordict::ValueError>(
+                    HasSubstr(env.name() + "::step: action 'action' has non-finite values")));
     EXPECT_FALSE(td.contains("next"));
   }
   EXPECT_TRUE(torch::equal(env.state(), state));
@@ -359,12 +354,8 @@ TEST_P(ClassicControlTest, BatchedEnvEqualsSingleEnvsFromTheSameStates) {
 TEST_P(ClassicControlTest, MissingActionThrowsKeyError) {
   auto env = GetParam().make({2}, 10);
   auto td = env->reset();
-  try {
-    env->step(td);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("::step: the action 'action' is missing"));
-  }
+  EXPECT_THAT([&] { env->step(td); }, ThrowsMessage<tensordict::KeyError>(
+                                          HasSubstr("::step: the action 'action' is missing")));
 }
 
 TEST_P(ClassicControlTest, ActionOfTheWrongShapeOrDtypeThrowsAndChangesNothing) {
@@ -372,21 +363,14 @@ TEST_P(ClassicControlTest, ActionOfTheWrongShapeOrDtypeThrowsAndChangesNothing) 
   env->reset();
   const auto state = env->state();
   const auto good = some_action({2});
-  try {
-    env->step(with_action(*env, good.unsqueeze(-1)));
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("has shape " + shape_str(good.unsqueeze(-1).sizes()) +
-                                    "; the action spec expects " + shape_str(good.sizes())));
-  }
+  EXPECT_THAT([&] { env->step(with_action(*env, good.unsqueeze(-1))); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("has shape " + shape_str(good.unsqueeze(-1).sizes()) +
+                            "; the action spec expects " + shape_str(good.sizes()))));
   const auto wrong_dtype =
       GetParam().continuous ? good.to(torch::kFloat64) : good.to(torch::kInt32);
-  try {
-    env->step(with_action(*env, wrong_dtype));
-    FAIL() << "expected TypeError";
-  } catch (const tensordict::TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the action spec expects"));
-  }
+  EXPECT_THAT([&] { env->step(with_action(*env, wrong_dtype)); },
+              ThrowsMessage<tensordict::TypeError>(HasSubstr("the action spec expects")));
   EXPECT_TRUE(torch::equal(env->state(), state));
   EXPECT_TRUE(torch::equal(env->elapsed_steps(), torch::zeros({2}, torch::kInt64)));
 }
@@ -409,12 +393,8 @@ TEST_P(ClassicControlTest, ActionOutOfRangeThrowsValueErrorNamingTheElement) {
     bad = torch::tensor({int64_t{0}, n}, torch::kInt64);
     expected = "element [1] is " + std::to_string(n) + ", outside [0, n)";
   }
-  try {
-    env->step(with_action(*env, bad));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(expected));
-  }
+  EXPECT_THAT([&] { env->step(with_action(*env, bad)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr(expected)));
   if (!GetParam().continuous) {
     EXPECT_THROW(env->step(with_action(*env, torch::tensor({int64_t{-1}, int64_t{0}}))),
                  tensordict::ValueError);
@@ -428,24 +408,19 @@ TEST_P(ClassicControlTest, SetStateRejectsWrongShapeDtypeAndNonFiniteValues) {
   env->reset();
   const auto state = env->state();
   const int64_t d = env->state_dim();
-  try {
-    env->set_state(torch::zeros({2, d + 1}, torch::kFloat64));
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(),
-                HasSubstr("::set_state: the state has shape [2, " + std::to_string(d + 1) +
-                          "]; expected [2, " + std::to_string(d) + "]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        env->set_state(torch::zeros({2, d + 1}, torch::kFloat64));
+      },
+      ThrowsMessage<tensordict::ShapeError>(HasSubstr("::set_state: the state has shape [2, " +
+                                                      std::to_string(d + 1) + "]; expected [2, " +
+                                                      std::to_string(d) + "]")));
   EXPECT_THROW(env->set_state(torch::zeros({2, d}, torch::kInt64)), tensordict::TypeError);
   auto bad = state.clone();
   bad[1][1] = std::nan("");
-  try {
-    env->set_state(bad);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("sub-env 1 component 1 (" + env->state_names()[1] +
-                                    ") is nan; every component must be finite"));
-  }
+  EXPECT_THAT([&] { env->set_state(bad); }, ThrowsMessage<tensordict::ValueError>(HasSubstr(
+                                                "sub-env 1 component 1 (" + env->state_names()[1] +
+                                                ") is nan; every component must be finite")));
   EXPECT_TRUE(torch::equal(env->state(), state));
   env->set_state(state.to(torch::kFloat32));
   EXPECT_TRUE(torch::equal(env->state(), state.to(torch::kFloat32).to(torch::kFloat64)));
@@ -557,30 +532,20 @@ TEST(CartPoleTest, SuttonBartoRewardIsMinusOneOnTermination) {
 }
 
 TEST(CartPoleTest, InvalidOptionsThrow) {
-  try {
-    CartPoleEnv env(CartPoleEnvOptions().masspole(0.0));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(),
-                HasSubstr("CartPole-v1: option masspole is 0; it must be finite and > 0"));
-  }
-  try {
-    CartPoleEnv env(CartPoleEnvOptions().max_episode_steps(-1));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("max_episode_steps is -1; it must be >= 0"));
-  }
+  EXPECT_THAT([&] { CartPoleEnv env(CartPoleEnvOptions().masspole(0.0)); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("CartPole-v1: option masspole is 0; it must be finite and > 0")));
+  EXPECT_THAT(
+      [&] { CartPoleEnv env(CartPoleEnvOptions().max_episode_steps(-1)); },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("max_episode_steps is -1; it must be >= 0")));
 }
 
 TEST(CartPoleTest, SetStateOutsideTheBatchShapeNamesBoth) {
   CartPoleEnv env(CartPoleEnvOptions().batch_size({3}));
-  try {
-    env.set_state(torch::zeros({4}, torch::kFloat64));
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("CartPole-v1::set_state: the state has shape [4]; expected "
-                                    "[3, 4] (batch_size followed by the 4 state components)"));
-  }
+  EXPECT_THAT([&] { env.set_state(torch::zeros({4}, torch::kFloat64)); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("CartPole-v1::set_state: the state has shape [4]; expected "
+                            "[3, 4] (batch_size followed by the 4 state components)")));
 }
 
 TEST(CartPoleTest, PrintsItselfAndItsOptions) {
@@ -647,13 +612,13 @@ TEST(PendulumTest, GravityOptionChangesTheDynamics) {
 
 TEST(PendulumTest, SetStateRejectsASpeedBeyondMaxSpeed) {
   PendulumEnv env;
-  try {
-    env.set_state(torch::tensor({0.0, 9.0}, torch::kFloat64));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Pendulum-v1::set_state: sub-env 0 component 1 (theta_dot) "
-                                    "is 9, outside [-8, 8]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        env.set_state(torch::tensor({0.0, 9.0}, torch::kFloat64));
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("Pendulum-v1::set_state: sub-env 0 component 1 (theta_dot) "
+                    "is 9, outside [-8, 8]")));
 }
 
 TEST(PendulumTest, NonFiniteActionThrowsValueError) {
@@ -728,12 +693,12 @@ TEST(MountainCarTest, LeftWallStopsTheCar) {
 
 TEST(MountainCarTest, SetStateRejectsAPositionOffTheTrack) {
   MountainCarEnv env;
-  try {
-    env.set_state(torch::tensor({0.7, 0.0}, torch::kFloat64));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("component 0 (position) is 0.7, outside [-1.2, 0.6]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        env.set_state(torch::tensor({0.7, 0.0}, torch::kFloat64));
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("component 0 (position) is 0.7, outside [-1.2, 0.6]")));
 }
 
 TEST(MountainCarTest, PrintsItselfAndItsOptions) {
@@ -913,13 +878,10 @@ TEST(AcrobotTest, TorqueNoiseComesFromTheSeededGenerator) {
 }
 
 TEST(AcrobotTest, InvalidOptionsThrow) {
-  try {
-    AcrobotEnv env(AcrobotEnvOptions().book_or_nips("paper"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Acrobot-v1: option book_or_nips is 'paper'; expected 'book' "
-                                    "or 'nips'"));
-  }
+  EXPECT_THAT([&] { AcrobotEnv env(AcrobotEnvOptions().book_or_nips("paper")); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("Acrobot-v1: option book_or_nips is 'paper'; expected 'book' "
+                            "or 'nips'")));
   EXPECT_THROW(AcrobotEnv(AcrobotEnvOptions().torque_noise_max(-1.0)), tensordict::ValueError);
 }
 

@@ -11,12 +11,12 @@
 
 #include <tensordict/errors.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::envs {
 namespace {
 
-using ::testing::HasSubstr;
-using Shape = std::vector<int64_t>;
-using Keys = std::vector<NestedKey>;
+using namespace tdrl::testing::names;
 
 // A batched random walk: observation [*batch, 2] = position; the action (Bounded [-1, 1],
 // [*batch, 2]) is added; reward = -|position|; terminated when |position_0| > limit;
@@ -195,12 +195,8 @@ TEST(EnvBaseTest, SetSeedReturnsTheNextSeed) {
 TEST(EnvBaseTest, MissingActionThrowsKeyErrorNamingIt) {
   WalkEnv env({2});
   auto td = env.reset();
-  try {
-    env.step(td);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Walk::step: the action 'action' is missing"));
-  }
+  EXPECT_THAT([&] { env.step(td); }, ThrowsMessage<tensordict::KeyError>(
+                                         HasSubstr("Walk::step: the action 'action' is missing")));
   EXPECT_FALSE(td.contains("next"));
 }
 
@@ -208,21 +204,13 @@ TEST(EnvBaseTest, WrongActionShapeDtypeOrValuesThrow) {
   WalkEnv env({2});
   auto td = env.reset();
   td.set("action", torch::zeros({2, 3}));
-  try {
-    env.step(td);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("has shape [2, 3]; the action spec expects [2, 2]"));
-  }
+  EXPECT_THAT([&] { env.step(td); }, ThrowsMessage<tensordict::ShapeError>(HasSubstr(
+                                         "has shape [2, 3]; the action spec expects [2, 2]")));
   td.set("action", torch::zeros({2, 2}, torch::kDouble));
   EXPECT_THROW(env.step(td), tensordict::TypeError);
   td.set("action", torch::full({2, 2}, std::nan("")));
-  try {
-    env.step(td);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("non-finite"));
-  }
+  EXPECT_THAT([&] { env.step(td); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("non-finite")));
   td.set("action", torch::full({2, 2}, 3.0));
   EXPECT_THROW(env.step(td), tensordict::Error);
   EXPECT_FALSE(td.contains("next"));
@@ -246,14 +234,10 @@ class LyingEnv : public WalkEnv {
 
 TEST(EnvBaseTest, CheckEnvSpecsReportsEveryMismatch) {
   LyingEnv env;
-  try {
-    check_env_specs(env);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("check_env_specs(Walk)"));
-    EXPECT_THAT(e.what(), HasSubstr("'observation'"));
-    EXPECT_THAT(e.what(), HasSubstr("('next', 'observation')"));
-  }
+  EXPECT_THAT([&] { check_env_specs(env); },
+              ThrowsMessage<tensordict::ValueError>(AllOf(HasSubstr("check_env_specs(Walk)"),
+                                                          HasSubstr("'observation'"),
+                                                          HasSubstr("('next', 'observation')"))));
 }
 
 TEST(EnvBaseTest, FakeTensordictHasEverySpecdEntry) {
@@ -277,12 +261,8 @@ TEST(EnvBaseTest, SpecsMustStartWithTheBatchSize) {
     TensorDict reset_impl(const TensorDict&) override { return {}; }
     TensorDict step_impl(const TensorDict&) override { return {}; }
   };
-  try {
-    BadEnv env;
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Bad: the action spec has shape [3, 2]"));
-  }
+  EXPECT_THAT([&] { BadEnv env; }, ThrowsMessage<tensordict::ShapeError>(
+                                       HasSubstr("Bad: the action spec has shape [3, 2]")));
 }
 
 TEST(EnvBaseTest, Prints) {

@@ -15,16 +15,12 @@
 #include <tensordict/errors.h>
 
 #include "support/mock_envs.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
-using ::tensordict::ValueError;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
-using Keys = std::vector<NestedKey>;
+using namespace tdrl::testing::names;
 using tdrl::testing::ContinuousEnv;
 
 std::shared_ptr<ContinuousEnv> continuous(Shape batch = {}) {

@@ -23,12 +23,12 @@
 #include "support/env_checks.h"
 #include "support/error_message.h"
 #include "support/temp_dir.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
-using ::testing::HasSubstr;
-using Shape = std::vector<int64_t>;
+using namespace tdrl::testing::names;
 using tdrl::test_util::error_message;
 using tensordict::testing::TempDir;
 
@@ -574,20 +574,12 @@ TEST_F(MujocoEnvTest, InstabilityInARolloutNeverCrashesOrYieldsNaN) {
 }
 
 TEST_F(MujocoEnvTest, MissingModelFileThrowsNamingThePathAndTheFix) {
-  try {
-    MujocoEnv env(MujocoEnvOptions().model_path("/nonexistent/robot.xml"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'/nonexistent/robot.xml' does not exist"));
-    EXPECT_THAT(e.what(), HasSubstr("model_path"));
-  }
-  try {
-    HopperEnv env(MujocoEnvOptions().asset_dir("/nonexistent"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Hopper-v4"));
-    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/Hopper.xml"));
-  }
+  EXPECT_THAT([&] { MujocoEnv env(MujocoEnvOptions().model_path("/nonexistent/robot.xml")); },
+              ThrowsMessage<tensordict::ValueError>(AllOf(
+                  HasSubstr("'/nonexistent/robot.xml' does not exist"), HasSubstr("model_path"))));
+  EXPECT_THAT([&] { HopperEnv env(MujocoEnvOptions().asset_dir("/nonexistent")); },
+              ThrowsMessage<tensordict::ValueError>(
+                  AllOf(HasSubstr("Hopper-v4"), HasSubstr("/nonexistent/Hopper.xml"))));
 }
 
 TEST_F(MujocoEnvTest, MalformedModelThrowsWithMujocosMessage) {
@@ -595,13 +587,9 @@ TEST_F(MujocoEnvTest, MalformedModelThrowsWithMujocosMessage) {
   const std::string path = dir / "broken.xml";
   std::ofstream(path) << "<mujoco><worldbody><body><joint type=\"bogus\"/></body></worldbody>"
                          "</mujoco>";
-  try {
-    MujocoEnv env(MujocoEnvOptions().model_path(path));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MuJoCo could not load"));
-    EXPECT_THAT(e.what(), HasSubstr("bogus"));
-  }
+  EXPECT_THAT([&] { MujocoEnv env(MujocoEnvOptions().model_path(path)); },
+              ThrowsMessage<tensordict::ValueError>(
+                  AllOf(HasSubstr("MuJoCo could not load"), HasSubstr("bogus"))));
 }
 
 TEST_F(MujocoEnvTest, GenericEnvWithoutModelPathThrows) {
@@ -635,38 +623,33 @@ TEST_F(MujocoEnvTest, InvalidOptionsThrowNamingTheOption) {
 }
 
 TEST_F(MujocoEnvTest, ReplacementModelWithOtherDimensionsIsRejected) {
-  try {
-    HalfCheetahEnv env(MujocoEnvOptions().model_path(default_mujoco_asset_dir() + "/Hopper.xml"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("has nq=6, nv=6, nu=3"));
-    EXPECT_THAT(e.what(), HasSubstr("the task needs nq=9, nv=9, nu=6"));
-  }
+  EXPECT_THAT(
+      [&] {
+        HalfCheetahEnv env(
+            MujocoEnvOptions().model_path(default_mujoco_asset_dir() + "/Hopper.xml"));
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          AllOf(HasSubstr("has nq=6, nv=6, nu=3"), HasSubstr("the task needs nq=9, nv=9, nu=6"))));
 }
 
 TEST_F(MujocoEnvTest, UnknownBodyNameListsTheModelsBodies) {
   HopperEnv env;
   EXPECT_EQ(env.body_id("torso"), 1);
-  try {
-    env.body_id("thihg");
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no body named 'thihg'"));
-    EXPECT_THAT(e.what(), HasSubstr("'thigh'"));
-  }
+  EXPECT_THAT([&] { env.body_id("thihg"); },
+              ThrowsMessage<tensordict::KeyError>(
+                  AllOf(HasSubstr("no body named 'thihg'"), HasSubstr("'thigh'"))));
 }
 
 TEST_F(MujocoEnvTest, SetStateRejectsWrongShapesDtypesAndNonFiniteValues) {
   HopperEnv env(MujocoEnvOptions().batch_size({2}));
   const auto qpos = env.qpos();
   const auto qvel = env.qvel();
-  try {
-    env.set_state(torch::zeros({2, 5}, torch::kFloat64), qvel);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("qpos must have shape [2, 6]"));
-    EXPECT_THAT(e.what(), HasSubstr("got [2, 5]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        env.set_state(torch::zeros({2, 5}, torch::kFloat64), qvel);
+      },
+      ThrowsMessage<tensordict::ShapeError>(
+          AllOf(HasSubstr("qpos must have shape [2, 6]"), HasSubstr("got [2, 5]"))));
   EXPECT_THROW(env.set_state(qpos.to(torch::kInt64), qvel), tensordict::TypeError);
   auto bad = qvel.clone();
   bad.index_put_({0, 0}, std::numeric_limits<double>::quiet_NaN());

@@ -18,17 +18,17 @@
 #include <tensordict/errors.h>
 
 #include "support/mock_envs.h"
+#include "support/printed.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
+using tensordict::testing::printed;
+using namespace tdrl::testing::names;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
-using ::testing::AllOf;
 using ::testing::Contains;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
 
 // A factory for NoisyCounterEnv reading the task option "obs_dim".
 RegisteredEnvFactory counter_factory() {
@@ -231,9 +231,7 @@ TEST(EnvOptionsTest, PrintsEveryField) {
   EXPECT_EQ(os.str(),
             "EnvOptions(batch_size=[16], device=cpu, seed=0, options={max_episode_steps=200, "
             "mode=\"nips\"})");
-  std::ostringstream unset;
-  unset << EnvOptions();
-  EXPECT_EQ(unset.str(), "EnvOptions(batch_size=[], device=cpu, seed=None, options={})");
+  EXPECT_EQ(printed(EnvOptions()), "EnvOptions(batch_size=[], device=cpu, seed=None, options={})");
 }
 
 // ---- Built-in tasks -----------------------------------------------------------------------------

@@ -19,20 +19,12 @@
 
 #include "support/env_checks.h"
 #include "support/mock_envs.h"
+#include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
-using ::tensordict::IndexError;
-using ::tensordict::KeyError;
-using ::tensordict::ShapeError;
-using ::tensordict::TypeError;
-using ::tensordict::ValueError;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
-using Keys = std::vector<NestedKey>;
+using namespace tdrl::testing::names;
 using tdrl::testing::ContinuousEnv;
 using tdrl::testing::CountingEnv;
 using tdrl::testing::Float64Env;

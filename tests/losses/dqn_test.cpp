@@ -14,11 +14,12 @@
 #include <tensordict/errors.h>
 
 #include "losses/off_policy_fixtures.h"
+#include "support/test_names.h"
 
 namespace tdrl::losses {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace tdrl::testing::names;
 using namespace tdrl::losses::testing;
 
 // Q(s) = W s (no bias), 2 observations, 2 actions.
@@ -221,13 +222,10 @@ TEST(DQNLossTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
   HandCase c;
   auto batch = c.batch();
   batch.del_({"next", "terminated"});
-  try {
-    hand_loss(c)->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("DQNLoss: the batch has no ('next', 'terminated') (the "
-                                    "'terminated' key)"));
-  }
+  EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("DQNLoss: the batch has no ('next', 'terminated') (the "
+                            "'terminated' key)")));
   EXPECT_FALSE(batch.contains("td_error"));
 }
 
@@ -235,25 +233,19 @@ TEST(DQNLossTest, MissingNextObservationNamesItAndTheNetwork) {
   HandCase c;
   auto batch = c.batch();
   batch.del_({"next", "observation"});
-  try {
-    hand_loss(c)->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the batch has no ('next', 'observation'), an input of the "
-                                    "value_network on the next state"));
-  }
+  EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("the batch has no ('next', 'observation'), an input of the "
+                            "value_network on the next state")));
 }
 
 TEST(DQNLossTest, RewardWithoutTrailingDimIsAShapeError) {
   HandCase c;
   auto batch = c.batch();
   batch.set({"next", "reward"}, torch::tensor({0.5f, 1.0f}));
-  try {
-    hand_loss(c)->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("reward has shape [2] but Q(s, a) has shape [2, 1]"));
-  }
+  EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("reward has shape [2] but Q(s, a) has shape [2, 1]")));
   EXPECT_FALSE(batch.contains("td_error"));
 }
 
@@ -261,13 +253,10 @@ TEST(DQNLossTest, ActionFittingNoActionSpaceIsAShapeError) {
   HandCase c;
   auto batch = c.batch();
   batch.set("action", torch::zeros({2, 3}));
-  try {
-    hand_loss(c)->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the action has shape [2, 3]"));
-    EXPECT_THAT(e.what(), HasSubstr("expected a one-hot action [2, 2] or an integer index [2]"));
-  }
+  EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  AllOf(HasSubstr("the action has shape [2, 3]"),
+                        HasSubstr("expected a one-hot action [2, 2] or an integer index [2]"))));
 }
 
 TEST(DQNLossTest, SetKeysRenamesReadAndWrittenKeys) {

@@ -11,10 +11,12 @@
 
 #include <tensordict/errors.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::losses {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace tdrl::testing::names;
 
 // A regression loss: Q(observation) against reward + gamma * Q_target(next observation).
 class ToyLoss : public LossModule {
@@ -179,13 +181,13 @@ TEST(LossModuleTest, InKeysFollowSetKeys) {
 
 TEST(LossModuleTest, UnknownKeyNameThrowsListingValidNames) {
   auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
-  try {
-    loss->set_keys({{"rewards", NestedKey("x")}, {"reward", NestedKey("y")}});
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no key named 'rewards'; valid key names: ['observation', "
-                                    "'reward', 'next_observation']"));
-  }
+  EXPECT_THAT(
+      [&] {
+        loss->set_keys({{"rewards", NestedKey("x")}, {"reward", NestedKey("y")}});
+      },
+      ThrowsMessage<tensordict::KeyError>(
+          HasSubstr("no key named 'rewards'; valid key names: ['observation', "
+                    "'reward', 'next_observation']")));
   EXPECT_EQ(loss->key("reward"), (NestedKey{"next", "reward"}));  // unchanged
 }
 
@@ -193,26 +195,19 @@ TEST(LossModuleTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
   auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
   auto b = batch(4);
   b.del_({"next", "reward"});
-  try {
-    loss->forward(b);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("ToyLoss: the batch has no ('next', 'reward') (the 'reward' "
-                                    "key)"));
-    EXPECT_THAT(e.what(), HasSubstr("set_keys({{\"reward\""));
-  }
+  EXPECT_THAT([&] { loss->forward(b); },
+              ThrowsMessage<tensordict::KeyError>(
+                  AllOf(HasSubstr("ToyLoss: the batch has no ('next', 'reward') (the 'reward' "
+                                  "key)"),
+                        HasSubstr("set_keys({{\"reward\""))));
 }
 
 TEST(LossModuleTest, SilentBroadcastIsAShapeError) {
   auto loss = std::make_shared<ToyLoss>(torch::nn::Linear(3, 1));
   auto b = batch(4);
   b.set({"next", "reward"}, torch::randn({4}));
-  try {
-    loss->forward(b);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("reward has shape [4] but value has shape [4, 1]"));
-  }
+  EXPECT_THAT([&] { loss->forward(b); }, ThrowsMessage<tensordict::ShapeError>(HasSubstr(
+                                             "reward has shape [4] but value has shape [4, 1]")));
 }
 
 TEST(LossModuleTest, SoftUpdateMovesTargetsByTau) {

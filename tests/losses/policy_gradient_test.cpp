@@ -18,11 +18,12 @@
 #include <tensordict/errors.h>
 
 #include "losses/policy_gradient_fixtures.h"
+#include "support/test_names.h"
 
 namespace tdrl::losses {
 namespace {
 
-using ::testing::HasSubstr;
+using namespace tdrl::testing::names;
 using namespace tdrl::losses::testing;
 
 // observation [[1], [2]], action [[0], [2]], advantage [[1], [-2]], value_target [[0.5], [1]].
@@ -87,34 +88,24 @@ TEST(A2CLossTest, AdvantageOfShapeBIsAShapeError) {
   auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = hand_batch();
   batch.set("advantage", torch::tensor({1.0f, -2.0f}));
-  try {
-    loss->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: objective: 'advantage' has shape [2] but the "
-                                    "log-prob of the action"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("A2CLoss: objective: 'advantage' has shape [2] but the "
+                            "log-prob of the action")));
 }
 
 TEST(A2CLossTest, MissingActionNamesTheKeyAndItsSetKeysName) {
   auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = hand_batch();
   batch.del_("action");
-  try {
-    loss->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the batch has no 'action' (the 'action' key)"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("A2CLoss: the batch has no 'action' (the 'action' key)")));
 }
 
 TEST(A2CLossTest, NullCriticIsRejected) {
-  try {
-    A2CLoss loss(linear_gaussian_actor(0.5).ptr(), nullptr);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the critic is null"));
-  }
+  EXPECT_THAT([&] { A2CLoss loss(linear_gaussian_actor(0.5).ptr(), nullptr); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("A2CLoss: the critic is null")));
 }
 
 TEST(A2CLossTest, PrintsItsOptions) {
@@ -145,13 +136,10 @@ TEST(ReinforceLossTest, WithoutCriticNeedsTheAdvantageAndWritesNoValueLoss) {
   EXPECT_FALSE(loss->value_estimator());
   auto batch = hand_batch();
   batch.del_("advantage");
-  try {
-    loss->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the batch has no 'advantage' (the 'advantage' key) and the "
-                                    "loss has no critic to estimate it"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("the batch has no 'advantage' (the 'advantage' key) and the "
+                            "loss has no critic to estimate it")));
   EXPECT_THROW(loss->make_value_estimator(), tensordict::ValueError);
 }
 
@@ -193,13 +181,13 @@ TEST(ReinforceLossTest, DelayValueEstimatesNextValuesWithTheTargetCritic) {
 }
 
 TEST(ReinforceLossTest, DelayValueWithoutCriticIsRejected) {
-  try {
-    ReinforceLoss loss(linear_gaussian_actor(0.5), nullptr,
-                       ReinforceLossOptions().delay_value(true));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("ReinforceLoss: delay_value needs a critic"));
-  }
+  EXPECT_THAT(
+      [&] {
+        ReinforceLoss loss(linear_gaussian_actor(0.5), nullptr,
+                           ReinforceLossOptions().delay_value(true));
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("ReinforceLoss: delay_value needs a critic")));
 }
 
 TEST(ReinforceLossTest, ActorLossReachesOnlyTheActor) {
@@ -295,12 +283,9 @@ TEST(PolicyGradientLossTest, NetworksAreRegisteredForFunctionalUse) {
 TEST(PolicyGradientLossTest, EstimationNeedsATimeDim) {
   auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   TensorDict batch({{"observation", torch::ones({1})}, {"action", torch::zeros({1})}}, {});
-  try {
-    loss->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the batch has no advantage and batch_size []"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("A2CLoss: the batch has no advantage and batch_size []")));
 }
 
 TEST(PolicyGradientLossTest, EstimationReadsRewardThroughItsSetKeysName) {
@@ -309,12 +294,9 @@ TEST(PolicyGradientLossTest, EstimationReadsRewardThroughItsSetKeysName) {
   auto loss = std::make_shared<A2CLoss>(actor, mlp_critic(3, {8}));
   auto batch = synthetic_rollout(2, 4, 3, *actor);
   batch.get_tensordict("next").rename_key_("reward", "r");
-  try {
-    loss->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the batch has no ('next', 'reward') (the 'reward' key)"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("the batch has no ('next', 'reward') (the 'reward' key)")));
   loss->set_keys({{"reward", NestedKey{"next", "r"}}});
   EXPECT_TRUE(loss->forward(batch).contains("loss_objective"));
 }
@@ -322,13 +304,10 @@ TEST(PolicyGradientLossTest, EstimationReadsRewardThroughItsSetKeysName) {
 TEST(PolicyGradientLossTest, CriticWritingAnotherKeyThanTheValueKeyIsNamed) {
   auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   loss->set_keys({{"value", NestedKey("v")}});
-  try {
-    loss->forward(hand_batch());
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the critic writes ['state_value'] but the loss reads the "
-                                    "value from 'v'"));
-  }
+  EXPECT_THAT([&] { loss->forward(hand_batch()); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("the critic writes ['state_value'] but the loss reads the "
+                            "value from 'v'")));
 }
 
 // N(loc, scale) without a closed-form entropy, with or without rsample: the generic paths
@@ -398,14 +377,11 @@ TEST(PolicyGradientLossTest, EntropyWithoutClosedFormIsTheMonteCarloEstimateOver
 TEST(PolicyGradientLossTest, EntropyWithoutClosedFormOrRsampleIsATypeError) {
   EntropyOfA2C loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   NormalWithoutEntropy dist(torch::zeros({3}), torch::ones({3}), /*rsample=*/false);
-  try {
-    loss.entropy(dist, 1);
-    FAIL() << "expected TypeError";
-  } catch (const tensordict::TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("A2CLoss: the actor's NormalWithoutEntropy distribution has "
-                                    "no closed-form entropy and no rsample to estimate it with; "
-                                    "set entropy_bonus(false)"));
-  }
+  EXPECT_THAT([&] { loss.entropy(dist, 1); },
+              ThrowsMessage<tensordict::TypeError>(
+                  HasSubstr("A2CLoss: the actor's NormalWithoutEntropy distribution has "
+                            "no closed-form entropy and no rsample to estimate it with; "
+                            "set entropy_bonus(false)")));
 }
 
 }  // namespace

@@ -14,13 +14,13 @@
 #include <tensordict/errors.h>
 
 #include "losses/policy_gradient_fixtures.h"
+#include "support/test_names.h"
 
 namespace tdrl::losses {
 namespace {
 
+using namespace tdrl::testing::names;
 using ::testing::Contains;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using namespace tdrl::losses::testing;
 
 // The hand-worked batch: observation [[1], [2]], actions [[0], [2]], advantage [[1], [-2]],
@@ -113,13 +113,9 @@ TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
   HandCase c;
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
                                             ClipPPOLossOptions().clip_value(0.1));
-  try {
-    loss->forward(c.batch());
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("clip_value is set but the batch has no"));
-    EXPECT_THAT(e.what(), HasSubstr("state_value"));
-  }
+  EXPECT_THAT([&] { loss->forward(c.batch()); },
+              ThrowsMessage<tensordict::KeyError>(AllOf(
+                  HasSubstr("clip_value is set but the batch has no"), HasSubstr("state_value"))));
 }
 
 TEST(ClipPPOLossTest, NormalizeAdvantageStandardisesIt) {
@@ -250,13 +246,10 @@ TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = c.batch();
   batch.del_("sample_log_prob");
-  try {
-    loss->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("ClipPPOLoss: the batch has no 'sample_log_prob'"));
-    EXPECT_THAT(e.what(), HasSubstr("set_keys({{\"sample_log_prob\""));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  AllOf(HasSubstr("ClipPPOLoss: the batch has no 'sample_log_prob'"),
+                        HasSubstr("set_keys({{\"sample_log_prob\""))));
 }
 
 TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
@@ -264,13 +257,10 @@ TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = c.batch();
   batch.set("advantage", torch::tensor({1.0f, -2.0f}));
-  try {
-    loss->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'advantage' has shape [2] but the log-weight"));
-    EXPECT_THAT(e.what(), HasSubstr("has shape [2, 1]"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  AllOf(HasSubstr("'advantage' has shape [2] but the log-weight"),
+                        HasSubstr("has shape [2, 1]"))));
 }
 
 TEST(ClipPPOLossTest, ValueTargetOfShapeBAgainstValueB1IsAShapeError) {
@@ -278,13 +268,9 @@ TEST(ClipPPOLossTest, ValueTargetOfShapeBAgainstValueB1IsAShapeError) {
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = c.batch();
   batch.set("value_target", torch::tensor({0.5f, 1.0f}));
-  try {
-    loss->forward(batch);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("critic loss: 'value_target' has shape [2] but "
-                                    "'state_value' has shape [2, 1]"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); }, ThrowsMessage<tensordict::ShapeError>(HasSubstr(
+                                                 "critic loss: 'value_target' has shape [2] but "
+                                                 "'state_value' has shape [2, 1]")));
 }
 
 TEST(ClipPPOLossTest, RewardOfShapeBTAgainstValueBT1IsAShapeErrorWhenEstimating) {
@@ -301,32 +287,23 @@ TEST(ClipPPOLossTest, SampleLogProbRequiringGradIsRejected) {
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = c.batch();
   batch.set("sample_log_prob", batch.get("sample_log_prob").clone().requires_grad_());
-  try {
-    loss->forward(batch);
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("requires grad; it must be the log-probability recorded at "
-                                    "collection time"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("requires grad; it must be the log-probability recorded at "
+                            "collection time")));
 }
 
 TEST(ClipPPOLossTest, InvalidOptionsAreRejectedListingValidValues) {
   auto build = [](ClipPPOLossOptions o) {
     return std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
   };
-  try {
-    build(ClipPPOLossOptions().loss_critic_type("huber"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("ClipPPOLoss: loss_critic_type is 'huber'; valid: 'l1', "
-                                    "'l2', 'smooth_l1'"));
-  }
-  try {
-    build(ClipPPOLossOptions().clip_epsilon(1.5));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("clip_epsilon is 1.5; it must be in (0, 1)"));
-  }
+  EXPECT_THAT([&] { build(ClipPPOLossOptions().loss_critic_type("huber")); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("ClipPPOLoss: loss_critic_type is 'huber'; valid: 'l1', "
+                            "'l2', 'smooth_l1'")));
+  EXPECT_THAT([&] { build(ClipPPOLossOptions().clip_epsilon(1.5)); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("clip_epsilon is 1.5; it must be in (0, 1)")));
   EXPECT_THROW(build(ClipPPOLossOptions().samples_mc_entropy(0)), tensordict::ValueError);
   EXPECT_THROW(build(ClipPPOLossOptions().clip_value(0.0)), tensordict::ValueError);
   EXPECT_THROW(std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5).ptr(), nullptr),
@@ -401,13 +378,10 @@ TEST(KLPENPPOLossTest, MissingDistributionParameterNamesIt) {
   auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   auto batch = c.batch();
   batch.set("loc", torch::zeros({2, 1}));
-  try {
-    loss->forward(batch);
-    FAIL() << "expected KeyError";
-  } catch (const tensordict::KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("KLPENPPOLoss: the batch has no 'scale', the 'scale' "
-                                    "parameter of the collecting policy's distribution"));
-  }
+  EXPECT_THAT([&] { loss->forward(batch); },
+              ThrowsMessage<tensordict::KeyError>(
+                  HasSubstr("KLPENPPOLoss: the batch has no 'scale', the 'scale' "
+                            "parameter of the collecting policy's distribution")));
   EXPECT_DOUBLE_EQ(loss->beta(), 1.0);  // unchanged by the failed forward
 }
 
@@ -424,12 +398,9 @@ TEST(KLPENPPOLossTest, InvalidOptionsAreRejected) {
   auto build = [](KLPENPPOLossOptions o) {
     return std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
   };
-  try {
-    build(KLPENPPOLossOptions().decrement(2.0));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("KLPENPPOLoss: decrement is 2; it must be in (0, 1]"));
-  }
+  EXPECT_THAT([&] { build(KLPENPPOLossOptions().decrement(2.0)); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("KLPENPPOLoss: decrement is 2; it must be in (0, 1]")));
   EXPECT_THROW(build(KLPENPPOLossOptions().dtarg(0.0)), tensordict::ValueError);
   EXPECT_THROW(build(KLPENPPOLossOptions().increment(0.5)), tensordict::ValueError);
   EXPECT_THROW(build(KLPENPPOLossOptions().samples_mc_kl(0)), tensordict::ValueError);

@@ -11,11 +11,12 @@
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::losses {
 namespace {
 
-using ::testing::HasSubstr;
-using Shape = std::vector<int64_t>;
+using namespace tdrl::testing::names;
 
 // Random data [B, T, 1] with mixed terminated / truncated steps.
 struct Data {
@@ -146,13 +147,13 @@ TEST(ValueFunctionalTest, TruncationBootstrapsTerminationDoesNot) {
 
 TEST(ValueFunctionalTest, MismatchedShapesThrowInsteadOfBroadcasting) {
   auto d = random_data(2, 5);
-  try {
-    functional::generalized_advantage_estimate(0.9, 0.9, d.value, d.next_value,
-                                               d.reward.squeeze(-1), d.done, d.terminated);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("reward has shape [2, 5] but state_value has shape [2, 5, 1]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        functional::generalized_advantage_estimate(0.9, 0.9, d.value, d.next_value,
+                                                   d.reward.squeeze(-1), d.done, d.terminated);
+      },
+      ThrowsMessage<tensordict::ShapeError>(
+          HasSubstr("reward has shape [2, 5] but state_value has shape [2, 5, 1]")));
   EXPECT_THROW(
       functional::td_lambda_return_estimate(0.9, 1.5, d.next_value, d.reward, d.done, d.terminated),
       tensordict::ValueError);

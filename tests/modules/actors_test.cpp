@@ -14,10 +14,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::modules {
 namespace {
 
-using tensordict::TensorDict;
+using namespace tdrl::testing::names;
 using tensordict::nn::DistributionClass;
 using tensordict::nn::InteractionType;
 using tensordict::nn::NormalParamExtractor;
@@ -25,9 +27,6 @@ using tensordict::nn::SetInteractionType;
 using tensordict::nn::TensorDictModule;
 using tensordict::nn::TensorDictModuleOptions;
 using tensordict::nn::TensorDictSequential;
-using ::testing::HasSubstr;
-using Keys = std::vector<NestedKey>;
-using Shape = std::vector<int64_t>;
 
 specs::TensorSpecPtr action_spec(int64_t dim, double low, double high) {
   return std::make_shared<specs::Bounded>(
@@ -100,13 +99,9 @@ TEST(ProbabilisticActorTest, UnsafeActorLeavesOutOfSpecActions) {
 TEST(ProbabilisticActorTest, ActionShapeDifferentFromTheSpecThrowsShapeError) {
   ProbabilisticActor actor(param_net(2), action_spec(3, -1, 1));
   TensorDict td({{"observation", torch::randn({4, 3})}}, {4});
-  try {
-    actor(td);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("action 'action' has shape [4, 2]"));
-    EXPECT_THAT(e.what(), HasSubstr("expects trailing dims [3]"));
-  }
+  EXPECT_THAT([&] { actor(td); }, ThrowsMessage<tensordict::ShapeError>(
+                                      AllOf(HasSubstr("action 'action' has shape [4, 2]"),
+                                            HasSubstr("expects trailing dims [3]"))));
 }
 
 TEST(ProbabilisticActorTest, SafeWithoutSpecIsRejected) {

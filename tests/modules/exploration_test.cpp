@@ -22,21 +22,14 @@
 #include <tensordict/nn/interaction_type.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::modules {
 namespace {
 
-using tensordict::KeyError;
-using tensordict::NestedKey;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::ValueError;
+using namespace tdrl::testing::names;
 using tensordict::nn::InteractionType;
 using tensordict::nn::SetInteractionType;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
 
 torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 

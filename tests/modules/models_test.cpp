@@ -15,13 +15,12 @@
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::modules {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
+using namespace tdrl::testing::names;
 
 std::vector<std::string> layer_names(const torch::nn::SequentialImpl& seq) {
   std::vector<std::string> names;
@@ -93,12 +92,9 @@ TEST(MLPTest, WrapsInATensorDictModule) {
 }
 
 TEST(MLPTest, RejectsInvalidOptions) {
-  try {
-    MLP(MLPOptions(4, 2).activation("swish"));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown activation 'swish'; valid: tanh, relu"));
-  }
+  EXPECT_THAT([&] { MLP(MLPOptions(4, 2).activation("swish")); },
+              ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("unknown activation 'swish'; valid: tanh, relu")));
   EXPECT_THROW(MLP(MLPOptions(0, 2)), tensordict::ValueError);
   EXPECT_THROW(MLP(MLPOptions(4, 2).num_cells({8, 0})), tensordict::ValueError);
   EXPECT_THROW(MLP(MLPOptions(4, 2).dropout(1.0)), tensordict::ValueError);
@@ -152,27 +148,24 @@ TEST(ConvNetTest, KeepsChannelsAndPixelsWithoutSquash) {
 
 TEST(ConvNetTest, RejectsWrongChannelsAndTooSmallImages) {
   ConvNet net(ConvNetOptions(3).num_cells({4}).kernel_sizes({5}));
-  try {
-    net->forward(torch::randn({2, 1, 8, 8}));
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("expected [*batch, 3, H, W]"));
-  }
-  try {
-    net->forward(torch::randn({2, 3, 4, 4}));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("a 4x4 image is too small"));
-  }
+  EXPECT_THAT(
+      [&] {
+        net->forward(torch::randn({2, 1, 8, 8}));
+      },
+      ThrowsMessage<tensordict::ShapeError>(HasSubstr("expected [*batch, 3, H, W]")));
+  EXPECT_THAT(
+      [&] {
+        net->forward(torch::randn({2, 3, 4, 4}));
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("a 4x4 image is too small")));
 }
 
 TEST(ConvNetTest, RejectsPerLayerListsOfTheWrongLength) {
-  try {
-    ConvNet(ConvNetOptions(3).num_cells({4, 4, 4}).strides({1, 2}));
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("strides has 2 values for 3 layers"));
-  }
+  EXPECT_THAT(
+      [&] {
+        ConvNet(ConvNetOptions(3).num_cells({4, 4, 4}).strides({1, 2}));
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("strides has 2 values for 3 layers")));
   EXPECT_THROW(ConvNet(ConvNetOptions(3).num_cells({})), tensordict::ValueError);
 }
 

@@ -14,13 +14,12 @@
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::modules {
 namespace {
 
-using tensordict::TensorDict;
-using ::testing::HasSubstr;
-using Keys = std::vector<NestedKey>;
-using Shape = std::vector<int64_t>;
+using namespace tdrl::testing::names;
 
 TensorDict values_td() {
   return TensorDict({{"action_value", torch::tensor({{1.0, 3.0, 2.0}, {0.5, -1.0, 0.0}})}}, {2});
@@ -88,12 +87,8 @@ TEST(QValueModuleTest, NanActionValuesThrowAndChooseNothing) {
 TEST(QValueModuleTest, RejectsValuesThatDoNotMatchTheSpec) {
   QValueModule qvalue(QValueModuleOptions().spec(std::make_shared<specs::OneHot>(4)));
   auto td = values_td();
-  try {
-    qvalue(td);
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("have 3 entries per row; the action spec has n=4"));
-  }
+  EXPECT_THAT([&] { qvalue(td); }, ThrowsMessage<tensordict::ShapeError>(HasSubstr(
+                                       "have 3 entries per row; the action spec has n=4")));
 }
 
 TEST(QValueModuleTest, RejectsValuesWithoutAnActionDim) {

@@ -8,10 +8,15 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(BernoulliTest, LogProbEntropyAndMeanMatchTheClosedForm) {
   const double p = 0.3;
@@ -50,13 +55,12 @@ TEST(BernoulliTest, SampleMeanMatchesWithinFourStandardErrors) {
 }
 
 TEST(BernoulliTest, ProbsOutsideTheUnitIntervalThrowValueError) {
-  try {
-    Bernoulli(Probs(torch::tensor({0.5, 1.2})));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Bernoulli::Bernoulli: probs must lie in [0, 1]"));
-    EXPECT_THAT(e.what(), HasSubstr("maximum 1.2"));
-  }
+  EXPECT_THAT(
+      [&] {
+        Bernoulli(Probs(torch::tensor({0.5, 1.2})));
+      },
+      ThrowsMessage<ValueError>(AllOf(HasSubstr("Bernoulli::Bernoulli: probs must lie in [0, 1]"),
+                                      HasSubstr("maximum 1.2"))));
 }
 
 TEST(BernoulliTest, RsampleThrowsTypeError) {
@@ -65,9 +69,7 @@ TEST(BernoulliTest, RsampleThrowsTypeError) {
 }
 
 TEST(BernoulliTest, PrintsLogits) {
-  std::ostringstream os;
-  os << Bernoulli(Logits(torch::zeros({4, 2})));
-  EXPECT_EQ(os.str(), "Bernoulli(logits: [4, 2])");
+  EXPECT_EQ(printed(Bernoulli(Logits(torch::zeros({4, 2})))), "Bernoulli(logits: [4, 2])");
 }
 
 }  // namespace

@@ -10,9 +10,12 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
@@ -70,9 +73,8 @@ TEST(BoundedNormalTest, BadParametersAreRefusedNamingTheSubclass) {
 }
 
 TEST(BoundedNormalTest, PrintsTheSubclassNameAndTheFourParameters) {
-  std::ostringstream os;
-  os << ClippedNormal(torch::zeros({4, 2}), torch::ones({4, 2}));
-  EXPECT_EQ(os.str(), "ClippedNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
+  EXPECT_EQ(printed(ClippedNormal(torch::zeros({4, 2}), torch::ones({4, 2}))),
+            "ClippedNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
 }
 
 }  // namespace

@@ -9,10 +9,15 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(CategoricalTest, ShapesAreBatchOnlyAndSamplesAreIndices) {
   Categorical dist(Logits(torch::zeros({4, 3})));
@@ -80,52 +85,43 @@ TEST(CategoricalTest, ModeIsTheMostProbableAllowedClass) {
 TEST(CategoricalTest, MeanAndRsampleThrowTypeError) {
   Categorical dist(Logits(torch::zeros({3})));
   EXPECT_FALSE(dist.has_rsample());
-  try {
-    dist.rsample();
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Categorical::rsample: Categorical is not reparametrisable"));
-    EXPECT_THAT(e.what(), HasSubstr("use sample()"));
-  }
+  EXPECT_THAT([&] { dist.rsample(); },
+              ThrowsMessage<TypeError>(
+                  AllOf(HasSubstr("Categorical::rsample: Categorical is not reparametrisable"),
+                        HasSubstr("use sample()"))));
   EXPECT_THROW(dist.mean(), TypeError);
 }
 
 TEST(CategoricalTest, ProbsOutsideTheUnitIntervalThrowValueError) {
-  try {
-    Categorical(Probs(torch::tensor({1.5, -0.5})));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("probs must lie in [0, 1], got minimum -0.5 and maximum 1.5"));
-  }
+  EXPECT_THAT(
+      [&] {
+        Categorical(Probs(torch::tensor({1.5, -0.5})));
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("probs must lie in [0, 1], got minimum -0.5 and maximum 1.5")));
 }
 
 TEST(CategoricalTest, ProbsNotSummingToOneThrowValueError) {
-  try {
-    Categorical(Probs(torch::tensor({0.5, 0.4})));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("probs must sum to 1"));
-    EXPECT_THAT(e.what(), HasSubstr("0.1"));
-  }
+  EXPECT_THAT(
+      [&] {
+        Categorical(Probs(torch::tensor({0.5, 0.4})));
+      },
+      ThrowsMessage<ValueError>(AllOf(HasSubstr("probs must sum to 1"), HasSubstr("0.1"))));
 }
 
 TEST(CategoricalTest, FullyMaskedRowThrowsValueError) {
-  try {
-    Categorical(Logits(torch::zeros({2, 2})),
-                CategoricalOptions().mask(torch::tensor({{true, false}, {false, false}})));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("mask leaves a row with no allowed class"));
-  }
+  EXPECT_THAT(
+      [&] {
+        Categorical(Logits(torch::zeros({2, 2})),
+                    CategoricalOptions().mask(torch::tensor({{true, false}, {false, false}})));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("mask leaves a row with no allowed class")));
 }
 
 TEST(CategoricalTest, NonBoolMaskThrowsTypeError) {
-  try {
-    Categorical(Logits(torch::zeros({2})), CategoricalOptions().mask(torch::ones({2})));
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("mask must be a bool tensor, got Float"));
-  }
+  EXPECT_THAT(
+      [&] { Categorical(Logits(torch::zeros({2})), CategoricalOptions().mask(torch::ones({2}))); },
+      ThrowsMessage<TypeError>(HasSubstr("mask must be a bool tensor, got Float")));
 }
 
 TEST(CategoricalTest, MaskOfWrongShapeThrowsShapeError) {
@@ -135,29 +131,24 @@ TEST(CategoricalTest, MaskOfWrongShapeThrowsShapeError) {
 }
 
 TEST(CategoricalTest, ScalarLogitsThrowShapeError) {
-  try {
-    Categorical(Logits(torch::tensor(1.0)));
-    FAIL() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("logits must have shape [*batch, n]"));
-  }
+  EXPECT_THAT([&] { Categorical(Logits(torch::tensor(1.0))); },
+              ThrowsMessage<ShapeError>(HasSubstr("logits must have shape [*batch, n]")));
 }
 
 TEST(CategoricalTest, LogProbOfAnOutOfRangeIndexThrowsValueError) {
   Categorical dist(Logits(torch::zeros({3})));
-  try {
-    dist.log_prob(torch::tensor({0, 3}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("class indices must lie in [0, 3), got values from 0 to 3"));
-  }
+  EXPECT_THAT(
+      [&] {
+        dist.log_prob(torch::tensor({0, 3}));
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("class indices must lie in [0, 3), got values from 0 to 3")));
 }
 
 TEST(CategoricalTest, PrintsLogitsAndMask) {
-  std::ostringstream os;
-  os << Categorical(Logits(torch::zeros({4, 3})),
-                    CategoricalOptions().mask(torch::ones({3}, torch::kBool)));
-  EXPECT_EQ(os.str(), "Categorical(logits: [4, 3], mask: [4, 3])");
+  EXPECT_EQ(printed(Categorical(Logits(torch::zeros({4, 3})),
+                                CategoricalOptions().mask(torch::ones({3}, torch::kBool)))),
+            "Categorical(logits: [4, 3], mask: [4, 3])");
 }
 
 TEST(OneHotCategoricalTest, SamplesAreOneHotWithTheClassesAsEvent) {

@@ -7,10 +7,14 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(DeltaTest, SamplesAreTheParamExpanded) {
   const auto param = torch::tensor({{1.0, 2.0}, {3.0, 4.0}});
@@ -48,27 +52,19 @@ TEST(DeltaTest, RsampleKeepsTheParamGradient) {
 TEST(DeltaTest, EntropyThrowsTypeError) {
   Delta dist(torch::zeros({2}));
   EXPECT_FALSE(dist.has_entropy());
-  try {
-    dist.entropy();
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Delta::entropy: Delta has no closed-form entropy"));
-  }
+  EXPECT_THAT(
+      [&] { dist.entropy(); },
+      ThrowsMessage<TypeError>(HasSubstr("Delta::entropy: Delta has no closed-form entropy")));
 }
 
 TEST(DeltaTest, NegativeToleranceThrowsValueError) {
-  try {
-    Delta(torch::zeros({2}), DeltaOptions().atol(-1));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Delta::Delta: atol and rtol must be >= 0, got atol -1"));
-  }
+  EXPECT_THAT([&] { Delta(torch::zeros({2}), DeltaOptions().atol(-1)); },
+              ThrowsMessage<ValueError>(
+                  HasSubstr("Delta::Delta: atol and rtol must be >= 0, got atol -1")));
 }
 
 TEST(DeltaTest, PrintsParam) {
-  std::ostringstream os;
-  os << Delta(torch::zeros({4, 2}));
-  EXPECT_EQ(os.str(), "Delta(param: [4, 2])");
+  EXPECT_EQ(printed(Delta(torch::zeros({4, 2}))), "Delta(param: [4, 2])");
 }
 
 TEST(TanhDeltaTest, PointIsTheSquashedParamMappedToTheBounds) {
@@ -89,18 +85,13 @@ TEST(TanhDeltaTest, RsampleDifferentiatesThroughTanh) {
 }
 
 TEST(TanhDeltaTest, LowNotBelowHighThrowsValueError) {
-  try {
-    TanhDelta(torch::zeros({2}), TanhDeltaOptions().low(2).high(1));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TanhDelta::TanhDelta: low must be < high"));
-  }
+  EXPECT_THAT([&] { TanhDelta(torch::zeros({2}), TanhDeltaOptions().low(2).high(1)); },
+              ThrowsMessage<ValueError>(HasSubstr("TanhDelta::TanhDelta: low must be < high")));
 }
 
 TEST(TanhDeltaTest, PrintsParamAndBounds) {
-  std::ostringstream os;
-  os << TanhDelta(torch::zeros({4, 2}));
-  EXPECT_EQ(os.str(), "TanhDelta(param: [4, 2], low: [], high: [])");
+  EXPECT_EQ(printed(TanhDelta(torch::zeros({4, 2}))),
+            "TanhDelta(param: [4, 2], low: [], high: [])");
 }
 
 }  // namespace

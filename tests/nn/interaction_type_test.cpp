@@ -9,10 +9,15 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(InteractionTypeTest, UnsetByDefault) { EXPECT_FALSE(interaction_type().has_value()); }
 
@@ -55,19 +60,13 @@ TEST(InteractionTypeTest, NamesRoundTripCaseInsensitively) {
   }
   EXPECT_EQ(interaction_type_from_string("random"), InteractionType::kRandom);
   EXPECT_EQ(interaction_type_from_string("Deterministic"), InteractionType::kDeterministic);
-  std::ostringstream os;
-  os << InteractionType::kMean;
-  EXPECT_EQ(os.str(), "MEAN");
+  EXPECT_EQ(printed(InteractionType::kMean), "MEAN");
 }
 
 TEST(InteractionTypeTest, UnknownNameThrowsListingValidNames) {
-  try {
-    interaction_type_from_string("greedy");
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'greedy'"));
-    EXPECT_THAT(e.what(), HasSubstr("RANDOM, MODE, MEAN, DETERMINISTIC"));
-  }
+  EXPECT_THAT([&] { interaction_type_from_string("greedy"); },
+              ThrowsMessage<ValueError>(
+                  AllOf(HasSubstr("'greedy'"), HasSubstr("RANDOM, MODE, MEAN, DETERMINISTIC"))));
 }
 
 }  // namespace

@@ -8,10 +8,15 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(NormalParamExtractorTest, SplitsTheLastDimIntoLocAndScale) {
   NormalParamExtractor extractor;
@@ -55,38 +60,31 @@ TEST(NormalParamExtractorTest, SoftplusAndExplnMappingsFollowTheirFormulas) {
 }
 
 TEST(NormalParamExtractorTest, UnknownMappingThrowsValueErrorListingValidOnes) {
-  try {
-    NormalParamExtractor(NormalParamExtractorOptions().scale_mapping("sofplus"));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown scale_mapping 'sofplus'; valid: ['softplus'"));
-  }
+  EXPECT_THAT(
+      [&] { NormalParamExtractor(NormalParamExtractorOptions().scale_mapping("sofplus")); },
+      ThrowsMessage<ValueError>(HasSubstr("unknown scale_mapping 'sofplus'; valid: ['softplus'")));
 }
 
 TEST(NormalParamExtractorTest, MalformedBiasThrowsValueError) {
-  try {
-    NormalParamExtractor(NormalParamExtractorOptions().scale_mapping("biased_softplus_x"));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("has no valid number in 'x'"));
-  }
+  EXPECT_THAT(
+      [&] {
+        NormalParamExtractor(NormalParamExtractorOptions().scale_mapping("biased_softplus_x"));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("has no valid number in 'x'")));
 }
 
 TEST(NormalParamExtractorTest, OddLastDimThrowsShapeError) {
   NormalParamExtractor extractor;
-  try {
-    extractor(torch::zeros({2, 3}));
-    FAIL() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("even last dim"));
-    EXPECT_THAT(e.what(), HasSubstr("[2, 3]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        extractor(torch::zeros({2, 3}));
+      },
+      ThrowsMessage<ShapeError>(AllOf(HasSubstr("even last dim"), HasSubstr("[2, 3]"))));
 }
 
 TEST(NormalParamExtractorTest, PrintsItsOptions) {
-  std::ostringstream os;
-  os << *NormalParamExtractor();
-  EXPECT_EQ(os.str(), "NormalParamExtractor(scale_mapping=biased_softplus_1.0, scale_lb=0.0001)");
+  EXPECT_EQ(printed(*NormalParamExtractor()),
+            "NormalParamExtractor(scale_mapping=biased_softplus_1.0, scale_lb=0.0001)");
 }
 
 }  // namespace

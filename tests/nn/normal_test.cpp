@@ -9,11 +9,15 @@
 #include <tensordict/errors.h>
 
 #include "support/gradient_check.h"
+#include "support/printed.h"
 
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 const double kHalfLog2Pi = 0.5 * std::log(2 * M_PI);
 
@@ -87,22 +91,17 @@ TEST(NormalTest, LogProbGradientsMatchFiniteDifferences) {
 }
 
 TEST(NormalTest, NonPositiveScaleThrowsValueErrorShowingTheMinimum) {
-  try {
-    Normal(torch::zeros({2}), torch::tensor({1.0, -0.5}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Normal::Normal: scale must be > 0"));
-    EXPECT_THAT(e.what(), HasSubstr("-0.5"));
-  }
+  EXPECT_THAT(
+      [&] {
+        Normal(torch::zeros({2}), torch::tensor({1.0, -0.5}));
+      },
+      ThrowsMessage<ValueError>(
+          AllOf(HasSubstr("Normal::Normal: scale must be > 0"), HasSubstr("-0.5"))));
 }
 
 TEST(NormalTest, NonBroadcastableParametersThrowShapeError) {
-  try {
-    Normal(torch::zeros({3}), torch::ones({2}));
-    FAIL() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("loc has shape [3] and scale has shape [2]"));
-  }
+  EXPECT_THAT([&] { Normal(torch::zeros({3}), torch::ones({2})); },
+              ThrowsMessage<ShapeError>(HasSubstr("loc has shape [3] and scale has shape [2]")));
 }
 
 TEST(NormalTest, IntegerParametersThrowTypeError) {
@@ -111,19 +110,17 @@ TEST(NormalTest, IntegerParametersThrowTypeError) {
 
 TEST(NormalTest, LogProbOfValueWithWrongTrailingShapeThrowsShapeError) {
   Normal dist(torch::zeros({4, 2}), torch::ones({4, 2}));
-  try {
-    dist.log_prob(torch::zeros({4, 3}));
-    FAIL() << "expected ShapeError";
-  } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Normal::log_prob: value has shape [4, 3]"));
-    EXPECT_THAT(e.what(), HasSubstr("[4, 2]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        dist.log_prob(torch::zeros({4, 3}));
+      },
+      ThrowsMessage<ShapeError>(
+          AllOf(HasSubstr("Normal::log_prob: value has shape [4, 3]"), HasSubstr("[4, 2]"))));
 }
 
 TEST(NormalTest, PrintsNameAndParameterShapes) {
-  std::ostringstream os;
-  os << Normal(torch::zeros({4, 2}), torch::ones({4, 2}));
-  EXPECT_EQ(os.str(), "Normal(loc: [4, 2], scale: [4, 2])");
+  EXPECT_EQ(printed(Normal(torch::zeros({4, 2}), torch::ones({4, 2}))),
+            "Normal(loc: [4, 2], scale: [4, 2])");
 }
 
 TEST(IndependentNormalTest, LastDimIsTheEventAndLogProbSumsOverIt) {
@@ -147,20 +144,19 @@ TEST(IndependentNormalTest, EventDimsTwoSumsOverTheLastTwoDims) {
 }
 
 TEST(IndependentNormalTest, EventDimsBeyondTheParameterDimsThrowValueError) {
-  try {
-    IndependentNormal(torch::zeros({3}), torch::ones({3}),
-                      IndependentNormalOptions().event_dims(2));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("IndependentNormal::IndependentNormal: event_dims must be in "
-                                    "[0, 1]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        IndependentNormal(torch::zeros({3}), torch::ones({3}),
+                          IndependentNormalOptions().event_dims(2));
+      },
+      ThrowsMessage<ValueError>(
+          HasSubstr("IndependentNormal::IndependentNormal: event_dims must be in "
+                    "[0, 1]")));
 }
 
 TEST(IndependentNormalTest, PrintsItsName) {
-  std::ostringstream os;
-  os << IndependentNormal(torch::zeros({4, 2}), torch::ones({4, 2}));
-  EXPECT_EQ(os.str(), "IndependentNormal(loc: [4, 2], scale: [4, 2])");
+  EXPECT_EQ(printed(IndependentNormal(torch::zeros({4, 2}), torch::ones({4, 2}))),
+            "IndependentNormal(loc: [4, 2], scale: [4, 2])");
 }
 
 }  // namespace

@@ -15,10 +15,15 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/printed.h"
+
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 using Keys = std::vector<NestedKey>;
 
 ProbabilisticTensorDictModule normal_module(
@@ -139,12 +144,8 @@ TEST(ProbabilisticModuleTest, MeanOfClassLabelsThrowsTypeErrorAndWritesNothing) 
       ProbabilisticTensorDictModuleOptions().in_keys({"logits"}).out_keys({"action"}));
   TensorDict td({{"logits", torch::zeros({2, 3})}}, {2});
   SetInteractionType guard(InteractionType::kMean);
-  try {
-    module(td);
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MEAN interaction: Categorical has no mean"));
-  }
+  EXPECT_THAT([&] { module(td); },
+              ThrowsMessage<TypeError>(HasSubstr("MEAN interaction: Categorical has no mean")));
   EXPECT_FALSE(td.contains("action"));
 }
 
@@ -285,14 +286,10 @@ TEST(ProbabilisticModuleTest, ForwardTensorsReturnsValueAndLogProb) {
 
 TEST(ProbabilisticModuleTest, MissingInKeyThrowsKeyErrorAndWritesNothing) {
   TensorDict td({{"loc", torch::zeros({2, 2})}}, {2});
-  try {
-    normal_module(true)(td);
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("ProbabilisticTensorDictModule(distribution_class=Normal"));
-    EXPECT_THAT(e.what(), HasSubstr("'scale'"));
-    EXPECT_THAT(e.what(), HasSubstr("available keys: ['loc']"));
-  }
+  EXPECT_THAT([&] { normal_module(true)(td); },
+              ThrowsMessage<KeyError>(
+                  AllOf(HasSubstr("ProbabilisticTensorDictModule(distribution_class=Normal"),
+                        HasSubstr("'scale'"), HasSubstr("available keys: ['loc']"))));
   EXPECT_EQ(td.keys(), (Keys{"loc"}));
 }
 
@@ -303,26 +300,25 @@ TEST(ProbabilisticModuleTest, InvalidParameterValueThrowsAndWritesNothing) {
 }
 
 TEST(ProbabilisticModuleTest, ConstructorRejectsInKeysMissingARequiredParameter) {
-  try {
-    ProbabilisticTensorDictModule(
-        DistributionClass::normal(),
-        ProbabilisticTensorDictModuleOptions().in_keys({"loc"}).out_keys({"action"}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no in key feeds parameter 'scale' of Normal(loc, scale)"));
-    EXPECT_THAT(e.what(), HasSubstr("in_keys_map"));
-  }
+  EXPECT_THAT(
+      [&] {
+        ProbabilisticTensorDictModule(
+            DistributionClass::normal(),
+            ProbabilisticTensorDictModuleOptions().in_keys({"loc"}).out_keys({"action"}));
+      },
+      ThrowsMessage<ValueError>(
+          AllOf(HasSubstr("no in key feeds parameter 'scale' of Normal(loc, scale)"),
+                HasSubstr("in_keys_map"))));
 }
 
 TEST(ProbabilisticModuleTest, ConstructorRejectsAKeyNamingNoParameter) {
-  try {
-    ProbabilisticTensorDictModule(
-        DistributionClass::normal(),
-        ProbabilisticTensorDictModuleOptions().in_keys({"loc", "std"}).out_keys({"action"}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("in key 'std' feeds parameter 'std'"));
-  }
+  EXPECT_THAT(
+      [&] {
+        ProbabilisticTensorDictModule(
+            DistributionClass::normal(),
+            ProbabilisticTensorDictModuleOptions().in_keys({"loc", "std"}).out_keys({"action"}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("in key 'std' feeds parameter 'std'")));
 }
 
 TEST(ProbabilisticModuleTest, ConstructorRejectsTwoKeysForOneParameter) {
@@ -335,14 +331,13 @@ TEST(ProbabilisticModuleTest, ConstructorRejectsTwoKeysForOneParameter) {
 
 TEST(ProbabilisticModuleTest, ConstructorRequiresExactlyOneOutKey) {
   for (const auto& out_keys : {Keys{}, Keys{"a", "b"}}) {
-    try {
-      ProbabilisticTensorDictModule(
-          DistributionClass::normal(),
-          ProbabilisticTensorDictModuleOptions().in_keys({"loc", "scale"}).out_keys(out_keys));
-      FAIL() << "expected ValueError";
-    } catch (const ValueError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("must hold exactly one key"));
-    }
+    EXPECT_THAT(
+        [&] {
+          ProbabilisticTensorDictModule(
+              DistributionClass::normal(),
+              ProbabilisticTensorDictModuleOptions().in_keys({"loc", "scale"}).out_keys(out_keys));
+        },
+        ThrowsMessage<ValueError>(HasSubstr("must hold exactly one key")));
   }
 }
 
@@ -367,12 +362,8 @@ TEST(ProbabilisticModuleTest, ConstructorRejectsNonPositiveEmpiricalEstimate) {
 
 TEST(ProbabilisticModuleTest, LogProbWithoutValueThrowsKeyError) {
   auto td = loc_scale(2, 2);
-  try {
-    normal_module()->log_prob(td);
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the value key 'action' is missing"));
-  }
+  EXPECT_THAT([&] { normal_module()->log_prob(td); },
+              ThrowsMessage<KeyError>(HasSubstr("the value key 'action' is missing")));
 }
 
 TEST(ProbabilisticModuleTest, PrintsKeysDistributionAndDefaults) {
@@ -446,12 +437,8 @@ TEST(ProbabilisticSequentialTest, ProbabilisticModuleIsTheLast) {
 TEST(ProbabilisticSequentialTest, RejectsALastModuleThatIsNotProbabilistic) {
   auto net = TensorDictModule(torch::nn::Linear(3, 4),
                               TensorDictModuleOptions().in_keys({"obs"}).out_keys({"params"}));
-  try {
-    ProbabilisticTensorDictSequential seq(net, TensorDictSequentialOptions());
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the last module is a TensorDictModule"));
-  }
+  EXPECT_THAT([&] { ProbabilisticTensorDictSequential seq(net, TensorDictSequentialOptions()); },
+              ThrowsMessage<ValueError>(HasSubstr("the last module is a TensorDictModule")));
   EXPECT_THROW(
       std::make_shared<ProbabilisticTensorDictSequentialImpl>(TensorDictSequentialOptions()),
       ValueError);
@@ -486,18 +473,17 @@ TEST(DistributionClassTest, UserDefinedClassBuildsItsDistribution) {
 
 TEST(DistributionClassTest, MakeNamesMissingAndUnknownParameters) {
   const auto normal = DistributionClass::normal();
-  try {
-    normal.make({{"loc", torch::zeros({1})}});
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Normal: missing parameter(s) ['scale']"));
-  }
-  try {
-    normal.make({{"loc", torch::zeros({1})}, {"scale", torch::ones({1})}, {"df", torch::ones(1)}});
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown parameter 'df'; accepted: ['loc', 'scale']"));
-  }
+  EXPECT_THAT(
+      [&] {
+        normal.make({{"loc", torch::zeros({1})}});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("Normal: missing parameter(s) ['scale']")));
+  EXPECT_THAT(
+      [&] {
+        normal.make(
+            {{"loc", torch::zeros({1})}, {"scale", torch::ones({1})}, {"df", torch::ones(1)}});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("unknown parameter 'df'; accepted: ['loc', 'scale']")));
 }
 
 TEST(DistributionClassTest, ConstructorRejectsDuplicateOrMissingNames) {
@@ -509,10 +495,9 @@ TEST(DistributionClassTest, ConstructorRejectsDuplicateOrMissingNames) {
 }
 
 TEST(DistributionClassTest, PredefinedClassesPrintTheirParameters) {
-  std::ostringstream os;
-  os << DistributionClass::categorical() << " " << DistributionClass::tanh_delta() << " "
-     << DistributionClass::bernoulli();
-  EXPECT_EQ(os.str(), "Categorical(logits[, mask]) TanhDelta(param) Bernoulli(logits)");
+  EXPECT_EQ(printed(DistributionClass::categorical()), "Categorical(logits[, mask])");
+  EXPECT_EQ(printed(DistributionClass::tanh_delta()), "TanhDelta(param)");
+  EXPECT_EQ(printed(DistributionClass::bernoulli()), "Bernoulli(logits)");
 }
 
 TEST(DistributionClassTest, PredefinedClassesBuildTheirDistributions) {

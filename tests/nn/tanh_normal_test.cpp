@@ -10,11 +10,14 @@
 #include <tensordict/nn/normal.h>
 
 #include "support/gradient_check.h"
+#include "support/printed.h"
 
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TEST(TanhNormalTest, LastDimIsTheEventByDefault) {
   TanhNormal dist(torch::zeros({4, 2}), torch::ones({4, 2}));
@@ -119,28 +122,17 @@ TEST(TanhNormalTest, DeterministicSampleIsTheImageOfLoc) {
 TEST(TanhNormalTest, MeanModeAndEntropyThrowTypeError) {
   TanhNormal dist(torch::zeros({2}), torch::ones({2}));
   EXPECT_FALSE(dist.has_entropy());
-  try {
-    dist.mean();
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TanhNormal has no closed-form mean"));
-  }
+  EXPECT_THAT([&] { dist.mean(); },
+              ThrowsMessage<TypeError>(HasSubstr("TanhNormal has no closed-form mean")));
   EXPECT_THROW(dist.mode(), TypeError);
-  try {
-    dist.entropy();
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TanhNormal has no closed-form entropy"));
-  }
+  EXPECT_THAT([&] { dist.entropy(); },
+              ThrowsMessage<TypeError>(HasSubstr("TanhNormal has no closed-form entropy")));
 }
 
 TEST(TanhNormalTest, LowNotBelowHighThrowsValueError) {
-  try {
-    TanhNormal(torch::zeros({2}), torch::ones({2}), TanhNormalOptions().low(1).high(1));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TanhNormal::TanhNormal: low must be < high"));
-  }
+  EXPECT_THAT(
+      [&] { TanhNormal(torch::zeros({2}), torch::ones({2}), TanhNormalOptions().low(1).high(1)); },
+      ThrowsMessage<ValueError>(HasSubstr("TanhNormal::TanhNormal: low must be < high")));
 }
 
 TEST(TanhNormalTest, BoundsThatDoNotBroadcastThrowShapeError) {
@@ -150,18 +142,13 @@ TEST(TanhNormalTest, BoundsThatDoNotBroadcastThrowShapeError) {
 }
 
 TEST(TanhNormalTest, ZeroScaleThrowsValueError) {
-  try {
-    TanhNormal(torch::zeros({2}), torch::zeros({2}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("scale must be > 0 everywhere, got minimum 0"));
-  }
+  EXPECT_THAT([&] { TanhNormal(torch::zeros({2}), torch::zeros({2})); },
+              ThrowsMessage<ValueError>(HasSubstr("scale must be > 0 everywhere, got minimum 0")));
 }
 
 TEST(TanhNormalTest, PrintsParametersAndBounds) {
-  std::ostringstream os;
-  os << TanhNormal(torch::zeros({4, 2}), torch::ones({4, 2}));
-  EXPECT_EQ(os.str(), "TanhNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
+  EXPECT_EQ(printed(TanhNormal(torch::zeros({4, 2}), torch::ones({4, 2}))),
+            "TanhNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
 }
 
 }  // namespace

@@ -20,7 +20,9 @@
 namespace tensordict::nn {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 // The tutorial's two-input module: averages two linear maps.
 struct MergeLinearImpl : torch::nn::Module {
@@ -136,13 +138,8 @@ TEST(TensorDictModuleTest, InKeysMapRejectsPositionsThatAreNotARange) {
         [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; },
         TensorDictModuleOptions().in_keys_map({{"1", 0}, {"2", 2}}).out_keys({"z"}));
   };
-  try {
-    make();
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'2' position 2"));
-    EXPECT_THAT(e.what(), HasSubstr("0..1"));
-  }
+  EXPECT_THAT([&] { make(); },
+              ThrowsMessage<ValueError>(AllOf(HasSubstr("'2' position 2"), HasSubstr("0..1"))));
 }
 
 TEST(TensorDictModuleTest, UnderscoreOutKeyDiscardsThatOutput) {
@@ -186,13 +183,12 @@ TEST(TensorDictModuleTest, MapOutputWithoutAnOutKeyThrowsKeyError) {
         return std::map<NestedKey, torch::Tensor>{{NestedKey("double"), 2 * x}};
       },
       TensorDictModuleOptions().in_keys({"x"}).out_keys({"triple"}));
-  try {
-    module(TensorDict({{"x", torch::zeros({})}}));
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("without out key 'triple'"));
-    EXPECT_THAT(e.what(), HasSubstr("['double']"));
-  }
+  EXPECT_THAT(
+      [&] {
+        module(TensorDict({{"x", torch::zeros({})}}));
+      },
+      ThrowsMessage<KeyError>(
+          AllOf(HasSubstr("without out key 'triple'"), HasSubstr("['double']"))));
 }
 
 TEST(TensorDictModuleTest, WritesIntoASeparateOutputTensorDict) {
@@ -219,12 +215,11 @@ TEST(TensorDictModuleTest, ForwardTensorsReturnsTheOutputs) {
 TEST(TensorDictModuleTest, ForwardTensorsRejectsAWrongNumberOfInputs) {
   TensorDictModule module([](const torch::Tensor& x) { return x; },
                           TensorDictModuleOptions().in_keys({"x"}).out_keys({"y"}));
-  try {
-    module->forward_tensors({torch::zeros({}), torch::zeros({})});
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("got 2 tensors but in_keys ['x'] has 1"));
-  }
+  EXPECT_THAT(
+      [&] {
+        module->forward_tensors({torch::zeros({}), torch::zeros({})});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("got 2 tensors but in_keys ['x'] has 1")));
 }
 
 TEST(TensorDictModuleTest, GRUCellReadsInputAndHidden) {
@@ -299,35 +294,26 @@ TEST(TensorDictModuleTest, SaveAndLoadRoundTripParameters) {
 TEST(TensorDictModuleTest, MissingInKeyThrowsKeyErrorNamingModuleKeyAndAvailableKeys) {
   TensorDictModule linear(torch::nn::Linear(3, 10),
                           TensorDictModuleOptions().in_keys({"x"}).out_keys({"y"}));
-  try {
-    linear(tutorial_td());
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TensorDictModule(module=Linear"));
-    EXPECT_THAT(e.what(), HasSubstr("in_key 'x' is missing"));
-    EXPECT_THAT(e.what(), HasSubstr("available keys: ['a', 'b']"));
-  }
+  EXPECT_THAT([&] { linear(tutorial_td()); },
+              ThrowsMessage<KeyError>(AllOf(HasSubstr("TensorDictModule(module=Linear"),
+                                            HasSubstr("in_key 'x' is missing"),
+                                            HasSubstr("available keys: ['a', 'b']"))));
 }
 
 TEST(TensorDictModuleTest, WrongNumberOfOutputsThrowsValueErrorNamingBothCounts) {
   TensorDictModule module(MultiHeadLinear(3, 4, 10),
                           TensorDictModuleOptions().in_keys({"a"}).out_keys({"o1", "o2", "o3"}));
-  try {
-    module(tutorial_td());
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("returned 2 outputs but out_keys has 3 keys"));
-  }
+  EXPECT_THAT([&] { module(tutorial_td()); },
+              ThrowsMessage<ValueError>(HasSubstr("returned 2 outputs but out_keys has 3 keys")));
 }
 
 TEST(TensorDictModuleTest, MoreInKeysThanForwardArgumentsThrowsValueError) {
-  try {
-    TensorDictModule linear(torch::nn::Linear(3, 10),
-                            TensorDictModuleOptions().in_keys({"a", "b"}).out_keys({"y"}));
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("2 in_keys ['a', 'b'] but the module takes 1 tensors"));
-  }
+  EXPECT_THAT(
+      [&] {
+        TensorDictModule linear(torch::nn::Linear(3, 10),
+                                TensorDictModuleOptions().in_keys({"a", "b"}).out_keys({"y"}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("2 in_keys ['a', 'b'] but the module takes 1 tensors")));
 }
 
 TEST(TensorDictModuleTest, PrintsLikeTheTutorial) {
@@ -376,12 +362,8 @@ TEST(TensorDictModuleTest, SelectOutKeysWritesOnlyTheSelectedOutputs) {
 TEST(TensorDictModuleTest, SelectOutKeysRejectsAnUnknownKey) {
   TensorDictModule mod([](const torch::Tensor& x) { return x; },
                        TensorDictModuleOptions().in_keys({"a"}).out_keys({"c"}));
-  try {
-    mod->select_out_keys({"z"});
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'z' is not an out key; valid: ['c']"));
-  }
+  EXPECT_THAT([&] { mod->select_out_keys({"z"}); },
+              ThrowsMessage<KeyError>(HasSubstr("'z' is not an out key; valid: ['c']")));
 }
 
 }  // namespace

@@ -18,7 +18,9 @@
 namespace tensordict::nn {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 using Keys = std::vector<NestedKey>;
 
 // A module copying `in` to `out` (document 003's `Mod(idn, in_keys=[in], out_keys=[out])`).
@@ -229,13 +231,12 @@ TEST(TensorDictSequentialTest, PartialTolerantSkipsModulesWithMissingInputs) {
 
 TEST(TensorDictSequentialTest, MissingInputWithoutPartialTolerantThrowsKeyError) {
   TensorDictSequential seq(add_one("a", "b"), add_one("c", "d"));
-  try {
-    seq(TensorDict({{"a", torch::zeros({})}}));
-    FAIL() << "expected KeyError";
-  } catch (const KeyError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("in_key 'c' is missing"));
-    EXPECT_THAT(e.what(), HasSubstr("available keys: ['a', 'b']"));
-  }
+  EXPECT_THAT(
+      [&] {
+        seq(TensorDict({{"a", torch::zeros({})}}));
+      },
+      ThrowsMessage<KeyError>(
+          AllOf(HasSubstr("in_key 'c' is missing"), HasSubstr("available keys: ['a', 'b']"))));
 }
 
 TEST(TensorDictSequentialTest, WritesIntoASeparateOutputAndLeavesTheInputUnchanged) {
@@ -255,12 +256,7 @@ TEST(TensorDictSequentialTest, IndexingReturnsTheSharedModules) {
   EXPECT_EQ(seq->size(), 2u);
   EXPECT_EQ(seq[0].get(), first.get());
   EXPECT_EQ(seq[1]->in_keys(), (Keys{"y"}));
-  try {
-    seq[2];
-    FAIL() << "expected IndexError";
-  } catch (const IndexError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("sequence of 2 modules"));
-  }
+  EXPECT_THAT([&] { seq[2]; }, ThrowsMessage<IndexError>(HasSubstr("sequence of 2 modules")));
 }
 
 TensorDictSequential four_module_chain() {

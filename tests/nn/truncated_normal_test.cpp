@@ -9,11 +9,14 @@
 #include <tensordict/errors.h>
 
 #include "support/gradient_check.h"
+#include "support/printed.h"
 
 namespace tensordict::nn {
 namespace {
 
+using tensordict::testing::printed;
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 TruncatedNormal make(double loc, double scale, double low, double high) {
   return TruncatedNormal(torch::tensor({loc}, torch::kDouble),
@@ -91,12 +94,9 @@ TEST(TruncatedNormalTest, LogProbGradientsMatchFiniteDifferences) {
 }
 
 TEST(TruncatedNormalTest, LowNotBelowHighThrowsValueError) {
-  try {
-    make(0, 1, 1, -1);
-    FAIL() << "expected ValueError";
-  } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("TruncatedNormal::TruncatedNormal: low must be < high"));
-  }
+  EXPECT_THAT(
+      [&] { make(0, 1, 1, -1); },
+      ThrowsMessage<ValueError>(HasSubstr("TruncatedNormal::TruncatedNormal: low must be < high")));
 }
 
 TEST(TruncatedNormalTest, NegativeScaleThrowsValueError) {
@@ -104,9 +104,8 @@ TEST(TruncatedNormalTest, NegativeScaleThrowsValueError) {
 }
 
 TEST(TruncatedNormalTest, PrintsParametersAndBounds) {
-  std::ostringstream os;
-  os << TruncatedNormal(torch::zeros({4, 2}), torch::ones({4, 2}));
-  EXPECT_EQ(os.str(), "TruncatedNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
+  EXPECT_EQ(printed(TruncatedNormal(torch::zeros({4, 2}), torch::ones({4, 2}))),
+            "TruncatedNormal(loc: [4, 2], scale: [4, 2], low: [], high: [])");
 }
 
 }  // namespace

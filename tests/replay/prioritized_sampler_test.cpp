@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
+#include "support/printed.h"
 
 namespace tdrl::replay {
 namespace {
 
+using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 
 // ---- Segment trees ------------------------------------------------------------------------------
@@ -286,9 +288,8 @@ TEST(PrioritizedSamplerTest, ClearForgetsPriorities) {
 }
 
 TEST(PrioritizedSamplerTest, PrintsItsOptions) {
-  std::ostringstream os;
-  os << PrioritizedSampler(1000, PrioritizedSamplerOptions(0.6, 0.4));
-  EXPECT_EQ(os.str(), "PrioritizedSampler(max_capacity=1000, alpha=0.6, beta=0.4, eps=1e-08)");
+  EXPECT_EQ(printed(PrioritizedSampler(1000, PrioritizedSamplerOptions(0.6, 0.4))),
+            "PrioritizedSampler(max_capacity=1000, alpha=0.6, beta=0.4, eps=1e-08)");
 }
 
 }  // namespace

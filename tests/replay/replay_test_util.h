@@ -14,18 +14,12 @@
 #include <tdrl/replay.h>
 #include <tensordict/tensordict.h>
 
+#include "support/test_names.h"
+
 namespace tdrl::replay::testing {
 
+using namespace tdrl::testing::names;
 using ::tensordict::Error;
-using ::tensordict::IndexError;
-using ::tensordict::KeyError;
-using ::tensordict::NestedKey;
-using ::tensordict::ShapeError;
-using ::tensordict::TensorDict;
-using ::tensordict::TypeError;
-using ::tensordict::ValueError;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
 using ::torch::indexing::Slice;
 
 constexpr int64_t kObs = 4;

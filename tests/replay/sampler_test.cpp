@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
+#include "support/printed.h"
 
 namespace tdrl::replay {
 namespace {
 
+using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 
 std::shared_ptr<LazyTensorStorage> filled_storage(int64_t n, int64_t max_size = -1) {
@@ -121,9 +123,8 @@ TEST(SamplerWithoutReplacementTest, ElementsWrittenDuringAnEpochJoinTheNext) {
 }
 
 TEST(SamplerWithoutReplacementTest, PrintsItsOptions) {
-  std::ostringstream os;
-  os << SamplerWithoutReplacement(SamplerWithoutReplacementOptions().drop_last(true));
-  EXPECT_EQ(os.str(), "SamplerWithoutReplacement(drop_last=True, shuffle=True)");
+  EXPECT_EQ(printed(SamplerWithoutReplacement(SamplerWithoutReplacementOptions().drop_last(true))),
+            "SamplerWithoutReplacement(drop_last=True, shuffle=True)");
 }
 
 // ---- SliceSampler -------------------------------------------------------------------------------
@@ -289,9 +290,8 @@ TEST(SliceSamplerTest, AStorageWithoutTheEndKeyThrowsKeyError) {
 }
 
 TEST(SliceSamplerTest, PrintsItsOptions) {
-  std::ostringstream os;
-  os << SliceSampler(SliceSamplerOptions().slice_len(8));
-  EXPECT_EQ(os.str(), "SliceSampler(slice_len=8, end_key=('next', 'done'), strict_length=True)");
+  EXPECT_EQ(printed(SliceSampler(SliceSamplerOptions().slice_len(8))),
+            "SliceSampler(slice_len=8, end_key=('next', 'done'), strict_length=True)");
 }
 
 }  // namespace

@@ -12,11 +12,13 @@
 #include <tensordict/lazy_stacked_tensordict.h>
 
 #include "replay/replay_test_util.h"
+#include "support/printed.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::replay {
 namespace {
 
+using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 using tensordict::testing::TempDir;
 
@@ -291,9 +293,7 @@ TEST(LazyTensorStorageTest, RejectsAMaxSizeBelowOneAndAnNdimOtherThanOneOrTwo) {
 TEST(LazyTensorStorageTest, PrintsItsSizes) {
   LazyTensorStorage storage(10);
   storage.set(torch::arange(3), transitions(3));
-  std::ostringstream os;
-  os << storage;
-  EXPECT_EQ(os.str(), "LazyTensorStorage(max_size=10, size=3, ndim=1, device=cpu)");
+  EXPECT_EQ(printed(storage), "LazyTensorStorage(max_size=10, size=3, ndim=1, device=cpu)");
 }
 
 TEST(TensorStorageTest, WritesIntoTheGivenTensorDict) {
@@ -410,9 +410,7 @@ TEST(ListStorageTest, AtRejectsAnUnwrittenRow) {
 
 TEST(ListStorageTest, PrintsItsSizes) {
   ListStorage storage(5);
-  std::ostringstream os;
-  os << storage;
-  EXPECT_EQ(os.str(), "ListStorage(max_size=5, size=0, ndim=1)");
+  EXPECT_EQ(printed(storage), "ListStorage(max_size=5, size=0, ndim=1)");
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
+#include "support/printed.h"
 
 namespace tdrl::replay {
 namespace {
 
+using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 
 TEST(RoundRobinWriterTest, OverwritesTheOldestRowsFirst) {
@@ -64,9 +66,7 @@ TEST(RoundRobinWriterTest, PrintsItsCursor) {
   LazyTensorStorage storage(4);
   RoundRobinWriter writer;
   writer.extend(transitions(3), storage);
-  std::ostringstream os;
-  os << writer;
-  EXPECT_EQ(os.str(), "RoundRobinWriter(cursor=3)");
+  EXPECT_EQ(printed(writer), "RoundRobinWriter(cursor=3)");
 }
 
 // ---- TensorDictMaxValueWriter -------------------------------------------------------------------
@@ -121,9 +121,8 @@ TEST(TensorDictMaxValueWriterTest, RejectsDataWithoutTheRankKeyOrWithNaNRanks) {
 }
 
 TEST(TensorDictMaxValueWriterTest, PrintsItsKey) {
-  std::ostringstream os;
-  os << TensorDictMaxValueWriter(NestedKey{"next", "reward"});
-  EXPECT_EQ(os.str(), "TensorDictMaxValueWriter(rank_key=('next', 'reward'))");
+  EXPECT_EQ(printed(TensorDictMaxValueWriter(NestedKey{"next", "reward"})),
+            "TensorDictMaxValueWriter(rank_key=('next', 'reward'))");
 }
 
 TEST(WriterTest, ACheckpointOfAnotherKindIsRefusedNamingBothAndTheWriterKept) {
@@ -146,9 +145,7 @@ TEST(WriterTest, ACheckpointRoundTripsThroughTheSharedComponentInterface) {
   ReplayComponent& component = loaded;
   component.load_state_dict(saved.state_dict());
   EXPECT_EQ(loaded.cursor(), 4);
-  std::ostringstream os;
-  os << component;
-  EXPECT_EQ(os.str(), "RoundRobinWriter(cursor=4)");
+  EXPECT_EQ(printed(component), "RoundRobinWriter(cursor=4)");
 }
 
 }  // namespace

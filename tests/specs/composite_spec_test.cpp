@@ -14,22 +14,14 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+#include "support/test_names.h"
+
 namespace tdrl::specs {
 namespace {
 
-using ::tensordict::DeviceError;
-using ::tensordict::KeyError;
-using ::tensordict::NestedKey;
-using ::tensordict::ShapeError;
-using ::tensordict::TensorDict;
-using ::tensordict::TypeError;
-using ::tensordict::ValueError;
-using ::testing::AllOf;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
+using tensordict::testing::printed;
+using namespace tdrl::testing::names;
 
 torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
@@ -369,9 +361,7 @@ TEST(CompositePrintingTest, NestedCompositePrintsLikeTorchRL) {
             "        shape=torch.Size([])),\n"
             "    device=cpu,\n"
             "    shape=torch.Size([]))");
-  std::ostringstream os;
-  os << spec;
-  EXPECT_EQ(os.str(), spec.to_string());
+  EXPECT_EQ(printed(spec), spec.to_string());
 }
 
 TEST(CompositePrintingTest, EmptyCompositePrintsDeviceAndShapeOnly) {

@@ -14,16 +14,14 @@
 
 #include <tensordict/errors.h>
 
+#include "support/printed.h"
+#include "support/test_names.h"
+
 namespace tdrl::specs {
 namespace {
 
-using ::tensordict::ShapeError;
-using ::tensordict::TypeError;
-using ::tensordict::ValueError;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
-using Shape = std::vector<int64_t>;
+using tensordict::testing::printed;
+using namespace tdrl::testing::names;
 
 torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
@@ -597,9 +595,7 @@ TEST(SpecPrintingTest, MultiCategoricalPrintsABoxListAndStreamsToString) {
             "    device=cpu,\n"
             "    dtype=torch.int64,\n"
             "    domain=discrete)");
-  std::ostringstream os;
-  os << spec;
-  EXPECT_EQ(os.str(), spec.to_string());
+  EXPECT_EQ(printed(spec), spec.to_string());
 }
 
 // ---- Equality -----------------------------------------------------------------------------------
@@ -629,12 +625,11 @@ namespace {
 
 TEST(TensorSpecTest, AssertIsInNamesTheFirstInvalidElementWhenSeveralAreInvalid) {
   Bounded spec(BoundedOptions().low(-1.0).high(1.0).shape({2, 1}).dtype(torch::kFloat32));
-  try {
-    spec.assert_is_in(torch::full({2, 1}, 3.0f), "action");
-    FAIL() << "expected ValueError";
-  } catch (const tensordict::ValueError& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("[0, 0]"));
-  }
+  EXPECT_THAT(
+      [&] {
+        spec.assert_is_in(torch::full({2, 1}, 3.0f), "action");
+      },
+      ThrowsMessage<tensordict::ValueError>(::testing::HasSubstr("[0, 0]")));
 }
 
 }  // namespace

@@ -89,12 +89,8 @@ TEST(TensorDictErrorsTest, CheckThrowsTheTypeWithItsPartsStreamedOnlyWhenTheCond
   };
   TDRL_CHECK(1 + 1 == 2, tensordict::ValueError, "never ", part());
   EXPECT_EQ(built, 0) << "the message is built only on failure";
-  try {
-    TDRL_CHECK(1 + 1 == 3, tensordict::ShapeError, "op: got ", 3, " ", part(), '!');
-    FAIL() << "expected ShapeError";
-  } catch (const tensordict::ShapeError& e) {
-    EXPECT_STREQ(e.what(), "op: got 3 part!");
-  }
+  EXPECT_THAT([&] { TDRL_CHECK(1 + 1 == 3, ShapeError, "op: got ", 3, " ", part(), '!'); },
+              ThrowsMessage<ShapeError>(::testing::StrEq("op: got 3 part!")));
 }
 
 TEST(TensorDictErrorsTest, EveryErrorIsATensorDictErrorAndARuntimeError) {

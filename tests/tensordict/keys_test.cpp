@@ -10,6 +10,7 @@
 
 #include <tensordict/tensordict.h>
 
+#include "support/printed.h"
 #include "support/tensordict_fixtures.h"
 
 namespace {
@@ -69,9 +70,7 @@ TEST(NestedKeyTest, ReprOfPathIsPythonTuple) {
 }
 
 TEST(NestedKeyTest, StreamsItsRepr) {
-  std::ostringstream os;
-  os << NestedKey{"next", "done"};
-  EXPECT_EQ(os.str(), "('next', 'done')");
+  EXPECT_EQ(printed(NestedKey{"next", "done"}), "('next', 'done')");
 }
 
 TEST(NestedKeyTest, JoinAppendsTheChildPath) {

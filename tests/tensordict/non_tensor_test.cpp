@@ -94,24 +94,14 @@ TEST(NonTensorTest, CustomStructIsStoredAndReadBack) {
 
 TEST(NonTensorTest, ReadingAsAnotherTypeThrowsTypeErrorNamingBothTypes) {
   TensorDict td({{"s", "text"}});
-  try {
-    td.get_non_tensor<int64_t>("s");
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("std::"));
-    EXPECT_THAT(e.what(), HasSubstr("string"));
-    EXPECT_THAT(e.what(), HasSubstr("long"));
-  }
+  EXPECT_THAT(
+      [&] { td.get_non_tensor<int64_t>("s"); },
+      ThrowsMessage<TypeError>(AllOf(HasSubstr("std::"), HasSubstr("string"), HasSubstr("long"))));
 }
 
 TEST(NonTensorTest, GetOnNonTensorEntryThrowsTypeErrorPointingToGetNonTensor) {
   TensorDict td({{"s", "text"}});
-  try {
-    td.get("s");
-    FAIL() << "expected TypeError";
-  } catch (const TypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("get_non_tensor"));
-  }
+  EXPECT_THAT([&] { td.get("s"); }, ThrowsMessage<TypeError>(HasSubstr("get_non_tensor")));
 }
 
 TEST(NonTensorTest, GetNonTensorOnTensorThrowsTypeError) {
