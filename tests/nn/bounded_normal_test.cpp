@@ -10,14 +10,12 @@
 
 #include <tensordict/errors.h>
 
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 struct ClippedNormalOptions : BoundedOptions<ClippedNormalOptions> {};
 

@@ -9,15 +9,12 @@
 
 #include <tensordict/errors.h>
 
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 TEST(CategoricalTest, ShapesAreBatchOnlyAndSamplesAreIndices) {
   Categorical dist(Logits(torch::zeros({4, 3})));

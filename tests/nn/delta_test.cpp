@@ -7,14 +7,12 @@
 
 #include <tensordict/errors.h>
 
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 TEST(DeltaTest, SamplesAreTheParamExpanded) {
   const auto param = torch::tensor({{1.0, 2.0}, {3.0, 4.0}});

@@ -9,15 +9,12 @@
 #include <tensordict/errors.h>
 
 #include "support/gradient_check.h"
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 const double kHalfLog2Pi = 0.5 * std::log(2 * M_PI);
 

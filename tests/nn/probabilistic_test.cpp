@@ -15,15 +15,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 using Keys = std::vector<NestedKey>;
 
 ProbabilisticTensorDictModule normal_module(

@@ -10,14 +10,12 @@
 #include <tensordict/nn/normal.h>
 
 #include "support/gradient_check.h"
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 TEST(TanhNormalTest, LastDimIsTheEventByDefault) {
   TanhNormal dist(torch::zeros({4, 2}), torch::ones({4, 2}));

@@ -17,12 +17,12 @@
 #include <tensordict/errors.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict::nn {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 // The tutorial's two-input module: averages two linear maps.
 struct MergeLinearImpl : torch::nn::Module {

@@ -15,12 +15,12 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/tensordict_fixtures.h"
+
 namespace tensordict::nn {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 using Keys = std::vector<NestedKey>;
 
 // A module copying `in` to `out` (document 003's `Mod(idn, in_keys=[in], out_keys=[out])`).

@@ -9,14 +9,12 @@
 #include <tensordict/errors.h>
 
 #include "support/gradient_check.h"
-#include "support/printed.h"
+#include "support/tensordict_fixtures.h"
 
 namespace tensordict::nn {
 namespace {
 
-using tensordict::testing::printed;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 
 TruncatedNormal make(double loc, double scale, double low, double high) {
   return TruncatedNormal(torch::tensor({loc}, torch::kDouble),

@@ -1,6 +1,7 @@
-// Helpers shared by the tensordict tests: the reference TensorDicts of the tutorial and the
-// README, shape shorthands, and the names the tests use unqualified. A test file includes this
-// header and writes `using namespace tensordict::testing;` inside its anonymous namespace.
+// Helpers shared by the tensordict tests (core and nn): the reference TensorDicts of the
+// tutorial and the README, shape shorthands, printed(), and the names the tests use unqualified. A
+// test file includes this header and writes `using namespace tensordict::testing;` inside its
+// anonymous namespace.
 
 #pragma once
 
@@ -13,6 +14,8 @@
 
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensordict.h>
+
+#include "support/printed.h"
 
 namespace tensordict::testing {
 
