@@ -26,7 +26,6 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
-#include "support/error_message.h"
 #include "support/mock_envs.h"
 #include "support/test_names.h"
 
@@ -34,7 +33,6 @@ namespace tdrl::collectors {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::test_util::error_message;
 using tdrl::testing::CountingEnv;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;

@@ -23,7 +23,6 @@
 #include <tensordict/errors.h>
 
 #include "support/env_checks.h"
-#include "support/error_message.h"
 #include "support/mock_envs.h"
 #include "support/test_names.h"
 
@@ -31,7 +30,6 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::test_util::error_message;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
 

@@ -17,14 +17,12 @@
 #include <tensordict/errors.h>
 
 #include "support/env_checks.h"
-#include "support/error_message.h"
 #include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::test_util::error_message;
 using tensordict::shape_str;
 
 constexpr double kPi = 3.14159265358979323846;

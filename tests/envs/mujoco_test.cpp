@@ -21,7 +21,6 @@
 #include <tensordict/errors.h>
 
 #include "support/env_checks.h"
-#include "support/error_message.h"
 #include "support/temp_dir.h"
 #include "support/test_names.h"
 
@@ -29,7 +28,6 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::test_util::error_message;
 using tensordict::testing::TempDir;
 
 // Every test fails when MuJoCo warns, unless it declares the warnings it provokes.

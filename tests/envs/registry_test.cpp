@@ -18,13 +18,11 @@
 #include <tensordict/errors.h>
 
 #include "support/mock_envs.h"
-#include "support/printed.h"
 #include "support/test_names.h"
 
 namespace tdrl::envs {
 namespace {
 
-using tensordict::testing::printed;
 using namespace tdrl::testing::names;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;

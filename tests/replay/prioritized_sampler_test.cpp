@@ -9,12 +9,10 @@
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
-#include "support/printed.h"
 
 namespace tdrl::replay {
 namespace {
 
-using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 
 // ---- Segment trees ------------------------------------------------------------------------------

@@ -8,12 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "replay/replay_test_util.h"
-#include "support/printed.h"
 
 namespace tdrl::replay {
 namespace {
 
-using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 
 std::shared_ptr<LazyTensorStorage> filled_storage(int64_t n, int64_t max_size = -1) {

@@ -12,13 +12,11 @@
 #include <tensordict/lazy_stacked_tensordict.h>
 
 #include "replay/replay_test_util.h"
-#include "support/printed.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::replay {
 namespace {
 
-using tensordict::testing::printed;
 using namespace tdrl::replay::testing;
 using tensordict::testing::TempDir;
 

@@ -14,13 +14,11 @@
 
 #include <tensordict/errors.h>
 
-#include "support/printed.h"
 #include "support/test_names.h"
 
 namespace tdrl::specs {
 namespace {
 
-using tensordict::testing::printed;
 using namespace tdrl::testing::names;
 
 torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }

@@ -1,5 +1,6 @@
-// The names the tdrl package tests (specs, envs, modules, collectors) use unqualified:
-// tensordict's key, handle and error types, gmock's matchers, and two shorthands. A test file
+// The names the tdrl package tests (specs, envs, modules, losses, collectors, replay) use
+// unqualified: tensordict's key, handle and error types, gmock's matchers, the printed() and
+// error_message() helpers, and two shorthands. A test file
 // includes this header and writes `using namespace tdrl::testing::names;` inside its anonymous
 // namespace, as the tensordict tests do with tensordict::testing.
 
@@ -14,8 +15,12 @@
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/error_message.h"
+#include "support/printed.h"
+
 namespace tdrl::testing::names {
 
+using ::tdrl::test_util::error_message;
 using ::tensordict::DeviceError;
 using ::tensordict::IndexError;
 using ::tensordict::KeyError;
@@ -24,6 +29,7 @@ using ::tensordict::ShapeError;
 using ::tensordict::TensorDict;
 using ::tensordict::TypeError;
 using ::tensordict::ValueError;
+using ::tensordict::testing::printed;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
