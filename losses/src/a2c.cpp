@@ -36,14 +36,11 @@ TensorDict A2CLoss::forward_impl(const TensorDict& batch) {
   const auto old = old_value(batch, options_.clip_value());
   const TensorDict td = batch.clone(/*recurse=*/false);
   const auto adv = options_.normalize_advantage() ? normalize(advantage(td)) : advantage(td);
-  const auto dist = get_dist(td);
-  const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
-  check_same_shape("objective", adv, key("advantage").to_string(), log_prob,
-                   "the log-prob of the action (unsqueezed to [*B, 1])");
+  const auto term = policy_gradient_term(td, adv);
   TensorDict out = TensorDict::empty({});
-  out.set("loss_objective", -(log_prob * adv).mean());
-  write_entropy(out, *dist, log_prob.squeeze(-1), options_.entropy_bonus(), options_.entropy_coef(),
-                options_.samples_mc_entropy());
+  out.set("loss_objective", term.loss);
+  write_entropy(out, *term.dist, term.log_prob.squeeze(-1), options_.entropy_bonus(),
+                options_.entropy_coef(), options_.samples_mc_entropy());
   write_critic_loss(out, td, "loss_critic", options_.critic_coef(), options_.loss_critic_type(),
                     old, options_.clip_value());
   return out;

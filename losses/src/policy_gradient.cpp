@@ -231,6 +231,17 @@ std::optional<torch::Tensor> PolicyGradientLoss::old_value(
   return found->detach();
 }
 
+PolicyGradientLoss::PolicyGradientTerm PolicyGradientLoss::policy_gradient_term(
+    const TensorDict& td, const torch::Tensor& advantage) const {
+  PolicyGradientTerm out;
+  out.dist = get_dist(td);
+  out.log_prob = action_log_prob(*out.dist, td).unsqueeze(-1);
+  check_same_shape("objective", advantage, key("advantage").to_string(), out.log_prob,
+                   "the log-prob of the action (unsqueezed to [*B, 1])");
+  out.loss = -(out.log_prob * advantage).mean();
+  return out;
+}
+
 void PolicyGradientLoss::write_critic_loss(const TensorDict& out, const TensorDict& td,
                                            const std::string& term, double coef,
                                            const std::string& loss_critic_type,

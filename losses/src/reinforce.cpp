@@ -32,13 +32,8 @@ ReinforceLoss::ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOpti
 TensorDict ReinforceLoss::forward_impl(const TensorDict& batch) {
   const auto old = old_value(batch, options_.clip_value());
   const TensorDict td = batch.clone(/*recurse=*/false);
-  const auto adv = advantage(td);
-  const auto dist = get_dist(td);
-  const auto log_prob = action_log_prob(*dist, td).unsqueeze(-1);
-  check_same_shape("objective", adv, key("advantage").to_string(), log_prob,
-                   "the log-prob of the action (unsqueezed to [*B, 1])");
   TensorDict out = TensorDict::empty({});
-  out.set("loss_actor", -(log_prob * adv).mean());
+  out.set("loss_actor", policy_gradient_term(td, advantage(td)).loss);
   if (critic_network()) {
     write_critic_loss(out, td, "loss_value", /*coef=*/1.0, options_.loss_critic_type(), old,
                       options_.clip_value());

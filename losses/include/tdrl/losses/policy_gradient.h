@@ -105,6 +105,16 @@ class PolicyGradientLoss : public LossModule {
   /// The log-probability `[*B]` of `td`'s action under `dist`.
   torch::Tensor action_log_prob(const tensordict::nn::Distribution& dist,
                                 const TensorDict& td) const;
+  /// The vanilla policy-gradient term of A2C and REINFORCE: `loss` = -mean(log pi(a|s) *
+  /// advantage), with the actor's distribution on `td` and the batch's actions' log-prob
+  /// `[*B, 1]` it used. Throws ShapeError when `advantage` is not `[*B, 1]` like the log-prob.
+  struct PolicyGradientTerm {
+    std::shared_ptr<tensordict::nn::Distribution> dist;
+    torch::Tensor log_prob;  ///< `[*B, 1]`
+    torch::Tensor loss;      ///< scalar
+  };
+  PolicyGradientTerm policy_gradient_term(const TensorDict& td,
+                                          const torch::Tensor& advantage) const;
   /// The entropy `[*B, 1]` of `dist`: closed-form when it has one, else the Monte-Carlo
   /// estimate `-mean(log_prob(x))` over `samples` reparametrised draws x (gradients flow
   /// through them). Throws TypeError for a distribution with neither (no closed form, no
