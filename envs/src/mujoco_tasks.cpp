@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include <tensordict/errors.h>
+
 namespace tdrl::envs {
 namespace {
 
@@ -163,7 +165,17 @@ void ReacherEnv::sample_reset_state(torch::Generator& generator, torch::Tensor& 
 
 LocomotionEnv::LocomotionEnv(std::string name, const MujocoEnvOptions& options,
                              const MujocoTaskConfig& config, LocomotionReward reward)
-    : MujocoEnv(std::move(name), options, config), reward_(reward) {}
+    : MujocoEnv(std::move(name), options, config), reward_(reward) {
+  // A non-finite weight would make every reward non-finite, which the env reports as
+  // instabilities rather than as the configuration error it is.
+  for (const auto& [field, value] :
+       {std::pair<const char*, double>{"forward_reward_weight", reward.forward_reward_weight},
+        {"healthy_reward", reward.healthy_reward},
+        {"ctrl_cost_weight", reward.ctrl_cost_weight}}) {
+    TDRL_CHECK(std::isfinite(value), tensordict::ValueError, this->name(),
+               ": LocomotionReward::", field, " is ", std::to_string(value), "; it must be finite");
+  }
+}
 
 void LocomotionEnv::before_step(const MujocoView& sim, const float* action,
                                 MujocoMemo& memo) const {

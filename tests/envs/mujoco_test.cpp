@@ -740,6 +740,30 @@ TEST_F(MujocoEnvTest, LocomotionEnvRewardsForwardVelocityHealthAndControlAsItsWe
   EXPECT_TRUE(td.get({specs::kNext, specs::kTerminated}).item<bool>());
 }
 
+// A user's locomotion task with one reward weight given.
+class WeightedSliderEnv : public LocomotionEnv {
+ public:
+  WeightedSliderEnv(const MujocoEnvOptions& options, LocomotionReward reward)
+      : LocomotionEnv("WeightedSlider", options, MujocoTaskConfig{}, reward) {}
+};
+
+TEST_F(MujocoEnvTest, LocomotionEnvRefusesANonFiniteWeightNamingIt) {
+  TempDir dir;
+  const auto options = MujocoEnvOptions().model_path(write_slider_model(dir));
+  EXPECT_THAT(
+      [&] {
+        WeightedSliderEnv(options, {1.0, std::numeric_limits<double>::quiet_NaN(), 0.1});
+      },
+      ThrowsMessage<ValueError>(AllOf(HasSubstr("WeightedSlider"),
+                                      HasSubstr("LocomotionReward::healthy_reward is nan"),
+                                      HasSubstr("it must be finite"))));
+  EXPECT_THAT(
+      [&] {
+        WeightedSliderEnv(options, {1.0, 0.0, std::numeric_limits<double>::infinity()});
+      },
+      ThrowsMessage<ValueError>(HasSubstr("LocomotionReward::ctrl_cost_weight is inf")));
+}
+
 TEST_F(MujocoEnvTest, LocomotionEnvWithoutTerminationPaysNoHealthyRewardWhileUnhealthy) {
   TempDir dir;
   SliderRunEnv env(

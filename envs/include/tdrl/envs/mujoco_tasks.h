@@ -93,6 +93,8 @@ struct LocomotionReward {
 /// overrides write_observation (and sample_reset_state when its reset noise is not the
 /// default), and overrides forward_position and is_healthy where the defaults (the root's x,
 /// always healthy) do not fit. The hooks run on the pool's threads, as MujocoEnv's.
+/// Throws (constructor) ValueError naming the weight when one of the three is not finite, and
+/// what MujocoEnv's constructor throws.
 /// Example: `class SwimmerEnv : public LocomotionEnv { ... };` with
 /// `LocomotionReward{1.0, 0.0, 1e-4}`.
 class LocomotionEnv : public MujocoEnv {
