@@ -105,14 +105,15 @@ class PolicyGradientLoss : public LossModule {
   /// The log-probability `[*B]` of `td`'s action under `dist`.
   torch::Tensor action_log_prob(const tensordict::nn::Distribution& dist,
                                 const TensorDict& td) const;
-  /// The vanilla policy-gradient term of A2C and REINFORCE: `loss` = -mean(log pi(a|s) *
-  /// advantage), with the actor's distribution on `td` and the batch's actions' log-prob
-  /// `[*B, 1]` it used. Throws ShapeError when `advantage` is not `[*B, 1]` like the log-prob.
+  /// What policy_gradient_term computes.
   struct PolicyGradientTerm {
-    std::shared_ptr<tensordict::nn::Distribution> dist;
-    torch::Tensor log_prob;  ///< `[*B, 1]`
-    torch::Tensor loss;      ///< scalar
+    std::shared_ptr<tensordict::nn::Distribution> dist;  ///< the actor's distribution on `td`
+    torch::Tensor log_prob;  ///< `[*B, 1]`: the batch's actions under `dist`
+    torch::Tensor loss;      ///< scalar: -mean(log_prob * advantage)
   };
+  /// The vanilla policy-gradient term of A2C and REINFORCE, -mean(log pi(a|s) * advantage),
+  /// with the distribution and log-prob it used (for the entropy terms). Throws ShapeError
+  /// when `advantage` is not `[*B, 1]` like the log-prob.
   PolicyGradientTerm policy_gradient_term(const TensorDict& td,
                                           const torch::Tensor& advantage) const;
   /// The entropy `[*B, 1]` of `dist`: closed-form when it has one, else the Monte-Carlo
