@@ -60,7 +60,6 @@ namespace fs = std::filesystem;
 using tensordict::MapOptions;
 using tensordict::MemoryMappedTensor;
 using tensordict::TensorDict;
-using torch::indexing::Slice;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr double kMB = 1e6;

@@ -21,7 +21,6 @@
 namespace tdrl::apps {
 
 namespace fs = std::filesystem;
-using detail::errno_text;
 using detail::in_quotes;
 
 namespace {

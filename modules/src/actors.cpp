@@ -6,15 +6,11 @@
 
 #include <tensordict/errors.h>
 
+#include "detail/names.h"
+
 namespace tdrl::modules {
 
-using tensordict::KeyError;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
-
-using tensordict::shape_str;
 
 // ---- ProbabilisticActor --------------------------------------------------------------------
 

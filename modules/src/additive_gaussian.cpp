@@ -13,10 +13,6 @@
 
 namespace tdrl::modules {
 
-using tensordict::NestedKey;
-using tensordict::TensorDict;
-using tensordict::ValueError;
-
 using detail::check_in_range;
 using detail::fmt;
 using detail::spec_repr;

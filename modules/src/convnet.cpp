@@ -15,9 +15,6 @@
 
 namespace tdrl::modules {
 
-using tensordict::ShapeError;
-using tensordict::ValueError;
-
 using detail::check_positive;
 using detail::ints_repr;
 

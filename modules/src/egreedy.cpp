@@ -15,13 +15,6 @@
 
 namespace tdrl::modules {
 
-using tensordict::NestedKey;
-using tensordict::shape_str;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::ValueError;
-
 using detail::expand_right;
 using detail::fmt;
 using detail::holder_of;

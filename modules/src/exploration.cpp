@@ -11,8 +11,6 @@
 
 namespace tdrl::modules {
 
-using tensordict::TensorDict;
-
 namespace {
 
 // "[0, 1]", "[0, inf)": the range of an annealed scale, for messages.

@@ -16,12 +16,6 @@
 
 namespace tdrl::modules {
 
-using tensordict::NestedKey;
-using tensordict::shape_str;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::ValueError;
-
 using detail::check_at_least;
 using detail::check_in_range;
 using detail::expand_right;

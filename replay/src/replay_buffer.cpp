@@ -15,7 +15,6 @@ namespace tdrl::replay {
 
 using tensordict::Error;
 using tensordict::KeyError;
-using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
 

@@ -10,10 +10,8 @@
 namespace tdrl::replay {
 
 using tensordict::KeyError;
-using tensordict::shape_str;
 using tensordict::ShapeError;
 using tensordict::ValueError;
-using torch::indexing::Slice;
 
 // ---- Writer -------------------------------------------------------------------------------------
 

@@ -10,8 +10,6 @@
 
 namespace tensordict {
 
-using detail::Kind;
-
 namespace detail {
 
 std::string index_str(at::ArrayRef<TensorIndex> index) {

@@ -33,9 +33,7 @@ namespace tdrl::collectors {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::testing::CountingEnv;
-using tdrl::testing::NoisyCounterEnv;
-using tdrl::testing::NoisyCounterOptions;
+using namespace tdrl::testing;  // the mock envs
 using tensordict::nn::InteractionType;
 namespace tdnn = tensordict::nn;
 using Ints = std::vector<int64_t>;

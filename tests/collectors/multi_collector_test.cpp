@@ -22,9 +22,7 @@ namespace tdrl::collectors {
 namespace {
 
 using tdrl::test_util::error_message;
-using tdrl::testing::CountingEnv;
-using tdrl::testing::NoisyCounterEnv;
-using tdrl::testing::NoisyCounterOptions;
+using namespace tdrl::testing;  // the mock envs
 using tensordict::nn::TensorDictModule;
 using tensordict::nn::TensorDictModuleOptions;
 using ::testing::HasSubstr;

@@ -25,9 +25,7 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::testing::ContinuousEnv;
-using tdrl::testing::CountingEnv;
-using tdrl::testing::Float64Env;
+using namespace tdrl::testing;  // the mock envs
 
 // Steps `env` from `td` with `action` `n` times (step_mdp in between); returns the last
 // stepped TensorDict.

@@ -21,9 +21,7 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::testing::ContinuousEnv;
-using tdrl::testing::CountingEnv;
-using tdrl::testing::Float64Env;
+using namespace tdrl::testing;  // the mock envs
 
 std::shared_ptr<ContinuousEnv> continuous(Shape batch = {}) {
   return std::make_shared<ContinuousEnv>(std::move(batch));

@@ -20,13 +20,7 @@ namespace tdrl::modules {
 namespace {
 
 using namespace tdrl::testing::names;
-using tensordict::nn::DistributionClass;
-using tensordict::nn::InteractionType;
-using tensordict::nn::NormalParamExtractor;
-using tensordict::nn::SetInteractionType;
-using tensordict::nn::TensorDictModule;
-using tensordict::nn::TensorDictModuleOptions;
-using tensordict::nn::TensorDictSequential;
+using namespace tensordict::nn;
 
 specs::TensorSpecPtr action_spec(int64_t dim, double low, double high) {
   return std::make_shared<specs::Bounded>(

@@ -22,8 +22,13 @@ namespace tensordict::testing {
 // ---- Names the tests use unqualified ------------------------------------------------------------
 
 using namespace torch::indexing;  // Slice, None, Ellipsis
+using ::tensordict::AnyValue;
 using ::tensordict::BatchSize;
+using ::tensordict::Error;
 using ::tensordict::KeyError;
+using ::tensordict::LazyStackedTensorDict;
+using ::tensordict::MemmapMode;
+using ::tensordict::MemoryMappedTensor;
 using ::tensordict::NestedKey;
 using ::tensordict::NonTensorData;
 using ::tensordict::ShapeError;
@@ -35,6 +40,7 @@ using ::tensordict::ValueError;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::ThrowsMessage;
 
 /// A list of `{key, value}` pairs, as taken by TensorDict::update and the constructor.

@@ -14,7 +14,6 @@
 
 #include "distributed_scenarios.h"
 
-using tensordict::TensorDict;
 using tensordict::testing::distributed_deep;
 using tensordict::testing::distributed_mismatch;
 using tensordict::testing::distributed_sample;

@@ -25,10 +25,6 @@
 namespace {
 
 using namespace tensordict::testing;
-using tensordict::AnyValue;
-using tensordict::Error;
-using tensordict::LazyStackedTensorDict;
-using tensordict::MemmapMode;
 using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 

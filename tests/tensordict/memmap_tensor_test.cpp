@@ -18,9 +18,6 @@
 namespace {
 
 using namespace tensordict::testing;
-using tensordict::Error;
-using tensordict::MemmapMode;
-using tensordict::MemoryMappedTensor;
 namespace fs = std::filesystem;
 
 // Random values of `dtype`, covering its range well enough to catch a wrong element size.

@@ -27,13 +27,7 @@
 namespace {
 
 using namespace tensordict::testing;
-using tensordict::AnyValue;
-using tensordict::Error;
-using tensordict::LazyStackedTensorDict;
-using tensordict::MemmapMode;
-using tensordict::MemoryMappedTensor;
 using ::testing::IsEmpty;
-using ::testing::Not;
 namespace fs = std::filesystem;
 
 constexpr const char* kTensorDictType = "<class 'tensordict._td.TensorDict'>";

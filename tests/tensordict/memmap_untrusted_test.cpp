@@ -18,17 +18,11 @@
 
 #include "support/kill_loop.h"
 #include "support/temp_dir.h"
+#include "support/tensordict_fixtures.h"
 
 namespace {
 
-using tensordict::Error;
-using tensordict::TensorDict;
-using tensordict::testing::read_file_bytes;
-using tensordict::testing::TempDir;
-using tensordict::testing::write_file_bytes;
-using ::testing::AllOf;
-using ::testing::HasSubstr;
-using ::testing::ThrowsMessage;
+using namespace tensordict::testing;
 namespace fs = std::filesystem;
 
 class UntrustedFolderTest : public ::testing::Test {

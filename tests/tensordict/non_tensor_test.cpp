@@ -13,8 +13,6 @@
 namespace {
 
 using namespace tensordict::testing;
-using tensordict::AnyValue;
-using ::testing::Not;
 
 struct Gains {
   double kp;

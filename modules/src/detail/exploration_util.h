@@ -21,14 +21,9 @@
 #include <tensordict/nn/interaction_type.h>
 #include <tensordict/tensor_dict.h>
 
-namespace tdrl::modules::detail {
+#include "names.h"
 
-using tensordict::NestedKey;
-using tensordict::shape_str;
-using tensordict::ShapeError;
-using tensordict::TensorDict;
-using tensordict::TypeError;
-using tensordict::ValueError;
+namespace tdrl::modules::detail {
 
 // A double as Python prints it in a repr: "1.0", "0.1", "0.01".
 inline std::string fmt(double value) {

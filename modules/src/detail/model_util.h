@@ -6,11 +6,9 @@
 #include <string>
 #include <vector>
 
-#include <tensordict/errors.h>
+#include "names.h"
 
 namespace tdrl::modules::detail {
-
-using tensordict::ValueError;
 
 inline std::string ints_repr(const std::vector<int64_t>& values) {
   std::string out = "[";
