@@ -204,7 +204,7 @@ torch::Tensor CQLLoss::conservative_penalty(const TensorDict& batch,
 
 TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
-  const auto [reward, done, terminated] = transition(batch);
+  const auto t = transition(batch);
 
   // SAC's actor and temperature terms, the Q-networks' parameters held out of the actor's.
   const auto policy = policy_at_states(batch);
@@ -228,12 +228,11 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   // Q term against the soft TD target.
   const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
-  check_td_shapes({reward, done, terminated}, pred0);
+  check_td_shapes(t, pred0);
   std::shared_ptr<tdnn::Distribution> next_dist;
   const auto next_value =
       next_state_value(detail::next_tensordict(name(), batch), alpha, next_dist);
-  const auto target =
-      td_target(batch, {reward, done, terminated}, pred0, next_value, "the next state's value");
+  const auto target = td_target(batch, t, pred0, next_value, "the next state's value");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
 

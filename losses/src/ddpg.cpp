@@ -60,8 +60,7 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
   auto value_td = detail::network_inputs(name(), "the value_network", batch, critic_in);
   value_network_->forward(value_td);
   const auto pred = value_td.get(value_key);
-  const auto [reward, done, terminated] = transition(batch);
-  check_td_shapes({reward, done, terminated}, pred);
+  const auto t = checked_transition(batch, pred);
 
   torch::Tensor next_value;
   {
@@ -76,7 +75,7 @@ TensorDict DDPGLoss::forward_impl(const TensorDict& batch) {
                    [&] { value_network_->forward(next_critic_td); });
     next_value = next_critic_td.get(value_key);
   }
-  const auto target = td_target(batch, {reward, done, terminated}, pred, next_value, "Q(s', a')");
+  const auto target = td_target(batch, t, pred, next_value, "Q(s', a')");
   const auto loss_value = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),
       batch.find(key("priority_weight")));

@@ -101,11 +101,9 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   const auto pred =
       detail::chosen_value(name(), values, get(batch, "action"), batch.batch_size(), space);
 
-  const auto [reward, done, terminated] = transition(batch);
-  check_td_shapes({reward, done, terminated}, pred);
+  const auto t = checked_transition(batch, pred);
   const auto next = next_value(batch);
-  const auto target =
-      td_target(batch, {reward, done, terminated}, pred, next, "the next state's value");
+  const auto target = td_target(batch, t, pred, next, "the next state's value");
 
   const auto loss = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),
@@ -198,8 +196,7 @@ TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
   std::vector<int64_t> value_shape(batch.batch_size().begin(), batch.batch_size().end());
   value_shape.push_back(1);
   const auto value_like = torch::empty(value_shape, torch::TensorOptions().device(torch::kMeta));
-  const auto [reward, done, terminated] = transition(batch);
-  check_td_shapes({reward, done, terminated}, value_like);
+  const auto t = checked_transition(batch, value_like);
 
   torch::Tensor projected;  // m `[*B, K]`
   {
@@ -219,8 +216,8 @@ TensorDict DistributionalDQNLoss::forward_impl(const TensorDict& batch) {
     const double v_min = support_[0].item<double>();
     const double v_max = support_[-1].item<double>();
     const double dz = (v_max - v_min) / static_cast<double>(k - 1);
-    const auto not_terminated = 1.0 - terminated.to(p.dtype());
-    const auto tz = (reward.to(p.dtype()) + gamma * not_terminated * support).clamp(v_min, v_max);
+    const auto not_terminated = 1.0 - t.terminated.to(p.dtype());
+    const auto tz = (t.reward.to(p.dtype()) + gamma * not_terminated * support).clamp(v_min, v_max);
     const auto b = (tz - v_min) / dz;
     auto lower = b.floor();
     auto upper = b.ceil();

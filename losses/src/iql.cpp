@@ -57,7 +57,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   const NestedKey& v_key = key("value");
   detail::require_writes(name(), "the value_network", *value_network_, v_key, "value");
   const auto action = get(batch, "action");
-  const auto [reward, done, terminated] = transition(batch);
+  const auto t = transition(batch);
 
   // min_i Q'_i(s, a) at the batch's actions, without gradient.
   torch::Tensor min_q;
@@ -91,7 +91,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
   // Q term against r + gamma V(s').
   const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
-  check_td_shapes({reward, done, terminated}, pred0);
+  check_td_shapes(t, pred0);
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
@@ -99,7 +99,7 @@ TensorDict IQLLoss::forward_impl(const TensorDict& batch) {
     value_network_->forward(next.inputs);
     next_value = next.inputs.get(v_key);
   }
-  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value, "V(s')");
+  const auto target = td_target(batch, t, pred0, next_value, "V(s')");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
 

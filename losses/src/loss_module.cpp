@@ -142,6 +142,13 @@ void LossModule::check_td_shapes(const Transition& t, const torch::Tensor& value
   check_same_shape("TD target", t.terminated, "terminated", value, "Q(s, a)");
 }
 
+LossModule::Transition LossModule::checked_transition(const TensorDict& batch,
+                                                      const torch::Tensor& value) const {
+  auto t = transition(batch);
+  check_td_shapes(t, value);
+  return t;
+}
+
 torch::Tensor LossModule::td_target(const TensorDict& batch, const Transition& t,
                                     const torch::Tensor& value, const torch::Tensor& next_value,
                                     const std::string& next_name) const {

@@ -61,7 +61,7 @@ void SACLoss::pretty_print(std::ostream& stream) const {
 TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const auto keys = detail::checked_q_keys(*this, batch, qvalue_networks_);
   const auto& actor_in = actor_network_->in_keys();
-  const auto [reward, done, terminated] = transition(batch);
+  const auto t = transition(batch);
 
   // Actor term: a reparametrised action at s, valued by the Q-networks with their
   // parameters held out.
@@ -90,7 +90,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   // Q term: every Q_i(s, a) at the batch's action against the soft TD target.
   const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
-  check_td_shapes({reward, done, terminated}, pred0);
+  check_td_shapes(t, pred0);
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
@@ -103,8 +103,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
         qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0)) - alpha * next_log_prob;
   }
-  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value,
-                                "the next state's soft value");
+  const auto target = td_target(batch, t, pred0, next_value, "the next state's soft value");
   for (const auto& pred : preds)
     check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
@@ -180,6 +179,7 @@ std::pair<torch::Tensor, torch::Tensor> categorical_policy(const std::string& wh
 }  // namespace
 
 TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
+  // The keys the networks must write, and the check of every action-value vector [*B, n].
   detail::check_batched(name(), batch);
   const NestedKey& action_key = key("action");
   const NestedKey& value_key = key("action_value");
@@ -199,7 +199,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     return std::get<0>(torch::stack(values).min(0));
   };
   const auto& actor_in = actor_network_->in_keys();
-  const auto [reward, done, terminated] = transition(batch);
+  const auto t = transition(batch);
 
   // Actor term: the expectation over pi(.|s), the Q-networks' parameters held out.
   auto actor_td = detail::network_inputs(name(), "the actor_network", batch, actor_in);
@@ -227,7 +227,8 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     preds.push_back(detail::chosen_value(name(), values, action, batch.batch_size(), space));
   }
   const auto& pred0 = preds.front();
-  check_td_shapes({reward, done, terminated}, pred0);
+  check_td_shapes(t, pred0);
+  // The soft value of the next state: E_pi'[min_i Q'_i(s', .) - alpha log pi'], no gradient.
   torch::Tensor next_value;
   {
     torch::NoGradGuard no_grad;
@@ -240,12 +241,12 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
     const auto min_next = check_values(next_values);
     next_value = (next_probs * (min_next - alpha * next_log_probs)).sum(-1, /*keepdim=*/true);
   }
-  const auto target = td_target(batch, {reward, done, terminated}, pred0, next_value,
-                                "the next state's soft value");
+  const auto target = td_target(batch, t, pred0, next_value, "the next state's soft value");
   const auto loss_qvalue = detail::sum_td_losses(name(), preds, target, options_.loss_function(),
                                                  batch.find(key("priority_weight")));
-  const auto loss_alpha = temperature_.loss(*temperature_.target_entropy() - entropy);
 
+  // Temperature term, and the outputs with each sample's priority written back.
+  const auto loss_alpha = temperature_.loss(*temperature_.target_entropy() - entropy);
   const auto td_error = detail::max_td_error(preds, target);
   TensorDict out({{"loss_actor", loss_actor},
                   {"loss_qvalue", loss_qvalue},

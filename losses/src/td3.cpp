@@ -61,8 +61,7 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
   // Q term: every Q_i(s, a) against the shared target.
   const auto preds = detail::q_values(name(), qvalue_networks_, batch, keys.action, keys.value);
   const auto& pred0 = preds.front();
-  const auto [reward, done, terminated] = transition(batch);
-  check_td_shapes({reward, done, terminated}, pred0);
+  const auto t = checked_transition(batch, pred0);
 
   torch::Tensor next_value;
   {
@@ -82,8 +81,7 @@ TensorDict TD3Loss::forward_impl(const TensorDict& batch) {
         qvalue_runner(qvalue_networks_, options_.delay_qvalue()));
     next_value = std::get<0>(torch::stack(next_values).min(0));
   }
-  const auto target =
-      td_target(batch, {reward, done, terminated}, pred0, next_value, "min_i Q'_i(s', a')");
+  const auto target = td_target(batch, t, pred0, next_value, "min_i Q'_i(s', a')");
 
   for (const auto& pred : preds)
     check_same_shape("Q-value loss", pred, "Q_i(s, a)", pred0, "Q_0(s, a)");

@@ -178,6 +178,9 @@ class LossModule : public torch::nn::Module {
   /// Throws ShapeError (as check_same_shape, for the "TD target") unless each of `t`'s entries
   /// has the shape of `value`, the Q(s, a) they are regressed with.
   void check_td_shapes(const Transition& t, const torch::Tensor& value) const;
+  /// transition() followed by check_td_shapes() against `value`: for the losses that know
+  /// Q(s, a) before they read the transition.
+  Transition checked_transition(const TensorDict& batch, const torch::Tensor& value) const;
   /// The regression target for `value` (Q(s, a), `[*B, 1]`): the value estimator's target from
   /// `next_value` and the transition `t` (whose shapes check_td_shapes checks), the time dim
   /// being the batch's last dim; nothing flows back through it. Throws ShapeError (as
