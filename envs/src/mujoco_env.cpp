@@ -548,6 +548,7 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
     const float* a = act + i * nu;
     float* o = obs_out + i * s.obs_dim;
     auto& memo = s.memo[i];
+    // frame_skip physics steps under the action, stopping at the first instability warning.
     before_step(view, a, memo);
     for (int64_t j = 0; j < nu; ++j) d->ctrl[j] = a[j];
     clear_warnings(d);
@@ -557,6 +558,7 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
       mj_step(m, d);
       unstable = has_instability_warning(d);
     }
+    // The task's reward, termination and observation, from a state that must be finite.
     MujocoStepOutcome outcome;
     if (!unstable) {
       if (s.post_constraint) mj_rnePostConstraint(m, d);
@@ -567,6 +569,7 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
       write_observation(view, o);
       unstable = !std::isfinite(outcome.reward) || !all_finite(o, s.obs_dim);
     }
+    // An unstable simulation ends its episode as truncated and restarts from the default state.
     s.steps[i] += 1;
     if (unstable) {
       s.instabilities.fetch_add(1);

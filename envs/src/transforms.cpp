@@ -1,5 +1,6 @@
 #include <tdrl/envs/transforms.h>
 
+#include <cmath>
 #include <sstream>
 
 #include <tensordict/dtype.h>
@@ -44,6 +45,20 @@ torch::Tensor clamp(const torch::Tensor& value, const std::optional<double>& low
   if (low) lo = *low;
   if (high) hi = *high;
   return torch::clamp(value, lo, hi);
+}
+
+void check_clip_bounds(const std::string& where, const char* low_name,
+                       const std::optional<double>& low, const char* high_name,
+                       const std::optional<double>& high) {
+  TDRL_CHECK(low || high, ValueError, where, ": neither ", low_name, " nor ", high_name,
+             " is given; give at least one");
+  for (const auto& [name, bound] :
+       {std::make_pair(low_name, low), std::make_pair(high_name, high)}) {
+    TDRL_CHECK(!(bound && !std::isfinite(*bound)), ValueError, where, ": ", name, " is ",
+               number_repr(*bound), "; it must be finite (leave it out for no bound)");
+  }
+  TDRL_CHECK(!(low && high && *low > *high), ValueError, where, ": ", low_name, " ",
+             number_repr(*low), " > ", high_name, " ", number_repr(*high));
 }
 
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape) {

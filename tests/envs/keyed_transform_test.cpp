@@ -36,7 +36,6 @@ class Square : public KeyedTransform {
  public:
   explicit Square(const SquareOptions& options = {})
       : KeyedTransform("Square", options, Inverse::kSupported) {}
-  std::string name() const override { return "Square"; }
   std::string to_string() const override { return "Square(" + keys_to_string() + ")"; }
 
  protected:

@@ -31,6 +31,11 @@ std::string bound_repr(const std::optional<double>& bound);
 /// `value` clamped into [low, high]; a bound not given does not clamp.
 torch::Tensor clamp(const torch::Tensor& value, const std::optional<double>& low,
                     const std::optional<double>& high);
+/// The bounds of a clipping transform (named `low_name` and `high_name` in its options): at
+/// least one given, each finite, low <= high. Throws ValueError naming `where` and the bound.
+void check_clip_bounds(const std::string& where, const char* low_name,
+                       const std::optional<double>& low, const char* high_name,
+                       const std::optional<double>& high);
 /// `shape` followed by 1.
 std::vector<int64_t> with_trailing_one(std::vector<int64_t> shape);
 /// A bool flag spec `[*batch, 1]` (as the done flags).

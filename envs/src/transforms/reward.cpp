@@ -60,16 +60,8 @@ specs::TensorSpecPtr RewardScaling::transform_output_leaf(const specs::TensorSpe
 
 RewardClipping::RewardClipping(RewardClippingOptions options)
     : KeyedTransform("RewardClipping", options, Inverse::kNone), options_(std::move(options)) {
-  const std::string where = "RewardClipping";
-  TDRL_CHECK(!(!options_.clamp_min() && !options_.clamp_max()), ValueError, where,
-             ": neither clamp_min nor clamp_max is given; give at least one");
-  if (options_.clamp_min()) check_finite(where, "clamp_min", *options_.clamp_min());
-  if (options_.clamp_max()) check_finite(where, "clamp_max", *options_.clamp_max());
-  if (options_.clamp_min() && options_.clamp_max() &&
-      *options_.clamp_min() > *options_.clamp_max()) {
-    throw ValueError(where + ": clamp_min " + detail::number_repr(*options_.clamp_min()) +
-                     " > clamp_max " + detail::number_repr(*options_.clamp_max()));
-  }
+  detail::check_clip_bounds("RewardClipping", "clamp_min", options_.clamp_min(), "clamp_max",
+                            options_.clamp_max());
 }
 
 std::string RewardClipping::to_string() const {

@@ -136,17 +136,7 @@ double dtype_max(torch::Dtype dtype) {
 
 ClipTransform::ClipTransform(ClipTransformOptions options)
     : KeyedTransform("ClipTransform", options, Inverse::kNone), options_(std::move(options)) {
-  const std::string where = "ClipTransform";
-  TDRL_CHECK(!(!options_.low() && !options_.high()), ValueError, where,
-             ": neither low nor high is given; give at least one");
-  for (const auto& [name, bound] :
-       {std::make_pair("low", options_.low()), std::make_pair("high", options_.high())}) {
-    TDRL_CHECK(!(bound && !std::isfinite(*bound)), ValueError, where, ": ", name, " is ",
-               detail::number_repr(*bound), "; it must be finite (leave it out for no bound)");
-  }
-  TDRL_CHECK(!(options_.low() && options_.high() && *options_.low() > *options_.high()), ValueError,
-             where, ": low ", detail::number_repr(*options_.low()), " > high ",
-             detail::number_repr(*options_.high()));
+  detail::check_clip_bounds("ClipTransform", "low", options_.low(), "high", options_.high());
 }
 
 std::string ClipTransform::to_string() const {

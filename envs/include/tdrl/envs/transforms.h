@@ -248,6 +248,8 @@ class KeyedTransform : public Transform {
   const std::vector<NestedKey>& in_keys_inv() const { return in_keys_inv_; }
   const std::vector<NestedKey>& out_keys_inv() const { return out_keys_inv_; }
 
+  /// The name the subclass gave the constructor, e.g. "RewardScaling".
+  std::string name() const override { return where_; }
   TensorDict reset(const TensorDict& input, TensorDict output) override;
   TensorDict inv(TensorDict td) override;
   specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,

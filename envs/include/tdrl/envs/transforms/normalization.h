@@ -80,7 +80,6 @@ class ObservationNorm : public KeyedTransform {
   const torch::Tensor& scale() const { return scale_; }
   const ObservationNormOptions& options() const { return options_; }
 
-  std::string name() const override { return "ObservationNorm"; }
   std::string to_string() const override;
   specs::CompositePtr transform_observation_spec(specs::CompositePtr spec,
                                                  const EnvSpecs& input) override;
@@ -194,7 +193,6 @@ class VecNorm : public KeyedTransform {
   bool frozen() const { return frozen_; }
   const VecNormOptions& options() const { return options_; }
 
-  std::string name() const override { return "VecNorm"; }
   std::string to_string() const override;
   TensorDict reset(const TensorDict& input, TensorDict output) override;
   /// The statistics (see VecNormState::state_dict).

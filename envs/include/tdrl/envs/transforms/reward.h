@@ -45,7 +45,6 @@ class RewardScaling : public KeyedTransform {
   explicit RewardScaling(RewardScalingOptions options = {});
   const RewardScalingOptions& options() const { return options_; }
 
-  std::string name() const override { return "RewardScaling"; }
   std::string to_string() const override;
 
  protected:
@@ -85,7 +84,6 @@ class RewardClipping : public KeyedTransform {
   explicit RewardClipping(RewardClippingOptions options);
   const RewardClippingOptions& options() const { return options_; }
 
-  std::string name() const override { return "RewardClipping"; }
   std::string to_string() const override;
 
  protected:

@@ -83,7 +83,6 @@ class ClipTransform : public KeyedTransform {
   explicit ClipTransform(ClipTransformOptions options);
   const ClipTransformOptions& options() const { return options_; }
 
-  std::string name() const override { return "ClipTransform"; }
   std::string to_string() const override;
 
  protected:
@@ -124,7 +123,6 @@ class UnsqueezeTransform : public KeyedTransform {
   int64_t dim() const { return dim_; }
   const UnsqueezeTransformOptions& options() const { return options_; }
 
-  std::string name() const override { return "UnsqueezeTransform"; }
   std::string to_string() const override;
 
  protected:
