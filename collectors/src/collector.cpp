@@ -10,6 +10,8 @@
 #include <tensordict/errors.h>
 #include <tensordict/nn/functional.h>
 
+#include "detail/checks.h"
+
 namespace tdrl::collectors {
 
 using tensordict::KeyError;
@@ -123,17 +125,10 @@ Collector::Collector(std::shared_ptr<EnvBase> env, CollectorPolicy policy, Colle
     : env_(checked_env(std::move(env), "the env")),
       policy_(std::move(policy)),
       options_(std::move(options)) {
+  detail::check_frame_counts("Collector", options_);
+  detail::check_trajectory_limit("Collector", options_);
   const auto fpb = options_.frames_per_batch();
-  TDRL_CHECK(!(fpb < 1), ValueError, "Collector: frames_per_batch is ", std::to_string(fpb),
-             "; set CollectorOptions().frames_per_batch(n) with n >= 1");
   const auto total = options_.total_frames();
-  TDRL_CHECK(!(total == 0 || total < -1), ValueError, "Collector: total_frames is ",
-             std::to_string(total), "; it must be >= 1, or -1 for endless collection");
-  TDRL_CHECK(!(options_.init_random_frames() < 0), ValueError, "Collector: init_random_frames is ",
-             std::to_string(options_.init_random_frames()), "; it must be >= 0");
-  const auto max_traj = options_.max_frames_per_traj();
-  TDRL_CHECK(!(max_traj == 0 || max_traj < -1), ValueError, "Collector: max_frames_per_traj is ",
-             std::to_string(max_traj), "; it must be >= 1, or -1 for no limit");
   env_numel_ = numel(env_->batch_size());
   frames_per_batch_ = round_up(fpb, env_numel_);
   if (frames_per_batch_ != fpb) {
@@ -234,6 +229,7 @@ std::optional<TensorDict> Collector::collect(bool random) {
         current_ = td;
         return std::nullopt;
       }
+      // Act and step; a trajectory at max_frames_per_traj is cut (truncated and done).
       td = act(td, random);
       TensorDict stepped = env_->step(td);
       step_count_ += 1;
@@ -246,6 +242,8 @@ std::optional<TensorDict> Collector::collect(bool random) {
           stepped.set(next_done, flag.logical_or(cut));
         }
       }
+      // Copy the step into slot t of the batch, allocated from the first step's layout; the
+      // last leaf is the trajectory ids.
       if (t == 0) buffer = allocate(stepped, leaves);
       for (size_t i = 0; i + 1 < leaves.size(); ++i) {
         const auto& [leaf, key] = leaves[i];
@@ -262,6 +260,7 @@ std::optional<TensorDict> Collector::collect(bool random) {
         slot.copy_(*value);
       }
       leaves.back().first.select(time_dim, t).copy_(traj_ids_);
+      // Move to the next root; the sub-envs that are done reset and start new trajectories.
       TensorDict next_root = envs::step_mdp(stepped, mdp);
       if (options_.reset_when_done()) {
         auto done = next_root.get(specs::kDone);

@@ -18,6 +18,7 @@
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
 
+#include "detail/checks.h"
 #include "distributed/launcher.h"
 #include "distributed/wire.h"
 
@@ -150,18 +151,8 @@ DistributedCollector::DistributedCollector(CollectorPolicy policy, CollectorOpti
   if (d.address().empty()) invalid("address is empty; give the trainer's host");
   if (!d.launch_command().empty() && d.launch_command()[0].empty())
     invalid("launch_command[0] is empty; give the path of the worker executable");
-  if (options_.frames_per_batch() < 1)
-    invalid("frames_per_batch is " + std::to_string(options_.frames_per_batch()) +
-            "; expected at least 1");
-  if (options_.total_frames() == 0 || options_.total_frames() < -1)
-    invalid("total_frames is " + std::to_string(options_.total_frames()) +
-            "; expected a positive count or -1 (endless)");
-  if (options_.init_random_frames() < 0)
-    invalid("init_random_frames is " + std::to_string(options_.init_random_frames()) +
-            "; expected at least 0");
-  if (options_.max_frames_per_traj() == 0 || options_.max_frames_per_traj() < -1)
-    invalid("max_frames_per_traj is " + std::to_string(options_.max_frames_per_traj()) +
-            "; expected a positive count or -1 (no limit)");
+  detail::check_frame_counts(kOp, options_);
+  detail::check_trajectory_limit(kOp, options_);
 
   // The learner's bookkeeping of each worker.
   const int64_t W = d.num_workers();

@@ -12,6 +12,8 @@
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
 
+#include "detail/checks.h"
+
 namespace tdrl::collectors {
 
 using tensordict::KeyError;
@@ -34,14 +36,7 @@ void check_arguments(const std::string& name, const std::vector<EnvFactory>& fac
     TDRL_CHECK(factories[i], ValueError, name, ": env factory ", std::to_string(i),
                " is empty; pass a function that builds an env");
   }
-  TDRL_CHECK(!(options.frames_per_batch() < 1), ValueError, name, ": frames_per_batch is ",
-             std::to_string(options.frames_per_batch()),
-             "; set CollectorOptions().frames_per_batch(n) with n >= 1");
-  const auto total = options.total_frames();
-  TDRL_CHECK(!(total == 0 || total < -1), ValueError, name, ": total_frames is ",
-             std::to_string(total), "; it must be >= 1, or -1 for endless collection");
-  TDRL_CHECK(!(options.init_random_frames() < 0), ValueError, name, ": init_random_frames is ",
-             std::to_string(options.init_random_frames()), "; it must be >= 0");
+  detail::check_frame_counts(name, options);
   TDRL_CHECK(!(!allow_shared_policy && !options.policy_factory() && !policy.is_random()),
              ValueError, name,
              ": the policy would be shared by workers that keep collecting while the "
