@@ -139,11 +139,22 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsCopiesInPlace) {
   expect_same(policy_weights(target), before);
 }
 
-TEST(CollectorPolicyTest, LoadPolicyWeightsWithMissingKeyThrowsKeyErrorAndChangesNothing) {
-  torch::manual_seed(0);
+// A policy whose weights are loaded from another of the same shape, and a snapshot of its
+// weights: a refused load must leave them as they were (`expect_unchanged`).
+class LoadPolicyWeightsTest : public ::testing::Test {
+ protected:
+  void expect_unchanged() const { expect_same(policy_weights(target), before); }
+
+  // Seeds before the policies below are initialised (members are, in declaration order).
+  struct Seed {
+    Seed() { torch::manual_seed(0); }
+  } seed;
   CollectorPolicy source = linear_policy(2);
   CollectorPolicy target = linear_policy(2);
   const TensorDict before = snapshot(target);
+};
+
+TEST_F(LoadPolicyWeightsTest, MissingKeyThrowsKeyErrorAndChangesNothing) {
   TensorDict weights = snapshot(source);
   const NestedKey dropped = weights.keys(true, true).back();
   weights.del_(dropped);
@@ -151,43 +162,32 @@ TEST(CollectorPolicyTest, LoadPolicyWeightsWithMissingKeyThrowsKeyErrorAndChange
       error_message<tensordict::KeyError>([&] { load_policy_weights(target, weights); });
   EXPECT_THAT(message, HasSubstr(dropped.to_string()));
   EXPECT_THAT(message, HasSubstr("missing from the weights"));
-  expect_same(policy_weights(target), before);
+  expect_unchanged();
 }
 
-TEST(CollectorPolicyTest, LoadPolicyWeightsWithExtraKeyThrowsKeyErrorAndChangesNothing) {
-  torch::manual_seed(0);
-  CollectorPolicy source = linear_policy(2);
-  CollectorPolicy target = linear_policy(2);
-  const TensorDict before = snapshot(target);
+TEST_F(LoadPolicyWeightsTest, ExtraKeyThrowsKeyErrorAndChangesNothing) {
   TensorDict weights = snapshot(source);
   weights.set("zzz_extra", torch::zeros({2}));
   const std::string message =
       error_message<tensordict::KeyError>([&] { load_policy_weights(target, weights); });
   EXPECT_THAT(message, HasSubstr("'zzz_extra'"));
   EXPECT_THAT(message, HasSubstr("not a weight of the policy"));
-  expect_same(policy_weights(target), before);
+  expect_unchanged();
 }
 
-TEST(CollectorPolicyTest, LoadPolicyWeightsWithWrongShapeThrowsShapeErrorAndChangesNothing) {
-  torch::manual_seed(0);
+TEST_F(LoadPolicyWeightsTest, WrongShapeThrowsShapeErrorAndChangesNothing) {
   CollectorPolicy narrow = linear_policy(1);
-  CollectorPolicy target = linear_policy(2);
-  const TensorDict before = snapshot(target);
   const std::string message = error_message<tensordict::ShapeError>(
       [&] { load_policy_weights(target, policy_weights(narrow)); });
   EXPECT_THAT(message, HasSubstr("load_policy_weights"));
   EXPECT_THAT(message, HasSubstr("[2] Float in the policy but [1] Float in the weights"));
-  expect_same(policy_weights(target), before);
+  expect_unchanged();
 }
 
-TEST(CollectorPolicyTest, LoadPolicyWeightsWithWrongDtypeThrowsAndChangesNothing) {
-  torch::manual_seed(0);
-  CollectorPolicy source = linear_policy(2);
-  CollectorPolicy target = linear_policy(2);
-  const TensorDict before = snapshot(target);
+TEST_F(LoadPolicyWeightsTest, WrongDtypeThrowsAndChangesNothing) {
   EXPECT_THROW(load_policy_weights(target, policy_weights(source).to(torch::kFloat64)),
                tensordict::Error);
-  expect_same(policy_weights(target), before);
+  expect_unchanged();
 }
 
 TEST(CollectorPolicyTest, LoadPolicyWeightsIntoAPolicyWithoutWeightsThrowsValueError) {

@@ -97,12 +97,12 @@ TEST(DDPGLossTest, ActorLossTrainsOnlyTheActorAndValueLossOnlyTheCritic) {
   auto out = loss->forward(random_batch(5, 3, 2));
   out.get("loss_actor").backward();
   EXPECT_TRUE(all_have_grad(*actor));
-  EXPECT_TRUE(none_has_grad(*critic));
+  EXPECT_TRUE(has_no_gradient(*critic));
   clear_grads(*actor);
   out = loss->forward(random_batch(5, 3, 2));
   out.get("loss_value").backward();
   EXPECT_TRUE(all_have_grad(*critic));
-  EXPECT_TRUE(none_has_grad(*actor));
+  EXPECT_TRUE(has_no_gradient(*actor));
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("value_network")));
   EXPECT_FALSE(loss->has_target("actor_network"));  // TorchRL's default delay_actor=false
 }
@@ -121,29 +121,10 @@ TEST(DDPGLossTest, OptimisationDecreasesBothLosses) {
   auto critic = make_critic(3, 2, {16});
   auto loss = std::make_shared<DDPGLoss>(actor, critic);
   const auto batch = random_batch(32, 3, 2);
-  torch::optim::Adam critic_opt(critic->parameters(), torch::optim::AdamOptions(1e-2));
-  const double value_first = loss->forward(batch).get("loss_value").item<double>();
-  double value_last = value_first;
-  for (int step = 0; step < 150; ++step) {
-    critic_opt.zero_grad();
-    auto value = loss->forward(batch).get("loss_value");
-    value.backward();
-    critic_opt.step();
-    value_last = value.item<double>();
-  }
-  EXPECT_LT(value_last, 0.3 * value_first);
-
-  torch::optim::Adam actor_opt(actor->parameters(), torch::optim::AdamOptions(1e-2));
-  const double actor_first = loss->forward(batch).get("loss_actor").item<double>();
-  double actor_last = actor_first;
-  for (int step = 0; step < 50; ++step) {
-    actor_opt.zero_grad();
-    auto value = loss->forward(batch).get("loss_actor");
-    value.backward();
-    actor_opt.step();
-    actor_last = value.item<double>();
-  }
-  EXPECT_LT(actor_last, actor_first - 0.05);
+  const auto value = adam_steps(*loss, batch, {"loss_value"}, critic->parameters(), 150, 1e-2);
+  EXPECT_LT(value.final, 0.3 * value.initial);
+  const auto actor_term = adam_steps(*loss, batch, {"loss_actor"}, actor->parameters(), 50, 1e-2);
+  EXPECT_LT(actor_term.final, actor_term.initial - 0.05);
 }
 
 TEST(DDPGLossTest, DelayActorTakesTheNextActionFromTheTargetActor) {
@@ -285,14 +266,14 @@ TEST(TD3LossTest, ActorLossUsesTheFirstCriticOnlyAndTrainsOnlyTheActor) {
   auto out = loss->forward(random_batch(6, 3, 2));
   out.get("loss_actor").backward();
   EXPECT_TRUE(all_have_grad(*actor));
-  EXPECT_TRUE(none_has_grad(*q1));
-  EXPECT_TRUE(none_has_grad(*q2));
+  EXPECT_TRUE(has_no_gradient(*q1));
+  EXPECT_TRUE(has_no_gradient(*q2));
   clear_grads(*actor);
   out = loss->forward(random_batch(6, 3, 2));
   out.get("loss_qvalue").backward();
   EXPECT_TRUE(all_have_grad(*q1));
   EXPECT_TRUE(all_have_grad(*q2));
-  EXPECT_TRUE(none_has_grad(*actor));
+  EXPECT_TRUE(has_no_gradient(*actor));
   for (const auto& name : {"actor_network", "qvalue_network_0", "qvalue_network_1"}) {
     EXPECT_TRUE(untouched_by_autograd(loss->target_params(name))) << name;
   }
@@ -306,8 +287,7 @@ TEST(TD3LossTest, OptimisationDecreasesTheQValueLoss) {
                                         std::vector<modules::ValueOperator>{q1, q2},
                                         TD3LossOptions().action_spec(bounded(-1, 1, 2)));
   const auto batch = random_batch(32, 3, 2);
-  std::vector<torch::Tensor> params = q1->parameters();
-  for (const auto& p : q2->parameters()) params.push_back(p);
+  const auto params = parameters_of(*q1, *q2);
   torch::optim::Adam optimizer(params, torch::optim::AdamOptions(1e-2));
   double first = -1, last = -1;
   SoftUpdate updater(loss, 0.05);

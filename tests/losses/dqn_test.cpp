@@ -194,19 +194,9 @@ TEST(DQNLossTest, OptimisationDecreasesTheLoss) {
   torch::manual_seed(1);
   modules::QValueActor actor(modules::MLP(modules::MLPOptions(3, 4).num_cells({16})));
   auto loss = std::make_shared<DQNLoss>(actor, DQNLossOptions().loss_function("smooth_l1"));
-  auto batch = transitions(torch::randn({32, 3}), torch::randint(0, 4, {32}), torch::randn({32, 3}),
-                           torch::randn({32, 1}), torch::rand({32, 1}) < 0.2);
-  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(1e-2));
-  const double first = loss->forward(batch).get("loss_value").item<double>();
-  double last = first;
-  for (int step = 0; step < 100; ++step) {
-    optimizer.zero_grad();
-    auto value = loss->forward(batch).get("loss_value");
-    value.backward();
-    optimizer.step();
-    last = value.item<double>();
-  }
-  EXPECT_LT(last, 0.2 * first);
+  auto batch = random_discrete_batch(32, 3, 4);
+  const auto value = adam_steps(*loss, batch, {"loss_value"}, loss->parameters(), 100, 1e-2);
+  EXPECT_LT(value.final, 0.2 * value.initial);
 }
 
 TEST(DQNLossTest, ImportanceWeightsWeightEachSample) {
@@ -458,16 +448,10 @@ TEST(DistributionalDQNLossTest, GradientReachesTheOnlineNetworkAndTheLossDecreas
   C51Case c;
   auto loss = c.loss();
   const auto batch = c.batch();
-  torch::optim::Adam optimizer(loss->parameters(), torch::optim::AdamOptions(5e-2));
-  const double first = loss->forward(batch).get("loss_value").item<double>();
-  for (int step = 0; step < 100; ++step) {
-    optimizer.zero_grad();
-    loss->forward(batch).get("loss_value").backward();
-    optimizer.step();
-  }
+  const auto value = adam_steps(*loss, batch, {"loss_value"}, loss->parameters(), 100, 5e-2);
   EXPECT_TRUE(all_have_grad(*c.net));
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("value_network")));
-  EXPECT_LT(loss->forward(batch).get("loss_value").item<double>(), first - 0.1);
+  EXPECT_LT(value.final, value.initial - 0.1);
 }
 
 TEST(DistributionalDQNLossTest, RejectsBadSupportsShapesAndEstimators) {

@@ -21,6 +21,8 @@
 #include <tensordict/nn/tensordict_sequential.h>
 #include <tensordict/tensor_dict.h>
 
+#include "losses/loss_fixtures.h"
+
 namespace tdrl::losses::testing {
 
 using tensordict::NestedKey;
@@ -93,6 +95,20 @@ inline TanhNormalActor make_tanh_normal_actor(int64_t obs_dim, int64_t action_di
   return out;
 }
 
+/// A TanhNormal actor and two Q(s, a) critics (one hidden layer of 16) for 3 observation and 2
+/// action dims, and a `Loss` (SACLoss, CQLLoss: constructed from actor, critics and options) on
+/// them.
+template <class Loss, class Options>
+struct TanhActorTwinCritics {
+  TanhNormalActor actor = make_tanh_normal_actor(3, 2);
+  modules::ValueOperator q1 = make_critic(3, 2, {16});
+  modules::ValueOperator q2 = make_critic(3, 2, {16});
+  std::shared_ptr<Loss> loss(Options options = {}) const {
+    return std::make_shared<Loss>(actor.actor, std::vector<modules::ValueOperator>{q1, q2},
+                                  options);
+  }
+};
+
 /// A categorical actor: logits = Linear(observation); `linear` is the layer.
 struct CategoricalActor {
   torch::nn::Linear linear{nullptr};
@@ -145,20 +161,10 @@ inline TensorDict random_batch(int64_t b, int64_t obs_dim, int64_t action_dim) {
                      torch::randn({b, obs_dim}), torch::randn({b, 1}), torch::rand({b, 1}) < 0.2);
 }
 
-/// True when every parameter of `module` has a defined gradient.
-inline bool all_have_grad(const torch::nn::Module& module) {
-  for (const auto& p : module.parameters()) {
-    if (!p.grad().defined()) return false;
-  }
-  return true;
-}
-
-/// True when no parameter of `module` has a nonzero gradient.
-inline bool none_has_grad(const torch::nn::Module& module) {
-  for (const auto& p : module.parameters()) {
-    if (p.grad().defined() && p.grad().abs().sum().item<double>() != 0.0) return false;
-  }
-  return true;
+/// As random_batch, with discrete actions: int64 indices `[B]` uniform in [0, num_actions).
+inline TensorDict random_discrete_batch(int64_t b, int64_t obs_dim, int64_t num_actions) {
+  return transitions(torch::randn({b, obs_dim}), torch::randint(0, num_actions, {b}),
+                     torch::randn({b, obs_dim}), torch::randn({b, 1}), torch::rand({b, 1}) < 0.2);
 }
 
 /// True when no tensor of `params` (e.g. target parameters) has a gradient or requires one.

@@ -80,19 +80,19 @@ TEST(IQLLossTest, EachTermTrainsOnlyItsOwnNetwork) {
   const auto batch = random_batch(6, 3, 2);
   loss->forward(batch).get("loss_actor").backward();
   EXPECT_TRUE(all_have_grad(*nets.actor.actor));
-  EXPECT_TRUE(none_has_grad(*nets.value));
-  EXPECT_TRUE(none_has_grad(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.value));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
   clear_grads(*loss);
   loss->forward(batch).get("loss_value").backward();
   EXPECT_TRUE(all_have_grad(*nets.value));
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
-  EXPECT_TRUE(none_has_grad(*nets.q2));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.q2));
   clear_grads(*loss);
   loss->forward(batch).get("loss_qvalue").backward();
   EXPECT_TRUE(all_have_grad(*nets.q1));
   EXPECT_TRUE(all_have_grad(*nets.q2));
-  EXPECT_TRUE(none_has_grad(*nets.value));
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.value));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("qvalue_network_0")));
 }
 
@@ -102,24 +102,16 @@ TEST(IQLLossTest, OptimisationDecreasesEachTerm) {
   auto loss = nets.loss(IQLLossOptions().expectile(0.7));
   const auto batch = random_batch(64, 3, 2);
   // Each term trained alone, the other networks fixed (no sampling: the losses are exact).
-  auto train = [&](const std::string& term, std::vector<torch::Tensor> params) {
-    const double before = loss->forward(batch).get(term).item<double>();
-    torch::optim::Adam optimizer(params, torch::optim::AdamOptions(1e-2));
-    for (int step = 0; step < 100; ++step) {
-      optimizer.zero_grad();
-      loss->forward(batch).get(term).backward();
-      optimizer.step();
-    }
-    return std::make_pair(before, loss->forward(batch).get(term).item<double>());
+  auto train = [&](const std::string& term, const std::vector<torch::Tensor>& params) {
+    return adam_steps(*loss, batch, {term}, params, 100, 1e-2);
   };
-  std::vector<torch::Tensor> q_params = nets.q1->parameters();
-  for (const auto& p : nets.q2->parameters()) q_params.push_back(p);
+  const auto q_params = parameters_of(*nets.q1, *nets.q2);
   const auto q = train("loss_qvalue", q_params);
-  EXPECT_LT(q.second, 0.5 * q.first);
+  EXPECT_LT(q.final, 0.5 * q.initial);
   const auto v = train("loss_value", nets.value->parameters());
-  EXPECT_LT(v.second, 0.3 * v.first);
+  EXPECT_LT(v.final, 0.3 * v.initial);
   const auto actor = train("loss_actor", nets.actor.actor->parameters());
-  EXPECT_LT(actor.second, actor.first - 0.5);
+  EXPECT_LT(actor.final, actor.initial - 0.5);
 }
 
 TEST(IQLLossTest, TrainsFromATransitionDatasetPythonTensordictSaved) {
@@ -254,15 +246,7 @@ TEST(CQLLossTest, MaxQBackupWithOneSampleIsTheSampledBackup) {
   EXPECT_NEAR(a, b, 1e-6);
 }
 
-struct CqlNets {
-  TanhNormalActor actor = make_tanh_normal_actor(3, 2);
-  modules::ValueOperator q1 = make_critic(3, 2, {16});
-  modules::ValueOperator q2 = make_critic(3, 2, {16});
-  std::shared_ptr<CQLLoss> loss(CQLLossOptions options = {}) const {
-    return std::make_shared<CQLLoss>(actor.actor, std::vector<modules::ValueOperator>{q1, q2},
-                                     options);
-  }
-};
+using CqlNets = TanhActorTwinCritics<CQLLoss, CQLLossOptions>;
 
 TEST(CQLLossTest, PenaltyTrainsOnlyTheCriticsAndAlphaPrimeOnlyItself) {
   torch::manual_seed(4);
@@ -273,19 +257,19 @@ TEST(CQLLossTest, PenaltyTrainsOnlyTheCriticsAndAlphaPrimeOnlyItself) {
   out.get("loss_cql").backward();
   EXPECT_TRUE(all_have_grad(*nets.q1));
   EXPECT_TRUE(all_have_grad(*nets.q2));
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
   EXPECT_FALSE(loss->log_alpha_prime().grad().defined());
   EXPECT_FALSE(loss->log_alpha().grad().defined());
   clear_grads(*loss);
   out = loss->forward(batch);
   out.get("loss_alpha_prime").backward();
   EXPECT_TRUE(loss->log_alpha_prime().grad().defined());
-  EXPECT_TRUE(none_has_grad(*nets.q1));
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
   clear_grads(*loss);
   loss->forward(batch).get("loss_actor").backward();
   EXPECT_TRUE(all_have_grad(*nets.actor.actor));
-  EXPECT_TRUE(none_has_grad(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("qvalue_network_1")));
 }
 
@@ -301,8 +285,7 @@ TEST(CQLLossTest, OptimisationDecreasesTheCriticObjective) {
     return (out.get("loss_qvalue") + out.get("loss_cql")).item<double>();
   };
   const double before = objective();
-  std::vector<torch::Tensor> params = nets.q1->parameters();
-  for (const auto& p : nets.q2->parameters()) params.push_back(p);
+  const auto params = parameters_of(*nets.q1, *nets.q2);
   torch::optim::Adam optimizer(params, torch::optim::AdamOptions(1e-2));
   for (int step = 0; step < 100; ++step) {
     optimizer.zero_grad();

@@ -19,6 +19,8 @@
 #include <tensordict/nn.h>
 #include <tensordict/tensor_dict.h>
 
+#include "losses/loss_fixtures.h"
+
 namespace tdrl::losses::testing {
 
 using tensordict::NestedKey;
@@ -69,6 +71,15 @@ inline modules::ValueOperator linear_critic(double w, double b,
   return modules::ValueOperator(lin);
 }
 
+/// A `Loss` (A2C, PPO, REINFORCE) on the hand-worked networks: the actor
+/// linear_gaussian_actor(0.5) (loc = 0.5 * observation, scale 1) and the critic
+/// linear_critic(0.3, 0.1); `options` go to the loss's constructor.
+template <class Loss, class... Options>
+std::shared_ptr<Loss> hand_loss(Options... options) {
+  return std::make_shared<Loss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+                                std::move(options)...);
+}
+
 /// A ProbabilisticActor: MLP(obs_dim → hidden → 2 * act_dim) → NormalParamExtractor →
 /// TanhNormal on [-1, 1], writing action and sample_log_prob.
 inline modules::ProbabilisticActor mlp_tanh_actor(int64_t obs_dim, int64_t act_dim,
@@ -114,62 +125,26 @@ inline TensorDict synthetic_rollout(int64_t batch, int64_t steps, int64_t obs_di
   return td;
 }
 
-/// True when `module` has no parameter with a nonzero gradient.
-inline bool has_no_gradient(const torch::nn::Module& module) {
-  for (const auto& p : module.parameters()) {
-    if (p.grad().defined() && p.grad().abs().sum().item<double>() > 0) return false;
-  }
-  return true;
-}
-
-/// True when every parameter of `module` has a nonzero gradient somewhere.
-inline bool has_gradient(const torch::nn::Module& module) {
-  for (const auto& p : module.parameters()) {
-    if (!p.grad().defined() || p.grad().abs().sum().item<double>() == 0) return false;
-  }
-  return !module.parameters().empty();
-}
-
-/// The sum of the entries `terms` of a loss output.
-inline torch::Tensor sum_terms(const TensorDict& out, const std::vector<std::string>& terms) {
-  torch::Tensor total = out.get(terms.front());
-  for (size_t i = 1; i < terms.size(); ++i) total = total + out.get(terms[i]);
-  return total;
-}
-
-/// Whether the sum of `terms` of one forward of `loss` on `batch`, backpropagated from cleared
-/// gradients, reaches every parameter of `reached` and none of `untouched`.
-inline ::testing::AssertionResult terms_reach_only(LossModule& loss, const TensorDict& batch,
-                                                   const std::vector<std::string>& terms,
-                                                   const torch::nn::Module& reached,
-                                                   const torch::nn::Module& untouched) {
-  loss.zero_grad();
-  sum_terms(loss.forward(batch), terms).backward();
-  if (!has_gradient(reached))
-    return ::testing::AssertionFailure() << "a parameter meant to be reached got no gradient";
-  if (!has_no_gradient(untouched))
-    return ::testing::AssertionFailure() << "a parameter meant to be untouched got a gradient";
-  return ::testing::AssertionSuccess();
-}
+/// An MLP TanhNormal actor and an MLP critic (one hidden layer of `num_cells`) for 3
+/// observation and 2 action dims, and a `Loss` (A2C, PPO, REINFORCE) on them with default
+/// options; built in that order, so a seed fixes all three.
+template <class Loss>
+struct MlpActorCritic {
+  explicit MlpActorCritic(int64_t num_cells)
+      : actor(mlp_tanh_actor(3, 2, {num_cells})),
+        critic(mlp_critic(3, {num_cells})),
+        loss(std::make_shared<Loss>(actor, critic)) {}
+  modules::ProbabilisticActor actor;
+  modules::ValueOperator critic;
+  std::shared_ptr<Loss> loss;
+};
 
 /// The sum of `terms` before and after 100 Adam steps (lr 3e-3) of `loss` on the fixed `batch`,
 /// whose advantage and value target are estimated once first (as before PPO's epochs).
-struct LossDrop {
-  double initial;
-  double final;
-};
 inline LossDrop adam_on_fixed_batch(LossModule& loss, TensorDict batch,
                                     const std::vector<std::string>& terms) {
   loss.value_estimator()->forward(batch);
-  torch::optim::Adam optimizer(loss.parameters(), torch::optim::AdamOptions(3e-3));
-  auto total = [&] { return sum_terms(loss.forward(batch), terms); };
-  const double initial = total().item<double>();
-  for (int step = 0; step < 100; ++step) {
-    optimizer.zero_grad();
-    total().backward();
-    optimizer.step();
-  }
-  return {initial, total().item<double>()};
+  return adam_steps(loss, batch, terms, loss.parameters(), 100, 3e-3);
 }
 
 }  // namespace tdrl::losses::testing

@@ -64,28 +64,16 @@ TEST(A2CLossTest, NormalizeAdvantageStandardisesTheBatchsAdvantage) {
   EXPECT_NEAR(scalar(out, "loss_objective"), -(lp1 * a - lp2 * a) / 2, 1e-5);
 }
 
-TEST(A2CLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
-  torch::manual_seed(10);
-  auto actor = mlp_tanh_actor(3, 2, {8});
-  auto critic = mlp_critic(3, {8});
-  auto loss = std::make_shared<A2CLoss>(actor, critic);
-  auto batch = synthetic_rollout(3, 5, 3, *actor);
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_critic"}, *critic, *actor));
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_objective", "loss_entropy"}, *actor, *critic));
-}
-
 TEST(A2CLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
   torch::manual_seed(11);
-  auto actor = mlp_tanh_actor(3, 2, {16});
-  auto critic = mlp_critic(3, {16});
-  auto loss = std::make_shared<A2CLoss>(actor, critic);
-  const auto drop = adam_on_fixed_batch(*loss, synthetic_rollout(8, 16, 3, *actor),
+  MlpActorCritic<A2CLoss> nets(16);
+  const auto drop = adam_on_fixed_batch(*nets.loss, synthetic_rollout(8, 16, 3, *nets.actor),
                                         {"loss_objective", "loss_critic", "loss_entropy"});
   EXPECT_LT(drop.final, drop.initial - 0.1);
 }
 
 TEST(A2CLossTest, AdvantageOfShapeBIsAShapeError) {
-  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<A2CLoss>();
   auto batch = hand_batch();
   batch.set("advantage", torch::tensor({1.0f, -2.0f}));
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -95,7 +83,7 @@ TEST(A2CLossTest, AdvantageOfShapeBIsAShapeError) {
 }
 
 TEST(A2CLossTest, MissingActionNamesTheKeyAndItsSetKeysName) {
-  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<A2CLoss>();
   auto batch = hand_batch();
   batch.del_("action");
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -121,8 +109,7 @@ TEST(A2CLossTest, PrintsItsOptions) {
 // ---- ReinforceLoss ----------------------------------------------------------------------
 
 TEST(ReinforceLossTest, HandWorkedCaseGivesTheKnownTerms) {
-  auto loss = std::make_shared<ReinforceLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                              ReinforceLossOptions().loss_critic_type("l2"));
+  auto loss = hand_loss<ReinforceLoss>(ReinforceLossOptions().loss_critic_type("l2"));
   const auto out = loss->forward(hand_batch());
   const double lp1 = normal_log_density(0.0, 0.5), lp2 = normal_log_density(2.0, 1.0);
   EXPECT_NEAR(scalar(out, "loss_actor"), -(lp1 * 1.0 + lp2 * -2.0) / 2, 1e-5);
@@ -192,21 +179,17 @@ TEST(ReinforceLossTest, DelayValueWithoutCriticIsRejected) {
 
 TEST(ReinforceLossTest, ActorLossReachesOnlyTheActor) {
   torch::manual_seed(12);
-  auto actor = mlp_tanh_actor(3, 2, {8});
-  auto critic = mlp_critic(3, {8});
-  auto loss = std::make_shared<ReinforceLoss>(actor, critic);
-  auto batch = synthetic_rollout(3, 5, 3, *actor);
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_actor"}, *actor, *critic));
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_value"}, *critic, *actor));
+  MlpActorCritic<ReinforceLoss> nets(8);
+  auto batch = synthetic_rollout(3, 5, 3, *nets.actor);
+  EXPECT_TRUE(terms_reach_only(*nets.loss, batch, {"loss_actor"}, *nets.actor, *nets.critic));
+  EXPECT_TRUE(terms_reach_only(*nets.loss, batch, {"loss_value"}, *nets.critic, *nets.actor));
 }
 
 TEST(ReinforceLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
   torch::manual_seed(13);
-  auto actor = mlp_tanh_actor(3, 2, {16});
-  auto critic = mlp_critic(3, {16});
-  auto loss = std::make_shared<ReinforceLoss>(actor, critic);
-  const auto drop =
-      adam_on_fixed_batch(*loss, synthetic_rollout(8, 16, 3, *actor), {"loss_actor", "loss_value"});
+  MlpActorCritic<ReinforceLoss> nets(16);
+  const auto drop = adam_on_fixed_batch(*nets.loss, synthetic_rollout(8, 16, 3, *nets.actor),
+                                        {"loss_actor", "loss_value"});
   EXPECT_LT(drop.final, drop.initial - 0.1);
 }
 
@@ -251,6 +234,23 @@ struct SharedTrunk {
   }
 };
 
+// ---- Every actor-critic loss -------------------------------------------------------------
+
+// The checks each loss with an objective, an entropy bonus and a critic term passes.
+template <class Loss>
+class ActorCriticLossTest : public ::testing::Test {};
+using ActorCriticLosses = ::testing::Types<A2CLoss, ClipPPOLoss, KLPENPPOLoss>;
+TYPED_TEST_SUITE(ActorCriticLossTest, ActorCriticLosses);
+
+TYPED_TEST(ActorCriticLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
+  torch::manual_seed(10);
+  MlpActorCritic<TypeParam> nets(8);
+  auto batch = synthetic_rollout(3, 5, 3, *nets.actor);
+  EXPECT_TRUE(terms_reach_only(*nets.loss, batch, {"loss_critic"}, *nets.critic, *nets.actor));
+  EXPECT_TRUE(terms_reach_only(*nets.loss, batch, {"loss_objective", "loss_entropy"}, *nets.actor,
+                               *nets.critic));
+}
+
 TEST(PolicyGradientLossTest, SeparateLossesKeepsTheCriticLossOutOfSharedParameters) {
   torch::manual_seed(14);
   for (bool separate : {false, true}) {
@@ -268,7 +268,7 @@ TEST(PolicyGradientLossTest, SeparateLossesKeepsTheCriticLossOutOfSharedParamete
 }
 
 TEST(PolicyGradientLossTest, NetworksAreRegisteredForFunctionalUse) {
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   EXPECT_EQ(loss->networks(), (std::vector<std::string>{"actor_network", "critic_network"}));
   EXPECT_FALSE(loss->has_target("critic_network"));
   EXPECT_EQ(loss->parameters().size(), 3u);  // actor weight, critic weight and bias
@@ -281,7 +281,7 @@ TEST(PolicyGradientLossTest, NetworksAreRegisteredForFunctionalUse) {
 }
 
 TEST(PolicyGradientLossTest, EstimationNeedsATimeDim) {
-  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<A2CLoss>();
   TensorDict batch({{"observation", torch::ones({1})}, {"action", torch::zeros({1})}}, {});
   EXPECT_THAT([&] { loss->forward(batch); },
               ThrowsMessage<tensordict::ShapeError>(
@@ -302,7 +302,7 @@ TEST(PolicyGradientLossTest, EstimationReadsRewardThroughItsSetKeysName) {
 }
 
 TEST(PolicyGradientLossTest, CriticWritingAnotherKeyThanTheValueKeyIsNamed) {
-  auto loss = std::make_shared<A2CLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<A2CLoss>();
   loss->set_keys({{"value", NestedKey("v")}});
   EXPECT_THAT([&] { loss->forward(hand_batch()); },
               ThrowsMessage<tensordict::KeyError>(

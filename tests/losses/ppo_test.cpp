@@ -47,7 +47,7 @@ double scalar(const TensorDict& out, const char* key) { return out.get(key).item
 
 TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   const auto out = loss->forward(c.batch());
 
   const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
@@ -69,8 +69,7 @@ TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
 
 TEST(ClipPPOLossTest, CriticTypeAndCoefficientScaleTheCriticTerm) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(
-      linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
+  auto loss = hand_loss<ClipPPOLoss>(
       ClipPPOLossOptions().loss_critic_type("l2").critic_coef(0.5).entropy_bonus(false));
   const auto out = loss->forward(c.batch());
   EXPECT_NEAR(scalar(out, "loss_critic"), 0.5 * (0.01 + 0.09) / 2, 1e-6);
@@ -94,9 +93,7 @@ TEST(ClipPPOLossTest, WithoutAnEntropyBonusTheEntropyIsStillReported) {
 
 TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {
   HandCase c;
-  auto loss =
-      std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                    ClipPPOLossOptions().loss_critic_type("l2").clip_value(0.1));
+  auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().loss_critic_type("l2").clip_value(0.1));
   auto batch = c.batch();
   // Old values 0.2 and 0.65: the new values 0.4 and 0.7 move by 0.2 (clipped to 0.3) and 0.05.
   batch.set("state_value", torch::tensor({{0.2f}, {0.65f}}));
@@ -111,8 +108,7 @@ TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {
 
 TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                            ClipPPOLossOptions().clip_value(0.1));
+  auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().clip_value(0.1));
   EXPECT_THAT([&] { loss->forward(c.batch()); },
               ThrowsMessage<tensordict::KeyError>(AllOf(
                   HasSubstr("clip_value is set but the batch has no"), HasSubstr("state_value"))));
@@ -120,8 +116,7 @@ TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
 
 TEST(ClipPPOLossTest, NormalizeAdvantageStandardisesIt) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                            ClipPPOLossOptions().normalize_advantage(true));
+  auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().normalize_advantage(true));
   const auto out = loss->forward(c.batch());
   // Advantages 1 and -2: mean -0.5, std (unbiased) 3 / sqrt(2).
   const double s = 3.0 / std::sqrt(2.0);
@@ -130,16 +125,6 @@ TEST(ClipPPOLossTest, NormalizeAdvantageStandardisesIt) {
   const double gain1 = std::min(w1 * a1, 1.2 * a1);
   const double gain2 = std::min(w2 * a2, w2 * a2);
   EXPECT_NEAR(scalar(out, "loss_objective"), -(gain1 + gain2) / 2, 1e-5);
-}
-
-TEST(ClipPPOLossTest, CriticLossReachesOnlyTheCriticAndObjectiveOnlyTheActor) {
-  torch::manual_seed(0);
-  auto actor = mlp_tanh_actor(3, 2, {8});
-  auto critic = mlp_critic(3, {8});
-  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
-  auto batch = synthetic_rollout(4, 5, 3, *actor);
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_critic"}, *critic, *actor));
-  EXPECT_TRUE(terms_reach_only(*loss, batch, {"loss_objective", "loss_entropy"}, *actor, *critic));
 }
 
 TEST(ClipPPOLossTest, TanhNormalEntropyIsTheMonteCarloEstimate) {
@@ -167,33 +152,29 @@ TEST(ClipPPOLossTest, TanhNormalEntropyIsTheMonteCarloEstimate) {
 
 TEST(ClipPPOLossTest, AdamStepsOnAFixedBatchDecreaseTheLoss) {
   torch::manual_seed(2);
-  auto actor = mlp_tanh_actor(3, 2, {16});
-  auto critic = mlp_critic(3, {16});
-  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
-  auto batch = synthetic_rollout(8, 16, 3, *actor);
+  MlpActorCritic<ClipPPOLoss> nets(16);
+  auto batch = synthetic_rollout(8, 16, 3, *nets.actor);
   const auto drop =
-      adam_on_fixed_batch(*loss, batch, {"loss_objective", "loss_critic", "loss_entropy"});
+      adam_on_fixed_batch(*nets.loss, batch, {"loss_objective", "loss_critic", "loss_entropy"});
   EXPECT_LT(drop.final, drop.initial - 0.05);
   // The policy moved past the clip range.
-  EXPECT_GT(scalar(loss->forward(batch), "clip_fraction"), 0.0);
+  EXPECT_GT(scalar(nets.loss->forward(batch), "clip_fraction"), 0.0);
 }
 
 TEST(ClipPPOLossTest, MissingAdvantageIsEstimatedWithGAEWithoutWritingTheBatch) {
   torch::manual_seed(3);
-  auto actor = mlp_tanh_actor(3, 2, {8});
-  auto critic = mlp_critic(3, {8});
-  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
-  auto batch = synthetic_rollout(2, 6, 3, *actor);
-  const auto out = loss->forward(batch);
+  MlpActorCritic<ClipPPOLoss> nets(8);
+  auto batch = synthetic_rollout(2, 6, 3, *nets.actor);
+  const auto out = nets.loss->forward(batch);
   EXPECT_FALSE(batch.contains("advantage"));
   EXPECT_FALSE(batch.contains("value_target"));
   EXPECT_FALSE(batch.contains({"next", "state_value"}));
 
   // The same terms with the advantage computed beforehand by a GAE module.
-  GAE gae(critic.ptr(), ValueEstimatorOptions().gamma(0.99).lmbda(0.95));
+  GAE gae(nets.critic.ptr(), ValueEstimatorOptions().gamma(0.99).lmbda(0.95));
   auto precomputed = batch.clone(false);
   gae(precomputed);
-  const auto expected = loss->forward(precomputed);
+  const auto expected = nets.loss->forward(precomputed);
   for (const char* key : {"loss_objective", "loss_critic", "kl_approx"}) {
     EXPECT_NEAR(scalar(out, key), scalar(expected, key), 1e-6) << key;
   }
@@ -225,7 +206,7 @@ TEST(ClipPPOLossTest, MakeValueEstimatorSwitchesToTD0) {
 
 TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   loss->set_keys({{"advantage", NestedKey("adv")},
                   {"sample_log_prob", NestedKey{"collector", "log_prob"}},
                   {"reward", NestedKey{"next", "r"}}});
@@ -233,8 +214,7 @@ TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
   batch.rename_key_("advantage", "adv");
   batch.set({"collector", "log_prob"}, batch.pop("sample_log_prob"));
   const auto renamed = loss->forward(batch);
-  auto reference =
-      std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto reference = hand_loss<ClipPPOLoss>();
   EXPECT_NEAR(scalar(renamed, "loss_objective"),
               scalar(reference->forward(c.batch()), "loss_objective"), 1e-6);
   EXPECT_EQ(loss->value_estimator()->key("reward"), (NestedKey{"next", "r"}));
@@ -243,7 +223,7 @@ TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
 
 TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.del_("sample_log_prob");
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -254,7 +234,7 @@ TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
 
 TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("advantage", torch::tensor({1.0f, -2.0f}));
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -265,7 +245,7 @@ TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
 
 TEST(ClipPPOLossTest, ValueTargetOfShapeBAgainstValueB1IsAShapeError) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("value_target", torch::tensor({0.5f, 1.0f}));
   EXPECT_THAT([&] { loss->forward(batch); }, ThrowsMessage<tensordict::ShapeError>(HasSubstr(
@@ -284,7 +264,7 @@ TEST(ClipPPOLossTest, RewardOfShapeBTAgainstValueBT1IsAShapeErrorWhenEstimating)
 
 TEST(ClipPPOLossTest, SampleLogProbRequiringGradIsRejected) {
   HandCase c;
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("sample_log_prob", batch.get("sample_log_prob").clone().requires_grad_());
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -294,9 +274,7 @@ TEST(ClipPPOLossTest, SampleLogProbRequiringGradIsRejected) {
 }
 
 TEST(ClipPPOLossTest, InvalidOptionsAreRejectedListingValidValues) {
-  auto build = [](ClipPPOLossOptions o) {
-    return std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
-  };
+  auto build = [](ClipPPOLossOptions o) { return hand_loss<ClipPPOLoss>(o); };
   EXPECT_THAT([&] { build(ClipPPOLossOptions().loss_critic_type("huber")); },
               ThrowsMessage<tensordict::ValueError>(
                   HasSubstr("ClipPPOLoss: loss_critic_type is 'huber'; valid: 'l1', "
@@ -311,8 +289,7 @@ TEST(ClipPPOLossTest, InvalidOptionsAreRejectedListingValidValues) {
 }
 
 TEST(ClipPPOLossTest, PrintsItsOptions) {
-  auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                            ClipPPOLossOptions().clip_value(0.5));
+  auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().clip_value(0.5));
   std::ostringstream os;
   loss->pretty_print(os);
   EXPECT_EQ(os.str(),
@@ -323,7 +300,7 @@ TEST(ClipPPOLossTest, PrintsItsOptions) {
 
 TEST(PPOLossTest, ObjectiveIsTheUnclippedWeightedAdvantage) {
   HandCase c;
-  auto loss = std::make_shared<PPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<PPOLoss>();
   const auto out = loss->forward(c.batch());
   const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
   EXPECT_NEAR(scalar(out, "loss_objective"), -(w1 * 1.0 + w2 * -2.0) / 2, 1e-5);
@@ -337,8 +314,7 @@ TEST(PPOLossTest, ObjectiveIsTheUnclippedWeightedAdvantage) {
 // collecting policy), current loc 0.5 * o.
 TEST(KLPENPPOLossTest, HandWorkedCaseAddsTheClosedFormKLPenaltyAndAdaptsBeta) {
   HandCase c;
-  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                             KLPENPPOLossOptions().beta(0.5).dtarg(0.01));
+  auto loss = hand_loss<KLPENPPOLoss>(KLPENPPOLossOptions().beta(0.5).dtarg(0.01));
   auto batch = c.batch();
   batch.set("loc", torch::tensor({{0.7f}, {1.2f}}));
   batch.set("scale", torch::ones({2, 1}));
@@ -375,7 +351,7 @@ TEST(KLPENPPOLossTest, TanhNormalKLIsTheMonteCarloEstimateOfTheGaussianKL) {
 
 TEST(KLPENPPOLossTest, MissingDistributionParameterNamesIt) {
   HandCase c;
-  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
+  auto loss = hand_loss<KLPENPPOLoss>();
   auto batch = c.batch();
   batch.set("loc", torch::zeros({2, 1}));
   EXPECT_THAT([&] { loss->forward(batch); },
@@ -387,17 +363,13 @@ TEST(KLPENPPOLossTest, MissingDistributionParameterNamesIt) {
 
 TEST(KLPENPPOLossTest, KLPenaltyGradientReachesTheActorOnly) {
   torch::manual_seed(6);
-  auto actor = mlp_tanh_actor(3, 2, {8});
-  auto critic = mlp_critic(3, {8});
-  auto loss = std::make_shared<KLPENPPOLoss>(actor, critic);
-  EXPECT_TRUE(terms_reach_only(*loss, synthetic_rollout(4, 5, 3, *actor), {"loss_objective"},
-                               *actor, *critic));
+  MlpActorCritic<KLPENPPOLoss> nets(8);
+  EXPECT_TRUE(terms_reach_only(*nets.loss, synthetic_rollout(4, 5, 3, *nets.actor),
+                               {"loss_objective"}, *nets.actor, *nets.critic));
 }
 
 TEST(KLPENPPOLossTest, InvalidOptionsAreRejected) {
-  auto build = [](KLPENPPOLossOptions o) {
-    return std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1), o);
-  };
+  auto build = [](KLPENPPOLossOptions o) { return hand_loss<KLPENPPOLoss>(o); };
   EXPECT_THAT([&] { build(KLPENPPOLossOptions().decrement(2.0)); },
               ThrowsMessage<tensordict::ValueError>(
                   HasSubstr("KLPENPPOLoss: decrement is 2; it must be in (0, 1]")));
@@ -407,8 +379,7 @@ TEST(KLPENPPOLossTest, InvalidOptionsAreRejected) {
 }
 
 TEST(KLPENPPOLossTest, BetaIsABufferSavedWithTheLoss) {
-  auto loss = std::make_shared<KLPENPPOLoss>(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1),
-                                             KLPENPPOLossOptions().beta(0.25));
+  auto loss = hand_loss<KLPENPPOLoss>(KLPENPPOLossOptions().beta(0.25));
   const auto buffers = loss->named_buffers(/*recurse=*/false);
   ASSERT_TRUE(buffers.contains("beta"));
   EXPECT_DOUBLE_EQ(buffers["beta"].item<double>(), 0.25);

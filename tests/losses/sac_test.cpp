@@ -69,15 +69,7 @@ TEST(SACLossTest, HandWorkedCaseWithKnownDrawsMatchesThePlainFormula) {
   EXPECT_EQ(batch.get("td_error").sizes(), (std::vector<int64_t>{b}));
 }
 
-struct SacNets {
-  TanhNormalActor actor = make_tanh_normal_actor(3, 2);
-  modules::ValueOperator q1 = make_critic(3, 2, {16});
-  modules::ValueOperator q2 = make_critic(3, 2, {16});
-  std::shared_ptr<SACLoss> loss(SACLossOptions options = {}) const {
-    return std::make_shared<SACLoss>(actor.actor, std::vector<modules::ValueOperator>{q1, q2},
-                                     options);
-  }
-};
+using SacNets = TanhActorTwinCritics<SACLoss, SACLossOptions>;
 
 TEST(SACLossTest, EachTermTrainsOnlyItsOwnParameters) {
   torch::manual_seed(0);
@@ -87,20 +79,20 @@ TEST(SACLossTest, EachTermTrainsOnlyItsOwnParameters) {
   auto clear = [&] { clear_grads(*loss); };
   loss->forward(batch).get("loss_actor").backward();
   EXPECT_TRUE(all_have_grad(*nets.actor.actor));
-  EXPECT_TRUE(none_has_grad(*nets.q1));
-  EXPECT_TRUE(none_has_grad(*nets.q2));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.q2));
   EXPECT_FALSE(loss->log_alpha().grad().defined());
   clear();
   loss->forward(batch).get("loss_qvalue").backward();
   EXPECT_TRUE(all_have_grad(*nets.q1));
   EXPECT_TRUE(all_have_grad(*nets.q2));
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
   EXPECT_FALSE(loss->log_alpha().grad().defined());
   clear();
   loss->forward(batch).get("loss_alpha").backward();
   EXPECT_TRUE(loss->log_alpha().grad().defined());
-  EXPECT_TRUE(none_has_grad(*nets.actor.actor));
-  EXPECT_TRUE(none_has_grad(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
   for (const auto& name : {"qvalue_network_0", "qvalue_network_1"}) {
     EXPECT_TRUE(untouched_by_autograd(loss->target_params(name))) << name;
   }
@@ -117,23 +109,10 @@ TEST(SACLossTest, OptimisationDecreasesTheQValueAndActorLosses) {
     for (size_t i = from; i < from + n; ++i) sum += v[i];
     return sum / static_cast<double>(n);
   };
-  std::vector<torch::Tensor> q_params = nets.q1->parameters();
-  for (const auto& p : nets.q2->parameters()) q_params.push_back(p);
-  torch::optim::Adam q_opt(q_params, torch::optim::AdamOptions(1e-2));
-  torch::optim::Adam actor_opt(nets.actor.actor->parameters(), torch::optim::AdamOptions(1e-2));
-  std::vector<double> q_losses, actor_losses;
-  for (int step = 0; step < 150; ++step) {
-    q_opt.zero_grad();
-    actor_opt.zero_grad();
-    auto out = loss->forward(batch);
-    (out.get("loss_qvalue") + out.get("loss_actor")).backward();
-    q_opt.step();
-    actor_opt.step();
-    q_losses.push_back(out.get("loss_qvalue").item<double>());
-    actor_losses.push_back(out.get("loss_actor").item<double>());
-  }
-  EXPECT_LT(window_mean(q_losses, 140, 10), 0.5 * window_mean(q_losses, 0, 10));
-  EXPECT_LT(window_mean(actor_losses, 140, 10), window_mean(actor_losses, 0, 10) - 0.1);
+  const auto history = train_actor_and_critics(*loss, batch, parameters_of(*nets.q1, *nets.q2),
+                                               nets.actor.actor->parameters(), 150);
+  EXPECT_LT(window_mean(history.qvalue, 140, 10), 0.5 * window_mean(history.qvalue, 0, 10));
+  EXPECT_LT(window_mean(history.actor, 140, 10), window_mean(history.actor, 0, 10) - 0.1);
 }
 
 TEST(SACLossTest, TemperatureRisesWhileTheEntropyIsBelowTarget) {
@@ -338,60 +317,49 @@ TEST(DiscreteSACLossTest, HandWorkedCaseMatchesThePlainFormula) {
   EXPECT_NEAR(one_hot.get("loss_qvalue").item<double>(), loss_qvalue, 1e-5);
 }
 
+// A categorical actor and two Q(s, .) networks (hidden layer `num_cells` wide), for 3
+// observation dims and 4 actions.
+struct DiscreteSacNets {
+  explicit DiscreteSacNets(int64_t num_cells)
+      : actor(make_categorical_actor(3, 4)),
+        q1(make_action_value_network(3, 4, {num_cells})),
+        q2(make_action_value_network(3, 4, {num_cells})) {}
+  std::shared_ptr<DiscreteSACLoss> loss() const {
+    return std::make_shared<DiscreteSACLoss>(
+        actor.actor, std::vector<tdnn::TensorDictModule>{q1, q2}, DiscreteSACLossOptions(4));
+  }
+  CategoricalActor actor;
+  tdnn::TensorDictModule q1;
+  tdnn::TensorDictModule q2;
+};
+
 TEST(DiscreteSACLossTest, EachTermTrainsOnlyItsOwnParameters) {
   torch::manual_seed(5);
-  auto actor = make_categorical_actor(3, 4);
-  auto q1 = make_action_value_network(3, 4, {8});
-  auto q2 = make_action_value_network(3, 4, {8});
-  auto loss = std::make_shared<DiscreteSACLoss>(
-      actor.actor, std::vector<tdnn::TensorDictModule>{q1, q2}, DiscreteSACLossOptions(4));
-  const auto batch =
-      transitions(torch::randn({5, 3}), torch::randint(0, 4, {5}), torch::randn({5, 3}),
-                  torch::randn({5, 1}), torch::rand({5, 1}) < 0.2);
+  DiscreteSacNets nets(8);
+  auto loss = nets.loss();
+  const auto batch = random_discrete_batch(5, 3, 4);
   loss->forward(batch).get("loss_actor").backward();
-  EXPECT_TRUE(all_have_grad(*actor.actor));
-  EXPECT_TRUE(none_has_grad(*q1));
-  EXPECT_TRUE(none_has_grad(*q2));
+  EXPECT_TRUE(all_have_grad(*nets.actor.actor));
+  EXPECT_TRUE(has_no_gradient(*nets.q1));
+  EXPECT_TRUE(has_no_gradient(*nets.q2));
   clear_grads(*loss);
   loss->forward(batch).get("loss_qvalue").backward();
-  EXPECT_TRUE(all_have_grad(*q1));
-  EXPECT_TRUE(all_have_grad(*q2));
-  EXPECT_TRUE(none_has_grad(*actor.actor));
+  EXPECT_TRUE(all_have_grad(*nets.q1));
+  EXPECT_TRUE(all_have_grad(*nets.q2));
+  EXPECT_TRUE(has_no_gradient(*nets.actor.actor));
   EXPECT_FALSE(loss->log_alpha().grad().defined());
   EXPECT_TRUE(untouched_by_autograd(loss->target_params("qvalue_network_1")));
 }
 
 TEST(DiscreteSACLossTest, OptimisationDecreasesTheLosses) {
   torch::manual_seed(6);
-  auto actor = make_categorical_actor(3, 4);
-  auto q1 = make_action_value_network(3, 4, {16});
-  auto q2 = make_action_value_network(3, 4, {16});
-  auto loss = std::make_shared<DiscreteSACLoss>(
-      actor.actor, std::vector<tdnn::TensorDictModule>{q1, q2}, DiscreteSACLossOptions(4));
-  const auto batch =
-      transitions(torch::randn({32, 3}), torch::randint(0, 4, {32}), torch::randn({32, 3}),
-                  torch::randn({32, 1}), torch::rand({32, 1}) < 0.2);
-  std::vector<torch::Tensor> q_params = q1->parameters();
-  for (const auto& p : q2->parameters()) q_params.push_back(p);
-  torch::optim::Adam q_opt(q_params, torch::optim::AdamOptions(1e-2));
-  torch::optim::Adam actor_opt(actor.actor->parameters(), torch::optim::AdamOptions(1e-2));
-  double q_first = -1, q_last = 0, actor_first = 0, actor_last = 0;
-  for (int step = 0; step < 150; ++step) {
-    q_opt.zero_grad();
-    actor_opt.zero_grad();
-    auto out = loss->forward(batch);
-    (out.get("loss_qvalue") + out.get("loss_actor")).backward();
-    q_opt.step();
-    actor_opt.step();
-    if (q_first < 0) {
-      q_first = out.get("loss_qvalue").item<double>();
-      actor_first = out.get("loss_actor").item<double>();
-    }
-    q_last = out.get("loss_qvalue").item<double>();
-    actor_last = out.get("loss_actor").item<double>();
-  }
-  EXPECT_LT(q_last, 0.3 * q_first);
-  EXPECT_LT(actor_last, actor_first);
+  DiscreteSacNets nets(16);
+  auto loss = nets.loss();
+  const auto batch = random_discrete_batch(32, 3, 4);
+  const auto history = train_actor_and_critics(*loss, batch, parameters_of(*nets.q1, *nets.q2),
+                                               nets.actor.actor->parameters(), 150);
+  EXPECT_LT(history.qvalue.back(), 0.3 * history.qvalue.front());
+  EXPECT_LT(history.actor.back(), history.actor.front());
 }
 
 TEST(DiscreteSACLossTest, MaskedActionsContributeNothingAndStayFinite) {
