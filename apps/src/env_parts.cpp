@@ -56,6 +56,7 @@ EnvParts build_env_parts(const EnvSection& env) {
     return std::static_pointer_cast<envs::EnvBase>(
         std::make_shared<envs::TransformedEnv>(base, std::make_shared<envs::Compose>(built)));
   };
+  // The factories: one env for evaluation, num_envs sub-envs (batched or on threads) to train.
   const std::string name = env.name;
   const auto single = env_options(env, {});
   parts.eval_env_factory = [name, single, wrap] {
@@ -75,6 +76,7 @@ EnvParts build_env_parts(const EnvSection& env) {
     };
   }
 
+  // One env built now: a config the env refuses fails here, and its specs describe the task.
   std::shared_ptr<envs::EnvBase> probe;
   try {
     probe = parts.eval_env_factory();

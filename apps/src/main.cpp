@@ -117,6 +117,7 @@ int report_errors(const char* program, Body&& body) {
 }  // namespace
 
 int train_main(int argc, char** argv) {
+  // The command line.
   register_builtin_components();
   CLI::App app{"tdrl-train: train an RL agent from a YAML config (docs/apps.md, docs/config.md)"};
   std::string config_path;
@@ -138,6 +139,7 @@ int train_main(int argc, char** argv) {
   app.footer("Registered:\n" + list_components());
   if (const auto code = parse_command_line(app, argc, argv)) return *code;
   return report_errors("tdrl-train", [&] {
+    // Which run: a new one from --config, or the folder of --resume with its own config.
     if (!resume_dir.empty() && !config_path.empty()) {
       std::cerr << "tdrl-train: pass --config or --resume, not both\n";
       return 2;
@@ -160,6 +162,7 @@ int train_main(int argc, char** argv) {
       std::cerr << "tdrl-train: pass --config FILE (or --resume RUN_DIR); see --help\n";
       return 2;
     }
+    // The resolved config; a distributed collector worker acts and never trains.
     if (!all_plugins.empty()) overrides.push_back(plugins_override(all_plugins));
     RunConfig config;
     try {
@@ -183,6 +186,7 @@ int train_main(int argc, char** argv) {
       std::cerr << "tdrl-train: " << e.what() << "\n";
       return 2;
     }
+    // Train, then report where the run stopped (130: interrupted, resumable).
     if (!run) run = RunDir::create(config.logger.dir, config.run_name());
     std::cout << "tdrl-train: run folder " << run->path() << "\n";
     Trainer trainer(config, *run, /*resume=*/!resume_dir.empty());
@@ -221,6 +225,7 @@ int eval_main(int argc, char** argv) {
     load_plugins(plugins, run.file("config.yaml"));
     const RunConfig config = load_config(run.file("config.yaml"));
     torch::set_num_threads(1);
+    // The checkpoint: the one --checkpoint names (refused when damaged), else the last intact.
     const CheckpointStore store(run.file("checkpoints"));
     std::optional<std::string> latest;
     if (!checkpoint.empty()) {
@@ -252,6 +257,7 @@ int eval_main(int argc, char** argv) {
         std::cerr << "tdrl-eval: passed over a damaged checkpoint: " << w << "\n";
       latest = intact->folder;
     }
+    // The run's actor and env state (e.g. VecNorm statistics) from it, then the episodes.
     EnvParts env = build_env_parts(config.env);
     auto recipe = make_acting_recipe(config, env.info);
     const auto state = load_checkpoint_state(*latest);
