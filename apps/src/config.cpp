@@ -21,7 +21,7 @@ namespace tdrl::apps {
 
 namespace {
 
-using detail::join;
+using detail::word_list;
 
 // yaml-cpp tags plain scalars "?" and quoted ones "!": a quoted "0.5" is a string.
 bool is_plain(const YAML::Node& node) { return node.Tag() == "?"; }
@@ -366,9 +366,9 @@ void ApplyVisitor::section(const char* name, Section& value, const char*) {
     loader_.problem_at(
         path, &node,
         "must be a section (a map of keys such as " +
-            join(std::vector<std::string>(names.begin(),
-                                          names.begin() + std::min<size_t>(3, names.size())),
-                 "and", false) +
+            word_list(std::vector<std::string>(names.begin(),
+                                               names.begin() + std::min<size_t>(3, names.size())),
+                      "and", false) +
             "), got " + describe(node));
     return;
   }
@@ -424,7 +424,7 @@ void ApplyVisitor::report_unknown(Section& section) {
       }
       if (!owners.empty()) {
         const YAML::Node chosen = map_[choice->choice_key()];
-        loader_.problem(text + ": it is an option of " + join(owners, "and", false) +
+        loader_.problem(text + ": it is an option of " + word_list(owners, "and", false) +
                         " only, and " + prefix_ + choice->choice_key() + " is " + chosen.Scalar() +
                         "; remove it");
         continue;
@@ -438,12 +438,12 @@ void ApplyVisitor::report_unknown(Section& section) {
         candidates.push_back(p);
     const auto near = detail::closest(path, candidates, true);
     if (!near.empty()) {
-      text += "; did you mean " + join(near, "or", true) + "?";
+      text += "; did you mean " + word_list(near, "or", true) + "?";
     } else {
       const auto names = names_of(section);
       const std::string here = prefix_.empty() ? std::string("the document")
                                                : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
-      text += "; the keys of " + here + " are " + join(names, "and", false) +
+      text += "; the keys of " + here + " are " + word_list(names, "and", false) +
               " (docs/config.md lists every key)";
     }
     loader_.problem(text);

@@ -15,8 +15,6 @@ namespace tdrl::apps {
 
 namespace {
 
-using detail::join;
-
 using detail::text_of;
 
 std::string escape_cell(std::string text) {
@@ -55,7 +53,7 @@ class DocsVisitor : public FieldVisitor {
              const char* doc) override {
     std::vector<std::string> quoted;
     for (const auto& e : v) quoted.push_back("\"" + e + "\"");
-    row(name, "list of string", "[" + join(quoted, ",", false) + "]", c, doc);
+    row(name, "list of string", bracketed(quoted), c, doc);
   }
   void field(const char* name, ScalarMap&, const Constraint&, const char* doc) override {
     row(name, "map", "{}", Constraint(), doc);
@@ -72,6 +70,10 @@ class DocsVisitor : public FieldVisitor {
   static std::string list_text(const std::vector<T>& v) {
     std::vector<std::string> items;
     for (const auto& e : v) items.push_back(text_of(e));
+    return bracketed(items);
+  }
+  // "[a, b, c]", as YAML's flow style writes a list.
+  static std::string bracketed(const std::vector<std::string>& items) {
     std::string out = "[";
     for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
     return out + "]";

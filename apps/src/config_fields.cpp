@@ -83,7 +83,7 @@ std::string Constraint::check(const std::string& value) const {
   if (choices_.empty() || std::find(choices_.begin(), choices_.end(), value) != choices_.end())
     return "";
   if (number_ && detail::parse_float(value, nullptr)) return "";
-  std::string out = "the choices are " + detail::join(choices_, "and", false);
+  std::string out = "the choices are " + detail::word_list(choices_, "and", false);
   if (number_) out += ", or a number";
   const auto near = detail::closest(value, choices_, false);
   if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
@@ -94,7 +94,7 @@ std::string Constraint::check(const std::string& value) const {
 std::string Constraint::describe() const {
   std::string out;
   if (!choices_.empty()) {
-    out = "one of: " + detail::join(choices_, "or", false);
+    out = "one of: " + detail::word_list(choices_, "or", false);
     if (number_) out += ", or a number";
     return out;
   }

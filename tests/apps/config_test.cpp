@@ -883,9 +883,11 @@ TEST_F(ConfigTest, DocsConfigMdIsGeneratedFromTheDeclarations) {
 struct UserAlgoConfig : AlgoConfig {
   int64_t my_field = 1;
   double my_rate = 0.5;
+  std::vector<std::string> my_tags = {"fast", "small"};
   void fields(FieldVisitor& v) override {
     v("my_field", my_field, at_least(1), "a count of the user's algorithm");
     v("my_rate", my_rate, in_range(0, 1), "a rate of the user's algorithm");
+    v("my_tags", my_tags, "labels of the user's algorithm");
   }
 };
 
@@ -958,6 +960,8 @@ TEST_F(UserAlgorithmTest, IsDocumentedAndRoundTripsLikeABuiltIn) {
   EXPECT_THAT(reference, HasSubstr("## `algo.name: test_custom_algo`"));
   EXPECT_THAT(reference, HasSubstr("a user's algorithm (config tests)"));
   EXPECT_THAT(reference, HasSubstr("| `algo.my_field` | int | `1` | >= 1 |"));
+  EXPECT_THAT(reference,
+              HasSubstr("| `algo.my_tags` | list of string | `[\"fast\", \"small\"]` |"));
 
   RunConfig config = load_yaml(kMinimal, {"algo={name: test_custom_algo, my_rate: 0.25}"});
   const std::string yaml = to_yaml(config);

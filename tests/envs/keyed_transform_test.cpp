@@ -102,6 +102,16 @@ TEST(KeyedTransformTest, KeyCountsMustMatch) {
       ThrowsMessage<ValueError>(HasSubstr("Square: in_keys and in_keys_inv are both empty")));
 }
 
+TEST(KeyedTransformTest, NameIsTheOneGivenToItsConstructor) {
+  EXPECT_EQ(Square().name(), "Square");
+  EXPECT_EQ(RewardScaling().name(), "RewardScaling");
+  EXPECT_EQ(RewardClipping(RewardClippingOptions().clamp_max(1.0)).name(), "RewardClipping");
+  EXPECT_EQ(ClipTransform(ClipTransformOptions().low(0.0)).name(), "ClipTransform");
+  EXPECT_EQ(ObservationNorm().name(), "ObservationNorm");
+  EXPECT_EQ(VecNorm().name(), "VecNorm");
+  EXPECT_EQ(UnsqueezeTransform(-1).name(), "UnsqueezeTransform");
+}
+
 TEST(KeyedTransformTest, PrintsOutAndInverseKeysOnlyWhenGiven) {
   EXPECT_EQ(Square().to_string(), "Square(in_keys=['position'])");
   EXPECT_EQ(Square(SquareOptions().out_keys({"sq"}).in_keys_inv({"action"})).to_string(),

@@ -90,7 +90,7 @@ std::string text_of(bool value) { return value ? "true" : "false"; }
 std::string text_of(int64_t value) { return std::to_string(value); }
 std::string text_of(double value) { return format_number(value); }
 
-std::string join(const std::vector<std::string>& items, const std::string& last, bool quote) {
+std::string word_list(const std::vector<std::string>& items, const std::string& last, bool quote) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += (i + 1 == items.size()) ? " " + last + " " : ", ";

@@ -25,7 +25,7 @@ std::string text_of(int64_t value);
 std::string text_of(double value);
 
 /// "a", "a or b", "a, b or c" (`last` is "or" or "and"); each item quoted when `quote`.
-std::string join(const std::vector<std::string>& items, const std::string& last, bool quote);
+std::string word_list(const std::vector<std::string>& items, const std::string& last, bool quote);
 
 /// The candidates closest to `wanted` by edit distance (at most 3, closest first, ties in the
 /// given order) that are within a distance of 3 and tied with the closest; with `is_path`, a
