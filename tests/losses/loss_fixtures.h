@@ -116,7 +116,7 @@ inline ActorCriticHistory train_actor_and_critics(LossModule& loss,
     q_opt.zero_grad();
     actor_opt.zero_grad();
     auto out = loss.forward(batch);
-    (out.get("loss_qvalue") + out.get("loss_actor")).backward();
+    sum_terms(out, {"loss_qvalue", "loss_actor"}).backward();
     q_opt.step();
     actor_opt.step();
     history.qvalue.push_back(out.get("loss_qvalue").item<double>());
