@@ -57,8 +57,8 @@ class AWRLoss : public LossModule {
         options_(options) {
     // Every entry forward_impl writes; trainers make a metrics column of each.
     set_out_keys({"loss_actor", "loss_value", "mean_weight"});
-    convert_to_functional("actor_network", actor.ptr(), /*create_target=*/false);
-    convert_to_functional("critic_network", critic.ptr(), /*create_target=*/true);
+    convert_to_functional("actor_network", actor, /*create_target=*/false);
+    convert_to_functional("critic_network", critic, /*create_target=*/true);
   }
 
  protected:

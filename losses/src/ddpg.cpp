@@ -15,9 +15,7 @@ namespace tdrl::losses {
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-DDPGLoss::DDPGLoss(std::shared_ptr<tdnn::TensorDictModuleBase> actor_network,
-                   std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
-                   DDPGLossOptions options)
+DDPGLoss::DDPGLoss(NetworkPtr actor_network, NetworkPtr value_network, DDPGLossOptions options)
     : LossModule("DDPGLoss", detail::state_action_default_keys(),
                  detail::off_policy_in_key_names()),
       actor_network_(std::move(actor_network)),

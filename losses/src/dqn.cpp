@@ -13,7 +13,7 @@ namespace tdrl::losses {
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-DQNLoss::DQNLoss(std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DQNLossOptions options)
+DQNLoss::DQNLoss(NetworkPtr value_network, DQNLossOptions options)
     : LossModule("DQNLoss",
                  detail::off_policy_default_keys({{"action_value", NestedKey("action_value")},
                                                   {"value", NestedKey("chosen_action_value")}}),
@@ -118,8 +118,8 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
 
 // ---- DistributionalDQNLoss -----------------------------------------------------------------
 
-DistributionalDQNLoss::DistributionalDQNLoss(
-    std::shared_ptr<tdnn::TensorDictModuleBase> value_network, DistributionalDQNLossOptions options)
+DistributionalDQNLoss::DistributionalDQNLoss(NetworkPtr value_network,
+                                             DistributionalDQNLossOptions options)
     : LossModule("DistributionalDQNLoss",
                  detail::off_policy_default_keys({{"action_value", NestedKey("action_value")}}),
                  detail::off_policy_in_key_names()),

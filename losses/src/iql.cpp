@@ -17,8 +17,8 @@ namespace tdrl::losses {
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
-IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks,
-                 std::shared_ptr<tdnn::TensorDictModuleBase> value_network, IQLLossOptions options)
+IQLLoss::IQLLoss(Actor actor_network, QNetworks qvalue_networks, NetworkPtr value_network,
+                 IQLLossOptions options)
     : ActorQValueLoss(
           "IQLLoss",
           detail::off_policy_default_keys({{"state_action_value", NestedKey("state_action_value")},

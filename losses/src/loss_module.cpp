@@ -162,7 +162,7 @@ torch::Tensor LossModule::td_target(const TensorDict& batch, const Transition& t
 }
 
 void LossModule::convert_to_functional(const std::string& net_name,
-                                       std::shared_ptr<torch::nn::Module> module,
+                                       tensordict::nn::ModulePtr<torch::nn::Module> module,
                                        bool create_target) {
   TDRL_CHECK(module, ValueError, name(), ": network '", net_name, "' is null");
   for (const auto& n : networks_) {

@@ -58,8 +58,7 @@ ValueEstimatorType value_estimator_type_from_string(const std::string& name) {
                    "'; valid: td0, td1, td_lambda, gae");
 }
 
-ValueEstimatorBase::ValueEstimatorBase(std::string name,
-                                       std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
+ValueEstimatorBase::ValueEstimatorBase(std::string name, NetworkPtr value_network,
                                        ValueEstimatorOptions options)
     : TensorDictModuleBase(std::move(name)),
       value_network_(std::move(value_network)),
@@ -144,8 +143,7 @@ void ValueEstimatorBase::print_to(std::ostream& stream) const {
          << ", value_network=" << (value_network_ ? value_network_->name() : "None") << ")";
 }
 
-TD0EstimatorImpl::TD0EstimatorImpl(std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
-                                   ValueEstimatorOptions options)
+TD0EstimatorImpl::TD0EstimatorImpl(NetworkPtr value_network, ValueEstimatorOptions options)
     : ValueEstimatorBase("TD0Estimator", std::move(value_network), options) {}
 
 std::pair<torch::Tensor, torch::Tensor> TD0EstimatorImpl::estimate(
@@ -156,8 +154,7 @@ std::pair<torch::Tensor, torch::Tensor> TD0EstimatorImpl::estimate(
   return {target - value.detach(), target};
 }
 
-TD1EstimatorImpl::TD1EstimatorImpl(std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
-                                   ValueEstimatorOptions options)
+TD1EstimatorImpl::TD1EstimatorImpl(NetworkPtr value_network, ValueEstimatorOptions options)
     : ValueEstimatorBase("TD1Estimator", std::move(value_network), options) {}
 
 std::pair<torch::Tensor, torch::Tensor> TD1EstimatorImpl::estimate(
@@ -169,8 +166,8 @@ std::pair<torch::Tensor, torch::Tensor> TD1EstimatorImpl::estimate(
   return {target - value.detach(), target};
 }
 
-TDLambdaEstimatorImpl::TDLambdaEstimatorImpl(
-    std::shared_ptr<tdnn::TensorDictModuleBase> value_network, ValueEstimatorOptions options)
+TDLambdaEstimatorImpl::TDLambdaEstimatorImpl(NetworkPtr value_network,
+                                             ValueEstimatorOptions options)
     : ValueEstimatorBase("TDLambdaEstimator", std::move(value_network), options) {}
 
 std::pair<torch::Tensor, torch::Tensor> TDLambdaEstimatorImpl::estimate(
@@ -182,8 +179,7 @@ std::pair<torch::Tensor, torch::Tensor> TDLambdaEstimatorImpl::estimate(
   return {target - value.detach(), target};
 }
 
-GAEImpl::GAEImpl(std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
-                 ValueEstimatorOptions options)
+GAEImpl::GAEImpl(NetworkPtr value_network, ValueEstimatorOptions options)
     : ValueEstimatorBase("GAE", std::move(value_network), options) {}
 
 std::pair<torch::Tensor, torch::Tensor> GAEImpl::estimate(
@@ -197,9 +193,9 @@ std::pair<torch::Tensor, torch::Tensor> GAEImpl::estimate(
   return {advantage, target};
 }
 
-std::shared_ptr<ValueEstimatorBase> make_value_estimator(
-    ValueEstimatorType type, std::shared_ptr<tdnn::TensorDictModuleBase> value_network,
-    ValueEstimatorOptions options) {
+std::shared_ptr<ValueEstimatorBase> make_value_estimator(ValueEstimatorType type,
+                                                         NetworkPtr value_network,
+                                                         ValueEstimatorOptions options) {
   switch (type) {
     case ValueEstimatorType::kTD0:
       return std::make_shared<TD0EstimatorImpl>(std::move(value_network), options);

@@ -380,9 +380,8 @@ class MeanQLoss : public ActorQValueLoss<tdnn::TensorDictModuleBase> {
 
 TEST(ActorQValueLossTest, AUserLossHoldsRegistersAndRunsItsActorAndCritics) {
   auto actor = make_deterministic_actor(3, 2);
-  MeanQLoss loss(MeanQLoss::Actor(actor.ptr()),
-                 LossModule::as_modules(std::vector<modules::ValueOperator>{
-                     make_critic(3, 2), make_critic(3, 2), make_critic(3, 2)}));
+  // Holders, as a user passes them: the actor and a braced list of critics.
+  MeanQLoss loss(actor, {make_critic(3, 2), make_critic(3, 2), make_critic(3, 2)});
   EXPECT_EQ(loss.num_qvalue_nets(), 3);
   EXPECT_FALSE(loss.has_target("actor_network"));
   EXPECT_TRUE(loss.has_target("qvalue_network_2"));
@@ -397,7 +396,7 @@ TEST(ActorQValueLossTest, ABadNetworkListThrowsNamingTheUserLoss) {
   auto actor = make_deterministic_actor(3, 2);
   auto critic = make_critic(3, 2);
   const auto build = [&](LossModule::QNetworks critics) {
-    MeanQLoss loss(MeanQLoss::Actor(actor.ptr()), std::move(critics));
+    MeanQLoss loss(actor, std::move(critics));
   };
   EXPECT_THAT([&] { build({}); }, ThrowsMessage<tensordict::ValueError>(
                                       HasSubstr("MeanQLoss: no Q-value network given")));
@@ -410,6 +409,12 @@ TEST(ActorQValueLossTest, ABadNetworkListThrowsNamingTheUserLoss) {
   EXPECT_THAT(
       [&] {
         build({critic.ptr(), nullptr});
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("MeanQLoss: Q-value network 1 is null")));
+  // An empty holder is a missing network too, reported by the loss rather than by LibTorch.
+  EXPECT_THAT(
+      [&] {
+        build({critic, modules::ValueOperator(nullptr)});
       },
       ThrowsMessage<tensordict::ValueError>(HasSubstr("MeanQLoss: Q-value network 1 is null")));
 }

@@ -29,7 +29,7 @@ class ToyLoss : public LossModule {
                    {"observation", "reward", "next_observation"}),
         net_(net) {
     set_out_keys({"loss_value"});
-    convert_to_functional("value_network", net.ptr(), /*create_target=*/true);
+    convert_to_functional("value_network", net, /*create_target=*/true);
   }
 
   void redeclare(std::vector<std::string> keys) { set_out_keys(std::move(keys)); }

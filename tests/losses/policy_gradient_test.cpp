@@ -92,7 +92,7 @@ TEST(A2CLossTest, MissingActionNamesTheKeyAndItsSetKeysName) {
 }
 
 TEST(A2CLossTest, NullCriticIsRejected) {
-  EXPECT_THAT([&] { A2CLoss loss(linear_gaussian_actor(0.5).ptr(), nullptr); },
+  EXPECT_THAT([&] { A2CLoss loss(linear_gaussian_actor(0.5), nullptr); },
               ThrowsMessage<tensordict::ValueError>(HasSubstr("A2CLoss: the critic is null")));
 }
 

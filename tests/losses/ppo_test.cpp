@@ -171,7 +171,7 @@ TEST(ClipPPOLossTest, MissingAdvantageIsEstimatedWithGAEWithoutWritingTheBatch) 
   EXPECT_FALSE(batch.contains({"next", "state_value"}));
 
   // The same terms with the advantage computed beforehand by a GAE module.
-  GAE gae(nets.critic.ptr(), ValueEstimatorOptions().gamma(0.99).lmbda(0.95));
+  GAE gae(nets.critic, ValueEstimatorOptions().gamma(0.99).lmbda(0.95));
   auto precomputed = batch.clone(false);
   gae(precomputed);
   const auto expected = nets.loss->forward(precomputed);
@@ -284,7 +284,7 @@ TEST(ClipPPOLossTest, InvalidOptionsAreRejectedListingValidValues) {
                   HasSubstr("clip_epsilon is 1.5; it must be in (0, 1)")));
   EXPECT_THROW(build(ClipPPOLossOptions().samples_mc_entropy(0)), tensordict::ValueError);
   EXPECT_THROW(build(ClipPPOLossOptions().clip_value(0.0)), tensordict::ValueError);
-  EXPECT_THROW(std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5).ptr(), nullptr),
+  EXPECT_THROW(std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5), nullptr),
                tensordict::ValueError);
 }
 

@@ -65,11 +65,6 @@ struct A2CLossOptions {
 class A2CLoss : public PolicyGradientLoss {
  public:
   A2CLoss(ActorPtr actor, CriticPtr critic, A2CLossOptions options = {});
-  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
-  template <class A, class C>
-  A2CLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
-          A2CLossOptions options = {})
-      : A2CLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
 
   const A2CLossOptions& options() const { return options_; }
 

@@ -52,7 +52,8 @@ void check_actor_and_qvalue_networks(const std::string& loss,
 template <class ActorModule>
 class ActorQValueLoss : public LossModule {
  public:
-  using Actor = std::shared_ptr<ActorModule>;
+  /// The actor, as a holder or a shared_ptr.
+  using Actor = tensordict::nn::ModulePtr<ActorModule>;
 
   /// The number of Q-value networks.
   int64_t num_qvalue_nets() const { return static_cast<int64_t>(qvalue_networks_.size()); }

@@ -88,10 +88,6 @@ struct CQLLossOptions : TemperatureOptions<CQLLossOptions> {
 class CQLLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
   CQLLoss(Actor actor_network, QNetworks qvalue_networks, CQLLossOptions options = {});
-  template <typename A, typename Q>
-  CQLLoss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
-          CQLLossOptions options = {})
-      : CQLLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const CQLLossOptions& options() const { return options_; }
   const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }

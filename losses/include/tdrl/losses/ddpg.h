@@ -67,15 +67,7 @@ struct DDPGLossOptions {
 /// ```
 class DDPGLoss : public LossModule {
  public:
-  DDPGLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor_network,
-           std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
-           DDPGLossOptions options = {});
-  template <typename A, typename V>
-  DDPGLoss(const torch::nn::ModuleHolder<A>& actor_network,
-           const torch::nn::ModuleHolder<V>& value_network, DDPGLossOptions options = {})
-      : DDPGLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(actor_network.ptr()),
-                 std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
-                 std::move(options)) {}
+  DDPGLoss(NetworkPtr actor_network, NetworkPtr value_network, DDPGLossOptions options = {});
 
   const DDPGLossOptions& options() const { return options_; }
 

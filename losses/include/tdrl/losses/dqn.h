@@ -78,12 +78,7 @@ struct DQNLossOptions {
 /// ```
 class DQNLoss : public LossModule {
  public:
-  DQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
-          DQNLossOptions options = {});
-  template <typename M>
-  DQNLoss(const torch::nn::ModuleHolder<M>& value_network, DQNLossOptions options = {})
-      : DQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
-                std::move(options)) {}
+  DQNLoss(NetworkPtr value_network, DQNLossOptions options = {});
 
   const DQNLossOptions& options() const { return options_; }
   /// "one_hot", "categorical", or "" when read from each batch's action.
@@ -144,14 +139,7 @@ struct DistributionalDQNLossOptions {
 /// ```
 class DistributionalDQNLoss : public LossModule {
  public:
-  DistributionalDQNLoss(std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
-                        DistributionalDQNLossOptions options);
-  template <typename M>
-  DistributionalDQNLoss(const torch::nn::ModuleHolder<M>& value_network,
-                        DistributionalDQNLossOptions options)
-      : DistributionalDQNLoss(
-            std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
-            std::move(options)) {}
+  DistributionalDQNLoss(NetworkPtr value_network, DistributionalDQNLossOptions options);
 
   const DistributionalDQNLossOptions& options() const { return options_; }
 

@@ -70,15 +70,8 @@ struct IQLLossOptions {
 /// ```
 class IQLLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
-  IQLLoss(Actor actor_network, QNetworks qvalue_networks,
-          std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
+  IQLLoss(Actor actor_network, QNetworks qvalue_networks, NetworkPtr value_network,
           IQLLossOptions options = {});
-  template <typename A, typename Q, typename V>
-  IQLLoss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
-          const torch::nn::ModuleHolder<V>& value_network, IQLLossOptions options = {})
-      : IQLLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks),
-                std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value_network.ptr()),
-                std::move(options)) {}
 
   const IQLLossOptions& options() const { return options_; }
 

@@ -14,6 +14,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <tdrl/losses/networks.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -94,16 +95,8 @@ class LossModule : public torch::nn::Module {
   const TensorDict& target_params(const std::string& name) const;
 
   /// The Q-value networks of a loss that has several (SAC, TD3, CQL, IQL): one module per
-  /// Q-function.
-  using QNetworks = std::vector<std::shared_ptr<tensordict::nn::TensorDictModuleBase>>;
-  /// `networks` (module holders such as ValueOperator) as QNetworks, for the constructors
-  /// that take holders.
-  template <typename Q>
-  static QNetworks as_modules(const std::vector<Q>& networks) {
-    QNetworks out;
-    for (const auto& q : networks) out.emplace_back(q.ptr());
-    return out;
-  }
+  /// Q-function, given as `{q1, q2}` or a std::vector of holders or shared_ptrs.
+  using QNetworks = NetworkList;
 
  protected:
   /// `name` starts error messages; `default_keys` declares every key name with its default;
@@ -130,30 +123,24 @@ class LossModule : public torch::nn::Module {
   /// ValueError for an empty or repeated name.
   void set_out_keys(std::vector<std::string> keys);
 
-  /// Registers `module` as submodule `name` and records its parameters; with
-  /// `create_target`, also a detached copy as its target parameters. Throws ValueError for a
-  /// duplicate name or a null module.
-  void convert_to_functional(const std::string& name, std::shared_ptr<torch::nn::Module> module,
+  /// Registers `module` (a holder or a shared_ptr) as submodule `name` and records its
+  /// parameters; with `create_target`, also a detached copy as its target parameters. Throws
+  /// ValueError for a duplicate name or a null module (an empty holder included).
+  void convert_to_functional(const std::string& name,
+                             tensordict::nn::ModulePtr<torch::nn::Module> module,
                              bool create_target);
   /// The name a loss's i-th Q-value network is registered under: "qvalue_network_<i>" (the
   /// name with_target and the updaters take).
   static std::string qvalue_name(size_t i) { return "qvalue_network_" + std::to_string(i); }
   /// convert_to_functional for each of `networks`, registered as qvalue_name(i).
-  template <typename Network>
-  void convert_qvalue_networks(const std::vector<std::shared_ptr<Network>>& networks,
-                               bool create_target) {
+  void convert_qvalue_networks(const QNetworks& networks, bool create_target) {
     for (size_t i = 0; i < networks.size(); ++i) {
       convert_to_functional(qvalue_name(i), networks[i], create_target);
     }
   }
   /// A step `(i, td)` that runs Q-value network i on `td`, through its target parameters when
   /// `use_target`; the next state's values of the off-policy losses.
-  template <typename Network>
-  auto qvalue_runner(const std::vector<std::shared_ptr<Network>>& networks, bool use_target) {
-    return [this, &networks, use_target](size_t i, TensorDict& td) {
-      with_target_if(use_target, qvalue_name(i), [&] { networks[i]->forward(td); });
-    };
-  }
+  auto qvalue_runner(const QNetworks& networks, bool use_target);
   /// Runs `fn()` with network `name` holding its target parameters, under NoGradGuard, and
   /// restores its own parameters afterwards (also when fn throws).
   template <typename F>
@@ -229,6 +216,13 @@ auto LossModule::with_target(const std::string& name, F&& fn) {
   torch::NoGradGuard no_grad;
   TargetSwap swap(*this, name);
   return fn();
+}
+
+// Defined after with_target, which its lambda instantiates.
+inline auto LossModule::qvalue_runner(const QNetworks& networks, bool use_target) {
+  return [this, &networks, use_target](size_t i, TensorDict& td) {
+    with_target_if(use_target, qvalue_name(i), [&] { networks[i]->forward(td); });
+  };
 }
 
 /// Moves every target towards its parameters after each optimiser step:

@@ -24,10 +24,12 @@
 
 namespace tdrl::losses {
 
-/// An actor whose `get_dist(td)` gives the current policy (e.g. tdrl::modules::ProbabilisticActor).
-using ActorPtr = std::shared_ptr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
-/// A critic writing the state value (e.g. tdrl::modules::ValueOperator).
-using CriticPtr = std::shared_ptr<tensordict::nn::TensorDictModuleBase>;
+/// An actor whose `get_dist(td)` gives the current policy: a ProbabilisticActor (or any
+/// ProbabilisticTensorDictSequential), as a holder or a shared_ptr.
+using ActorPtr = tensordict::nn::ModulePtr<tensordict::nn::ProbabilisticTensorDictSequentialImpl>;
+/// A critic writing the state value (e.g. tdrl::modules::ValueOperator), as a holder or a
+/// shared_ptr; null where a loss takes no critic.
+using CriticPtr = NetworkPtr;
 
 /// Base of the policy-gradient losses. Not a loss by itself (its constructor is protected);
 /// derive from it to write another on-policy loss with the same plumbing.

@@ -120,11 +120,6 @@ struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
 class PPOLoss : public PolicyGradientLoss {
  public:
   PPOLoss(ActorPtr actor, CriticPtr critic, PPOLossOptions options = {});
-  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
-  template <class A, class C>
-  PPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
-          PPOLossOptions options = {})
-      : PPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
 
   const PPOLossOptions& ppo_options() const { return ppo_options_; }
 
@@ -177,11 +172,6 @@ class PPOLoss : public PolicyGradientLoss {
 class ClipPPOLoss : public PPOLoss {
  public:
   ClipPPOLoss(ActorPtr actor, CriticPtr critic, ClipPPOLossOptions options = {});
-  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
-  template <class A, class C>
-  ClipPPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
-              ClipPPOLossOptions options = {})
-      : ClipPPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
 
   const ClipPPOLossOptions& options() const { return options_; }
 
@@ -213,11 +203,6 @@ class ClipPPOLoss : public PPOLoss {
 class KLPENPPOLoss : public PPOLoss {
  public:
   KLPENPPOLoss(ActorPtr actor, CriticPtr critic, KLPENPPOLossOptions options = {});
-  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
-  template <class A, class C>
-  KLPENPPOLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
-               KLPENPPOLossOptions options = {})
-      : KLPENPPOLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
 
   const KLPENPPOLossOptions& options() const { return options_; }
   /// The current penalty coefficient.

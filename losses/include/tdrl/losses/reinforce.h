@@ -58,16 +58,6 @@ struct ReinforceLossOptions {
 class ReinforceLoss : public PolicyGradientLoss {
  public:
   ReinforceLoss(ActorPtr actor, CriticPtr critic, ReinforceLossOptions options = {});
-  /// Takes module holders (e.g. ProbabilisticActor and ValueOperator).
-  template <class A, class C>
-  ReinforceLoss(const torch::nn::ModuleHolder<A>& actor, const torch::nn::ModuleHolder<C>& critic,
-                ReinforceLossOptions options = {})
-      : ReinforceLoss(ActorPtr(actor.ptr()), CriticPtr(critic.ptr()), std::move(options)) {}
-  /// An actor holder with a critic pointer (nullptr for no critic).
-  template <class A>
-  ReinforceLoss(const torch::nn::ModuleHolder<A>& actor, CriticPtr critic,
-                ReinforceLossOptions options = {})
-      : ReinforceLoss(ActorPtr(actor.ptr()), std::move(critic), std::move(options)) {}
 
   const ReinforceLossOptions& options() const { return options_; }
 

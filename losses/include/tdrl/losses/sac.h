@@ -95,10 +95,6 @@ struct SACLossOptions : TemperatureOptions<SACLossOptions> {
 class SACLoss : public ActorQValueLoss<tensordict::nn::ProbabilisticTensorDictSequentialImpl> {
  public:
   SACLoss(Actor actor_network, QNetworks qvalue_networks, SACLossOptions options = {});
-  template <typename A, typename Q>
-  SACLoss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
-          SACLossOptions options = {})
-      : SACLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const SACLossOptions& options() const { return options_; }
   /// log alpha (a parameter, or a buffer with fixed_alpha), a scalar tensor.
@@ -174,11 +170,6 @@ class DiscreteSACLoss
   using Actor = SACLoss::Actor;
 
   DiscreteSACLoss(Actor actor_network, QNetworks qvalue_networks, DiscreteSACLossOptions options);
-  template <typename A, typename Q>
-  DiscreteSACLoss(const torch::nn::ModuleHolder<A>& actor_network,
-                  const std::vector<Q>& qvalue_networks, DiscreteSACLossOptions options)
-      : DiscreteSACLoss(Actor(actor_network.ptr()), as_modules(qvalue_networks),
-                        std::move(options)) {}
 
   const DiscreteSACLossOptions& options() const { return options_; }
   const torch::Tensor& log_alpha() const { return temperature_.log_alpha(); }

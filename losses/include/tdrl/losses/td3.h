@@ -82,10 +82,6 @@ struct TD3LossOptions {
 class TD3Loss : public ActorQValueLoss<tensordict::nn::TensorDictModuleBase> {
  public:
   TD3Loss(Actor actor_network, QNetworks qvalue_networks, TD3LossOptions options = {});
-  template <typename A, typename Q>
-  TD3Loss(const torch::nn::ModuleHolder<A>& actor_network, const std::vector<Q>& qvalue_networks,
-          TD3LossOptions options = {})
-      : TD3Loss(Actor(actor_network.ptr()), as_modules(qvalue_networks), std::move(options)) {}
 
   const TD3LossOptions& options() const { return options_; }
 

@@ -14,6 +14,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/losses/networks.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -72,9 +73,7 @@ class ValueEstimatorBase : public tensordict::nn::TensorDictModuleBase {
       const torch::Tensor& done, const torch::Tensor& terminated, int64_t time_dim) const = 0;
 
  protected:
-  ValueEstimatorBase(std::string name,
-                     std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network,
-                     ValueEstimatorOptions options);
+  ValueEstimatorBase(std::string name, NetworkPtr value_network, ValueEstimatorOptions options);
   void forward_impl(const TensorDict& tensordict, const TensorDict& tensordict_out) override;
   void print_to(std::ostream& stream) const override;
 
@@ -90,9 +89,7 @@ class ValueEstimatorBase : public tensordict::nn::TensorDictModuleBase {
 /// One-step TD: value_target = r + gamma * (1 - terminated) * V(s').
 class TD0EstimatorImpl : public ValueEstimatorBase {
  public:
-  explicit TD0EstimatorImpl(
-      std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network = nullptr,
-      ValueEstimatorOptions options = {});
+  explicit TD0EstimatorImpl(NetworkPtr value_network = nullptr, ValueEstimatorOptions options = {});
   std::pair<torch::Tensor, torch::Tensor> estimate(
       const torch::Tensor& value, const torch::Tensor& next_value, const torch::Tensor& reward,
       const torch::Tensor& done, const torch::Tensor& terminated, int64_t time_dim) const override;
@@ -102,9 +99,7 @@ TORCH_MODULE(TD0Estimator);
 /// Monte-Carlo returns bootstrapped at trajectory ends (TD(1)).
 class TD1EstimatorImpl : public ValueEstimatorBase {
  public:
-  explicit TD1EstimatorImpl(
-      std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network = nullptr,
-      ValueEstimatorOptions options = {});
+  explicit TD1EstimatorImpl(NetworkPtr value_network = nullptr, ValueEstimatorOptions options = {});
   std::pair<torch::Tensor, torch::Tensor> estimate(
       const torch::Tensor& value, const torch::Tensor& next_value, const torch::Tensor& reward,
       const torch::Tensor& done, const torch::Tensor& terminated, int64_t time_dim) const override;
@@ -114,9 +109,8 @@ TORCH_MODULE(TD1Estimator);
 /// TD(lambda) returns.
 class TDLambdaEstimatorImpl : public ValueEstimatorBase {
  public:
-  explicit TDLambdaEstimatorImpl(
-      std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network = nullptr,
-      ValueEstimatorOptions options = {});
+  explicit TDLambdaEstimatorImpl(NetworkPtr value_network = nullptr,
+                                 ValueEstimatorOptions options = {});
   std::pair<torch::Tensor, torch::Tensor> estimate(
       const torch::Tensor& value, const torch::Tensor& next_value, const torch::Tensor& reward,
       const torch::Tensor& done, const torch::Tensor& terminated, int64_t time_dim) const override;
@@ -126,8 +120,7 @@ TORCH_MODULE(TDLambdaEstimator);
 /// Generalized advantage estimation (average_gae standardises the advantage).
 class GAEImpl : public ValueEstimatorBase {
  public:
-  explicit GAEImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network = nullptr,
-                   ValueEstimatorOptions options = {});
+  explicit GAEImpl(NetworkPtr value_network = nullptr, ValueEstimatorOptions options = {});
   std::pair<torch::Tensor, torch::Tensor> estimate(
       const torch::Tensor& value, const torch::Tensor& next_value, const torch::Tensor& reward,
       const torch::Tensor& done, const torch::Tensor& terminated, int64_t time_dim) const override;
@@ -135,9 +128,8 @@ class GAEImpl : public ValueEstimatorBase {
 TORCH_MODULE(GAE);
 
 /// The estimator of `type` around `value_network` (may be null).
-std::shared_ptr<ValueEstimatorBase> make_value_estimator(
-    ValueEstimatorType type,
-    std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network = nullptr,
-    ValueEstimatorOptions options = {});
+std::shared_ptr<ValueEstimatorBase> make_value_estimator(ValueEstimatorType type,
+                                                         NetworkPtr value_network = nullptr,
+                                                         ValueEstimatorOptions options = {});
 
 }  // namespace tdrl::losses
