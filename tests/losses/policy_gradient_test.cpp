@@ -96,6 +96,15 @@ TEST(A2CLossTest, NullCriticIsRejected) {
               ThrowsMessage<tensordict::ValueError>(HasSubstr("A2CLoss: the critic is null")));
 }
 
+TEST(A2CLossTest, AnEmptyHolderIsRejectedAsANullNetwork) {
+  const tdnn::ProbabilisticTensorDictSequential no_actor{nullptr};
+  EXPECT_THAT([&] { A2CLoss loss(no_actor, linear_critic(0.3, 0.1)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("A2CLoss: the actor is null")));
+  const tdnn::TensorDictModule no_critic{nullptr};
+  EXPECT_THAT([&] { A2CLoss loss(linear_gaussian_actor(0.5), no_critic); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("A2CLoss: the critic is null")));
+}
+
 TEST(A2CLossTest, PrintsItsOptions) {
   A2CLoss loss(linear_gaussian_actor(0.5), linear_critic(0.3, 0.1));
   std::ostringstream os;
