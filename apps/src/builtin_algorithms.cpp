@@ -153,7 +153,7 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
 void build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
                              const RecipeContext& context) {
   actor = make_stochastic_actor(context.model, context.env);
-  recipe.actor = actor.ptr();
+  recipe.actor = actor;
   recipe.exploration_policy = actor;
   const ModelSection model = context.model;
   const EnvInfo env = context.env;
@@ -276,9 +276,9 @@ class DQNRecipe : public OffPolicyRecipe {
     qnet_ = make_qnet();
     auto [policy, greedy] = make_policy(qnet_);
     greedy_ = greedy.ptr();
-    actor = qnet_.ptr();
+    actor = qnet_;
     exploration_policy = policy;
-    exploration_modules.emplace_back("exploration", greedy.ptr());
+    exploration_modules.emplace_back("exploration", greedy);
     policy_factory = [make_qnet, make_policy] {
       return collectors::CollectorPolicy(make_policy(make_qnet()).first);
     };
@@ -334,7 +334,7 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
       return tdnn::TensorDictSequential(a, modules::AdditiveGaussianModule(env.action_spec, noise));
     };
     actor_ = make_actor();
-    actor = actor_.ptr();
+    actor = actor_;
     exploration_policy = make_policy(actor_);
     policy_factory = [make_actor, make_policy] {
       return collectors::CollectorPolicy(make_policy(make_actor()));

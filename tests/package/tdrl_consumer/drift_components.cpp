@@ -159,7 +159,7 @@ class DriftRecipe : public apps::Recipe {
 
   void build_acting(const apps::RecipeContext& context) override {
     actor_ = apps::make_stochastic_actor(context.model, context.env);
-    actor = actor_.ptr();
+    actor = actor_;
     exploration_policy = actor_;
     // Collector workers build their own copy; the lambda outlives the context.
     policy_factory = [model = context.model, env = context.env] {

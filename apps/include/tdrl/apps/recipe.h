@@ -20,6 +20,7 @@
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/replay/replay_buffer.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/nn/module_ptr.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::apps {
@@ -94,10 +95,12 @@ class Recipe {
   /// Builds another exploration policy with the same structure (for collector workers).
   collectors::PolicyFactory policy_factory;
   /// The actor run deterministically for evaluation; its parameters are what tdrl-eval loads.
-  std::shared_ptr<tensordict::nn::TensorDictModuleBase> actor;
+  /// Assign the module's holder or a shared_ptr to it.
+  tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> actor;
   /// Modules with state besides the actor's parameters (exploration annealing), by name; saved
   /// in checkpoints.
-  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> exploration_modules;
+  std::vector<std::pair<std::string, tensordict::nn::ModulePtr<torch::nn::Module>>>
+      exploration_modules;
 
   /// After each batch's optimisation: exploration annealing, given the frames so far.
   virtual void after_batch(int64_t frames) { (void)frames; }
