@@ -11,6 +11,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <tensordict/nn/module_ptr.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
@@ -33,25 +34,23 @@ using tensordict::TensorDict;
 /// Copying a CollectorPolicy shares the module (a handle, like a ModuleHolder).
 class CollectorPolicy {
  public:
+  /// A keyed module as a holder or a shared_ptr.
+  using ModulePtr = tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase>;
+
   /// Random actions.
   CollectorPolicy() = default;
   /// Random actions.
   CollectorPolicy(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
 
   /// A keyed module held by shared_ptr (null means random actions).
-  template <class M,
-            class = std::enable_if_t<std::is_base_of_v<tensordict::nn::TensorDictModuleBase, M>>>
-  CollectorPolicy(std::shared_ptr<M> module)  // NOLINT(google-explicit-constructor)
-      : CollectorPolicy(
-            std::static_pointer_cast<tensordict::nn::TensorDictModuleBase>(std::move(module))) {}
-  /// A keyed module held by shared_ptr (null means random actions).
   CollectorPolicy(std::shared_ptr<tensordict::nn::TensorDictModuleBase> module);  // NOLINT
-
-  /// A keyed module holder (an empty holder means random actions).
-  template <class M,
-            class = std::enable_if_t<std::is_base_of_v<tensordict::nn::TensorDictModuleBase, M>>>
-  CollectorPolicy(const torch::nn::ModuleHolder<M>& holder)  // NOLINT
-      : CollectorPolicy(holder.is_empty() ? nullptr : holder.ptr()) {}
+  /// A keyed module as a module holder or a shared_ptr to a subclass (anything a
+  /// tensordict::nn::ModulePtr takes; an empty holder means random actions). A template, not a
+  /// ModulePtr parameter, so that `CollectorPolicy policy = actor;` needs one conversion only.
+  /// (It delegates with a plain shared_ptr: given a ModulePtr, it would pick itself again.)
+  template <class M, class = std::enable_if_t<std::is_convertible_v<const M&, ModulePtr>>>
+  CollectorPolicy(const M& module)  // NOLINT(google-explicit-constructor)
+      : CollectorPolicy(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(ModulePtr(module))) {}
 
   /// A callable; its weights, when it has any, are `weights`' parameters and buffers.
   template <class F,
