@@ -14,7 +14,7 @@ namespace tdnn = tensordict::nn;
 
 // ---- ProbabilisticActor --------------------------------------------------------------------
 
-ProbabilisticActorImpl::ProbabilisticActorImpl(std::shared_ptr<tdnn::TensorDictModuleBase> module,
+ProbabilisticActorImpl::ProbabilisticActorImpl(tdnn::ModulePtr<tdnn::TensorDictModuleBase> module,
                                                specs::TensorSpecPtr spec,
                                                ProbabilisticActorOptions options)
     : tdnn::ProbabilisticTensorDictSequentialImpl(
@@ -64,9 +64,9 @@ tdnn::TensorDictModuleOptions ValueOperatorImpl::module_options(const ValueOpera
 
 // ---- ActorValueOperator --------------------------------------------------------------------
 
-ActorValueOperatorImpl::ActorValueOperatorImpl(std::shared_ptr<tdnn::TensorDictModuleBase> common,
-                                               std::shared_ptr<tdnn::TensorDictModuleBase> policy,
-                                               std::shared_ptr<tdnn::TensorDictModuleBase> value)
+ActorValueOperatorImpl::ActorValueOperatorImpl(tdnn::ModulePtr<tdnn::TensorDictModuleBase> common,
+                                               tdnn::ModulePtr<tdnn::TensorDictModuleBase> policy,
+                                               tdnn::ModulePtr<tdnn::TensorDictModuleBase> value)
     : TensorDictSequentialImpl("ActorValueOperator",
                                Modules{std::move(common), std::move(policy), std::move(value)},
                                tdnn::TensorDictSequentialOptions()) {}

@@ -103,6 +103,11 @@ TEST(ProbabilisticActorTest, SafeWithoutSpecIsRejected) {
                tensordict::ValueError);
 }
 
+TEST(ProbabilisticActorTest, AnEmptyModuleHolderIsRejectedAsANullModule) {
+  EXPECT_THAT([] { ProbabilisticActor(TensorDictSequential(nullptr), action_spec(2, -1, 1)); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("module 0 is null")));
+}
+
 TEST(ProbabilisticActorTest, GetDistAndLogProbReachTheNetworkParameters) {
   torch::manual_seed(3);
   ProbabilisticActor actor(param_net(2), action_spec(2, -1, 1));
@@ -162,6 +167,16 @@ TEST(ActorValueOperatorTest, RunsTrunkPolicyAndValue) {
   EXPECT_EQ(td.get("action").sizes(), (Shape{6, 2}));
   EXPECT_EQ(td.get("state_value").sizes(), (Shape{6, 1}));
   EXPECT_THAT(agent->to_string(), HasSubstr("ActorValueOperator(\n"));
+}
+
+TEST(ActorValueOperatorTest, AnEmptyHeadIsRejectedNamingItsPosition) {
+  auto trunk =
+      TensorDictModule(torch::nn::Linear(3, 8),
+                       TensorDictModuleOptions().in_keys({"observation"}).out_keys({"hidden"}));
+  ValueOperator value(torch::nn::Linear(8, 1), ValueOperatorOptions().in_keys({"hidden"}));
+  EXPECT_THAT(
+      [&] { ActorValueOperator(trunk, ProbabilisticActor(nullptr), value); },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("ActorValueOperator: module 1 is null")));
 }
 
 TEST(ActorValueOperatorTest, PolicyOperatorIsProbabilisticAndSharesTheTrunk) {

@@ -12,6 +12,7 @@
 
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nested_key.h>
+#include <tensordict/nn/module_ptr.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/nn/tensordict_sequential.h>
@@ -64,14 +65,10 @@ struct ProbabilisticActorOptions {
 /// ```
 class ProbabilisticActorImpl : public tensordict::nn::ProbabilisticTensorDictSequentialImpl {
  public:
-  ProbabilisticActorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase> module,
+  /// `module`: any TensorDict module (TensorDictModule, TensorDictSequential, ...), as a
+  /// holder or a shared_ptr.
+  ProbabilisticActorImpl(tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> module,
                          specs::TensorSpecPtr spec, ProbabilisticActorOptions options = {});
-  /// Takes any TensorDict module holder (TensorDictModule, TensorDictSequential, ...).
-  template <typename M>
-  ProbabilisticActorImpl(const torch::nn::ModuleHolder<M>& module, specs::TensorSpecPtr spec,
-                         ProbabilisticActorOptions options = {})
-      : ProbabilisticActorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(module.ptr()),
-                               std::move(spec), std::move(options)) {}
 
   /// The action spec, or nullptr.
   const specs::TensorSpecPtr& spec() const { return spec_; }
@@ -129,17 +126,10 @@ TORCH_MODULE(ValueOperator);
 /// ```
 class ActorValueOperatorImpl : public tensordict::nn::TensorDictSequentialImpl {
  public:
-  ActorValueOperatorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase> common,
-                         std::shared_ptr<tensordict::nn::TensorDictModuleBase> policy,
-                         std::shared_ptr<tensordict::nn::TensorDictModuleBase> value);
-  template <typename C, typename P, typename V>
-  ActorValueOperatorImpl(const torch::nn::ModuleHolder<C>& common,
-                         const torch::nn::ModuleHolder<P>& policy,
-                         const torch::nn::ModuleHolder<V>& value)
-      : ActorValueOperatorImpl(std::shared_ptr<tensordict::nn::TensorDictModuleBase>(common.ptr()),
-                               std::shared_ptr<tensordict::nn::TensorDictModuleBase>(policy.ptr()),
-                               std::shared_ptr<tensordict::nn::TensorDictModuleBase>(value.ptr())) {
-  }
+  /// Each module as a holder or a shared_ptr.
+  ActorValueOperatorImpl(tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> common,
+                         tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> policy,
+                         tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> value);
 
   /// Trunk + policy head (a ProbabilisticTensorDictSequential when the head is one).
   tensordict::nn::TensorDictSequential get_policy_operator() const;
