@@ -37,8 +37,8 @@ void check_arguments(const std::string& name, const std::vector<EnvFactory>& fac
                " is empty; pass a function that builds an env");
   }
   detail::check_frame_counts(name, options);
-  TDRL_CHECK(!(!allow_shared_policy && !options.policy_factory() && !policy.is_random()),
-             ValueError, name,
+  TDRL_CHECK(allow_shared_policy || options.policy_factory() || policy.is_random(), ValueError,
+             name,
              ": the policy would be shared by workers that keep collecting while the "
              "trainer updates its weights; pass CollectorOptions().policy_factory(...) "
              "building one policy per worker (update_policy_weights_() copies the "

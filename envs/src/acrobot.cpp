@@ -93,9 +93,9 @@ AcrobotEnv::AcrobotEnv(const AcrobotEnvOptions& options)
     : ClassicControlEnv("Acrobot-v1", options, acrobot_layout()),
       options_(options),
       book_(options.book_or_nips() == "book") {
-  TDRL_CHECK(!(!book_ && options.book_or_nips() != "nips"), ValueError, name(),
+  TDRL_CHECK(book_ || options.book_or_nips() == "nips", ValueError, name(),
              ": option book_or_nips is '", options.book_or_nips(), "'; expected 'book' or 'nips'");
-  TDRL_CHECK(!(!(options.torque_noise_max() >= 0.0) || !std::isfinite(options.torque_noise_max())),
+  TDRL_CHECK(options.torque_noise_max() >= 0.0 && std::isfinite(options.torque_noise_max()),
              ValueError, name(), ": option torque_noise_max is ",
              number(options.torque_noise_max()), "; it must be finite and >= 0");
   set_observation_spec(bounded_observation(batch_size(), device(),

@@ -238,8 +238,8 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
              std::to_string(options.num_threads()));
   TDRL_CHECK(!(s.frame_skip < 1), ValueError, op, ": frame_skip must be >= 1, got ",
              std::to_string(s.frame_skip));
-  TDRL_CHECK(!(!(s.reset_noise_scale >= 0.0) || !std::isfinite(s.reset_noise_scale)), ValueError,
-             op, ": reset_noise_scale must be finite and >= 0, got ",
+  TDRL_CHECK(s.reset_noise_scale >= 0.0 && std::isfinite(s.reset_noise_scale), ValueError, op,
+             ": reset_noise_scale must be finite and >= 0, got ",
              std::to_string(s.reset_noise_scale));
   TDRL_CHECK(!(s.max_episode_steps < 0), ValueError, op,
              ": max_episode_steps must be >= 0 (0: no limit), got ",
@@ -424,14 +424,14 @@ void MujocoEnv::set_state(const torch::Tensor& qpos, const torch::Tensor& qvel) 
   const std::string op = name() + "::set_state";
   auto check = [&](const char* what, const torch::Tensor& value, int64_t dim) {
     const auto expected = with_tail(batch_size(), dim);
-    TDRL_CHECK(!(!value.defined() || value.sizes() != c10::IntArrayRef(expected)), ShapeError, op,
-               ": ", what, " must have shape ", shape_string(expected), " ([*batch_size, ",
+    TDRL_CHECK(value.defined() && value.sizes() == c10::IntArrayRef(expected), ShapeError, op, ": ",
+               what, " must have shape ", shape_string(expected), " ([*batch_size, ",
                (dim == m->nq ? "nq" : "nv"), "]), got ",
                (value.defined() ? shape_string(value.sizes().vec()) : "undefined"));
     TDRL_CHECK(value.is_floating_point(), TypeError, op, ": ", what,
                " must have a floating dtype, got ",
                std::string(c10::toString(value.scalar_type())));
-    TDRL_CHECK(!(!torch::isfinite(value).all().item<bool>()), ValueError, op, ": ", what,
+    TDRL_CHECK(torch::isfinite(value).all().item<bool>(), ValueError, op, ": ", what,
                " holds a non-finite value; states must be finite");
     return value.to(torch::kCPU, torch::kFloat64).contiguous().view({s.n, dim});
   };

@@ -135,7 +135,7 @@ DistributionalDQNLoss::DistributionalDQNLoss(NetworkPtr value_network,
         "; got " +
         (support.defined() ? detail::shape_str(support.sizes()) : std::string("none")));
   }
-  TDRL_CHECK(!(!(support.diff() > 0).all().item<bool>()), ValueError,
+  TDRL_CHECK((support.diff() > 0).all().item<bool>(), ValueError,
              "DistributionalDQNLoss: the support must be increasing (z_1 < ... < z_K)");
   if (options_.action_space()) {
     detail::parse_action_space("DistributionalDQNLoss", *options_.action_space());

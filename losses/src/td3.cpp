@@ -22,7 +22,7 @@ TD3Loss::TD3Loss(Actor actor_network, QNetworks qvalue_networks, TD3LossOptions 
   set_out_keys({"loss_actor", "loss_qvalue", "pred_value", "state_action_value_actor",
                 "next_state_value", "target_value"});
   functional::check_distance_loss_name("TD3Loss", "loss_function", options_.loss_function());
-  TDRL_CHECK(!(!(options_.policy_noise() >= 0.0) || !(options_.noise_clip() >= 0.0)), ValueError,
+  TDRL_CHECK(options_.policy_noise() >= 0.0 && options_.noise_clip() >= 0.0, ValueError,
              "TD3Loss: policy_noise is ", std::to_string(options_.policy_noise()),
              " and noise_clip ", std::to_string(options_.noise_clip()), "; both must be >= 0");
   const auto spec = detail::action_spec_of(options_.action_spec(), actor_network_);

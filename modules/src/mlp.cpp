@@ -111,11 +111,11 @@ TanhBoundedMLPImpl::TanhBoundedMLPImpl(MLP mlp, const torch::Tensor& low, const 
     : mlp_(std::move(mlp)) {
   const std::vector<int64_t> out{mlp_->options().out_features()};
   for (const auto* bound : {&low, &high}) {
-    TDRL_CHECK(!(!bound->defined() || !at::is_expandable_to(bound->sizes(), out)), ShapeError,
+    TDRL_CHECK(bound->defined() && at::is_expandable_to(bound->sizes(), out), ShapeError,
                "TanhBoundedMLP: a bound of shape ",
                (bound->defined() ? c10::str(bound->sizes()) : std::string("undefined")),
                " does not broadcast to the MLP's output [", std::to_string(out[0]), "]");
-    TDRL_CHECK(!(!torch::isfinite(*bound).all().item<bool>()), ValueError,
+    TDRL_CHECK(torch::isfinite(*bound).all().item<bool>(), ValueError,
                "TanhBoundedMLP: the bounds must be finite, got ", c10::str(*bound));
   }
   TDRL_CHECK(!((low > high).any().item<bool>()), ValueError,

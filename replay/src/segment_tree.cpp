@@ -121,7 +121,7 @@ void SegmentTree<Reduction>::set(c10::ArrayRef<int64_t> index, c10::ArrayRef<dou
 template <class Reduction>
 void SegmentTree<Reduction>::assign(const torch::Tensor& values) {
   const std::string where = std::string(tree_name<Reduction>()) + "::assign: ";
-  TDRL_CHECK(!(!values.defined() || values.numel() != capacity_), ShapeError, where,
+  TDRL_CHECK(values.defined() && values.numel() == capacity_, ShapeError, where,
              "values must hold capacity ", std::to_string(capacity_), " entries, got ",
              (values.defined() ? detail::sizes_str(values) : std::string("undefined")));
   const auto v = values.detach().to(torch::kCPU, torch::kDouble).reshape({-1}).contiguous();

@@ -120,7 +120,7 @@ std::function<void()> Storage::prepare_load_state_dict(const TensorDict& state) 
   const bool row_numel_ok = ndim == 1 ? row_numel == 1 : row_numel >= 0 && row_numel <= max_size;
   const int64_t rows_cap = row_numel > 0 ? max_size / row_numel : 0;
   const bool last_row_ok = num_rows == 0 ? last_row == -1 : last_row >= 0 && last_row < num_rows;
-  TDRL_CHECK(!(!row_numel_ok || num_rows < 0 || num_rows > rows_cap || !last_row_ok), ValueError,
+  TDRL_CHECK(row_numel_ok && num_rows >= 0 && num_rows <= rows_cap && last_row_ok, ValueError,
              where, "inconsistent sizes in the checkpoint (row_numel ", std::to_string(row_numel),
              ", num_rows ", std::to_string(num_rows), ", last_row ", std::to_string(last_row),
              " for max_size ", std::to_string(max_size), ")");

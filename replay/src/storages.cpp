@@ -120,7 +120,7 @@ std::function<void()> ListStorage::prepare_load_impl(const TensorDict& state, in
     const auto key = std::to_string(i);
     const auto& all = std::get<TensorDict>(*saved);
     auto entry = all.find_value(key);
-    TDRL_CHECK(!(!entry || !std::holds_alternative<TensorDict>(*entry)), ValueError, where,
+    TDRL_CHECK(entry && std::holds_alternative<TensorDict>(*entry), ValueError, where,
                "the checkpoint lacks entry ", key, " of ", std::to_string(num_rows));
     entries.push_back(std::get<TensorDict>(*entry).clone());  // off the checkpoint's files
   }
@@ -350,7 +350,7 @@ std::function<void()> TensorStorage::prepare_load_impl(const TensorDict& state, 
              std::to_string(this->row_numel()));
   // A lazy storage takes the checkpoint's structure: allocate and fill now, swap in later.
   for (auto& [key, value] : data.items(/*include_nested=*/true, /*leaves_only=*/true))
-    TDRL_CHECK(!(!std::holds_alternative<torch::Tensor>(value)), TypeError, where, "key ",
+    TDRL_CHECK(std::holds_alternative<torch::Tensor>(value), TypeError, where, "key ",
                key.to_string(), " of the checkpoint is not a tensor");
   BatchSize rows_shape = {max_size() / (nd == 2 ? row_numel : 1)};
   if (nd == 2) rows_shape.push_back(row_numel);

@@ -190,7 +190,7 @@ std::optional<SpecValue> Composite::find_value(const NestedKey& key) const {
 TensorSpecPtr Composite::get(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get", key);
-  TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
+  TDRL_CHECK(std::holds_alternative<TensorSpecPtr>(*value), TypeError,
              "Composite::get: the entry at key ", key.to_string(),
              " is a Composite, not a leaf spec; use get_composite");
   return std::get<TensorSpecPtr>(*value);
@@ -199,7 +199,7 @@ TensorSpecPtr Composite::get(const NestedKey& key) const {
 TensorSpecPtr Composite::find(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
-  TDRL_CHECK(!(!std::holds_alternative<TensorSpecPtr>(*value)), TypeError,
+  TDRL_CHECK(std::holds_alternative<TensorSpecPtr>(*value), TypeError,
              "Composite::find: the entry at key ", key.to_string(),
              " is a Composite, not a leaf spec; use find_composite");
   return std::get<TensorSpecPtr>(*value);
@@ -208,7 +208,7 @@ TensorSpecPtr Composite::find(const NestedKey& key) const {
 CompositePtr Composite::get_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) throw_missing("Composite::get_composite", key);
-  TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
+  TDRL_CHECK(std::holds_alternative<CompositePtr>(*value), TypeError,
              "Composite::get_composite: the entry at key ", key.to_string(), " is a ",
              std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use get");
   return std::get<CompositePtr>(*value);
@@ -217,7 +217,7 @@ CompositePtr Composite::get_composite(const NestedKey& key) const {
 CompositePtr Composite::find_composite(const NestedKey& key) const {
   const SpecValue* value = lookup(key);
   if (!value) return nullptr;
-  TDRL_CHECK(!(!std::holds_alternative<CompositePtr>(*value)), TypeError,
+  TDRL_CHECK(std::holds_alternative<CompositePtr>(*value), TypeError,
              "Composite::find_composite: the entry at key ", key.to_string(), " is a ",
              std::get<TensorSpecPtr>(*value)->type_name(), " leaf spec, not a Composite; use find");
   return std::get<CompositePtr>(*value);

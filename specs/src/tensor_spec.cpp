@@ -302,7 +302,7 @@ namespace {
 
 // The spec's shape: given, or the broadcast shape of low and high.
 std::vector<int64_t> bounded_shape(const BoundedOptions& options) {
-  TDRL_CHECK(!(!options.low().defined() || !options.high().defined()), ValueError,
+  TDRL_CHECK(options.low().defined() && options.high().defined(), ValueError,
              "Bounded: low and high are required; set both, e.g. "
              "BoundedOptions().low(-1.0).high(1.0).shape({3})");
   if (options.shape()) return *options.shape();
@@ -568,7 +568,7 @@ std::shared_ptr<Categorical> OneHot::to_categorical_spec() const {
 namespace {
 
 std::vector<int64_t> binary_shape(const std::optional<std::vector<int64_t>>& shape) {
-  TDRL_CHECK(!(!shape || shape->empty()), ShapeError,
+  TDRL_CHECK(shape && !shape->empty(), ShapeError,
              "Binary: a shape is required when n is not given, and it cannot be a scalar; e.g. "
              "Binary(BinaryOptions().shape({4, 3})) or Binary(3)");
   checked_n("Binary", shape->back());

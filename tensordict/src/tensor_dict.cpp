@@ -484,7 +484,7 @@ const TensorDict& TensorDict::set_(const NestedKey& key, const torch::Tensor& va
 
 const TensorDict& TensorDict::del_(const NestedKey& key) const {
   auto container = container_of(*this, key, "TensorDict::del_");
-  TDRL_CHECK(!(!container || !container->impl()->contains(key.back())), KeyError,
+  TDRL_CHECK(container && container->impl()->contains(key.back()), KeyError,
              "TensorDict::del_: key ", key.to_string(), " not found; available keys: ",
              (closest_names(key.back(), container ? container->impl()->keys() : impl_->keys())));
   container->impl()->erase(key.back());

@@ -48,8 +48,8 @@ inline std::string device_str(torch::Device device) {
 }
 
 inline void require_positive(const std::string& env, const char* field, double value) {
-  TDRL_CHECK(!(!(value > 0.0) || !std::isfinite(value)), ValueError, env, ": option ", field,
-             " is ", number(value), "; it must be finite and > 0");
+  TDRL_CHECK(value > 0.0 && std::isfinite(value), ValueError, env, ": option ", field, " is ",
+             number(value), "; it must be finite and > 0");
 }
 
 // Starts printing a task's options: `<type>(batch_size=[...], device=..., max_episode_steps=N`;

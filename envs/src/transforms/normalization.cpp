@@ -259,7 +259,7 @@ void VecNormState::load_state_dict(const TensorDict& state) {
     const auto sum = state.get(group.join("sum"));
     const auto ssq = state.get(group.join("ssq"));
     const auto count = state.get(group.join("count"));
-    TDRL_CHECK(!(!sum.sizes().equals(ssq.sizes()) || count.numel() != 1), ShapeError, where,
+    TDRL_CHECK(sum.sizes().equals(ssq.sizes()) && count.numel() == 1, ShapeError, where,
                ": the statistics of ", group.to_string(), " have sum ",
                tensordict::shape_str(sum.sizes()), ", ssq ", tensordict::shape_str(ssq.sizes()),
                ", count ", tensordict::shape_str(count.sizes()),

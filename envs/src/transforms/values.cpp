@@ -266,8 +266,8 @@ specs::CompositePtr ActionScaling::transform_action_spec(specs::CompositePtr spe
   }
   const auto& leaf = std::get<specs::TensorSpecPtr>(*value);
   const auto* bounded = dynamic_cast<const specs::Bounded*>(leaf.get());
-  TDRL_CHECK(!(!bounded || !leaf->is_continuous()), TypeError, where, ": the action ",
-             key->to_string(), " has a ", leaf->type_name(),
+  TDRL_CHECK(bounded && leaf->is_continuous(), TypeError, where, ": the action ", key->to_string(),
+             " has a ", leaf->type_name(),
              " spec; ActionScaling needs a floating Bounded action spec");
   key_ = key;
   low_ = bounded->low();

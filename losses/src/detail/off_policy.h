@@ -124,7 +124,7 @@ inline void check_network(const std::string& where, const std::string& who,
 /// `batch["next"]`, or KeyError naming `where`.
 inline TensorDict next_tensordict(const std::string& where, const TensorDict& batch) {
   auto value = batch.find_value("next");
-  TDRL_CHECK(!(!value || !std::holds_alternative<TensorDict>(*value)), tensordict::KeyError, where,
+  TDRL_CHECK(value && std::holds_alternative<TensorDict>(*value), tensordict::KeyError, where,
              ": the batch has no \"next\" TensorDict (the next state the "
              "targets are computed from); use transitions as envs and "
              "collectors write them");

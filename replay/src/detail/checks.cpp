@@ -35,8 +35,8 @@ void check_index_range(const torch::Tensor& index, int64_t limit, const std::str
 namespace {
 tensordict::AnyValue read_value(const TensorDict& state, const char* key, const std::string& op) {
   auto value = state.find_value(key);
-  TDRL_CHECK(!(!value || !std::holds_alternative<tensordict::NonTensorData>(*value)), ValueError,
-             op, "the checkpoint has no value '", key, "'; was it written by dumps?");
+  TDRL_CHECK(value && std::holds_alternative<tensordict::NonTensorData>(*value), ValueError, op,
+             "the checkpoint has no value '", key, "'; was it written by dumps?");
   return std::get<tensordict::NonTensorData>(*value).value();
 }
 }  // namespace
@@ -62,7 +62,7 @@ std::string read_string(const TensorDict& state, const char* key, const std::str
 
 torch::Tensor read_tensor(const TensorDict& state, const char* key, const std::string& op) {
   auto value = state.find_value(key);
-  TDRL_CHECK(!(!value || !std::holds_alternative<torch::Tensor>(*value)), ValueError, op,
+  TDRL_CHECK(value && std::holds_alternative<torch::Tensor>(*value), ValueError, op,
              "the checkpoint has no tensor '", key, "'; was it written by dumps?");
   return std::get<torch::Tensor>(*value);
 }
