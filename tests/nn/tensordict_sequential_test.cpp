@@ -134,6 +134,14 @@ TEST(TensorDictSequentialTest, TransformerBlockKeysAndParameters) {
   EXPECT_EQ(block->parameters().size(), 16u);
 }
 
+TEST(TensorDictSequentialTest, AnEmptyModuleHolderIsRefusedNamingItsPosition) {
+  TensorDictModule linear(torch::nn::Linear(3, 2),
+                          TensorDictModuleOptions().in_keys({"a"}).out_keys({"b"}));
+  EXPECT_THAT([&] { TensorDictSequential(linear, TensorDictModule(nullptr)); },
+              ::testing::ThrowsMessage<ValueError>(
+                  ::testing::HasSubstr("TensorDictSequential: module 1 is null")));
+}
+
 TEST(TensorDictSequentialTest, TrainAndEvalPropagateToNestedModules) {
   auto block = transformer_block(5, 3, 6, 10, 2);
   block->eval();

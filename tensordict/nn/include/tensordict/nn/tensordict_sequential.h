@@ -16,6 +16,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <tensordict/nested_key.h>
+#include <tensordict/nn/module_ptr.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
@@ -130,17 +131,12 @@ class TensorDictSequentialImpl : public TensorDictModuleBase {
   /// `TensorDictSequential(\n    module=ModuleList(\n      (0): ...\n    ),\n    in_keys=...`
   void print_to(std::ostream& stream) const override;
 
-  /// Collects one variadic constructor argument: a module is appended, options replace
-  /// `options`.
-  template <typename M>
+  /// Collects one variadic constructor argument: a module (holder or shared_ptr; an empty
+  /// holder is null, which the constructor refuses naming its position) is appended, options
+  /// replace `options`.
   static void add_arg(Modules& modules, TensorDictSequentialOptions&,
-                      const torch::nn::ModuleHolder<M>& module) {
-    modules.push_back(module.ptr());
-  }
-  template <typename M>
-  static void add_arg(Modules& modules, TensorDictSequentialOptions&,
-                      const std::shared_ptr<M>& module) {
-    modules.push_back(module);
+                      ModulePtr<TensorDictModuleBase> module) {
+    modules.push_back(std::move(module));
   }
   static void add_arg(Modules&, TensorDictSequentialOptions& options,
                       const TensorDictSequentialOptions& given) {
