@@ -435,39 +435,43 @@ TEST(DistributedCollectorTest, WorkerErrorReachesTheTrainerWithItsMessage) {
   EXPECT_TRUE(no_child_processes()) << "the workers were stopped and reaped";
 }
 
-TEST(DistributedCollectorTest, KilledWorkerMakesNextThrowWithinTheTimeout) {
-  const auto timeout = std::chrono::seconds(5);
+// A dead worker is noticed when its connection closes, not after the timeout: the timeout is
+// generous (workers of a sanitizer build take seconds to join), and the bounds below only say
+// that the trainer did not wait for it, which holds on any machine.
+constexpr auto kDeathTimeout = std::chrono::seconds(20);
+constexpr double kDeathTimeoutSeconds = 20.0;
+
+TEST(DistributedCollectorTest, KilledWorkerMakesNextThrowBeforeTheTimeout) {
   std::optional<DistributedCollector> collector;
   collector.emplace(nullptr, CollectorOptions().frames_per_batch(8),
-                    launched("die", true, timeout));
+                    launched("die", true, kDeathTimeout));
   ASSERT_TRUE(collector->next().has_value());
   const auto start = Clock::now();
   EXPECT_THAT([&] { collector->next(); },
               ThrowsMessage<tensordict::Error>(
                   AllOf(HasSubstr("lost worker rank 2"), HasSubstr("killed by signal 9"))));
-  EXPECT_LT(seconds_since(start), 5.0 + 2.0);
+  EXPECT_LT(seconds_since(start), kDeathTimeoutSeconds);
   EXPECT_FALSE(collector->next().has_value());
   const auto destroy = Clock::now();
   collector.reset();
-  EXPECT_LT(seconds_since(destroy), 1.0);
+  EXPECT_LT(seconds_since(destroy), kDeathTimeoutSeconds) << "the workers were already reaped";
   EXPECT_TRUE(no_child_processes());
 }
 
-TEST(DistributedCollectorTest, AsyncKilledWorkerMakesNextThrowWithinTheTimeout) {
+TEST(DistributedCollectorTest, AsyncKilledWorkerMakesNextThrowBeforeTheTimeout) {
   // Rank 2 dies in its second batch while rank 1 keeps answering: the trainer still notices.
-  const auto timeout = std::chrono::seconds(3);
   DistributedCollector collector(nullptr, CollectorOptions().frames_per_batch(4),
-                                 launched("die", false, timeout));
+                                 launched("die", false, kDeathTimeout));
   const auto start = Clock::now();
   std::string message;
   int64_t batches = 0;
   try {
-    while (collector.next() && seconds_since(start) < 30.0) ++batches;
+    while (collector.next() && seconds_since(start) < 2 * kDeathTimeoutSeconds) ++batches;
   } catch (const tensordict::Error& e) {
     message = e.what();
   }
   EXPECT_THAT(message, AllOf(HasSubstr("lost worker rank 2"), HasSubstr("killed by signal 9")));
-  EXPECT_LT(seconds_since(start), 3.0 + 2.0);
+  EXPECT_LT(seconds_since(start), kDeathTimeoutSeconds);
   EXPECT_GE(batches, 1);
   EXPECT_TRUE(no_child_processes());
 }
