@@ -72,10 +72,7 @@ void collector_pendulum(benchmark::State& state, bool mlp) {
   auto net = pendulum_net();
   Collector collector(pendulum(), mlp ? keyed(net) : CollectorPolicy(),
                       CollectorOptions().frames_per_batch(kFrames));
-  for (auto _ : state) {
-    auto batch = collector.next();
-    benchmark::DoNotOptimize(batch);
-  }
+  time_calls(state, [&] { return collector.next(); });
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
 
@@ -118,10 +115,7 @@ void multi_sync_cheetah(benchmark::State& state, int64_t workers) {
                                            keyed(net),
                                            CollectorOptions().frames_per_batch(kFrames * workers));
   collector.set_seed(0);
-  for (auto _ : state) {
-    auto batch = collector.next();
-    benchmark::DoNotOptimize(batch);
-  }
+  time_calls(state, [&] { return collector.next(); });
   state.SetItemsProcessed(state.iterations() * kFrames * workers);
 }
 
@@ -133,10 +127,7 @@ void state_dict_cheetah(benchmark::State& state) {
                                   CollectorOptions().frames_per_batch(kFrames));
   collector.set_seed(0);
   collector.next();
-  for (auto _ : state) {
-    auto saved = collector.state_dict();
-    benchmark::DoNotOptimize(saved);
-  }
+  time_calls(state, [&] { return collector.state_dict(); });
 }
 
 std::vector<std::string> g_launch;  // this binary's argv, to relaunch it as a worker
@@ -147,10 +138,7 @@ void distributed_pendulum(benchmark::State& state) {
       keyed(net), CollectorOptions().frames_per_batch(2 * kFrames),
       collectors::DistributedOptions().num_workers(2).launch_command(g_launch));
   collector.update_policy_weights_();
-  for (auto _ : state) {
-    auto batch = collector.next();
-    benchmark::DoNotOptimize(batch);
-  }
+  time_calls(state, [&] { return collector.next(); });
   state.SetItemsProcessed(state.iterations() * 2 * kFrames);
 }
 

@@ -473,18 +473,12 @@ void MemmapReadRaw(benchmark::State& state) {
 
 void load_td(benchmark::State& state, size_t which) {
   const Dataset& ds = datasets()[which];
-  for (auto _ : state) {
-    TensorDict td = TensorDict::load_memmap(ds.path);
-    benchmark::DoNotOptimize(td);
-  }
+  time_calls(state, [&] { return TensorDict::load_memmap(ds.path); });
 }
 
 void load_raw(benchmark::State& state, size_t which) {
   const Dataset& ds = datasets()[which];
-  for (auto _ : state) {
-    RawDataset raw = raw_load(ds);
-    benchmark::DoNotOptimize(raw);
-  }
+  time_calls(state, [&] { return raw_load(ds); });
 }
 
 void LoadMemmap64MiBTd(benchmark::State& state) { load_td(state, 0); }
@@ -498,10 +492,7 @@ void Gather256Td(benchmark::State& state) {
   const auto& pool = index_pool();
   TensorDict td = TensorDict::load_memmap(gather_dataset().path);
   size_t k = 0;
-  for (auto _ : state) {
-    TensorDict rows = td.index({pool[k++ % kIndexPool]});
-    benchmark::DoNotOptimize(rows);
-  }
+  time_calls(state, [&] { return td.index({pool[k++ % kIndexPool]}); });
 }
 
 void Gather256Raw(benchmark::State& state) {
@@ -510,10 +501,7 @@ void Gather256Raw(benchmark::State& state) {
   UniqueFd obs(ds.obs_file(), O_RDONLY);
   UniqueFd reward(ds.reward_file(), O_RDONLY);
   size_t k = 0;
-  for (auto _ : state) {
-    auto rows = raw_gather(obs.get(), reward.get(), pool[k++ % kIndexPool]);
-    benchmark::DoNotOptimize(rows);
-  }
+  time_calls(state, [&] { return raw_gather(obs.get(), reward.get(), pool[k++ % kIndexPool]); });
   const auto rows = raw_gather(obs.get(), reward.get(), pool[0]);
   const TensorDict expected = TensorDict::load_memmap(ds.path).index({pool[0]});
   check(torch::equal(rows.first, expected.get("obs")) &&
@@ -525,10 +513,7 @@ void LoadGather256Td(benchmark::State& state) {
   const auto& pool = index_pool();
   const std::string& path = gather_dataset().path;
   size_t k = 0;
-  for (auto _ : state) {
-    TensorDict rows = TensorDict::load_memmap(path).index({pool[k++ % kIndexPool]});
-    benchmark::DoNotOptimize(rows);
-  }
+  time_calls(state, [&] { return TensorDict::load_memmap(path).index({pool[k++ % kIndexPool]}); });
 }
 
 void LoadGather256Raw(benchmark::State& state) {
@@ -547,18 +532,12 @@ void LoadGather256Raw(benchmark::State& state) {
 
 void map_td(benchmark::State& state, int workers) {
   const auto& in = map_inputs();
-  for (auto _ : state) {
-    TensorDict out = td_map(in.td, in.w, workers);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td_map(in.td, in.w, workers); });
 }
 
 void map_raw(benchmark::State& state, int workers) {
   const auto& in = map_inputs();
-  for (auto _ : state) {
-    torch::Tensor out = raw_map(in.x, in.w, workers);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return raw_map(in.x, in.w, workers); });
   check(torch::equal(raw_map(in.x, in.w, workers), td_map(in.td, in.w, workers).get("y")), "Map");
 }
 

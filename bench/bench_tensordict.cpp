@@ -190,61 +190,47 @@ const Inputs& inputs() {
 
 void ConstructTd(benchmark::State& state) {
   const auto& l = inputs().leaves;
-  for (auto _ : state) {
-    TensorDict td({{"k0", l[0]},
-                   {"k1", l[1]},
-                   {"k2", l[2]},
-                   {"k3", l[3]},
-                   {"k4", l[4]},
-                   {"k5", l[5]},
-                   {"k6", l[6]},
-                   {"k7", l[7]},
-                   {"k8", l[8]},
-                   {"k9", l[9]}},
-                  {kBatch});
-    benchmark::DoNotOptimize(td);
-  }
+  time_calls(state, [&] {
+    return TensorDict({{"k0", l[0]},
+                       {"k1", l[1]},
+                       {"k2", l[2]},
+                       {"k3", l[3]},
+                       {"k4", l[4]},
+                       {"k5", l[5]},
+                       {"k6", l[6]},
+                       {"k7", l[7]},
+                       {"k8", l[8]},
+                       {"k9", l[9]}},
+                      {kBatch});
+  });
 }
 
 void ConstructRaw(benchmark::State& state) {
   const auto& l = inputs().leaves;
-  for (auto _ : state) {
-    RawMap raw{{"k0", l[0]}, {"k1", l[1]}, {"k2", l[2]}, {"k3", l[3]}, {"k4", l[4]},
-               {"k5", l[5]}, {"k6", l[6]}, {"k7", l[7]}, {"k8", l[8]}, {"k9", l[9]}};
-    benchmark::DoNotOptimize(raw);
-  }
+  time_calls(state, [&] {
+    return RawMap{{"k0", l[0]}, {"k1", l[1]}, {"k2", l[2]}, {"k3", l[3]}, {"k4", l[4]},
+                  {"k5", l[5]}, {"k6", l[6]}, {"k7", l[7]}, {"k8", l[8]}, {"k9", l[9]}};
+  });
 }
 
 void GetTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    torch::Tensor t = td.get("k5");
-    benchmark::DoNotOptimize(t);
-  }
+  time_calls(state, [&] { return td.get("k5"); });
 }
 
 void GetRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    torch::Tensor t = raw.at("k5");
-    benchmark::DoNotOptimize(t);
-  }
+  time_calls(state, [&] { return raw.at("k5"); });
 }
 
 void GetNestedTd(benchmark::State& state) {
   const auto& td = inputs().nested;
-  for (auto _ : state) {
-    torch::Tensor t = td.get({"b", "d", "e1"});
-    benchmark::DoNotOptimize(t);
-  }
+  time_calls(state, [&] { return td.get({"b", "d", "e1"}); });
 }
 
 void GetNestedRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_nested;
-  for (auto _ : state) {
-    torch::Tensor t = raw.children.at("b")->children.at("d")->leaves.at("e1");
-    benchmark::DoNotOptimize(t);
-  }
+  time_calls(state, [&] { return raw.children.at("b")->children.at("d")->leaves.at("e1"); });
 }
 
 void SetTd(benchmark::State& state) {
@@ -285,126 +271,88 @@ void SetNestedRaw(benchmark::State& state) {
 
 void IntIndexTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.index({7});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.index({7}); });
 }
 
 void IntIndexRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.index({7}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state,
+             [&] { return map_raw(raw, [](const torch::Tensor& t) { return t.index({7}); }); });
 }
 
 void IntIndexNestedTd(benchmark::State& state) {
   const auto& td = inputs().nested;
-  for (auto _ : state) {
-    TensorDict out = td.index({7});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.index({7}); });
 }
 
 void IntIndexNestedRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_nested;
-  for (auto _ : state) {
-    RawNode out = map_raw(raw, [](const torch::Tensor& t) { return t.index({7}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state,
+             [&] { return map_raw(raw, [](const torch::Tensor& t) { return t.index({7}); }); });
 }
 
 void SliceTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.index({Slice(10, 138)});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.index({Slice(10, 138)}); });
 }
 
 void SliceRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.index({Slice(10, 138)}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return map_raw(raw, [](const torch::Tensor& t) { return t.index({Slice(10, 138)}); });
+  });
 }
 
 void BoolMaskTd(benchmark::State& state) {
   const auto& td = inputs().flat;
   const auto& mask = inputs().mask;
-  for (auto _ : state) {
-    TensorDict out = td.index({mask});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.index({mask}); });
 }
 
 void BoolMaskRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
   const auto& mask = inputs().mask;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [&](const torch::Tensor& t) { return t.index({mask}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state,
+             [&] { return map_raw(raw, [&](const torch::Tensor& t) { return t.index({mask}); }); });
 }
 
 void IndexTensorTd(benchmark::State& state) {
   const auto& td = inputs().flat;
   const auto& index = inputs().index;
-  for (auto _ : state) {
-    TensorDict out = td.index({index});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.index({index}); });
 }
 
 void IndexTensorRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
   const auto& index = inputs().index;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [&](const torch::Tensor& t) { return t.index({index}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return map_raw(raw, [&](const torch::Tensor& t) { return t.index({index}); });
+  });
 }
 
 void CloneTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.clone();
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.clone(); });
 }
 
 void CloneRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.clone(); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return map_raw(raw, [](const torch::Tensor& t) { return t.clone(); }); });
 }
 
 void CloneNestedTd(benchmark::State& state) {
   const auto& td = inputs().nested;
-  for (auto _ : state) {
-    TensorDict out = td.clone();
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.clone(); });
 }
 
 void CloneNestedRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_nested;
-  for (auto _ : state) {
-    RawNode out = map_raw(raw, [](const torch::Tensor& t) { return t.clone(); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return map_raw(raw, [](const torch::Tensor& t) { return t.clone(); }); });
 }
 
 void StackContiguousTd(benchmark::State& state) {
   const auto& members = inputs().members;
-  for (auto _ : state) {
-    TensorDict out = tensordict::stack(members, 0).contiguous();
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return tensordict::stack(members, 0).contiguous(); });
 }
 
 // Stacks (or concatenates) each key's tensors across the members with `op`.
@@ -424,132 +372,97 @@ RawMap combine_raw(const std::vector<RawMap>& members, F&& op) {
 
 void StackContiguousRaw(benchmark::State& state) {
   const auto& members = inputs().raw_members;
-  for (auto _ : state) {
-    RawMap out = combine_raw(
-        members, [](const std::vector<torch::Tensor>& ts) { return torch::stack(ts, 0); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return combine_raw(members,
+                       [](const std::vector<torch::Tensor>& ts) { return torch::stack(ts, 0); });
+  });
 }
 
 void CatTd(benchmark::State& state) {
   const auto& members = inputs().members;
-  for (auto _ : state) {
-    TensorDict out = tensordict::cat(members, 0);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return tensordict::cat(members, 0); });
 }
 
 void CatRaw(benchmark::State& state) {
   const auto& members = inputs().raw_members;
-  for (auto _ : state) {
-    RawMap out = combine_raw(
-        members, [](const std::vector<torch::Tensor>& ts) { return torch::cat(ts, 0); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return combine_raw(members,
+                       [](const std::vector<torch::Tensor>& ts) { return torch::cat(ts, 0); });
+  });
 }
 
 void UnbindTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    std::vector<TensorDict> out = td.unbind(0);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.unbind(0); });
 }
 
 void UnbindRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     std::vector<RawMap> out(static_cast<size_t>(kBatch));
     for (auto& m : out) m.reserve(raw.size());
     for (const auto& [k, v] : raw) {
       auto pieces = v.unbind(0);
       for (size_t i = 0; i < pieces.size(); ++i) out[i].emplace(k, std::move(pieces[i]));
     }
-    benchmark::DoNotOptimize(out);
-  }
+    return out;
+  });
 }
 
 // Batch [16, 16] -> [256] (a view for every leaf).
 void ReshapeTd(benchmark::State& state) {
   const auto& td = inputs().square;
-  for (auto _ : state) {
-    TensorDict out = td.reshape({kBatch});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.reshape({kBatch}); });
 }
 
 void ReshapeRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_square;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) {
-      return t.reshape({kBatch, kFeatures});
-    });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return map_raw(raw, [](const torch::Tensor& t) { return t.reshape({kBatch, kFeatures}); });
+  });
 }
 
 void PermuteTd(benchmark::State& state) {
   const auto& td = inputs().square;
-  for (auto _ : state) {
-    TensorDict out = td.permute({1, 0});
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.permute({1, 0}); });
 }
 
 void PermuteRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_square;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.permute({1, 0, 2}); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return map_raw(raw, [](const torch::Tensor& t) { return t.permute({1, 0, 2}); });
+  });
 }
 
 void UnsqueezeTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.unsqueeze(0);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.unsqueeze(0); });
 }
 
 void UnsqueezeRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.unsqueeze(0); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state,
+             [&] { return map_raw(raw, [](const torch::Tensor& t) { return t.unsqueeze(0); }); });
 }
 
 void ApplyTd(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.apply([](const torch::Tensor& x) { return x * 2; });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.apply([](const torch::Tensor& x) { return x * 2; }); });
 }
 
 void ApplyRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& x) { return x * 2; });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return map_raw(raw, [](const torch::Tensor& x) { return x * 2; }); });
 }
 
 void ApplyNestedTd(benchmark::State& state) {
   const auto& td = inputs().nested;
-  for (auto _ : state) {
-    TensorDict out = td.apply([](const torch::Tensor& x) { return x * 2; });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.apply([](const torch::Tensor& x) { return x * 2; }); });
 }
 
 void ApplyNestedRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_nested;
-  for (auto _ : state) {
-    RawNode out = map_raw(raw, [](const torch::Tensor& x) { return x * 2; });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return map_raw(raw, [](const torch::Tensor& x) { return x * 2; }); });
 }
 
 void UpdateTd(benchmark::State& state) {
@@ -573,92 +486,78 @@ void UpdateRaw(benchmark::State& state) {
 void SelectTd(benchmark::State& state) {
   const auto& td = inputs().flat;
   const auto& keys = inputs().some_keys;
-  for (auto _ : state) {
-    TensorDict out = td.select(keys);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.select(keys); });
 }
 
 void SelectRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
   const auto& keys = inputs().raw_some_keys;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     RawMap out;
     out.reserve(keys.size());
     for (const auto& k : keys) out.emplace(k, raw.at(k));
-    benchmark::DoNotOptimize(out);
-  }
+    return out;
+  });
 }
 
 void ExcludeTd(benchmark::State& state) {
   const auto& td = inputs().flat;
   const auto& keys = inputs().some_keys;
-  for (auto _ : state) {
-    TensorDict out = td.exclude(keys);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.exclude(keys); });
 }
 
 void ExcludeRaw(benchmark::State& state) {
   const auto& raw = inputs().raw;
   const auto& keys = inputs().raw_some_keys;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     RawMap out;
     out.reserve(raw.size());
     for (const auto& [k, v] : raw)
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) out.emplace(k, v);
-    benchmark::DoNotOptimize(out);
-  }
+    return out;
+  });
 }
 
 void FlattenUnflattenKeysTd(benchmark::State& state) {
   const auto& td = inputs().nested;
-  for (auto _ : state) {
-    TensorDict out = td.flatten_keys(".").unflatten_keys(".");
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.flatten_keys(".").unflatten_keys("."); });
 }
 
 void FlattenUnflattenKeysRaw(benchmark::State& state) {
   const auto& raw = inputs().raw_nested;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     RawMap flat;
     flat.reserve(kLeaves);
     flatten_raw(raw, "", flat);
-    RawNode out = unflatten_raw(flat);
-    benchmark::DoNotOptimize(out);
-  }
+    return unflatten_raw(flat);
+  });
 }
 
 void ToFloat64Td(benchmark::State& state) {
   const auto& td = inputs().flat;
-  for (auto _ : state) {
-    TensorDict out = td.to(torch::kFloat64);
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] { return td.to(torch::kFloat64); });
 }
 
 void ToFloat64Raw(benchmark::State& state) {
   const auto& raw = inputs().raw;
-  for (auto _ : state) {
-    RawMap out = map_raw(raw, [](const torch::Tensor& t) { return t.to(torch::kFloat64); });
-    benchmark::DoNotOptimize(out);
-  }
+  time_calls(state, [&] {
+    return map_raw(raw, [](const torch::Tensor& t) { return t.to(torch::kFloat64); });
+  });
 }
 
 // One iteration fills a 256-row buffer row by row; the first write allocates every key.
 void LazyPreallocTd(benchmark::State& state) {
   const auto& row = inputs().row;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     TensorDict buffer = TensorDict::empty({kBatch});
     for (int64_t i = 0; i < kBatch; ++i) buffer.index_put_({i}, row);
-    benchmark::DoNotOptimize(buffer);
-  }
+    return buffer;
+  });
 }
 
 void LazyPreallocRaw(benchmark::State& state) {
   const auto& row = inputs().raw_row;
-  for (auto _ : state) {
+  time_calls(state, [&] {
     RawMap buffer;
     for (int64_t i = 0; i < kBatch; ++i) {
       if (buffer.empty()) {
@@ -671,8 +570,8 @@ void LazyPreallocRaw(benchmark::State& state) {
       }
       for (const auto& [k, v] : row) buffer.at(k).index_put_({i}, v);
     }
-    benchmark::DoNotOptimize(buffer);
-  }
+    return buffer;
+  });
 }
 
 // ---- Registration and the ratio table ------------------------------------------------------

@@ -126,6 +126,16 @@ Fixture& shared_fixture() {
   return fixture;
 }
 
+/// Times `op()`, once per iteration; what it returns is kept from being optimised away (and
+/// destroyed inside the timed loop, as a caller's own result would be).
+template <class Op>
+void time_calls(benchmark::State& state, Op&& op) {
+  for (auto _ : state) {
+    auto out = op();
+    benchmark::DoNotOptimize(out);
+  }
+}
+
 /// `value` with `precision` digits after the point.
 inline std::string fixed(double value, int precision) {
   std::ostringstream os;
