@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void fail(const std::string& what, const std::string& path) {
+[[noreturn]] void fail_on_path(const std::string& what, const std::string& path) {
   throw std::runtime_error("ScratchDir: " + what + " '" + path + "': " + std::strerror(errno));
 }
 
@@ -82,7 +82,7 @@ void watch_signals(int read_fd) {
 
 void install_emergency_cleanup() {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) fail("cannot create a pipe for", "signal handling");
+  if (pipe2(fds, O_CLOEXEC) != 0) fail_on_path("cannot create a pipe for", "signal handling");
   signal_pipe_write = fds[1];
   std::thread(watch_signals, fds[0]).detach();
   struct sigaction action {};
@@ -101,7 +101,7 @@ ScratchDir::ScratchDir(const fs::path& parent, const std::string& name) {
     if (!cleanup().path.empty())
       throw std::logic_error("ScratchDir: only one per process; '" + cleanup().path + "' exists");
     std::string folder = (parent / (name + ".XXXXXX")).string();
-    if (mkdtemp(folder.data()) == nullptr) fail("cannot create", folder);
+    if (mkdtemp(folder.data()) == nullptr) fail_on_path("cannot create", folder);
     path_ = folder;
     cleanup().path = path_;
   }
@@ -113,7 +113,7 @@ ScratchDir::~ScratchDir() { remove_scratch(); }
 
 int64_t free_bytes(const fs::path& path) {
   struct statvfs vfs {};
-  if (statvfs(path.c_str(), &vfs) != 0) fail("cannot query the filesystem of", path.string());
+  if (statvfs(path.c_str(), &vfs) != 0) fail_on_path("cannot query the filesystem of", path.string());
   return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
 }
 

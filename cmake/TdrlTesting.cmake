@@ -58,3 +58,23 @@ function(tdrl_add_test_binary target)
   endif()
   tdrl_add_gtests(${target} ${options})
 endfunction()
+
+# tdrl_test_build_paths(<target> [LAUNCHES <program target>])
+#   Compiles tests/support/build_paths.cpp into <target> with the checkout's path and, with
+#   LAUNCHES, the path of the program it starts (tests/support/build_paths.h). Only that source
+#   carries the paths, so the test sources compile the same in every checkout (ccache reuse).
+function(tdrl_test_build_paths target)
+  cmake_parse_arguments(ARG "" "LAUNCHES" "" ${ARGN})
+  set(source ${PROJECT_SOURCE_DIR}/tests/support/build_paths.cpp)
+  set(definitions TDRL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  if(ARG_LAUNCHES)
+    list(APPEND definitions TDRL_LAUNCHED_PROGRAM="$<TARGET_FILE:${ARG_LAUNCHES}>")
+    add_dependencies(${target} ${ARG_LAUNCHES})
+  endif()
+  # An object library of its own per test binary: the definitions apply to this source alone.
+  add_library(${target}_build_paths OBJECT ${source})
+  target_include_directories(${target}_build_paths PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(${target}_build_paths PRIVATE ${definitions})
+  target_compile_options(${target}_build_paths PRIVATE -Wall -Wextra)
+  target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_build_paths>)
+endfunction()

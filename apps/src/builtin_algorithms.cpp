@@ -1,7 +1,8 @@
 // The built-in algorithms: each a config section and a recipe whose acting part builds the
 // policy and whose learning part builds the loss, optimisers and replay buffer around it.
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <CLI/CLI.hpp>
 
 #include <tdrl/apps/checkpoint.h>

@@ -14,7 +14,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/collectors/multi_collector.h>

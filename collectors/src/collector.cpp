@@ -5,7 +5,8 @@
 #include <sstream>
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/nn/functional.h>
@@ -88,16 +89,12 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
 
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
 }  // namespace
 
 void CollectorBase::set_total_frames(int64_t total, const std::string& who) {
   total_frames_ = total;
   if (total > 0 && total % frames_per_batch_ != 0) {
-    total_frames_ = round_up(total, frames_per_batch_);
+    total_frames_ = detail::round_up(total, frames_per_batch_);
     spdlog::warn(
         "{}: total_frames {} is not a multiple of frames_per_batch {}; collecting {} frames", who,
         total, frames_per_batch_, total_frames_);
@@ -130,7 +127,7 @@ Collector::Collector(std::shared_ptr<EnvBase> env, CollectorPolicy policy, Colle
   const auto fpb = options_.frames_per_batch();
   const auto total = options_.total_frames();
   env_numel_ = numel(env_->batch_size());
-  frames_per_batch_ = round_up(fpb, env_numel_);
+  frames_per_batch_ = detail::round_up(fpb, env_numel_);
   if (frames_per_batch_ != fpb) {
     spdlog::warn(
         "Collector: frames_per_batch {} is not a multiple of the env's {} sub-envs; "

@@ -7,7 +7,8 @@
 #include <utility>
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
@@ -21,10 +22,6 @@ using tensordict::ShapeError;
 using tensordict::ValueError;
 
 namespace {
-
-int64_t round_up(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
 
 // The argument errors both multi-worker collectors report before building anything.
 void check_arguments(const std::string& name, const std::vector<EnvFactory>& factories,
@@ -95,7 +92,7 @@ MultiCollectorBase::Setup MultiCollectorBase::prepare(const std::vector<EnvFacto
   const int64_t workers = static_cast<int64_t>(factories.size());
   const int64_t multiple = sync ? workers * env_numel : env_numel;
   const int64_t wanted = options.frames_per_batch();
-  setup.frames_per_batch = round_up(wanted, multiple);
+  setup.frames_per_batch = detail::round_up(wanted, multiple);
   if (setup.frames_per_batch != wanted) {
     spdlog::warn(
         "{}: frames_per_batch {} is not a multiple of {} ({}); collecting {} frames "

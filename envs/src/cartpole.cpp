@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

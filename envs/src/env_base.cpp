@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>

@@ -20,6 +20,7 @@
 
 #include <tensordict/errors.h>
 
+#include "detail/build_asset_dirs.h"
 #include "detail/spin_worker_pool.h"
 
 namespace tdrl::envs {
@@ -627,14 +628,8 @@ std::string default_mujoco_asset_dir() {
                         "share" / "tdrl" / "envs" / "assets";
     if (std::filesystem::is_directory(beside)) return beside.string();
   }
-#ifdef TDRL_ENVS_SOURCE_ASSET_DIR
-  if (std::filesystem::is_directory(TDRL_ENVS_SOURCE_ASSET_DIR)) return TDRL_ENVS_SOURCE_ASSET_DIR;
-#endif
-#ifdef TDRL_ENVS_INSTALL_ASSET_DIR
-  return TDRL_ENVS_INSTALL_ASSET_DIR;
-#else
-  return "envs/assets";
-#endif
+  if (std::filesystem::is_directory(detail::source_asset_dir())) return detail::source_asset_dir();
+  return detail::install_asset_dir();
 }
 
 int64_t mujoco_warning_count() { return g_warning_count.load(std::memory_order_relaxed); }

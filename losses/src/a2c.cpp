@@ -5,7 +5,7 @@
 #include <ostream>
 #include <utility>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>

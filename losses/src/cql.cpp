@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>

@@ -2,7 +2,8 @@
 
 #include <tdrl/losses/ddpg.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tdrl/modules/actors.h>

@@ -1,6 +1,7 @@
 #include <tdrl/losses/dqn.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tdrl/modules/q_value.h>

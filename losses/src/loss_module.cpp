@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/nn/functional.h>

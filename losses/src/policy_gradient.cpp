@@ -6,7 +6,8 @@
 #include <sstream>
 #include <unordered_set>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>

@@ -6,12 +6,15 @@
 #include <sstream>
 #include <typeinfo>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/categorical.h>
 #include <tensordict/nn/normal.h>
+
+#include "detail/policy_gradient_util.h"
 
 namespace tdrl::losses {
 
@@ -19,16 +22,11 @@ using tensordict::KeyError;
 using tensordict::ValueError;
 namespace tdnn = tensordict::nn;
 
+using detail::optional_repr;
+
 namespace {
 
 const char* bool_repr(bool v) { return v ? "true" : "false"; }
-
-std::string optional_repr(const std::optional<double>& v) {
-  if (!v) return "None";
-  std::ostringstream os;
-  os << *v;
-  return os.str();
-}
 
 }  // namespace
 

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>

@@ -2,7 +2,8 @@
 
 #include <tdrl/losses/td3.h>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tensordict/errors.h>

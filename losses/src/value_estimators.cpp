@@ -4,7 +4,8 @@
 #include <cctype>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/losses/functional/value.h>
 #include <tensordict/errors.h>

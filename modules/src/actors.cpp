@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
 
 #include <tdrl/modules/mlp.h>
 #include <tensordict/errors.h>

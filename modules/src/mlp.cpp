@@ -8,7 +8,12 @@
 #include <vector>
 
 #include <ATen/ExpandUtils.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -17,6 +17,8 @@
 
 #include <tdrl/apps/registry.h>
 
+#include "support/build_paths.h"
+#include "support/count_of.h"
 #include "support/error_message.h"
 #include "support/temp_dir.h"
 
@@ -61,12 +63,7 @@ std::string as_flags(const std::vector<std::string>& overrides) {
   return out;
 }
 
-size_t count_of(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (size_t i = text.find(part); i != std::string::npos; i = text.find(part, i + part.size()))
-    ++n;
-  return n;
-}
+using tdrl::testing::count_of;
 
 // The scalar values of a section and of everything nested in it, by key path ("algo.gamma",
 // "replay.capacity", "env.transforms[0].max_steps"): how the tests read the options of sections
@@ -745,7 +742,7 @@ TEST_F(ConfigTest, PluginsOfReadsOnlyThePluginList) {
 
 TEST_F(ConfigTest, EveryShippedConfigLoads) {
   size_t loaded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(TDRL_SOURCE_DIR "/configs")) {
+  for (const auto& entry : std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().string());
     ++loaded;
@@ -831,7 +828,7 @@ TEST_F(ConfigTest, ToYamlKeepsNonDefaultAlgorithmAndReplayValues) {
 }
 
 TEST_F(ConfigTest, EveryShippedConfigRoundTripsThroughToYaml) {
-  for (const auto& entry : std::filesystem::directory_iterator(TDRL_SOURCE_DIR "/configs")) {
+  for (const auto& entry : std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().string());
     try {
@@ -871,7 +868,7 @@ TEST_F(ConfigTest, DocsConfigMdIsGeneratedFromTheDeclarations) {
   if (find_algorithm(kUserAlgorithm))
     GTEST_SKIP() << "a test of this process registered '" << kUserAlgorithm
                  << "'; run this test on its own";
-  const std::string file = tensordict::testing::read_file_bytes(TDRL_SOURCE_DIR "/docs/config.md");
+  const std::string file = tensordict::testing::read_file_bytes(tdrl::testing::source_dir() + "/docs/config.md");
   EXPECT_EQ(file, config_reference_markdown())
       << "docs/config.md differs from the config sections' declarations; regenerate it with "
          "build/apps/tdrl-train --config-reference > docs/config.md";

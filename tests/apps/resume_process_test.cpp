@@ -43,6 +43,7 @@
 
 #include <tdrl/apps/checkpoint_store.h>
 
+#include "support/build_paths.h"
 #include "support/error_message.h"
 #include "support/temp_dir.h"
 
@@ -185,7 +186,7 @@ int64_t frames_from_name(const std::string& ckpt) {
 /// Runs `tdrl-train --resume run` to completion and checks the finished run.
 void resume_to_completion(const TempDir& tmp, const std::string& run) {
   const auto log = tmp / "resume.log";
-  ChildProcess resume({TDRL_TRAIN_EXE, "--resume", run}, log);
+  ChildProcess resume({tdrl::testing::launched_program(), "--resume", run}, log);
   const auto status = resume.wait(kProcessTimeout);
   ASSERT_TRUE(status.has_value()) << "tdrl-train --resume did not finish within 120 s";
   ASSERT_TRUE(WIFEXITED(*status)) << read_file_bytes(log);
@@ -209,7 +210,7 @@ TEST(ResumeTest, KilledTrainProcessResumesToCompletion) {
   const auto config = write_long_config(tmp);
   std::string run;
   {
-    ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, tmp / "train.log");
+    ChildProcess train({tdrl::testing::launched_program(), "--config", config}, tmp / "train.log");
     run = wait_for_first_checkpoint(train, tmp / "runs");
     ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(tmp / "train.log");
     train.signal(SIGKILL);
@@ -238,8 +239,8 @@ TEST(ResumeTest, KillsAtRandomMomentsAlwaysLeaveAnIntactLatestCheckpoint) {
   for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
        kills < 8 && std::chrono::steady_clock::now() < deadline;) {
     const std::vector<std::string> args =
-        run.empty() ? std::vector<std::string>{TDRL_TRAIN_EXE, "--config", config}
-                    : std::vector<std::string>{TDRL_TRAIN_EXE, "--resume", run};
+        run.empty() ? std::vector<std::string>{tdrl::testing::launched_program(), "--config", config}
+                    : std::vector<std::string>{tdrl::testing::launched_program(), "--resume", run};
     ChildProcess train(args, tmp / "train.log");
     if (run.empty()) {
       run = wait_for_first_checkpoint(train, tmp / "runs");
@@ -268,7 +269,7 @@ TEST(ResumeTest, SigtermStopsWithACheckpointAndStatus130ThenResumes) {
   const auto log = tmp / "train.log";
   std::string run;
   {
-    ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, log);
+    ChildProcess train({tdrl::testing::launched_program(), "--config", config}, log);
     run = wait_for_first_checkpoint(train, tmp / "runs");
     ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(log);
     const int64_t first = frames_from_name(latest_checkpoint(run));
@@ -302,7 +303,7 @@ TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
                                        "  launch_workers: true\n  frames_per_batch: 256\n"
                                        "  total_frames: 400000\n");
   const auto log = tmp / "train.log";
-  ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, log, /*own_group=*/true);
+  ChildProcess train({tdrl::testing::launched_program(), "--config", config}, log, /*own_group=*/true);
   const auto run = wait_for_first_checkpoint(train, tmp / "runs");
   ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(log);
   const int64_t first = frames_from_name(latest_checkpoint(run));
@@ -326,7 +327,7 @@ TEST(ResumeTest, ResumedDistributedRunRepeatsTheUninterruptedRunBitForBit) {
                                        "  mode: distributed\n  num_workers: 2\n"
                                        "  launch_workers: true\n  frames_per_batch: 256\n"
                                        "  total_frames: 2048\n");
-  ChildProcess train({TDRL_TRAIN_EXE, "--config", config}, tmp / "train.log");
+  ChildProcess train({tdrl::testing::launched_program(), "--config", config}, tmp / "train.log");
   const auto status = train.wait(kProcessTimeout);
   ASSERT_TRUE(status.has_value() && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
       << read_file_bytes(tmp / "train.log");
@@ -339,7 +340,7 @@ TEST(ResumeTest, ResumedDistributedRunRepeatsTheUninterruptedRunBitForBit) {
   fs::copy(whole, resumed, fs::copy_options::recursive);
   fs::remove_all(resumed + "/checkpoints/" + ckpt_name(2048));
   write_file_bytes(resumed + "/checkpoints/latest", ckpt_name(1024) + "\n");
-  ChildProcess resume({TDRL_TRAIN_EXE, "--resume", resumed}, tmp / "resume.log");
+  ChildProcess resume({tdrl::testing::launched_program(), "--resume", resumed}, tmp / "resume.log");
   const auto resume_status = resume.wait(kProcessTimeout);
   ASSERT_TRUE(resume_status.has_value() && WIFEXITED(*resume_status) &&
               WEXITSTATUS(*resume_status) == 0)
@@ -432,7 +433,7 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
               "TDRL_COLLECTOR_RANK=" + std::to_string(w), "TDRL_COLLECTOR_WORLD_SIZE=3",
               "TDRL_COLLECTOR_ADDR=" + NetnsHosts::learner_address(1),
               "TDRL_COLLECTOR_PORT=" + std::to_string(port), "TDRL_COLLECTOR_TIMEOUT_MS=5000",
-              "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w), TDRL_TRAIN_EXE,
+              "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w), tdrl::testing::launched_program(),
               "--config", run_config},
           tmp / (tag + "_worker" + std::to_string(w) + ".log")));
     }
@@ -442,7 +443,7 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
   std::string run;
   {
     ChildProcess learner(
-        {"/usr/sbin/ip", "netns", "exec", hosts.learner(), TDRL_TRAIN_EXE, "--config", config},
+        {"/usr/sbin/ip", "netns", "exec", hosts.learner(), tdrl::testing::launched_program(), "--config", config},
         learner_log);
     // The run folder (and its config.yaml) appears before the rendezvous.
     for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
@@ -470,7 +471,7 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
   // Link back: the run resumes from the kept checkpoint and goes on.
   ASSERT_TRUE(hosts.set_link(1, true));
   ChildProcess resumed(
-      {"/usr/sbin/ip", "netns", "exec", hosts.learner(), TDRL_TRAIN_EXE, "--resume", run},
+      {"/usr/sbin/ip", "netns", "exec", hosts.learner(), tdrl::testing::launched_program(), "--resume", run},
       tmp / "resumed.log");
   auto workers = start_workers(run + "/config.yaml", "resumed");
   for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
@@ -509,7 +510,7 @@ TEST(TrainToolTest, BadConfigsAreRefusedBeforeAnyRunFolderExists) {
                                                   {"optim.actor_lr=0.001"}};
   for (const auto& sets : bad) {
     SCOPED_TRACE(sets.front());
-    std::vector<std::string> args{TDRL_TRAIN_EXE, "--config", config, "--set",
+    std::vector<std::string> args{tdrl::testing::launched_program(), "--config", config, "--set",
                                   "logger.dir=" + runs};
     for (const auto& s : sets) {
       args.push_back("--set");
@@ -530,7 +531,7 @@ TEST(TrainToolTest, BadConfigsAreRefusedBeforeAnyRunFolderExists) {
 TEST(TrainToolTest, ACommandLineThatCannotBeParsedExitsTwo) {
   TempDir tmp;
   const std::string log = tmp / "log.txt";
-  ChildProcess train({TDRL_TRAIN_EXE, "--no-such-option"}, log);
+  ChildProcess train({tdrl::testing::launched_program(), "--no-such-option"}, log);
   const auto status = train.wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value());
   ASSERT_TRUE(WIFEXITED(*status));

@@ -25,6 +25,7 @@
 
 #include <tensordict/errors.h>
 
+#include "support/count_of.h"
 #include "support/error_message.h"
 #include "support/temp_dir.h"
 
@@ -39,16 +40,9 @@ using ::testing::HasSubstr;
 
 using tdrl::test_util::error_message;
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos;
-       pos = text.find(needle, pos + needle.size())) {
-    ++count;
-  }
-  return count;
-}
+using tdrl::testing::count_of;
 
-std::vector<std::string> entries_of(const fs::path& dir) {
+std::vector<std::string> sorted_entries_of(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
   std::sort(names.begin(), names.end());
@@ -131,7 +125,7 @@ TEST(RunDirTest, WriteFileAtomicallyReplacesContentAndLeavesNoTemporaryFile) {
   write_file_atomically(tmp / "a.txt", "first");
   write_file_atomically(tmp / "a.txt", "second\n");
   EXPECT_EQ(read_file_bytes(tmp / "a.txt"), "second\n");
-  EXPECT_EQ(entries_of(tmp.path()), std::vector<std::string>{"a.txt"});
+  EXPECT_EQ(sorted_entries_of(tmp.path()), std::vector<std::string>{"a.txt"});
 }
 
 TEST(RunDirTest, WriteFileAtomicallyThrowsNamingPathWhenFolderIsMissing) {
@@ -487,13 +481,13 @@ TEST(LearningCurveTest, PngOfAnEmptyPlotHasItsFrameAndNoSeriesColour) {
 TEST(ProgressDisplayTest, LinesModePrintsFirstUpdateThenOncePerInterval) {
   ProgressDisplay display("lines", 10000, std::chrono::seconds(10));
   EXPECT_FALSE(display.is_bar());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   display.update(1000, 500, std::nan(""), 0.0);
   display.update(2000, 500, 1.0, 5.0);
   display.update(3000, 500, 2.0, 10.0);
   display.update(4000, 500, 3.0, 12.0);
   display.finish();
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(out,
             "1000/10000 frames (10%) | 500 fps | return n/a | elapsed 0:00:00 | ETA 0:00:18\n"
             "3000/10000 frames (30%) | 500 fps | return 2 | elapsed 0:00:10 | ETA 0:00:14\n");
@@ -501,12 +495,12 @@ TEST(ProgressDisplayTest, LinesModePrintsFirstUpdateThenOncePerInterval) {
 
 TEST(ProgressDisplayTest, LinesModeAlwaysPrintsTheUpdateThatReachesTotal) {
   ProgressDisplay display("lines", 1000, std::chrono::hours(1));
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   display.update(100, 50, 10.0, 2.0);
   display.update(500, 50, 10.0, 10.0);
   display.update(1000, 50, 123.456, 20.0);
   display.update(1100, 50, 123.456, 22.0);
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(count_of(out, "\n"), 2u) << out;
   EXPECT_THAT(out, HasSubstr("1000/1000 frames (100%) | 50 fps | return 123.5 | elapsed 0:00:20 "
                              "| ETA 0:00:00\n"));
@@ -515,12 +509,12 @@ TEST(ProgressDisplayTest, LinesModeAlwaysPrintsTheUpdateThatReachesTotal) {
 TEST(ProgressDisplayTest, BarModeRedrawsOneLineInPlace) {
   ProgressDisplay display("bar", 10000, std::chrono::seconds(10));
   EXPECT_TRUE(display.is_bar());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   display.update(5000, 1000, 123.44, 1.0);
   display.update(6000, 1000, 5.0, 1.5);
   display.finish();
   display.finish();
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   const std::string first =
       "\r[###############---------------] 50% 5000/10000 frames | 1000 fps | return 123.4 | "
       "ETA 0:00:05";
@@ -533,10 +527,10 @@ TEST(ProgressDisplayTest, BarModeRedrawsOneLineInPlace) {
 
 TEST(ProgressDisplayTest, AMessagePrintsAboveTheBarWhichIsRedrawnBelowIt) {
   ProgressDisplay bar("bar", 10000, std::chrono::seconds(10));
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   bar.update(5000, 1000, 1.0, 1.0);
   bar.message("eval at 5000 frames: return 9.00");
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   const std::string drawn =
       "[###############---------------] 50% 5000/10000 frames | 1000 fps | return 1 | ETA 0:00:05";
   EXPECT_EQ(out, "\r" + drawn + "\r" + "eval at 5000 frames: return 9.00" +
@@ -544,35 +538,35 @@ TEST(ProgressDisplayTest, AMessagePrintsAboveTheBarWhichIsRedrawnBelowIt) {
 
   ProgressDisplay lines("lines", 10000, std::chrono::seconds(10));
   ProgressDisplay none("none", 10000, std::chrono::seconds(10));
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   lines.message("eval at 5000 frames");
   none.message("not shown");
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "eval at 5000 frames\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "eval at 5000 frames\n");
 }
 
 TEST(ProgressDisplayTest, EtaIsUnknownWithoutPositiveFps) {
   ProgressDisplay display("lines", 100, std::chrono::seconds(0));
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   display.update(10, 0.0, 1.0, 0.0);
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_THAT(out, HasSubstr("| 0 fps |"));
   EXPECT_THAT(out, HasSubstr("| ETA n/a\n"));
 }
 
 TEST(ProgressDisplayTest, NoneModePrintsNothing) {
   ProgressDisplay display("none", 100, std::chrono::seconds(0));
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   display.update(10, 5.0, 1.0, 0.0);
   display.update(100, 5.0, 1.0, 1.0);
   display.finish();
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
 }
 
 TEST(ProgressDisplayTest, AutoModeWithoutTtyPrintsLines) {
-  testing::internal::CaptureStdout();  // stdout is now a file, not a TTY
+  ::testing::internal::CaptureStdout();  // stdout is now a file, not a TTY
   ProgressDisplay display("auto", 100, std::chrono::seconds(0));
   display.update(10, 5.0, 1.0, 0.0);
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_FALSE(display.is_bar());
   EXPECT_EQ(out.rfind("10/100 frames (10%)", 0), 0u) << out;
 }
@@ -602,7 +596,7 @@ TEST(CheckpointStoreTest, WriteCommitsFolderAndLatestNamesIt) {
   EXPECT_EQ(read_text(folder), "a");
   EXPECT_EQ(store.latest(), folder);
   EXPECT_EQ(read_file_bytes(tmp / "checkpoints/latest"), "ckpt-000000042000\n");
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000042000", "latest"}));
 }
 
@@ -688,7 +682,7 @@ TEST(CheckpointStoreTest, FoldersLeftByAnInterruptedCleanUpAreNeitherTakenNorKep
   EXPECT_THAT(why[1], HasSubstr("ckpt-000000000500: it has no MANIFEST"));
   // The next write keeps only the two newest.
   store.write(2000, [](const std::string& f) { write_text(f, "b"); });
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000001000", "ckpt-000000002000", "latest"}));
 }
 
@@ -716,7 +710,7 @@ TEST(CheckpointStoreTest, ThrowingFillLeavesLatestUnchangedAndRemovesTemporaryFo
   });
   EXPECT_EQ(message, "disk on fire");
   EXPECT_EQ(store.latest(), first);
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000001000", "latest"}));
 }
 
@@ -729,7 +723,7 @@ TEST(CheckpointStoreTest, StaleTemporaryFolderIsIgnoredAndCleanedByNextWrite) {
   write_text(tmp / "checkpoints/tmp-ckpt-000000005000-12345", "partial");
   EXPECT_EQ(store.latest(), first);
   store.write(2000, [](const std::string& f) { write_text(f, "b"); });
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000001000", "ckpt-000000002000", "latest"}));
 }
 
@@ -739,14 +733,14 @@ TEST(CheckpointStoreTest, KeepRemovesOlderCheckpoints) {
   for (int64_t frames : {1000, 2000, 3000, 10000}) {
     store.write(frames, [frames](const std::string& f) { write_text(f, std::to_string(frames)); });
   }
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000003000", "ckpt-000000010000", "latest"}));
   EXPECT_EQ(read_text(*store.latest()), "10000");
 
   CheckpointStore one(tmp / "one", 1);
   one.write(1, [](const std::string& f) { write_text(f, "1"); });
   one.write(2, [](const std::string& f) { write_text(f, "2"); });
-  EXPECT_EQ(entries_of(tmp.path() / "one"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "one"),
             (std::vector<std::string>{"ckpt-000000000002", "latest"}));
 }
 
@@ -757,7 +751,7 @@ TEST(CheckpointStoreTest, RewritingSameFramesReplacesCheckpoint) {
   std::string folder = store.write(500, [](const std::string& f) { write_text(f, "new"); });
   EXPECT_EQ(read_text(folder), "new");
   EXPECT_EQ(store.latest(), folder);
-  EXPECT_EQ(entries_of(tmp.path() / "checkpoints"),
+  EXPECT_EQ(sorted_entries_of(tmp.path() / "checkpoints"),
             (std::vector<std::string>{"ckpt-000000000500", "latest"}));
 }
 

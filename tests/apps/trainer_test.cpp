@@ -458,9 +458,9 @@ std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
   args.insert(args.begin(), "tdrl-eval");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   const int code = eval_main(static_cast<int>(argv.size()), argv.data());
-  return {code, testing::internal::GetCapturedStdout()};
+  return {code, ::testing::internal::GetCapturedStdout()};
 }
 
 TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {

@@ -28,6 +28,7 @@
 #include <tensordict/errors.h>
 
 #include "collectors/distributed_scenarios.h"
+#include "support/build_paths.h"
 #include "support/test_names.h"
 
 extern char** environ;
@@ -42,7 +43,7 @@ using Clock = std::chrono::steady_clock;
 DistributedOptions launched(const std::string& scenario, bool sync = true,
                             std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   return DistributedOptions().num_workers(2).sync(sync).timeout(timeout).launch_command(
-      {TDRL_COLLECTORS_WORKER, scenario});
+      {tdrl::testing::launched_program(), scenario});
 }
 
 // True when this process has no child process left, running or zombie.
@@ -519,7 +520,7 @@ TEST(DistributedCollectorTest, WorkersStartedByHandJoinWithTheEnvironmentVariabl
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
-    std::string exe = TDRL_COLLECTORS_WORKER;
+    std::string exe = tdrl::testing::launched_program();
     std::string scenario = "random";
     std::vector<char*> argv{exe.data(), scenario.data(), nullptr};
     pid_t pid = 0;

@@ -38,7 +38,7 @@ EnvFactory noisy(std::vector<int64_t> batch = {2}, int64_t fail_at_step = 0,
 }
 
 // CountingEnv of batch `batch` whose episodes end after `max_count` steps.
-EnvFactory counting(std::vector<int64_t> batch, int64_t max_count) {
+EnvFactory counting_factory(std::vector<int64_t> batch, int64_t max_count) {
   return [batch, max_count]() -> std::shared_ptr<envs::EnvBase> {
     return std::make_shared<CountingEnv>(batch, max_count);
   };
@@ -143,7 +143,7 @@ TEST(MultiSyncCollectorTest, RoundsFramesPerBatchUpToWorkersTimesEnvNumelAndTota
 
 TEST(MultiSyncCollectorTest, TrajIdsOfWorkerWAreLocalIdTimesWorkersPlusW) {
   const int64_t workers = 3;
-  MultiSyncCollector collector(counting({2}, 2), workers, nullptr,
+  MultiSyncCollector collector(counting_factory({2}, 2), workers, nullptr,
                                CollectorOptions().frames_per_batch(36).total_frames(72));
   std::set<int64_t> all_ids;
   for (const TensorDict& batch : collector) {
@@ -271,7 +271,7 @@ TEST(MultiSyncCollectorTest, SplitTrajsSplitsTheCombinedBatchWithMask) {
   // Episodes of 3 steps, 5 steps per row: each of the 2 x 2 rows holds 2 trajectories
   // (3 steps and 2 steps).
   MultiSyncCollector collector(
-      counting({2}, 3), 2, nullptr,
+      counting_factory({2}, 3), 2, nullptr,
       CollectorOptions().frames_per_batch(20).total_frames(20).split_trajs(true));
   auto batch = collector.next();
   ASSERT_TRUE(batch.has_value());
@@ -297,7 +297,7 @@ TEST(MultiSyncCollectorTest, PostprocRunsOnTheCombinedBatch) {
 
 TEST(MultiSyncCollectorTest, StateDictRoundTripResumesCountersAndTrajIds) {
   const auto options = CollectorOptions().frames_per_batch(12).total_frames(48);
-  MultiSyncCollector first(counting({2}, 2), 2, nullptr, options);
+  MultiSyncCollector first(counting_factory({2}, 2), 2, nullptr, options);
   std::set<int64_t> seen;
   for (int i = 0; i < 2; ++i) {
     const auto ids = first.next()->get(traj_ids_key()).flatten().contiguous();
@@ -309,7 +309,7 @@ TEST(MultiSyncCollectorTest, StateDictRoundTripResumesCountersAndTrajIds) {
   EXPECT_EQ(scalar(state, {"workers", "w0", "frames"}), 12);
   EXPECT_GT(scalar(state, {"workers", "w1", "next_traj_id"}), 0);
 
-  MultiSyncCollector second(counting({2}, 2), 2, nullptr, options);
+  MultiSyncCollector second(counting_factory({2}, 2), 2, nullptr, options);
   second.load_state_dict(state);
   EXPECT_EQ(second.frames(), 24);
   EXPECT_EQ(second.iterations(), 2);
@@ -326,7 +326,7 @@ TEST(MultiSyncCollectorTest, StateDictRoundTripResumesCountersAndTrajIds) {
 }
 
 TEST(MultiSyncCollectorTest, LoadStateDictNamesMissingKeyAndLeavesCountersUnchanged) {
-  MultiSyncCollector collector(counting({2}, 2), 2, nullptr,
+  MultiSyncCollector collector(counting_factory({2}, 2), 2, nullptr,
                                CollectorOptions().frames_per_batch(4));
   collector.next();
   const TensorDict state = collector.state_dict();

@@ -30,6 +30,7 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
+using tdrl::testing::expect_identical;
 using tdrl::testing::NoisyCounterEnv;
 using tdrl::testing::NoisyCounterOptions;
 
@@ -50,15 +51,6 @@ std::unique_ptr<BatchedEnvBase> make_batched(Kind kind, int64_t n, const EnvFact
 }
 
 // Every leaf of `a` equals the same leaf of `b`, bit for bit (same keys, shapes, dtypes).
-void expect_identical(const TensorDict& a, const TensorDict& b) {
-  const auto keys = a.keys(true, true);
-  ASSERT_EQ(keys.size(), b.keys(true, true).size());
-  for (const auto& key : keys) {
-    ASSERT_TRUE(b.contains(key)) << key.to_string();
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
-  }
-}
-
 class BatchedEnvTest : public ::testing::TestWithParam<Kind> {};
 
 INSTANTIATE_TEST_SUITE_P(Kinds, BatchedEnvTest, ::testing::Values(Kind::kSerial, Kind::kParallel),

@@ -23,6 +23,7 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
+using tdrl::testing::expect_identical;
 using tensordict::shape_str;
 
 constexpr double kPi = 3.14159265358979323846;
@@ -117,14 +118,6 @@ TensorDict step_next(EnvBase& env, const torch::Tensor& action) {
 }
 
 // Every leaf of `a` equals the same leaf of `b`, bit for bit.
-void expect_identical(const TensorDict& a, const TensorDict& b) {
-  const auto keys = a.keys(true, true);
-  ASSERT_EQ(keys, b.keys(true, true));
-  for (const auto& key : keys) {
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
-  }
-}
-
 // A NaN or inf action of a continuous task throws ValueError and changes nothing.
 void expect_non_finite_action_rejected(ClassicControlEnv& env) {
   env.reset();

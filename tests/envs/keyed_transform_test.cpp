@@ -22,10 +22,7 @@ namespace {
 
 using namespace tdrl::testing::names;
 using tdrl::testing::ContinuousEnv;
-
-std::shared_ptr<ContinuousEnv> continuous(Shape batch = {}) {
-  return std::make_shared<ContinuousEnv>(std::move(batch));
-}
+using tdrl::testing::continuous;
 
 // A user's transform: squares the entries it reads; its inverse halves the action.
 struct SquareOptions : TransformKeysOptions<SquareOptions> {

@@ -28,6 +28,7 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
+using tdrl::testing::expect_identical;
 using tensordict::testing::TempDir;
 
 // Every test fails when MuJoCo warns, unless it declares the warnings it provokes.
@@ -47,22 +48,12 @@ class MujocoTestBase : public ::testing::Test {
 };
 
 // Every leaf of `a` equals the same leaf of `b` bit for bit, and they have the same leaves.
-void expect_identical(const TensorDict& a, const TensorDict& b) {
-  const auto keys_a = a.keys(/*include_nested=*/true, /*leaves_only=*/true);
-  const auto keys_b = b.keys(/*include_nested=*/true, /*leaves_only=*/true);
-  ASSERT_EQ(keys_a.size(), keys_b.size());
-  for (const auto& key : keys_a) {
-    ASSERT_TRUE(b.contains(key)) << key.to_string();
-    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
-  }
-}
-
 torch::Tensor rows(const torch::Tensor& t, int64_t i) { return t.index({i}); }
 
 // ---- Shared conformance tests, run on every task
 // -------------------------------------------------
 
-struct TaskCase {
+struct MujocoTaskCase {
   std::string name;
   std::function<std::unique_ptr<MujocoEnv>(const MujocoEnvOptions&)> make;
   int64_t obs_dim;
@@ -73,14 +64,14 @@ struct TaskCase {
   int64_t max_episode_steps;
 };
 
-std::ostream& operator<<(std::ostream& os, const TaskCase& task) { return os << task.name; }
+std::ostream& operator<<(std::ostream& os, const MujocoTaskCase& task) { return os << task.name; }
 
 template <typename Env>
 std::function<std::unique_ptr<MujocoEnv>(const MujocoEnvOptions&)> maker() {
   return [](const MujocoEnvOptions& options) { return std::make_unique<Env>(options); };
 }
 
-std::vector<TaskCase> task_cases() {
+std::vector<MujocoTaskCase> mujoco_task_cases() {
   return {
       {"InvertedPendulum", maker<InvertedPendulumEnv>(), 4, 1, 3.0, 2, 0.02, 1000},
       {"InvertedDoublePendulum", maker<InvertedDoublePendulumEnv>(), 11, 1, 1.0, 5, 0.01, 1000},
@@ -93,7 +84,7 @@ std::vector<TaskCase> task_cases() {
   };
 }
 
-class MujocoTaskTest : public MujocoTestBase, public ::testing::WithParamInterface<TaskCase> {
+class MujocoTaskTest : public MujocoTestBase, public ::testing::WithParamInterface<MujocoTaskCase> {
  protected:
   std::unique_ptr<MujocoEnv> make(const MujocoEnvOptions& options = {}) const {
     return GetParam().make(options);
@@ -237,8 +228,8 @@ TEST_P(MujocoTaskTest, ResetMaskResetsOnlySelectedSimulations) {
   EXPECT_TRUE(torch::equal(td.get(specs::kObservation), env->current_observation()));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTasks, MujocoTaskTest, ::testing::ValuesIn(task_cases()),
-                         [](const ::testing::TestParamInfo<TaskCase>& info) {
+INSTANTIATE_TEST_SUITE_P(AllTasks, MujocoTaskTest, ::testing::ValuesIn(mujoco_task_cases()),
+                         [](const ::testing::TestParamInfo<MujocoTaskCase>& info) {
                            return info.param.name;
                          });
 

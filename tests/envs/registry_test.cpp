@@ -29,7 +29,7 @@ using tdrl::testing::NoisyCounterOptions;
 using ::testing::Contains;
 
 // A factory for NoisyCounterEnv reading the task option "obs_dim".
-RegisteredEnvFactory counter_factory() {
+RegisteredEnvFactory registered_counter_factory() {
   return [](const EnvOptions& options) -> std::shared_ptr<EnvBase> {
     options.check_keys("NoisyCounter", {"obs_dim", "episode_length"});
     return std::make_shared<NoisyCounterEnv>(
@@ -40,9 +40,9 @@ RegisteredEnvFactory counter_factory() {
   };
 }
 
-// Registers `name` with counter_factory() unless a previous test (in the same process) did.
+// Registers `name` with registered_counter_factory() unless a previous test (in the same process) did.
 void ensure_registered(const std::string& name) {
-  if (!is_env_registered(name)) register_env(name, counter_factory());
+  if (!is_env_registered(name)) register_env(name, registered_counter_factory());
 }
 
 // ---- Registering and building -------------------------------------------------------------------
@@ -80,13 +80,13 @@ TEST(RegistryTest, ListEnvsIsSortedAndHoldsTheRegisteredNames) {
 
 TEST(RegistryTest, RegisterEnvRejectsADuplicateName) {
   ensure_registered("test/Dup");
-  EXPECT_THAT([] { register_env("test/Dup", counter_factory()); },
+  EXPECT_THAT([] { register_env("test/Dup", registered_counter_factory()); },
               ThrowsMessage<tensordict::ValueError>(
                   HasSubstr("register_env: 'test/Dup' is already registered")));
 }
 
 TEST(RegistryTest, RegisterEnvRejectsAnEmptyNameOrFactory) {
-  EXPECT_THAT([] { register_env("", counter_factory()); },
+  EXPECT_THAT([] { register_env("", registered_counter_factory()); },
               ThrowsMessage<tensordict::ValueError>(HasSubstr("the env name is empty")));
   EXPECT_THAT([] { register_env("test/Empty", RegisteredEnvFactory()); },
               ThrowsMessage<tensordict::ValueError>(
@@ -96,7 +96,7 @@ TEST(RegistryTest, RegisterEnvRejectsAnEmptyNameOrFactory) {
 
 TEST(RegistryTest, OptionNamesAreKeptInTheirDeclaredOrder) {
   if (!is_env_registered("test/WithOptions")) {
-    register_env("test/WithOptions", counter_factory(), {"obs_dim", "episode_length"});
+    register_env("test/WithOptions", registered_counter_factory(), {"obs_dim", "episode_length"});
   }
   EXPECT_EQ(env_option_names("test/WithOptions"),
             (std::vector<std::string>{"obs_dim", "episode_length"}));
@@ -107,13 +107,13 @@ TEST(RegistryTest, OptionNamesAreKeptInTheirDeclaredOrder) {
 TEST(RegistryTest, RegisterEnvRejectsAnEmptyOrRepeatedOptionName) {
   EXPECT_THAT(
       [] {
-        register_env("test/BadOptions", counter_factory(), {"obs_dim", ""});
+        register_env("test/BadOptions", registered_counter_factory(), {"obs_dim", ""});
       },
       ThrowsMessage<tensordict::ValueError>(
           HasSubstr("register_env('test/BadOptions'): option name 1 is empty")));
   EXPECT_THAT(
       [] {
-        register_env("test/BadOptions", counter_factory(), {"obs_dim", "obs_dim"});
+        register_env("test/BadOptions", registered_counter_factory(), {"obs_dim", "obs_dim"});
       },
       ThrowsMessage<tensordict::ValueError>(HasSubstr("option 'obs_dim' is listed twice")));
   EXPECT_FALSE(is_env_registered("test/BadOptions"));

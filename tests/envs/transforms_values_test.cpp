@@ -23,10 +23,6 @@ namespace {
 using namespace tdrl::testing::names;
 using namespace tdrl::testing;  // the mock envs
 
-std::shared_ptr<ContinuousEnv> continuous(Shape batch = {}) {
-  return std::make_shared<ContinuousEnv>(std::move(batch));
-}
-
 // ---- CatTensors ----------------------------------------------------------------------------
 
 TEST(CatTensorsTest, ConcatenatesSortedKeysAndDeletesThem) {

@@ -30,7 +30,7 @@ struct LinearCritic {
   double operator()(double s, double a) const { return w_s * s + w_a * a + c; }
 };
 
-struct HandCase {
+struct DDPGHandCase {
   double k = 0.5;
   std::vector<double> s{1.0, -2.0}, a{0.3, -0.5}, s_next{2.0, 1.0}, r{1.0, 0.0};
   std::vector<bool> term{false, true};
@@ -61,7 +61,7 @@ modules::ValueOperator linear_critic(const LinearCritic& q) {
 
 // ---- DDPG ----------------------------------------------------------------------------------
 
-std::shared_ptr<DDPGLoss> hand_ddpg(const HandCase& c, const LinearCritic& q,
+std::shared_ptr<DDPGLoss> hand_ddpg(const DDPGHandCase& c, const LinearCritic& q,
                                     DDPGLossOptions options = {}) {
   auto loss = std::make_shared<DDPGLoss>(linear_actor(c.k), linear_critic(q), options);
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(c.gamma));
@@ -69,7 +69,7 @@ std::shared_ptr<DDPGLoss> hand_ddpg(const HandCase& c, const LinearCritic& q,
 }
 
 TEST(DDPGLossTest, HandWorkedCaseMatchesThePlainFormula) {
-  HandCase c;
+  DDPGHandCase c;
   const LinearCritic q{1.0, 2.0, 0.1};
   auto batch = c.batch();
   const auto out = hand_ddpg(c, q)->forward(batch);
@@ -128,7 +128,7 @@ TEST(DDPGLossTest, OptimisationDecreasesBothLosses) {
 }
 
 TEST(DDPGLossTest, DelayActorTakesTheNextActionFromTheTargetActor) {
-  HandCase c;
+  DDPGHandCase c;
   const LinearCritic q{1.0, 2.0, 0.1};
   for (bool delay_actor : {false, true}) {
     auto loss = hand_ddpg(c, q, DDPGLossOptions().delay_actor(delay_actor));
@@ -144,7 +144,7 @@ TEST(DDPGLossTest, DelayActorTakesTheNextActionFromTheTargetActor) {
 }
 
 TEST(DDPGLossTest, CriticThatDoesNotReadTheActionIsRejected) {
-  HandCase c;
+  DDPGHandCase c;
   modules::ValueOperator critic(modules::MLP(modules::MLPOptions(1, 1)),
                                 modules::ValueOperatorOptions().out_keys({"state_action_value"}));
   DDPGLoss loss(linear_actor(c.k), critic);
@@ -155,7 +155,7 @@ TEST(DDPGLossTest, CriticThatDoesNotReadTheActionIsRejected) {
 }
 
 TEST(DDPGLossTest, MissingNextObservationNamesTheActor) {
-  HandCase c;
+  DDPGHandCase c;
   auto batch = c.batch();
   batch.del_({"next", "observation"});
   EXPECT_THAT(
@@ -169,7 +169,7 @@ TEST(DDPGLossTest, MissingNextObservationNamesTheActor) {
 }
 
 TEST(DDPGLossTest, DoneOfAnotherShapeIsAShapeError) {
-  HandCase c;
+  DDPGHandCase c;
   auto batch = c.batch();
   batch.set({"next", "done"}, torch::zeros({2}, torch::kBool));
   EXPECT_THAT(
@@ -181,7 +181,7 @@ TEST(DDPGLossTest, DoneOfAnotherShapeIsAShapeError) {
 }
 
 TEST(DDPGLossTest, PrintsItsOptions) {
-  HandCase c;
+  DDPGHandCase c;
   std::ostringstream os;
   hand_ddpg(c, {1, 1, 0})->pretty_print(os);
   EXPECT_THAT(os.str(), HasSubstr("DDPGLoss(loss_function=l2, delay_actor=false, "
@@ -194,7 +194,7 @@ specs::TensorSpecPtr bounded(double low, double high, int64_t dim = 1) {
   return std::make_shared<specs::Bounded>(specs::BoundedOptions().low(low).high(high).shape({dim}));
 }
 
-std::shared_ptr<TD3Loss> hand_td3(const HandCase& c, const std::vector<LinearCritic>& qs,
+std::shared_ptr<TD3Loss> hand_td3(const DDPGHandCase& c, const std::vector<LinearCritic>& qs,
                                   TD3LossOptions options) {
   std::vector<modules::ValueOperator> critics;
   for (const auto& q : qs) critics.push_back(linear_critic(q));
@@ -204,7 +204,7 @@ std::shared_ptr<TD3Loss> hand_td3(const HandCase& c, const std::vector<LinearCri
 }
 
 TEST(TD3LossTest, HandWorkedCaseWithClampedTargetActionMatchesThePlainFormula) {
-  HandCase c;
+  DDPGHandCase c;
   c.k = 2.0;
   c.s_next = {2.0, -0.25};  // mu(s') = 4 (clamped to 1) and -0.5
   c.term = {false, false};
@@ -232,7 +232,7 @@ TEST(TD3LossTest, HandWorkedCaseWithClampedTargetActionMatchesThePlainFormula) {
 
 TEST(TD3LossTest, TargetPolicyNoiseIsClipped) {
   torch::manual_seed(3);
-  HandCase c;
+  DDPGHandCase c;
   c.s = {1.0};
   c.a = {0.0};
   c.s_next = {1.0};
@@ -328,7 +328,7 @@ TEST(TD3LossTest, ConstructorRejectsMissingOrUnboundedSpecsAndSharedCritics) {
 }
 
 TEST(TD3LossTest, RewardWithoutTrailingDimIsAShapeError) {
-  HandCase c;
+  DDPGHandCase c;
   auto loss = hand_td3(c, {{1, 1, 0}, {1, 1, 0}}, TD3LossOptions().action_spec(bounded(-1, 1)));
   auto batch = c.batch();
   batch.set({"next", "reward"}, torch::zeros({2}));
@@ -340,7 +340,7 @@ TEST(TD3LossTest, RewardWithoutTrailingDimIsAShapeError) {
 }
 
 TEST(TD3LossTest, PrintsItsOptions) {
-  HandCase c;
+  DDPGHandCase c;
   std::ostringstream os;
   hand_td3(c, {{1, 1, 0}, {1, 1, 0}}, TD3LossOptions().action_spec(bounded(-1, 1)))
       ->pretty_print(os);

@@ -61,7 +61,7 @@ Reference reference_dqn(const torch::Tensor& w_online, const torch::Tensor& w_ta
   return ref;
 }
 
-struct HandCase {
+struct DQNHandCase {
   torch::Tensor w = torch::tensor({{1.0f, 0.0f}, {0.0f, 2.0f}});
   torch::Tensor obs = torch::tensor({{1.0f, 1.0f}, {2.0f, -1.0f}});
   std::vector<int64_t> action_index{0, 1};
@@ -79,14 +79,14 @@ struct HandCase {
   }
 };
 
-std::shared_ptr<DQNLoss> hand_loss(const HandCase& c, DQNLossOptions options = {}) {
+std::shared_ptr<DQNLoss> hand_loss(const DQNHandCase& c, DQNLossOptions options = {}) {
   auto loss = std::make_shared<DQNLoss>(linear_q(c.w), options);
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.9));
   return loss;
 }
 
 TEST(DQNLossTest, HandWorkedCaseMatchesThePlainFormula) {
-  HandCase c;
+  DQNHandCase c;
   auto loss = hand_loss(c);
   auto batch = c.batch();
   auto out = loss->forward(batch);
@@ -104,7 +104,7 @@ TEST(DQNLossTest, HandWorkedCaseMatchesThePlainFormula) {
 }
 
 TEST(DQNLossTest, CategoricalActionsGiveTheOneHotLoss) {
-  HandCase c;
+  DQNHandCase c;
   auto one_hot = hand_loss(c)->forward(c.batch(true)).get("loss_value");
   auto index = hand_loss(c)->forward(c.batch(false)).get("loss_value");
   EXPECT_TRUE(torch::allclose(one_hot, index));
@@ -113,7 +113,7 @@ TEST(DQNLossTest, CategoricalActionsGiveTheOneHotLoss) {
 }
 
 TEST(DQNLossTest, TargetNetworkValuesTheNextStateUntilUpdated) {
-  HandCase c;
+  DQNHandCase c;
   c.terminated = {false, false};
   auto actor = linear_q(c.w);
   auto loss = std::make_shared<DQNLoss>(actor);
@@ -137,7 +137,7 @@ TEST(DQNLossTest, TargetNetworkValuesTheNextStateUntilUpdated) {
 }
 
 TEST(DQNLossTest, DoubleDQNChoosesWithTheOnlineNetworkAndValuesWithTheTarget) {
-  HandCase c;
+  DQNHandCase c;
   c.terminated = {false, false};
   auto loss = hand_loss(c, DQNLossOptions().double_dqn(true));
   const torch::Tensor w_new = torch::tensor({{0.0f, 5.0f}, {1.0f, 0.0f}});
@@ -155,7 +155,7 @@ TEST(DQNLossTest, DoubleDQNChoosesWithTheOnlineNetworkAndValuesWithTheTarget) {
 }
 
 TEST(DQNLossTest, WithoutDelayValueTheOnlineNetworkGivesTheTarget) {
-  HandCase c;
+  DQNHandCase c;
   auto loss = hand_loss(c, DQNLossOptions().delay_value(false));
   EXPECT_FALSE(loss->has_target("value_network"));
   const torch::Tensor w_new = torch::tensor({{0.0f, 5.0f}, {1.0f, 0.0f}});
@@ -170,7 +170,7 @@ TEST(DQNLossTest, WithoutDelayValueTheOnlineNetworkGivesTheTarget) {
 }
 
 TEST(DQNLossTest, GammaComesFromTheValueEstimator) {
-  HandCase c;
+  DQNHandCase c;
   auto loss = hand_loss(c);
   loss->make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.5));
   const auto ref = reference_dqn(c.w, c.w, c.obs, c.action_index, c.next_obs, c.reward,
@@ -200,7 +200,7 @@ TEST(DQNLossTest, OptimisationDecreasesTheLoss) {
 }
 
 TEST(DQNLossTest, ImportanceWeightsWeightEachSample) {
-  HandCase c;
+  DQNHandCase c;
   auto batch = c.batch();
   batch.set("_weight", torch::tensor({1.0f, 0.0f}));
   const auto out = hand_loss(c)->forward(batch);
@@ -209,7 +209,7 @@ TEST(DQNLossTest, ImportanceWeightsWeightEachSample) {
 }
 
 TEST(DQNLossTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
-  HandCase c;
+  DQNHandCase c;
   auto batch = c.batch();
   batch.del_({"next", "terminated"});
   EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
@@ -220,7 +220,7 @@ TEST(DQNLossTest, MissingKeyNamesTheKeyAndItsSetKeysName) {
 }
 
 TEST(DQNLossTest, MissingNextObservationNamesItAndTheNetwork) {
-  HandCase c;
+  DQNHandCase c;
   auto batch = c.batch();
   batch.del_({"next", "observation"});
   EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
@@ -230,7 +230,7 @@ TEST(DQNLossTest, MissingNextObservationNamesItAndTheNetwork) {
 }
 
 TEST(DQNLossTest, RewardWithoutTrailingDimIsAShapeError) {
-  HandCase c;
+  DQNHandCase c;
   auto batch = c.batch();
   batch.set({"next", "reward"}, torch::tensor({0.5f, 1.0f}));
   EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
@@ -240,7 +240,7 @@ TEST(DQNLossTest, RewardWithoutTrailingDimIsAShapeError) {
 }
 
 TEST(DQNLossTest, ActionFittingNoActionSpaceIsAShapeError) {
-  HandCase c;
+  DQNHandCase c;
   auto batch = c.batch();
   batch.set("action", torch::zeros({2, 3}));
   EXPECT_THAT([&] { hand_loss(c)->forward(batch); },
@@ -250,7 +250,7 @@ TEST(DQNLossTest, ActionFittingNoActionSpaceIsAShapeError) {
 }
 
 TEST(DQNLossTest, SetKeysRenamesReadAndWrittenKeys) {
-  HandCase c;
+  DQNHandCase c;
   auto loss = hand_loss(c);
   loss->set_keys({{"reward", NestedKey{"next", "r"}}, {"priority", NestedKey("prio")}});
   auto batch = c.batch();
@@ -264,7 +264,7 @@ TEST(DQNLossTest, SetKeysRenamesReadAndWrittenKeys) {
 }
 
 TEST(DQNLossTest, ConstructorRejectsBadOptions) {
-  HandCase c;
+  DQNHandCase c;
   EXPECT_THAT([&] { DQNLoss(linear_q(c.w), DQNLossOptions().loss_function("l3")); },
               ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("l3")));
   EXPECT_THAT([&] { DQNLoss(linear_q(c.w), DQNLossOptions().action_space("binary")); },
@@ -288,14 +288,14 @@ TEST(DQNLossTest, ActionSpaceComesFromTheQValueActorWhenItWasGivenOne) {
       linear, modules::QValueActorOptions().qvalue(
                   modules::QValueModuleOptions().action_space("categorical"))));
   EXPECT_EQ(given.action_space(), "categorical");
-  HandCase c;
+  DQNHandCase c;
   EXPECT_EQ(hand_loss(c)->action_space(), "");  // the QValueActor's fallback is not used
   DQNLoss plain(make_action_value_network(2, 2));
   EXPECT_EQ(plain.action_space(), "");
 }
 
 TEST(DQNLossTest, PrintsItsOptions) {
-  HandCase c;
+  DQNHandCase c;
   std::ostringstream os;
   hand_loss(c, DQNLossOptions().double_dqn(true))->pretty_print(os);
   EXPECT_THAT(os.str(),

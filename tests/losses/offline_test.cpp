@@ -18,6 +18,7 @@
 
 #include "losses/hand_case.h"
 #include "losses/off_policy_fixtures.h"
+#include "support/build_paths.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::losses {
@@ -120,7 +121,7 @@ TEST(IQLLossTest, TrainsFromATransitionDatasetPythonTensordictSaved) {
   // buffer, into an IQL update; "done" stands for "terminated", which the dataset lacks.
   torch::manual_seed(0);
   const auto data =
-      TensorDict::load_memmap(std::string(TDRL_TEST_DATA) + "/memmap/python_tensordict_0_4/nested",
+      TensorDict::load_memmap(tdrl::testing::test_data_dir() + "/memmap/python_tensordict_0_4/nested",
                               tensordict::MemmapMode::kReadOnly);
   tensordict::testing::TempDir dir;
   replay::TensorDictReplayBuffer rb(

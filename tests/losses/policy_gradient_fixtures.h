@@ -27,6 +27,9 @@ using tensordict::NestedKey;
 using tensordict::TensorDict;
 namespace tdnn = tensordict::nn;
 
+/// The scalar `key` of a loss output, as a double.
+inline double scalar(const TensorDict& out, const char* key) { return out.get(key).item<double>(); }
+
 constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5 * log(2 pi)
 
 /// log N(x; mu, 1), as a plain formula.

@@ -35,8 +35,6 @@ TensorDict hand_batch() {
                     {2});
 }
 
-double scalar(const TensorDict& out, const char* key) { return out.get(key).item<double>(); }
-
 // ---- A2CLoss ----------------------------------------------------------------------------
 
 TEST(A2CLossTest, HandWorkedCaseGivesTheKnownTerms) {

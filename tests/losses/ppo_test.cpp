@@ -27,7 +27,7 @@ using namespace tdrl::losses::testing;
 // value_target [[0.5], [1.0]], and sample_log_prob chosen so that the first ratio is e^0.5
 // (clipped at 1.2) and the second e^-0.1 (inside the clip range), for an actor
 // loc = 0.5 * observation, scale 1.
-struct HandCase {
+struct PPOHandCase {
   double lp1 = normal_log_density(0.0, 0.5);
   double lp2 = normal_log_density(2.0, 1.0);
   double prev1 = lp1 - 0.5;
@@ -43,10 +43,8 @@ struct HandCase {
   }
 };
 
-double scalar(const TensorDict& out, const char* key) { return out.get(key).item<double>(); }
-
 TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   const auto out = loss->forward(c.batch());
 
@@ -68,7 +66,7 @@ TEST(ClipPPOLossTest, HandWorkedCaseGivesTheKnownTerms) {
 }
 
 TEST(ClipPPOLossTest, CriticTypeAndCoefficientScaleTheCriticTerm) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>(
       ClipPPOLossOptions().loss_critic_type("l2").critic_coef(0.5).entropy_bonus(false));
   const auto out = loss->forward(c.batch());
@@ -77,7 +75,7 @@ TEST(ClipPPOLossTest, CriticTypeAndCoefficientScaleTheCriticTerm) {
 }
 
 TEST(ClipPPOLossTest, WithoutAnEntropyBonusTheEntropyIsStillReported) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = std::make_shared<ClipPPOLoss>(linear_gaussian_actor(0.5, nullptr, /*scale=*/0.5),
                                             linear_critic(0.3, 0.1),
                                             ClipPPOLossOptions().entropy_bonus(false));
@@ -92,7 +90,7 @@ TEST(ClipPPOLossTest, WithoutAnEntropyBonusTheEntropyIsStillReported) {
 }
 
 TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().loss_critic_type("l2").clip_value(0.1));
   auto batch = c.batch();
   // Old values 0.2 and 0.65: the new values 0.4 and 0.7 move by 0.2 (clipped to 0.3) and 0.05.
@@ -107,7 +105,7 @@ TEST(ClipPPOLossTest, ClipValueTakesThePessimisticCriticLoss) {
 }
 
 TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().clip_value(0.1));
   EXPECT_THAT([&] { loss->forward(c.batch()); },
               ThrowsMessage<tensordict::KeyError>(AllOf(
@@ -115,7 +113,7 @@ TEST(ClipPPOLossTest, ClipValueWithoutTheBatchValueThrowsKeyError) {
 }
 
 TEST(ClipPPOLossTest, NormalizeAdvantageStandardisesIt) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>(ClipPPOLossOptions().normalize_advantage(true));
   const auto out = loss->forward(c.batch());
   // Advantages 1 and -2: mean -0.5, std (unbiased) 3 / sqrt(2).
@@ -205,7 +203,7 @@ TEST(ClipPPOLossTest, MakeValueEstimatorSwitchesToTD0) {
 }
 
 TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   loss->set_keys({{"advantage", NestedKey("adv")},
                   {"sample_log_prob", NestedKey{"collector", "log_prob"}},
@@ -222,7 +220,7 @@ TEST(ClipPPOLossTest, SetKeysRenamesWhatItReadsAndForwardsToTheEstimator) {
 }
 
 TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.del_("sample_log_prob");
@@ -233,7 +231,7 @@ TEST(ClipPPOLossTest, MissingSampleLogProbNamesTheKeyAndItsSetKeysName) {
 }
 
 TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("advantage", torch::tensor({1.0f, -2.0f}));
@@ -244,7 +242,7 @@ TEST(ClipPPOLossTest, AdvantageOfShapeBAgainstLogWeightB1IsAShapeError) {
 }
 
 TEST(ClipPPOLossTest, ValueTargetOfShapeBAgainstValueB1IsAShapeError) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("value_target", torch::tensor({0.5f, 1.0f}));
@@ -263,7 +261,7 @@ TEST(ClipPPOLossTest, RewardOfShapeBTAgainstValueBT1IsAShapeErrorWhenEstimating)
 }
 
 TEST(ClipPPOLossTest, SampleLogProbRequiringGradIsRejected) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<ClipPPOLoss>();
   auto batch = c.batch();
   batch.set("sample_log_prob", batch.get("sample_log_prob").clone().requires_grad_());
@@ -299,7 +297,7 @@ TEST(ClipPPOLossTest, PrintsItsOptions) {
 }
 
 TEST(PPOLossTest, ObjectiveIsTheUnclippedWeightedAdvantage) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<PPOLoss>();
   const auto out = loss->forward(c.batch());
   const double w1 = std::exp(0.5), w2 = std::exp(-0.1);
@@ -313,7 +311,7 @@ TEST(PPOLossTest, ObjectiveIsTheUnclippedWeightedAdvantage) {
 // KL(N(m1, 1) || N(m2, 1)) = (m1 - m2)^2 / 2 for the hand case: stored loc 0.5 * o + 0.2 (the
 // collecting policy), current loc 0.5 * o.
 TEST(KLPENPPOLossTest, HandWorkedCaseAddsTheClosedFormKLPenaltyAndAdaptsBeta) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<KLPENPPOLoss>(KLPENPPOLossOptions().beta(0.5).dtarg(0.01));
   auto batch = c.batch();
   batch.set("loc", torch::tensor({{0.7f}, {1.2f}}));
@@ -350,7 +348,7 @@ TEST(KLPENPPOLossTest, TanhNormalKLIsTheMonteCarloEstimateOfTheGaussianKL) {
 }
 
 TEST(KLPENPPOLossTest, MissingDistributionParameterNamesIt) {
-  HandCase c;
+  PPOHandCase c;
   auto loss = hand_loss<KLPENPPOLoss>();
   auto batch = c.batch();
   batch.set("loc", torch::zeros({2, 1}));

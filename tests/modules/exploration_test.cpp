@@ -22,6 +22,7 @@
 #include <tensordict/nn/interaction_type.h>
 #include <tensordict/tensor_dict.h>
 
+#include "support/seeded.h"
 #include "support/test_names.h"
 
 namespace tdrl::modules {
@@ -31,7 +32,7 @@ using namespace tdrl::testing::names;
 using tensordict::nn::InteractionType;
 using tensordict::nn::SetInteractionType;
 
-torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+using tdrl::testing::seeded;
 
 std::shared_ptr<specs::Categorical> categorical(int64_t n) {
   return std::make_shared<specs::Categorical>(n);

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <tensordict/errors.h>
 
+#include "support/seeded.h"
 #include "support/test_names.h"
 
 namespace tdrl::specs {
@@ -21,7 +21,7 @@ namespace {
 
 using namespace tdrl::testing::names;
 
-torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+using tdrl::testing::seeded;
 
 TensorSpecPtr box(Shape shape) {
   return std::make_shared<Bounded>(BoundedOptions().low(-1.0).high(1.0).shape(std::move(shape)));

@@ -7,13 +7,13 @@
 #include <sstream>
 #include <vector>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include <tensordict/errors.h>
 
+#include "support/seeded.h"
 #include "support/test_names.h"
 
 namespace tdrl::specs {
@@ -21,7 +21,7 @@ namespace {
 
 using namespace tdrl::testing::names;
 
-torch::Generator seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+using tdrl::testing::seeded;
 
 // One spec of every kind, with several dtypes and batch dims.
 std::vector<TensorSpecPtr> every_kind() {

@@ -13,6 +13,16 @@
 
 namespace tdrl::testing {
 
+/// `a` and `b` hold the same leaves (nested keys), each equal by torch::equal.
+inline void expect_identical(const tensordict::TensorDict& a, const tensordict::TensorDict& b) {
+  const auto keys = a.keys(/*include_nested=*/true, /*leaves_only=*/true);
+  ASSERT_EQ(keys.size(), b.keys(true, true).size());
+  for (const auto& key : keys) {
+    ASSERT_TRUE(b.contains(key)) << key.to_string();
+    EXPECT_TRUE(torch::equal(a.get(key), b.get(key))) << key.to_string();
+  }
+}
+
 /// The checkpoint contract of EnvBase::state_dict: runs `env` `before` steps with random
 /// actions and partial resets, saves its state, runs `after` more, and expects `fresh` (an env
 /// built the same way, seeded otherwise or not at all) loaded with that state to give the same

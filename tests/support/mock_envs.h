@@ -264,4 +264,9 @@ class NoisyCounterEnv : public EnvBase {
   torch::Tensor count_;
 };
 
+/// A ContinuousEnv of the default bounds with batch size `batch`.
+inline std::shared_ptr<ContinuousEnv> continuous(std::vector<int64_t> batch = {}) {
+  return std::make_shared<ContinuousEnv>(std::move(batch));
+}
+
 }  // namespace tdrl::testing

@@ -15,6 +15,7 @@
 #include <tensordict/distributed.h>
 
 #include "distributed_scenarios.h"
+#include "support/build_paths.h"
 #include "support/tensordict_fixtures.h"
 
 extern char** environ;
@@ -35,7 +36,7 @@ class DistributedTest : public ::testing::Test {
     store_options.timeout = std::chrono::seconds(30);
     auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
     const std::string port = std::to_string(store->getPort());
-    std::string exe = TDRL_DISTRIBUTED_PEER;
+    std::string exe = tdrl::testing::launched_program();
     std::vector<char*> args{exe.data(), const_cast<char*>(port.c_str()),
                             const_cast<char*>(scenario.c_str()), nullptr};
     ASSERT_EQ(posix_spawn(&peer_, exe.c_str(), nullptr, nullptr, args.data(), environ), 0)

@@ -71,7 +71,7 @@ Snapshot snapshot(const TensorDict& td) {
 }
 
 // batch [3, 4]: a [3, 4, 5] zeros, i [3, 4] int64 zeros, next {obs [3, 4, 2] zeros}, s "text".
-TensorDict transition() {
+TensorDict transition_3x4() {
   return TensorDict({{"a", torch::zeros({3, 4, 5})},
                      {"i", torch::zeros({3, 4}, torch::kLong)},
                      {"next", {{"obs", torch::zeros({3, 4, 2})}}},
@@ -94,7 +94,7 @@ TEST(TensorDictErrorsTest, CheckThrowsTheTypeWithItsPartsStreamedOnlyWhenTheCond
 }
 
 TEST(TensorDictErrorsTest, EveryErrorIsATensorDictErrorAndARuntimeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW(td.get("missing"), tensordict::Error);
   EXPECT_THROW(td.set("x", torch::zeros({2})), tensordict::Error);
   EXPECT_THROW(td.index({0, 0, 0}), std::runtime_error);
@@ -113,42 +113,42 @@ TEST(TensorDictErrorsTest, MissingKeyMessageListsAvailableKeysClosestFirst) {
 }
 
 TEST(TensorDictErrorsTest, MissingNestedKeyMessageNamesThePathAndTheKeysThere) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get({"next", "observation"}), KeyError,
                    AllOf(HasSubstr("('next', 'observation')"), HasSubstr("['obs']")));
 }
 
 TEST(TensorDictErrorsTest, MissingIntermediateMessageNamesTheMissingPart) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get({"nxt", "obs"}), KeyError,
                    AllOf(HasSubstr("('nxt', 'obs')"), HasSubstr("'nxt'"), HasSubstr("'next'")));
 }
 
 TEST(TensorDictErrorsTest, PathThroughATensorThrowsKeyErrorNamingIt) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get({"a", "x"}), KeyError, AllOf(HasSubstr("('a', 'x')"), HasSubstr("'a'")));
 }
 
 TEST(TensorDictErrorsTest, GetOfNestedTensorDictThrowsTypeErrorPointingToGetTensorDict) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get("next"), TypeError,
                    AllOf(HasSubstr("'next'"), HasSubstr("get_tensordict")));
 }
 
 TEST(TensorDictErrorsTest, GetTensorDictOfTensorThrowsTypeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get_tensordict("a"), TypeError, HasSubstr("'a'"));
 }
 
 TEST(TensorDictErrorsTest, GetNonTensorOfTensorThrowsTypeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.get_non_tensor({"next", "obs"}), TypeError, HasSubstr("('next', 'obs')"));
 }
 
 // ---- set --------------------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, SetOfNestedLeafWithWrongLeadingDimsNamesPathAndBothShapes) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set({"next", "obs"}, torch::zeros({4, 3})), ShapeError,
                    AllOf(HasSubstr("TensorDict::set"), HasSubstr("('next', 'obs')"),
@@ -157,7 +157,7 @@ TEST(TensorDictErrorsTest, SetOfNestedLeafWithWrongLeadingDimsNamesPathAndBothSh
 }
 
 TEST(TensorDictErrorsTest, FailedSetOfNewNestedPathCreatesNoIntermediate) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.set({"new", "deeper", "x"}, torch::zeros({4, 3})), ShapeError);
   EXPECT_FALSE(td.contains("new"));
@@ -165,7 +165,7 @@ TEST(TensorDictErrorsTest, FailedSetOfNewNestedPathCreatesNoIntermediate) {
 }
 
 TEST(TensorDictErrorsTest, SetThroughANonTensorDictEntryThrowsKeyError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set({"s", "x"}, torch::zeros({3, 4})), KeyError,
                    AllOf(HasSubstr("('s', 'x')"), HasSubstr("non-tensor")));
@@ -174,7 +174,7 @@ TEST(TensorDictErrorsTest, SetThroughANonTensorDictEntryThrowsKeyError) {
 }
 
 TEST(TensorDictErrorsTest, SetOfNestedTensorDictWithWrongBatchSizeNamesBothBatchSizes) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set("n", TensorDict::empty({4})), ShapeError,
                    AllOf(HasSubstr("'n'"), HasSubstr("[4]"), HasSubstr("[3, 4]")));
@@ -182,14 +182,14 @@ TEST(TensorDictErrorsTest, SetOfNestedTensorDictWithWrongBatchSizeNamesBothBatch
 }
 
 TEST(TensorDictErrorsTest, SetOfATensorDictIntoItselfThrowsValueError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.set("self", td), ValueError);
   EXPECT_TRUE(unchanged(td, before));
 }
 
 TEST(TensorDictErrorsTest, SetOfAnUndefinedTensorThrowsValueError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.set("x", torch::Tensor()), ValueError, HasSubstr("'x'"));
   EXPECT_FALSE(td.contains("x"));
 }
@@ -197,7 +197,7 @@ TEST(TensorDictErrorsTest, SetOfAnUndefinedTensorThrowsValueError) {
 // ---- set_ / set_at_ ---------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, SetInplaceShapeMismatchNamesKeyAndBothShapes) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_({"next", "obs"}, torch::ones({3, 4, 5})), ShapeError,
                    AllOf(HasSubstr("TensorDict::set_"), HasSubstr("('next', 'obs')"),
@@ -206,7 +206,7 @@ TEST(TensorDictErrorsTest, SetInplaceShapeMismatchNamesKeyAndBothShapes) {
 }
 
 TEST(TensorDictErrorsTest, SetInplaceDtypeMismatchNamesBothDtypes) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_("a", torch::ones({3, 4, 5}, torch::kDouble)), TypeError,
                    AllOf(HasSubstr("'a'"), HasSubstr("Float"), HasSubstr("Double")));
@@ -214,7 +214,7 @@ TEST(TensorDictErrorsTest, SetInplaceDtypeMismatchNamesBothDtypes) {
 }
 
 TEST(TensorDictErrorsTest, SetInplaceOfMissingKeyThrowsKeyError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_({"next", "reward"}, torch::ones({3, 4})), KeyError,
                    HasSubstr("('next', 'reward')"));
@@ -222,7 +222,7 @@ TEST(TensorDictErrorsTest, SetInplaceOfMissingKeyThrowsKeyError) {
 }
 
 TEST(TensorDictErrorsTest, SetInplaceOfNonTensorEntryThrowsTypeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.set_("s", torch::ones({3, 4})), TypeError);
   EXPECT_THROW(td.set_("next", torch::ones({3, 4})), TypeError);
@@ -230,14 +230,14 @@ TEST(TensorDictErrorsTest, SetInplaceOfNonTensorEntryThrowsTypeError) {
 }
 
 TEST(TensorDictErrorsTest, SetAtWithIndexBeyondTheBatchDimsThrowsIndexError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_at_("a", torch::ones({5}), {0, 0, 0}), IndexError, HasSubstr("[3, 4]"));
   EXPECT_TRUE(unchanged(td, before));
 }
 
 TEST(TensorDictErrorsTest, SetAtWithValueThatDoesNotFitTheRegionThrowsShapeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_at_("a", torch::ones({3, 5}), {0}), ShapeError,
                    AllOf(HasSubstr("[3, 5]"), HasSubstr("[4, 5]")));
@@ -247,7 +247,7 @@ TEST(TensorDictErrorsTest, SetAtWithValueThatDoesNotFitTheRegionThrowsShapeError
 // ---- update / update_ -------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, UpdateWithOneBadEntryAmongGoodOnesWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.update(Entries{{"a", torch::ones({3, 4, 5})},
                                      {"new", torch::ones({3, 4})},
@@ -259,7 +259,7 @@ TEST(TensorDictErrorsTest, UpdateWithOneBadEntryAmongGoodOnesWritesNothing) {
 }
 
 TEST(TensorDictErrorsTest, UpdateFromTensorDictWithOneBadLeafWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   TensorDict other({{"a", torch::ones({3, 4, 5})}, {"next", {{"reward", torch::ones({3, 5})}}}},
                    {3});
@@ -270,7 +270,7 @@ TEST(TensorDictErrorsTest, UpdateFromTensorDictWithOneBadLeafWritesNothing) {
 }
 
 TEST(TensorDictErrorsTest, InplaceUpdateWithOneWrongDtypeWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   UpdateOptions options;
   options.inplace = true;
@@ -282,7 +282,7 @@ TEST(TensorDictErrorsTest, InplaceUpdateWithOneWrongDtypeWritesNothing) {
 }
 
 TEST(TensorDictErrorsTest, UpdateInplaceMethodWithAMissingKeyWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   TensorDict other({{"a", torch::ones({3, 4, 5})}, {"missing", torch::ones({3, 4})}}, {3, 4});
   EXPECT_THROW_MSG(td.update_(other), KeyError, HasSubstr("'missing'"));
@@ -290,7 +290,7 @@ TEST(TensorDictErrorsTest, UpdateInplaceMethodWithAMissingKeyWritesNothing) {
 }
 
 TEST(TensorDictErrorsTest, UpdateInplaceMethodWithOneBadShapeWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   TensorDict other({{"a", torch::ones({3, 4, 5})}, {"next", {{"obs", torch::ones({3, 4, 3})}}}},
                    {3, 4});
@@ -301,7 +301,7 @@ TEST(TensorDictErrorsTest, UpdateInplaceMethodWithOneBadShapeWritesNothing) {
 }
 
 TEST(TensorDictErrorsTest, CopyFromTensorDictWithWrongDtypeWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   TensorDict other = td.clone().apply([](const torch::Tensor& t) { return t + 1; });
   other.set("i", torch::ones({3, 4}));  // float where td holds int64
@@ -312,7 +312,7 @@ TEST(TensorDictErrorsTest, CopyFromTensorDictWithWrongDtypeWritesNothing) {
 // ---- apply / apply_ ---------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, ApplyInplaceWhoseFunctionChangesOneLeafsDtypeWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.apply_([](const torch::Tensor& t) {
     return t.scalar_type() == torch::kLong ? t.to(torch::kFloat) : t + 1;
@@ -322,7 +322,7 @@ TEST(TensorDictErrorsTest, ApplyInplaceWhoseFunctionChangesOneLeafsDtypeWritesNo
 }
 
 TEST(TensorDictErrorsTest, ApplyInplaceWhoseFunctionChangesOneLeafsShapeWritesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.apply_([](const torch::Tensor& t) {
     return t.dim() == 3 && t.size(2) == 2 ? torch::ones({3, 4, 7}) : t + 1;
@@ -332,13 +332,13 @@ TEST(TensorDictErrorsTest, ApplyInplaceWhoseFunctionChangesOneLeafsShapeWritesNo
 }
 
 TEST(TensorDictErrorsTest, ApplyWhoseResultLosesTheBatchDimsThrowsShapeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.apply([](const torch::Tensor& t) { return t.sum(); }), ShapeError,
                    AllOf(HasSubstr("'a'"), HasSubstr("[3, 4, 5]"), HasSubstr("[3, 4]")));
 }
 
 TEST(TensorDictErrorsTest, ApplyOverTwoTensorDictsWithAMissingKeyThrowsKeyError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   TensorDict other({{"a", torch::zeros({3, 4, 5})}}, {3, 4});
   EXPECT_THROW_MSG(
       td.apply(other, [](const torch::Tensor& x, const torch::Tensor& y) { return x + y; }),
@@ -414,7 +414,7 @@ TEST(TensorDictErrorsTest, IndexPutOfAValueWhoseBatchDoesNotFitTheRegionThrowsSh
 // ---- rename / delete --------------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, RenameOntoAnExistingKeyKeepsBothEntries) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.rename_key_("a", "i"), KeyError, HasSubstr("'i'"));
   EXPECT_THROW(td.rename_key_("a", {"next", "obs"}), KeyError);
@@ -422,21 +422,21 @@ TEST(TensorDictErrorsTest, RenameOntoAnExistingKeyKeepsBothEntries) {
 }
 
 TEST(TensorDictErrorsTest, RenameOntoAPathThroughALeafKeepsTheEntry) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.rename_key_({"next", "obs"}, {"a", "obs"}), KeyError);
   EXPECT_TRUE(unchanged(td, before));
 }
 
 TEST(TensorDictErrorsTest, RenameOfAMissingKeyListsAvailableKeys) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.rename_key_("b", "c"), KeyError, AllOf(HasSubstr("'b'"), HasSubstr("'a'")));
   EXPECT_TRUE(unchanged(td, before));
 }
 
 TEST(TensorDictErrorsTest, DeleteOfAMissingKeyListsAvailableKeys) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.del_({"next", "ob"}), KeyError,
                    AllOf(HasSubstr("('next', 'ob')"), HasSubstr("'obs'")));
@@ -447,7 +447,7 @@ TEST(TensorDictErrorsTest, DeleteOfAMissingKeyListsAvailableKeys) {
 // ---- shape and index errors -------------------------------------------------------------------
 
 TEST(TensorDictErrorsTest, SetBatchSizeThatDoesNotFitChangesNothing) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.set_batch_size({4, 4}), ShapeError,
                    AllOf(HasSubstr("[3, 4, 5]"), HasSubstr("[4, 4]")));
@@ -455,23 +455,23 @@ TEST(TensorDictErrorsTest, SetBatchSizeThatDoesNotFitChangesNothing) {
 }
 
 TEST(TensorDictErrorsTest, IndexWithMoreIndicesThanBatchDimsThrowsIndexError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.index({0, 0, 0}), IndexError, HasSubstr("[3, 4]"));
 }
 
 TEST(TensorDictErrorsTest, IndexOutOfRangeThrowsIndexError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.index({5}), IndexError, HasSubstr("[3, 4]"));
 }
 
 TEST(TensorDictErrorsTest, ReductionOverADimOutOfRangeThrowsValueError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.sum(2), ValueError, HasSubstr("dim 2"));
   EXPECT_THROW(td.mean(-3), ValueError);
 }
 
 TEST(TensorDictErrorsTest, UnsqueezeOutOfRangeThrowsValueError) {
-  EXPECT_THROW(transition().unsqueeze(4), ValueError);
+  EXPECT_THROW(transition_3x4().unsqueeze(4), ValueError);
 }
 
 TEST(TensorDictErrorsTest, StackOfNothingThrowsValueError) {
@@ -492,19 +492,19 @@ TEST(TensorDictErrorsTest, CatOfDifferentKeysThrowsKeyError) {
 }
 
 TEST(TensorDictErrorsTest, LazyStackViewOfADenseTensorDictThrowsTypeError) {
-  EXPECT_THROW(tensordict::LazyStackedTensorDict{transition()}, TypeError);
+  EXPECT_THROW(tensordict::LazyStackedTensorDict{transition_3x4()}, TypeError);
 }
 
 // ---- other whole-TensorDict operations --------------------------------------------------------
 
 TEST(TensorDictErrorsTest, StrictSelectOfAMissingKeyListsAvailableKeys) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW_MSG(td.select({"a", "b"}), KeyError,
                    AllOf(HasSubstr("'b'"), HasSubstr("'a'"), HasSubstr("strict")));
 }
 
 TEST(TensorDictErrorsTest, FillOfMissingOrNonTensorKeyThrows) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.fill_("missing", 1), KeyError);
   EXPECT_THROW(td.fill_("s", 1), TypeError);
@@ -512,14 +512,14 @@ TEST(TensorDictErrorsTest, FillOfMissingOrNonTensorKeyThrows) {
 }
 
 TEST(TensorDictErrorsTest, MaskedFillWithNonBoolMaskThrowsTypeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW(td.masked_fill_(torch::ones({3, 4}), 1), TypeError);
   EXPECT_TRUE(unchanged(td, before));
 }
 
 TEST(TensorDictErrorsTest, MaskedFillWithMaskOfWrongShapeNamesBothShapes) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   Snapshot before = snapshot(td);
   EXPECT_THROW_MSG(td.masked_fill_(torch::ones({4}, torch::kBool), 1), ShapeError,
                    AllOf(HasSubstr("[4]"), HasSubstr("[3, 4]")));
@@ -545,7 +545,7 @@ TEST(TensorDictErrorsTest, UnflattenKeysCollisionThrowsValueError) {
 }
 
 TEST(TensorDictErrorsTest, NonTensorValueReadAsTheWrongTypeThrowsTypeError) {
-  TensorDict td = transition();
+  TensorDict td = transition_3x4();
   EXPECT_THROW(td.get_non_tensor<double>("s"), TypeError);
 }
 

@@ -19,6 +19,7 @@
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensordict.h>
 
+#include "support/build_paths.h"
 #include "support/temp_dir.h"
 #include "support/tensordict_fixtures.h"
 
@@ -28,8 +29,8 @@ using namespace tensordict::testing;
 using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-const fs::path kPython = fs::path(TDRL_TEST_DATA) / "memmap" / "python_tensordict_0_4";
-const fs::path kTdrl01 = fs::path(TDRL_TEST_DATA) / "memmap" / "tdrl_0_1";
+const fs::path kPython = fs::path(tdrl::testing::test_data_dir()) / "memmap" / "python_tensordict_0_4";
+const fs::path kTdrl01 = fs::path(tdrl::testing::test_data_dir()) / "memmap" / "tdrl_0_1";
 
 json read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -176,7 +177,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PythonFolderTest,
 
 TEST_F(MemmapPythonTest, TheCopiedFixturesEqualTheSharedOnes) {
   // The copy must not drift from ../shared/fixtures (present beside a developer's checkout).
-  const fs::path shared = fs::path(TDRL_TEST_DATA).parent_path().parent_path().parent_path() /
+  const fs::path shared = fs::path(tdrl::testing::test_data_dir()).parent_path().parent_path().parent_path() /
                           "shared" / "fixtures" / "python_tensordict";
   if (!fs::exists(shared)) GTEST_SKIP() << "no " << shared << " beside this checkout";
   std::map<std::string, std::string> ours;

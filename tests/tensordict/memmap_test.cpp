@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kTensorDictType = "<class 'tensordict._td.TensorDict'>";
 
-struct Gains {
+struct PidGains {
   double kp;
   double kd;
 };
@@ -618,9 +618,9 @@ TEST_F(MemmapTest, SaveOfAReservedKeyThrowsAndWritesNothing) {
 
 TEST_F(MemmapTest, SaveOfACustomNonTensorValueThrowsAndWritesNothing) {
   TensorDict td({{"x", torch::zeros({2})}}, {2});
-  td.set_non_tensor({"cfg", "gains"}, Gains{1.0, 0.1});
+  td.set_non_tensor({"cfg", "gains"}, PidGains{1.0, 0.1});
   EXPECT_THAT([&] { td.save(prefix_); },
-              ThrowsMessage<ValueError>(AllOf(HasSubstr("'gains'"), HasSubstr("Gains"))));
+              ThrowsMessage<ValueError>(AllOf(HasSubstr("'gains'"), HasSubstr("PidGains"))));
   EXPECT_FALSE(fs::exists(prefix_));
   EXPECT_THAT(leftovers(dir_.path()), IsEmpty());
 }
@@ -650,7 +650,7 @@ TEST_F(MemmapTest, FailedSaveKeepsThePreviousFolderAndMemmapInPlaceLeavesTheTens
   auto good = mixed_dtypes_td();
   good.save(prefix_);
   TensorDict bad({{"x", torch::zeros({3, 4})}}, {3, 4});
-  bad.set_non_tensor("gains", Gains{1.0, 0.1});
+  bad.set_non_tensor("gains", PidGains{1.0, 0.1});
   EXPECT_THROW(bad.memmap_(prefix_), ValueError);
   EXPECT_FALSE(MemoryMappedTensor::is_memmap(bad.get("x")));
   expect_same(good, TensorDict::load(prefix_));

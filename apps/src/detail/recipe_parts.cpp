@@ -2,6 +2,14 @@
 
 #include <cmath>
 
+#include <torch/nn/init.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/samplers.h>
 #include <tdrl/replay/storages.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/recipe.h>

@@ -2,12 +2,18 @@
 
 // The checks every collector makes of its CollectorOptions before it builds anything.
 
+#include <cstdint>
 #include <string>
 
 #include <tdrl/collectors/collector.h>
 #include <tensordict/errors.h>
 
 namespace tdrl::collectors::detail {
+
+// The smallest multiple of `multiple` (> 0) that is >= value (>= 0).
+inline int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 // frames_per_batch >= 1, total_frames >= 1 or -1 (endless), init_random_frames >= 0; throws
 // ValueError naming `where` (the collector), the option and the fix. max_frames_per_traj is

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/dtype.h>
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tdrl/specs/detail/spec_format.h>
 #include <tensordict/dtype.h>

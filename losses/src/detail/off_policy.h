@@ -16,7 +16,8 @@
 #include <variant>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
 
 #include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-// Helpers shared by the policy-gradient losses (a2c.cpp, reinforce.cpp).
+// Helpers shared by the policy-gradient losses (a2c.cpp, reinforce.cpp, ppo.cpp).
 
 #include <optional>
 #include <sstream>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -7,7 +7,15 @@
 #include <variant>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/nested_key.h>

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <tensordict/errors.h>
 

@@ -4,7 +4,8 @@
 #include <optional>
 #include <sstream>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/types.h>
 
 #include "detail/printing.h"
 

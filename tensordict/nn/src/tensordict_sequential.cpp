@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "detail/printing.h"
 
