@@ -1,5 +1,5 @@
 # Build-wide settings: compiler cache, sanitizers, warnings, and the helper that gives a
-# target the project's compile options and its unity batches.
+# target the project's compile options, its unity batches and a precompiled LibTorch header.
 
 find_program(TDRL_CCACHE ccache)
 if(TDRL_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
@@ -29,18 +29,29 @@ if(TDRL_SANITIZE)
   endif()
 endif()
 
-# Unity batches instead of precompiled headers. Most of a source's compile time is LibTorch's
-# headers: parsing them, then instantiating and optimising the inline functions the source uses.
-# A precompiled header saves only the parsing, and a GCC PCH of <torch/torch.h> is a 600 MB
-# memory image that ccache cannot reuse across checkouts. A batch of sources compiled as one
-# translation unit pays for the headers once per batch instead of once per source. The batch
-# files are generated in the build folder and include their sources by a path relative to
-# themselves, so two clones of one commit compile byte-identical inputs (ccache's base_dir then
-# reuses the first clone's objects in the second: scripts/common.sh).
-# -DTDRL_UNITY_BUILD=OFF compiles every source on its own (an IDE's per-file view, or checking
-# that each source includes what it uses).
+# Two ways to compile LibTorch's headers less often, used together:
+#
+# - Unity batches. Most of a source's compile time is LibTorch's headers: parsing them, then
+#   instantiating and optimising the inline functions the source uses. A batch of sources
+#   compiled as one translation unit pays for both once per batch instead of once per source.
+#   The batch files are generated in the build folder and include their sources by a path
+#   relative to themselves, so two clones of one commit compile byte-identical inputs (ccache's
+#   base_dir then reuses the first clone's objects in the second: scripts/common.sh).
+#   -DTDRL_UNITY_BUILD=OFF compiles every source on its own (an IDE's per-file view; with
+#   -DTDRL_PCH=OFF too, it checks that each source includes what it uses).
+# - Precompiled headers, shared. A PCH saves the parsing (about 9 s a translation unit on the
+#   2-core reference machine) but not the instantiation, and building one costs about 25 s, so
+#   three are built and every target reuses (REUSE_FROM) one of them: the position-independent
+#   libraries' (the LibTorch parts their sources include: tensors, autograd, nn::Module and the
+#   common layers), the GoogleTest programs' (<torch/torch.h>, GoogleTest, GoogleMock) and the
+#   other programs' (<torch/torch.h>: benchmarks, tools, examples). A GCC PCH is only used for
+#   sources compiled with the same -fpic/-fpie setting and the same definitions of the macros its
+#   headers test (GoogleTest's GTEST_* for instance); -Winvalid-pch reports a target whose flags
+#   no longer match its PCH. Other compilers (clang, for the fuzz build) check flags strictly, so
+#   there each target gets its own PCH.
+option(TDRL_PCH "Precompile the LibTorch headers (three shared PCHs)" ON)
 option(TDRL_UNITY_BUILD "Compile each target's sources in batches (a faster clean build)" ON)
-set(TDRL_UNITY_BATCH_SIZE 6 CACHE STRING "Sources per unity batch (TDRL_UNITY_BUILD)")
+set(TDRL_UNITY_BATCH_SIZE 12 CACHE STRING "Sources per unity batch (TDRL_UNITY_BUILD)")
 
 # Replaces the .cpp sources of `target` by batches of up to TDRL_UNITY_BATCH_SIZE (or the
 # target's TDRL_UNITY_BATCH_SIZE property), in the order listed; the sources stay listed, as
@@ -96,8 +107,29 @@ function(_tdrl_unity_batches target)
   target_sources(${target} PRIVATE ${unity_sources})
 endfunction()
 
-# Gives `target` the project's warnings, link options and unity batches (above). Call it after
-# the target's last target_sources.
+function(_tdrl_pch_donor name kind)
+  if(TARGET ${name})
+    return()
+  endif()
+  add_library(${name} STATIC ${PROJECT_SOURCE_DIR}/cmake/pch_donor.cpp)
+  target_link_libraries(${name} PRIVATE torch)
+  if(kind STREQUAL "pic")
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    set(headers <torch/types.h> <torch/utils.h> <torch/nn/module.h>
+      <torch/nn/modules/activation.h> <torch/nn/modules/container/any.h>
+      <torch/nn/modules/container/sequential.h> <torch/nn/modules/linear.h>)
+  elseif(kind STREQUAL "test")
+    target_link_libraries(${name} PRIVATE GTest::gtest GTest::gmock)
+    set(headers <torch/torch.h> <gtest/gtest.h> <gmock/gmock.h>)
+  else()
+    set(headers <torch/torch.h>)
+  endif()
+  target_precompile_headers(${name} PRIVATE ${headers})
+endfunction()
+
+# Gives `target` the project's warnings, link options, unity batches and a precompiled LibTorch
+# header (above). Call it after the target's last target_sources, its target_link_libraries and
+# its POSITION_INDEPENDENT_CODE property: they pick the batches and the PCH.
 function(tdrl_target_defaults target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   # A shared library's calls to its own functions bind inside it instead of through the PLT
@@ -110,4 +142,23 @@ function(tdrl_target_defaults target)
   if(TDRL_UNITY_BUILD)
     _tdrl_unity_batches(${target})
   endif()
+  if(NOT TDRL_PCH)
+    return()
+  endif()
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+    return()
+  endif()
+  target_compile_options(${target} PRIVATE -Winvalid-pch)
+  get_target_property(pic ${target} POSITION_INDEPENDENT_CODE)
+  get_target_property(libs ${target} LINK_LIBRARIES)
+  if(pic)
+    set(kind pic)
+  elseif(libs MATCHES "GTest::")
+    set(kind test)
+  else()
+    set(kind exe)
+  endif()
+  _tdrl_pch_donor(tdrl_pch_${kind} ${kind})
+  target_precompile_headers(${target} REUSE_FROM tdrl_pch_${kind})
 endfunction()
