@@ -61,8 +61,8 @@ fi
 rate=$((100 * hits / total))
 echo "check_ccache_reuse.sh: targets ${targets[*]}: first clone built in ${first} s, second in ${second} s"
 echo "check_ccache_reuse.sh: second clone: ${hits} of ${total} compiles from the cache (${rate}%; direct ${direct}, preprocessed ${preprocessed}, missed ${miss})"
-if ((rate < 90)); then
-  echo "check_ccache_reuse.sh: FAILED: under 90% of the second clone's compiles hit." >&2
+if ((rate < 85)); then
+  echo "check_ccache_reuse.sh: FAILED: under 85% of the second clone's compiles hit." >&2
   echo "check_ccache_reuse.sh: CCACHE_DEBUG=1 on a build writes each compile's hashed inputs beside its object." >&2
   exit 1
 fi
