@@ -30,18 +30,22 @@ using tensordict::ShapeError;
 using tensordict::TypeError;
 using tensordict::ValueError;
 
-namespace {
-
 // RAII for MuJoCo's C handles: the model is immutable once compiled and shared by every
-// simulation of an env; each simulation owns its data.
+// simulation of an env; each simulation owns its data. Outside the anonymous namespace because
+// MujocoEnv::Impl holds them (a member of an unnamed-namespace type in a class of external
+// linkage is what -Wsubobject-linkage reports once sources are compiled in unity batches).
+namespace detail {
 struct MjModelDeleter {
   void operator()(const mjModel* model) const { mj_deleteModel(const_cast<mjModel*>(model)); }
 };
 struct MjDataDeleter {
   void operator()(mjData* data) const { mj_deleteData(data); }
 };
+}  // namespace detail
 using MjModelPtr = std::shared_ptr<const mjModel>;
-using MjDataPtr = std::unique_ptr<mjData, MjDataDeleter>;
+using MjDataPtr = std::unique_ptr<mjData, detail::MjDataDeleter>;
+
+namespace {
 
 // MuJoCo reports warnings through one process-wide callback (by default it prints and writes
 // MUJOCO_LOG.TXT). Ours counts them and keeps the last message of the thread that raised it,
@@ -86,7 +90,7 @@ MjModelPtr load_model(const std::string& path, const std::string& op) {
   char error[1024] = "";
   mjModel* model = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
   TDRL_CHECK(model != nullptr, ValueError, op, ": MuJoCo could not load '", path, "': ", error);
-  return MjModelPtr(model, MjModelDeleter{});
+  return MjModelPtr(model, detail::MjModelDeleter{});
 }
 
 // The warnings that mean the simulation can no longer be trusted (MuJoCo resets the data
