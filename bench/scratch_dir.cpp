@@ -113,7 +113,8 @@ ScratchDir::~ScratchDir() { remove_scratch(); }
 
 int64_t free_bytes(const fs::path& path) {
   struct statvfs vfs {};
-  if (statvfs(path.c_str(), &vfs) != 0) fail_on_path("cannot query the filesystem of", path.string());
+  if (statvfs(path.c_str(), &vfs) != 0)
+    fail_on_path("cannot query the filesystem of", path.string());
   return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
 }
 

@@ -742,7 +742,8 @@ TEST_F(ConfigTest, PluginsOfReadsOnlyThePluginList) {
 
 TEST_F(ConfigTest, EveryShippedConfigLoads) {
   size_t loaded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().string());
     ++loaded;
@@ -828,7 +829,8 @@ TEST_F(ConfigTest, ToYamlKeepsNonDefaultAlgorithmAndReplayValues) {
 }
 
 TEST_F(ConfigTest, EveryShippedConfigRoundTripsThroughToYaml) {
-  for (const auto& entry : std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(tdrl::testing::source_dir() + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().string());
     try {
@@ -868,7 +870,8 @@ TEST_F(ConfigTest, DocsConfigMdIsGeneratedFromTheDeclarations) {
   if (find_algorithm(kUserAlgorithm))
     GTEST_SKIP() << "a test of this process registered '" << kUserAlgorithm
                  << "'; run this test on its own";
-  const std::string file = tensordict::testing::read_file_bytes(tdrl::testing::source_dir() + "/docs/config.md");
+  const std::string file =
+      tensordict::testing::read_file_bytes(tdrl::testing::source_dir() + "/docs/config.md");
   EXPECT_EQ(file, config_reference_markdown())
       << "docs/config.md differs from the config sections' declarations; regenerate it with "
          "build/apps/tdrl-train --config-reference > docs/config.md";

@@ -239,8 +239,9 @@ TEST(ResumeTest, KillsAtRandomMomentsAlwaysLeaveAnIntactLatestCheckpoint) {
   for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
        kills < 8 && std::chrono::steady_clock::now() < deadline;) {
     const std::vector<std::string> args =
-        run.empty() ? std::vector<std::string>{tdrl::testing::launched_program(), "--config", config}
-                    : std::vector<std::string>{tdrl::testing::launched_program(), "--resume", run};
+        run.empty()
+            ? std::vector<std::string>{tdrl::testing::launched_program(), "--config", config}
+            : std::vector<std::string>{tdrl::testing::launched_program(), "--resume", run};
     ChildProcess train(args, tmp / "train.log");
     if (run.empty()) {
       run = wait_for_first_checkpoint(train, tmp / "runs");
@@ -303,7 +304,8 @@ TEST(ResumeTest, CtrlCOnADistributedRunStopsWithACheckpointAndStatus130) {
                                        "  launch_workers: true\n  frames_per_batch: 256\n"
                                        "  total_frames: 400000\n");
   const auto log = tmp / "train.log";
-  ChildProcess train({tdrl::testing::launched_program(), "--config", config}, log, /*own_group=*/true);
+  ChildProcess train({tdrl::testing::launched_program(), "--config", config}, log,
+                     /*own_group=*/true);
   const auto run = wait_for_first_checkpoint(train, tmp / "runs");
   ASSERT_FALSE(run.empty()) << "no checkpoint appeared: " << read_file_bytes(log);
   const int64_t first = frames_from_name(latest_checkpoint(run));
@@ -433,8 +435,8 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
               "TDRL_COLLECTOR_RANK=" + std::to_string(w), "TDRL_COLLECTOR_WORLD_SIZE=3",
               "TDRL_COLLECTOR_ADDR=" + NetnsHosts::learner_address(1),
               "TDRL_COLLECTOR_PORT=" + std::to_string(port), "TDRL_COLLECTOR_TIMEOUT_MS=5000",
-              "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w), tdrl::testing::launched_program(),
-              "--config", run_config},
+              "TDRL_COLLECTOR_GLOO_HOSTNAME=" + NetnsHosts::worker_address(w),
+              tdrl::testing::launched_program(), "--config", run_config},
           tmp / (tag + "_worker" + std::to_string(w) + ".log")));
     }
     return workers;
@@ -442,9 +444,9 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
   const auto learner_log = tmp / "learner.log";
   std::string run;
   {
-    ChildProcess learner(
-        {"/usr/sbin/ip", "netns", "exec", hosts.learner(), tdrl::testing::launched_program(), "--config", config},
-        learner_log);
+    ChildProcess learner({"/usr/sbin/ip", "netns", "exec", hosts.learner(),
+                          tdrl::testing::launched_program(), "--config", config},
+                         learner_log);
     // The run folder (and its config.yaml) appears before the rendezvous.
     for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
          run.empty() && std::chrono::steady_clock::now() < deadline && learner.running();) {
@@ -470,9 +472,9 @@ TEST(DistributedAcrossHostsTest, ACutLinkIsReportedWithinTheTimeoutAndTheRunResu
   const int64_t kept = checkpoint_frames(latest_checkpoint(run));
   // Link back: the run resumes from the kept checkpoint and goes on.
   ASSERT_TRUE(hosts.set_link(1, true));
-  ChildProcess resumed(
-      {"/usr/sbin/ip", "netns", "exec", hosts.learner(), tdrl::testing::launched_program(), "--resume", run},
-      tmp / "resumed.log");
+  ChildProcess resumed({"/usr/sbin/ip", "netns", "exec", hosts.learner(),
+                        tdrl::testing::launched_program(), "--resume", run},
+                       tmp / "resumed.log");
   auto workers = start_workers(run + "/config.yaml", "resumed");
   for (auto deadline = std::chrono::steady_clock::now() + kProcessTimeout;
        checkpoint_frames(latest_checkpoint(run)) <= kept &&

@@ -21,8 +21,8 @@ namespace tdrl::envs {
 namespace {
 
 using namespace tdrl::testing::names;
-using tdrl::testing::ContinuousEnv;
 using tdrl::testing::continuous;
+using tdrl::testing::ContinuousEnv;
 
 // A user's transform: squares the entries it reads; its inverse halves the action.
 struct SquareOptions : TransformKeysOptions<SquareOptions> {

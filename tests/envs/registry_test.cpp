@@ -40,7 +40,8 @@ RegisteredEnvFactory registered_counter_factory() {
   };
 }
 
-// Registers `name` with registered_counter_factory() unless a previous test (in the same process) did.
+// Registers `name` with registered_counter_factory() unless a previous test (in the same process)
+// did.
 void ensure_registered(const std::string& name) {
   if (!is_env_registered(name)) register_env(name, registered_counter_factory());
 }

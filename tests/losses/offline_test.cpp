@@ -120,9 +120,9 @@ TEST(IQLLossTest, TrainsFromATransitionDatasetPythonTensordictSaved) {
   // next: observation, reward [4, 1] float64, done [4, 1]), through a memory-mapped replay
   // buffer, into an IQL update; "done" stands for "terminated", which the dataset lacks.
   torch::manual_seed(0);
-  const auto data =
-      TensorDict::load_memmap(tdrl::testing::test_data_dir() + "/memmap/python_tensordict_0_4/nested",
-                              tensordict::MemmapMode::kReadOnly);
+  const auto data = TensorDict::load_memmap(
+      tdrl::testing::test_data_dir() + "/memmap/python_tensordict_0_4/nested",
+      tensordict::MemmapMode::kReadOnly);
   tensordict::testing::TempDir dir;
   replay::TensorDictReplayBuffer rb(
       std::make_shared<replay::LazyMemmapStorage>(4, (dir.path() / "rb").string()));

@@ -29,7 +29,8 @@ using namespace tensordict::testing;
 using json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-const fs::path kPython = fs::path(tdrl::testing::test_data_dir()) / "memmap" / "python_tensordict_0_4";
+const fs::path kPython =
+    fs::path(tdrl::testing::test_data_dir()) / "memmap" / "python_tensordict_0_4";
 const fs::path kTdrl01 = fs::path(tdrl::testing::test_data_dir()) / "memmap" / "tdrl_0_1";
 
 json read_json(const fs::path& path) {
@@ -177,8 +178,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PythonFolderTest,
 
 TEST_F(MemmapPythonTest, TheCopiedFixturesEqualTheSharedOnes) {
   // The copy must not drift from ../shared/fixtures (present beside a developer's checkout).
-  const fs::path shared = fs::path(tdrl::testing::test_data_dir()).parent_path().parent_path().parent_path() /
-                          "shared" / "fixtures" / "python_tensordict";
+  const fs::path shared =
+      fs::path(tdrl::testing::test_data_dir()).parent_path().parent_path().parent_path() /
+      "shared" / "fixtures" / "python_tensordict";
   if (!fs::exists(shared)) GTEST_SKIP() << "no " << shared << " beside this checkout";
   std::map<std::string, std::string> ours;
   std::map<std::string, std::string> theirs;
