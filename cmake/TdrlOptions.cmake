@@ -38,7 +38,7 @@ endif()
 #   relative to themselves, so two clones of one commit compile byte-identical inputs (ccache's
 #   base_dir then reuses the first clone's objects in the second: scripts/common.sh).
 #   -DTDRL_UNITY_BUILD=OFF compiles every source on its own (an IDE's per-file view; with
-#   -DTDRL_PCH=OFF too, it checks that each source includes what it uses).
+#   -DTDRL_PCH=OFF too, it checks that each library source includes what it uses).
 # - Precompiled headers, shared. A PCH saves the parsing (about 9 s a translation unit on the
 #   2-core reference machine) but not the instantiation, and building one costs about 25 s, so
 #   three are built and every target reuses (REUSE_FROM) one of them: the position-independent
@@ -53,18 +53,14 @@ option(TDRL_PCH "Precompile the LibTorch headers (three shared PCHs)" ON)
 option(TDRL_UNITY_BUILD "Compile each target's sources in batches (a faster clean build)" ON)
 set(TDRL_UNITY_BATCH_SIZE 12 CACHE STRING "Sources per unity batch (TDRL_UNITY_BUILD)")
 
-# Replaces the .cpp sources of `target` by batches of up to TDRL_UNITY_BATCH_SIZE (or the
-# target's TDRL_UNITY_BATCH_SIZE property), in the order listed; the sources stay listed, as
-# headers, for IDEs. A target of one source is left as it is. Generated sources, and those marked
-# SKIP_UNITY_BUILD_INCLUSION (a source with definitions of its own), are compiled on their own.
+# Replaces the .cpp sources of `target` by batches of up to TDRL_UNITY_BATCH_SIZE, in the order
+# listed; the sources stay listed, as headers, for IDEs. A target of one source is left as it is.
+# Generated sources, and those marked SKIP_UNITY_BUILD_INCLUSION (a source with definitions of its
+# own), are compiled on their own.
 function(_tdrl_unity_batches target)
   get_target_property(sources ${target} SOURCES)
-  get_target_property(batch ${target} TDRL_UNITY_BATCH_SIZE)
-  if(NOT batch)
-    set(batch ${TDRL_UNITY_BATCH_SIZE})
-  endif()
+  set(batch ${TDRL_UNITY_BATCH_SIZE})
   set(cpp)
-  set(batched)
   foreach(source IN LISTS sources)
     if(NOT source MATCHES "\\.cpp$")
       continue()
@@ -74,13 +70,13 @@ function(_tdrl_unity_batches target)
     if(NOT generated AND NOT skip)
       get_filename_component(path ${source} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
       list(APPEND cpp ${path})
-      list(APPEND batched ${source})
     endif()
   endforeach()
   list(LENGTH cpp count)
   if(count LESS 2 OR batch LESS 2)
     return()
   endif()
+  set_source_files_properties(${cpp} PROPERTIES HEADER_FILE_ONLY ON)
   # As few batches as the size allows, of even sizes (11 sources in batches of 6: 6 and 5).
   math(EXPR batches "(${count} + ${batch} - 1) / ${batch}")
   math(EXPR batch "(${count} + ${batches} - 1) / ${batches}")
@@ -103,7 +99,6 @@ function(_tdrl_unity_batches target)
     list(APPEND unity_sources ${file})
     math(EXPR index "${index} + 1")
   endwhile()
-  set_source_files_properties(${batched} PROPERTIES HEADER_FILE_ONLY ON)
   target_sources(${target} PRIVATE ${unity_sources})
 endfunction()
 
