@@ -18,3 +18,13 @@ tdrl_configure() {
   [[ -f "$dir/CMakeCache.txt" ]] || generator=(-G Ninja)
   cmake -S "$TDRL_ROOT" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
 }
+
+# tdrl_one_thread_per_test: one LibTorch (OpenMP) and one OpenBLAS thread in each test process,
+# unless the caller set them. ctest runs nproc tests at once and each would start nproc threads
+# of both kinds; OpenBLAS's idle workers spin on sched_yield between the small products (a third
+# of a training run's CPU time in `perf`), so the suite took 95 s instead of 72 s on 2 cores.
+# Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS yourself to test with threaded kernels.
+tdrl_one_thread_per_test() {
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+  export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+}

@@ -25,4 +25,5 @@ if [[ -n "$sanitize" ]]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$TDRL_ROOT/cmake/tsan.supp}
 fi
+tdrl_one_thread_per_test
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"

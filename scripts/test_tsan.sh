@@ -22,6 +22,7 @@ cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 echo "test_tsan.sh: build finished in $(( $(date +%s) - start )) s"
 
 # halt_on_error: a race fails the run at once, with the report as the last output.
+tdrl_one_thread_per_test
 export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$TDRL_ROOT/cmake/tsan.supp halt_on_error=1}
 status=0
 for target in "${targets[@]}"; do

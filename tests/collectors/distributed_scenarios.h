@@ -5,7 +5,10 @@
 
 #include <memory>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/collectors/policy.h>
 #include <tensordict/nn/tensordict_module.h>

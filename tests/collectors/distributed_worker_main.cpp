@@ -11,7 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/envs/registry.h>

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include <torch/arg.h>
+#include <torch/optim/adam.h>
+#include <torch/types.h>
 
 #include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
