@@ -14,9 +14,11 @@ default_dir="$TDRL_ROOT/build"
 [[ -z "$sanitize" ]] || default_dir="$TDRL_ROOT/build-sanitize-${sanitize//,/-}"
 build_dir=${BUILD_DIR:-$default_dir}
 
+# Counted before tdrl_one_thread_per_test: nproc honours OMP_NUM_THREADS.
+jobs=$(nproc)
 start=$(date +%s)
 tdrl_configure "$build_dir" -DTDRL_SANITIZE="$sanitize"
-cmake --build "$build_dir" -j "$(nproc)"
+cmake --build "$build_dir" -j "$jobs"
 echo "test.sh: build finished in $(( $(date +%s) - start )) s"
 
 if [[ -n "$sanitize" ]]; then
@@ -26,4 +28,4 @@ if [[ -n "$sanitize" ]]; then
   export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$TDRL_ROOT/cmake/tsan.supp}
 fi
 tdrl_one_thread_per_test
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
