@@ -30,6 +30,12 @@ int train_main(int argc, char** argv);
 /// acting part of the recipe. Returns 0, 1 on a run error, 2 on a usage error.
 int eval_main(int argc, char** argv);
 
+/// tdrl-envs: lists the registered envs (built-in and the caller's own), one row each with
+/// their observations, action and episode limit, or one env's full specs with `--env NAME`.
+/// Returns 0, 1 when an env fails to build (or NAME is unknown: the closest names are printed),
+/// 2 on a usage error.
+int envs_main(int argc, char** argv);
+
 /// Loads the shared library `path` and calls its `tdrl_register_plugin` (once per path; the
 /// path is made absolute). Throws ConfigError naming the path and dlerror's reason.
 void load_plugin(const std::string& path);
