@@ -155,16 +155,26 @@ inline TensorDict transitions(const torch::Tensor& observation, const torch::Ten
 }
 
 /// A random batch (seed first): observations N(0, 1), continuous actions in (-1, 1), rewards
-/// N(0, 1), about one transition in five terminated.
+/// N(0, 1), about one transition in five terminated. The draws are sequenced, last field first
+/// (the order GCC evaluated them in as arguments), so that one seed gives one batch under every
+/// compiler: clang's left-to-right order gave TD3's optimisation test another batch.
 inline TensorDict random_batch(int64_t b, int64_t obs_dim, int64_t action_dim) {
-  return transitions(torch::randn({b, obs_dim}), torch::rand({b, action_dim}) * 2 - 1,
-                     torch::randn({b, obs_dim}), torch::randn({b, 1}), torch::rand({b, 1}) < 0.2);
+  const auto terminated = torch::rand({b, 1}) < 0.2;
+  const auto reward = torch::randn({b, 1});
+  const auto next_observation = torch::randn({b, obs_dim});
+  const auto action = torch::rand({b, action_dim}) * 2 - 1;
+  const auto observation = torch::randn({b, obs_dim});
+  return transitions(observation, action, next_observation, reward, terminated);
 }
 
 /// As random_batch, with discrete actions: int64 indices `[B]` uniform in [0, num_actions).
 inline TensorDict random_discrete_batch(int64_t b, int64_t obs_dim, int64_t num_actions) {
-  return transitions(torch::randn({b, obs_dim}), torch::randint(0, num_actions, {b}),
-                     torch::randn({b, obs_dim}), torch::randn({b, 1}), torch::rand({b, 1}) < 0.2);
+  const auto terminated = torch::rand({b, 1}) < 0.2;
+  const auto reward = torch::randn({b, 1});
+  const auto next_observation = torch::randn({b, obs_dim});
+  const auto action = torch::randint(0, num_actions, {b});
+  const auto observation = torch::randn({b, obs_dim});
+  return transitions(observation, action, next_observation, reward, terminated);
 }
 
 /// True when no tensor of `params` (e.g. target parameters) has a gradient or requires one.
