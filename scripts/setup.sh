@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build ccache pkg-config python3 time
+  g++ clang libclang-rt-14-dev cmake ninja-build ccache pkg-config python3 time
   libtorch-dev libopenblas0-pthread
   libgloo-dev
   libmujoco-dev libmujoco-samples
