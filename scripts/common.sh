@@ -19,7 +19,7 @@ tdrl_configure() {
   shift
   local first=()
   [[ -f "$dir/CMakeCache.txt" ]] ||
-    first=(-G Ninja "-DCMAKE_CXX_COMPILER=${CXX:-clang++}" "-DCMAKE_C_COMPILER=${CC:-clang}")
+    first=(-G Ninja "-DCMAKE_CXX_COMPILER=${CXX:-clang++}")
   cmake -S "$TDRL_ROOT" -B "$dir" "${first[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
 }
 
