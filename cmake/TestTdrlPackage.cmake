@@ -2,7 +2,7 @@
 # tests/package/tdrl_consumer against that prefix alone, then trains and evaluates its user
 # algorithm both through the user's own main (drift_train) and through the installed tools with
 # the user's plugin, and checks that a bad config is refused before any run folder exists.
-# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, SANITIZE, LAUNCHER.
+# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, SANITIZE, LAUNCHER, COMPILER (tdrl's).
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
@@ -53,13 +53,20 @@ if(SANITIZE)
     string(APPEND flags " -fno-sanitize=bool")  # LibTorch's TensorIndex copies (TdrlOptions.cmake)
   endif()
 endif()
+# The consumer builds with the system's compiler, whichever built tdrl (both use libstdc++), but
+# under sanitizers with tdrl's own: GCC's and clang's AddressSanitizer runtimes cannot share a
+# process (the installed tdrl-train loading a plugin built by the other refuses to start).
+set(compiler_arg "")
+if(SANITIZE AND COMPILER)
+  set(compiler_arg "-DCMAKE_CXX_COMPILER=${COMPILER}")
+endif()
 # The project is built from a copy, so that the edit below changes nothing in the checkout.
 set(sources "${WORK_DIR}/src")
 file(COPY "${SOURCE_DIR}/" DESTINATION "${sources}")
 run(0 ${CMAKE_COMMAND} -S "${sources}" -B "${build}" -DCMAKE_BUILD_TYPE=Release
     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
     "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
-    "-DCMAKE_MODULE_LINKER_FLAGS=${flags}" "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
+    "-DCMAKE_MODULE_LINKER_FLAGS=${flags}" "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" ${compiler_arg})
 file(STRINGS "${build}/CMakeCache.txt" tdrl_dir REGEX "^tdrl_DIR:")
 string(FIND "${tdrl_dir}" "=${prefix}/" in_prefix)
 if(in_prefix LESS 0)
