@@ -4,9 +4,9 @@
 # (shared memory, the distributed transport). Builds only their test binaries, in
 # build-sanitize-thread, and runs them. Exits non-zero on a failure or a race report.
 # LibTorch and Gloo are not instrumented: cmake/tsan.supp names what TSan cannot see through.
-# From a clean clone on the 2-core VM: 130 s for the replay and collectors tests (106 s build;
-# 404 s before the unity batches, same hour, 2026-11-28), and seconds when ccache holds the
-# same commit.
+# From a clean clone on the 2-core VM: 82 s for the replay and collectors tests with clang (64 s
+# build; 130 s with GCC; 404 s before the unity batches, same hour, 2026-11-28), and seconds when
+# ccache holds the same commit.
 #   scripts/test_tsan.sh                    # all three
 #   scripts/test_tsan.sh tdrl_replay_tests  # one of them
 set -euo pipefail
