@@ -11,17 +11,8 @@ function(run)
 endfunction()
 
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
-set(flags "")
-set(compiler_arg "")
-if(SANITIZE)
-  set(flags "-fsanitize=${SANITIZE}")
-  # Under sanitizers the consumer uses tdrl's compiler: GCC's and clang's runtimes differ.
-  if(COMPILER)
-    set(compiler_arg "-DCMAKE_CXX_COMPILER=${COMPILER}")
-  endif()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/PackageConsumerArgs.cmake)
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" "-DCMAKE_CXX_FLAGS=${flags}"
-    "-DCMAKE_EXE_LINKER_FLAGS=${flags}" "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" ${compiler_arg})
+    "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" ${consumer_args})
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/consumer")

@@ -46,27 +46,12 @@ endfunction()
 run(0 ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 
 # The consumer sees the prefix and the system only: no package registry, no source tree.
-set(flags "")
-if(SANITIZE)
-  set(flags "-fsanitize=${SANITIZE}")
-  if(SANITIZE MATCHES "undefined")
-    string(APPEND flags " -fno-sanitize=bool")  # LibTorch's TensorIndex copies (TdrlOptions.cmake)
-  endif()
-endif()
-# The consumer builds with the system's compiler, whichever built tdrl (both use libstdc++), but
-# under sanitizers with tdrl's own: GCC's and clang's AddressSanitizer runtimes cannot share a
-# process (the installed tdrl-train loading a plugin built by the other refuses to start).
-set(compiler_arg "")
-if(SANITIZE AND COMPILER)
-  set(compiler_arg "-DCMAKE_CXX_COMPILER=${COMPILER}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/PackageConsumerArgs.cmake)
 # The project is built from a copy, so that the edit below changes nothing in the checkout.
 set(sources "${WORK_DIR}/src")
 file(COPY "${SOURCE_DIR}/" DESTINATION "${sources}")
 run(0 ${CMAKE_COMMAND} -S "${sources}" -B "${build}" -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
-    "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}"
-    "-DCMAKE_MODULE_LINKER_FLAGS=${flags}" "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" ${compiler_arg})
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF ${consumer_args})
 file(STRINGS "${build}/CMakeCache.txt" tdrl_dir REGEX "^tdrl_DIR:")
 string(FIND "${tdrl_dir}" "=${prefix}/" in_prefix)
 if(in_prefix LESS 0)
