@@ -39,6 +39,7 @@
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
+#include <tdrl/envs/registry.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
 
@@ -46,6 +47,7 @@
 
 #include "apps/trainer_test_util.h"
 #include "support/error_message.h"
+#include "support/mock_envs.h"
 #include "support/temp_dir.h"
 
 extern char** environ;
@@ -453,14 +455,19 @@ TEST(TrainerTest, MetricsReportTheEnvsReturnsAndTheTransformedOnesBeside) {
   EXPECT_DOUBLE_EQ(last.at("eval_episode_length"), 20.0);
 }
 
-// eval_main on `args` (after the program name), with its stdout.
-std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
-  args.insert(args.begin(), "tdrl-eval");
+// A tool's main (eval_main, envs_main) on `args` (after the program name), with its stdout.
+std::pair<int, std::string> run_tool_main(int (*tool_main)(int, char**), const char* program,
+                                          std::vector<std::string> args) {
+  args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   ::testing::internal::CaptureStdout();
-  const int code = eval_main(static_cast<int>(argv.size()), argv.data());
+  const int code = tool_main(static_cast<int>(argv.size()), argv.data());
   return {code, ::testing::internal::GetCapturedStdout()};
+}
+
+std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
+  return run_tool_main(eval_main, "tdrl-eval", std::move(args));
 }
 
 TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {
@@ -493,6 +500,30 @@ TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {
   EXPECT_EQ(run_eval_main({"--run", run, "--checkpoint", "ckpt-000000000128"}).first, 0);
   EXPECT_THAT(run_eval_main({"--run", run}).second, HasSubstr("ckpt-000000000256)"));
   EXPECT_EQ(run_eval_main({"--run", run, "--checkpoint", "ckpt-000000000999"}).first, 2);
+}
+
+// tdrl-envs as a function: a user's own env is in its table; an unknown env exits 1 naming the
+// closest names, and a usage error exits 2, as tdrl-train's does.
+TEST(EnvsMainTest, ListsTheCallersEnvsAndRefusesBadInput) {
+  const std::string name = "EnvsMainTestContinuous-v0";
+  if (!tdrl::envs::is_env_registered(name))
+    tdrl::envs::register_env(name, [](const tdrl::envs::EnvOptions& options) {
+      return std::static_pointer_cast<tdrl::envs::EnvBase>(
+          tdrl::testing::continuous(options.batch_size()));
+    });
+  const auto [listed, names] = run_tool_main(envs_main, "tdrl-envs", {"--names-only"});
+  EXPECT_EQ(listed, 0);
+  EXPECT_THAT(names, AllOf(HasSubstr("CartPole-v1\n"), HasSubstr(name + "\n")));
+  const auto [table_code, table] = run_tool_main(envs_main, "tdrl-envs", {});
+  EXPECT_EQ(table_code, 0);
+  EXPECT_THAT(table, HasSubstr(name));
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_tool_main(envs_main, "tdrl-envs", {"--env", "CartPol-v1"}).first, 1);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("CartPole-v1"));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_tool_main(envs_main, "tdrl-envs", {"--no-such-flag"}).first, 2);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("--no-such-flag"));
 }
 
 TEST(ModelTest, OrthogonalInitGivesOrthogonalLayersWithThePolicysSmallLastGain) {
