@@ -12,7 +12,7 @@ export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 
 # tdrl_configure BUILD_DIR [extra cmake args...]
 # A new build folder gets Ninja and clang (CXX=g++ picks GCC): clang builds the whole tree in
-# 212 s where GCC takes 350 s on the 2-core VM, at the same -O3 (docs/performance.md#build-time).
+# 204 s where GCC takes 350 s on the 2-core VM, at the same -O3 (docs/performance.md#build-time).
 # An existing folder keeps the compiler it was configured with.
 tdrl_configure() {
   local dir=$1
