@@ -26,13 +26,15 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/tdrl_ccache_reuse.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 export CCACHE_DIR="$scratch/ccache"
 
-# build_in FOLDER: clone HEAD there and build the targets, with base_dir at that clone.
+# build_in FOLDER: clone HEAD there and build the targets, with base_dir at that clone, with the
+# compiler the scripts use (scripts/common.sh: clang unless CXX names another).
 build_in() {
   local clone=$1
   git clone -q --no-hardlinks "$TDRL_ROOT" "$clone"
   (
     export CCACHE_BASEDIR=$clone
     cmake -S "$clone" -B "$clone/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      "-DCMAKE_CXX_COMPILER=${CXX:-clang++}" \
       -DTDRL_SANITIZE="${TDRL_SANITIZE:-}" > "$clone.configure.log"
     cmake --build "$clone/build" -j "$(nproc)" --target "${targets[@]}" > "$clone.build.log"
   ) || { echo "check_ccache_reuse.sh: the build in $clone failed:" >&2; tail -n 30 "$clone.build.log" >&2; exit 1; }
