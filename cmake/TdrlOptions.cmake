@@ -47,8 +47,15 @@ endif()
 #   other programs' (<torch/torch.h>: benchmarks, tools, examples). A GCC PCH is only used for
 #   sources compiled with the same -fpic/-fpie setting and the same definitions of the macros its
 #   headers test (GoogleTest's GTEST_* for instance); -Winvalid-pch reports a target whose flags
-#   no longer match its PCH. Other compilers (clang, for the fuzz build) check flags strictly, so
-#   there each target gets its own PCH.
+#   no longer match its PCH (clang refuses such a PCH outright). Other compilers get a PCH for
+#   each target.
+#   Under clang a target loads its PCH with -include-pch alone. CMake's default adds
+#   `-Xclang -include -Xclang <absolute path of the PCH's header>`, which changes nothing clang
+#   compiles (the PCH holds that header) but which ccache neither recognises as a path (so every
+#   clone hashes its own) nor accepts beside -include-pch ("multiple precompiled headers").
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(CMAKE_CXX_COMPILE_OPTIONS_USE_PCH -Xclang -include-pch -Xclang <PCH_FILE>)
+endif()
 option(TDRL_PCH "Precompile the LibTorch headers (three shared PCHs)" ON)
 option(TDRL_UNITY_BUILD "Compile each target's sources in batches (a faster clean build)" ON)
 set(TDRL_UNITY_BATCH_SIZE 12 CACHE STRING "Sources per unity batch (TDRL_UNITY_BUILD)")
@@ -120,8 +127,14 @@ function(_tdrl_pch_donor name kind)
   target_compile_options(${name} PRIVATE ${TDRL_COMPILER_GC_OPTIONS})
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     # clang stamps a precompiled header with its build time, and ccache would refuse every
-    # object built with one; without the stamp, a fresh clone's objects come from the cache.
+    # object built with one.
     target_compile_options(${name} PRIVATE "SHELL:-Xclang -fno-pch-timestamp")
+    # The PCH records the checkout's absolute paths; its .sum (cmake/pch_sum.sh) does not, so
+    # that ccache reuses the objects built with it in another clone.
+    if(CMAKE_CXX_COMPILER_LAUNCHER)
+      set_target_properties(${name} PROPERTIES CXX_COMPILER_LAUNCHER
+        "${PROJECT_SOURCE_DIR}/cmake/pch_sum.sh;${CMAKE_CXX_COMPILER_LAUNCHER}")
+    endif()
   endif()
   if(kind STREQUAL "pic")
     set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -2,8 +2,11 @@
 # Checks that a second checkout of the same commit builds from ccache: clones HEAD (committed
 # work only) twice into a scratch folder, builds the given targets in the first with an empty
 # private cache, then in the second, and prints the second build's hit rate. Exits 1 when fewer
-# than 90% of its compiles hit (a path of the checkout has crept into a compile's inputs: a
-# definition, a generated source), 2 on bad arguments.
+# than 85% of its compiles hit (a path of the checkout has crept into a compile's inputs: a
+# definition, a generated source), 2 on bad arguments. Under clang the precompiled headers
+# themselves are left out of the rate: a clang PCH records the absolute paths of its inputs and
+# clang refuses one copied from another clone, so each clone builds its own (a few compiles)
+# and what ccache reuses is every object built with them.
 #   scripts/check_ccache_reuse.sh                     # tdrl_envs and tdrl_specs_tests
 #   scripts/check_ccache_reuse.sh all                 # everything test.sh builds
 #   TDRL_SANITIZE=thread scripts/check_ccache_reuse.sh tdrl_replay_tests
@@ -56,13 +59,20 @@ preprocessed=$(stat preprocessed_cache_hit)
 miss=$(stat cache_miss)
 hits=$((direct + preprocessed))
 total=$((hits + miss))
+pchs=0
+if [[ ${CXX:-clang++} == *clang* ]]; then
+  pchs=$(find "$scratch/second/build" -name '*.pch' | wc -l)
+  ((miss >= pchs)) || pchs=$miss
+  miss=$((miss - pchs))
+  total=$((total - pchs))
+fi
 if ((total == 0)); then
   echo "check_ccache_reuse.sh: the second build compiled nothing through ccache (is ccache the launcher?)" >&2
   exit 1
 fi
 rate=$((100 * hits / total))
 echo "check_ccache_reuse.sh: targets ${targets[*]}: first clone built in ${first} s, second in ${second} s"
-echo "check_ccache_reuse.sh: second clone: ${hits} of ${total} compiles from the cache (${rate}%; direct ${direct}, preprocessed ${preprocessed}, missed ${miss})"
+echo "check_ccache_reuse.sh: second clone: ${hits} of ${total} compiles from the cache (${rate}%; direct ${direct}, preprocessed ${preprocessed}, missed ${miss}; besides, ${pchs} precompiled headers built anew)"
 if ((rate < 85)); then
   echo "check_ccache_reuse.sh: FAILED: under 85% of the second clone's compiles hit." >&2
   echo "check_ccache_reuse.sh: CCACHE_DEBUG=1 on a build writes each compile's hashed inputs beside its object." >&2

@@ -5,9 +5,12 @@ TDRL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # the checkout relative to the build folder, so a fresh clone of the same commit in another
 # folder (CI's) hits the objects of this one. The sources' mtimes are not part of what it checks
 # (a fresh clone's files are all new), and pch_defines,time_macros let it cache the precompiled
-# headers and the objects built with them. scripts/check_ccache_reuse.sh measures the hit rate.
+# headers and the objects built with them. A clang PCH holds the checkout's absolute paths, so
+# ccache hashes the .sum beside it instead (pch_external_checksum; cmake/pch_sum.sh writes it).
+# scripts/check_ccache_reuse.sh measures the hit rate.
 export CCACHE_BASEDIR=$TDRL_ROOT
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_PCH_EXTSUM=true
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 
 # tdrl_configure BUILD_DIR [extra cmake args...]
