@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 [[ ! -f "$TDRL_ROOT/scripts/setup.sh" ]] || "$TDRL_ROOT/scripts/setup.sh"
 
-build_dir=${BUILD_DIR:-$TDRL_ROOT/build-bench}
+build_dir=${BUILD_DIR:-$(tdrl_build_dir build-bench)}
 tdrl_configure "$build_dir" -DTDRL_BUILD_BENCH=ON -DTDRL_BUILD_TESTS=OFF -DTDRL_BUILD_EXAMPLES=OFF
 
 # Every bench_* target the project defines (Ninja lists "name: phony", Make "... name").

@@ -26,7 +26,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
-build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
+build_dir=${BUILD_DIR:-$(tdrl_build_dir build)}
 runs_dir=${RUNS_DIR:-$TDRL_ROOT/runs/learning_suite}
 train=${TDRL_TRAIN:-}
 

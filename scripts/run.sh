@@ -6,7 +6,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
-build_dir=${BUILD_DIR:-$TDRL_ROOT/build}
+build_dir=${BUILD_DIR:-$(tdrl_build_dir build)}
 tdrl_configure "$build_dir"
 cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train tdrl-eval tdrl-envs
 config=()

@@ -4,14 +4,15 @@
 #   TDRL_SANITIZE=address,undefined scripts/test.sh   # the suite under sanitizers
 #   TDRL_SANITIZE=thread scripts/test.sh              # everything under ThreadSanitizer
 #   scripts/test_tsan.sh                               # the concurrent parts alone (CI runs it)
+#   TDRL_TORCH=pypi scripts/test.sh                   # against PyPI's LibTorch (build-pypi/)
 #   BUILD_DIR=... scripts/test.sh                     # another build folder
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
 
 sanitize=${TDRL_SANITIZE:-}
-default_dir="$TDRL_ROOT/build"
-[[ -z "$sanitize" ]] || default_dir="$TDRL_ROOT/build-sanitize-${sanitize//,/-}"
+default_dir=$(tdrl_build_dir build)
+[[ -z "$sanitize" ]] || default_dir=$(tdrl_build_dir "build-sanitize-${sanitize//,/-}")
 build_dir=${BUILD_DIR:-$default_dir}
 
 # Counted before tdrl_one_thread_per_test: nproc honours OMP_NUM_THREADS.

@@ -13,7 +13,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$TDRL_ROOT/scripts/setup.sh"
 
-build_dir=${BUILD_DIR:-$TDRL_ROOT/build-sanitize-thread}
+build_dir=${BUILD_DIR:-$(tdrl_build_dir build-sanitize-thread)}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(tdrl_replay_tests tdrl_collectors_tests tensordict_tests)
 

@@ -197,17 +197,17 @@ std::string first_difference(const std::string& theirs, const std::string& mine,
 
 void wait(const c10::intrusive_ptr<c10d::Work>& work) { work->wait(); }
 
-void send_one(c10d::ProcessGroup& group, torch::Tensor t, int dst, int tag) {
+void send_one(compat::ProcessGroup& group, torch::Tensor t, int dst, int tag) {
   std::vector<torch::Tensor> v{std::move(t)};
   wait(group.send(v, dst, tag));
 }
 
-void recv_one(c10d::ProcessGroup& group, torch::Tensor t, int src, int tag) {
+void recv_one(compat::ProcessGroup& group, torch::Tensor t, int src, int tag) {
   std::vector<torch::Tensor> v{std::move(t)};
   wait(group.recv(v, src, tag));
 }
 
-void broadcast_one(c10d::ProcessGroup& group, torch::Tensor t, int root) {
+void broadcast_one(compat::ProcessGroup& group, torch::Tensor t, int root) {
   std::vector<torch::Tensor> v{std::move(t)};
   c10d::BroadcastOptions options;
   options.rootRank = root;
@@ -256,7 +256,7 @@ std::vector<NestedKey> transport_order(const TensorDict& td) {
   return keys;
 }
 
-void send(const TensorDict& td, c10d::ProcessGroup& group, int dst, int tag) {
+void send(const TensorDict& td, compat::ProcessGroup& group, int dst, int tag) {
   auto leaves = ordered_leaves(td);
   const std::string leaf_section = encode(leaves);
   const std::string header = leaf_section + encode_structure(td, leaves);
@@ -278,7 +278,7 @@ struct Header {
   std::string structure;
 };
 
-Header recv_header(c10d::ProcessGroup& group, int src, int tag, const char* op) {
+Header recv_header(compat::ProcessGroup& group, int src, int tag, const char* op) {
   auto lengths = torch::empty({2}, torch::kLong);
   recv_one(group, lengths, src, tag);
   const int64_t n = lengths[0].item<int64_t>();
@@ -294,7 +294,7 @@ Header recv_header(c10d::ProcessGroup& group, int src, int tag, const char* op) 
 
 }  // namespace
 
-void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag) {
+void recv(const TensorDict& td, compat::ProcessGroup& group, int src, int tag) {
   static constexpr const char* kOp = "tensordict::recv";
   auto leaves = ordered_leaves(td);
   const std::string mine = encode(leaves);
@@ -309,7 +309,7 @@ void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag) {
     into_leaf(l.tensor, [&](const torch::Tensor& t) { recv_one(group, t, src, tag); });
 }
 
-TensorDict recv_new(c10d::ProcessGroup& group, int src, int tag,
+TensorDict recv_new(compat::ProcessGroup& group, int src, int tag,
                     const std::optional<torch::Device>& device) {
   static constexpr const char* kOp = "tensordict::recv_new";
   const Header header = recv_header(group, src, tag, kOp);
@@ -327,14 +327,14 @@ TensorDict recv_new(c10d::ProcessGroup& group, int src, int tag,
   return out;
 }
 
-TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int dst,
+TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<compat::ProcessGroup> group, int dst,
                      int tag) {
   return TransferFuture(std::async(std::launch::async, [td, group, dst, tag] {
                           send(td, *group, dst, tag);
                         }).share());
 }
 
-TransferFuture irecv(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int src,
+TransferFuture irecv(const TensorDict& td, c10::intrusive_ptr<compat::ProcessGroup> group, int src,
                      int tag) {
   return TransferFuture(std::async(std::launch::async, [td, group, src, tag] {
                           recv(td, *group, src, tag);
@@ -345,7 +345,7 @@ namespace {
 
 // Broadcasts rank `root`'s header; true on ranks whose own header matches it. Ranks that
 // differ get the root's header in `theirs`.
-bool broadcast_header(c10d::ProcessGroup& group, int root, const std::string& mine,
+bool broadcast_header(compat::ProcessGroup& group, int root, const std::string& mine,
                       std::string& theirs) {
   auto length = torch::tensor({static_cast<int64_t>(mine.size())}, torch::kLong);
   broadcast_one(group, length, root);
@@ -358,7 +358,7 @@ bool broadcast_header(c10d::ProcessGroup& group, int root, const std::string& mi
 
 }  // namespace
 
-void broadcast(const TensorDict& td, c10d::ProcessGroup& group, int root) {
+void broadcast(const TensorDict& td, compat::ProcessGroup& group, int root) {
   static constexpr const char* kOp = "tensordict::broadcast";
   auto leaves = ordered_leaves(td);
   const std::string mine = encode(leaves);
@@ -373,7 +373,7 @@ void broadcast(const TensorDict& td, c10d::ProcessGroup& group, int root) {
     into_leaf(l.tensor, [&](const torch::Tensor& t) { broadcast_one(group, t, root); });
 }
 
-void all_reduce(const TensorDict& td, c10d::ProcessGroup& group, c10d::ReduceOp op) {
+void all_reduce(const TensorDict& td, compat::ProcessGroup& group, c10d::ReduceOp op) {
   static constexpr const char* kOp = "tensordict::all_reduce";
   auto leaves = ordered_leaves(td);
   const std::string mine = encode(leaves);

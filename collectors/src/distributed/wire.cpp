@@ -184,13 +184,13 @@ Group make_group(const Store& store, int64_t rank, int64_t world,
                                                      static_cast<int>(world), gloo);
 }
 
-void send_tensor(c10d::ProcessGroup& group, torch::Tensor t, int64_t dst, int tag,
+void send_tensor(tensordict::compat::ProcessGroup& group, torch::Tensor t, int64_t dst, int tag,
                  Milliseconds wait) {
   std::vector<torch::Tensor> v{std::move(t)};
   group.send(v, static_cast<int>(dst), tag)->wait(wait);
 }
 
-void recv_tensor(c10d::ProcessGroup& group, torch::Tensor t, int64_t src, int tag,
+void recv_tensor(tensordict::compat::ProcessGroup& group, torch::Tensor t, int64_t src, int tag,
                  Milliseconds wait) {
   std::vector<torch::Tensor> v{std::move(t)};
   group.recv(v, static_cast<int>(src), tag)->wait(wait);

@@ -28,6 +28,7 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tensordict/nn/interaction_type.h>
+#include <tensordict/torch_compat.h>
 
 namespace tdrl::collectors::detail {
 
@@ -121,9 +122,9 @@ void ignore_sigpipe();
 // This process's Gloo group of `world` ranks over `store`, bound as `options` says.
 Group make_group(const Store& store, int64_t rank, int64_t world,
                  const DistributedOptions& options);
-void send_tensor(c10d::ProcessGroup& group, torch::Tensor t, int64_t dst, int tag,
+void send_tensor(tensordict::compat::ProcessGroup& group, torch::Tensor t, int64_t dst, int tag,
                  Milliseconds wait = ::kNoTimeout);
-void recv_tensor(c10d::ProcessGroup& group, torch::Tensor t, int64_t src, int tag,
+void recv_tensor(tensordict::compat::ProcessGroup& group, torch::Tensor t, int64_t src, int tag,
                  Milliseconds wait = ::kNoTimeout);
 torch::Tensor string_bytes(const std::string& s);
 std::string bytes_string(const torch::Tensor& t);

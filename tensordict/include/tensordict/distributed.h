@@ -2,7 +2,9 @@
 
 /// Moving whole TensorDicts between processes over torch.distributed (c10d).
 ///
-/// Any c10d::ProcessGroup works (Gloo with a TCPStore on CPU, NCCL on GPUs). Both sides must
+/// Any c10d process group works (Gloo with a TCPStore on CPU, NCCL on GPUs): the functions take
+/// compat::ProcessGroup, the class c10d's groups derive from (c10d::Backend on LibTorch 2.x,
+/// c10d::ProcessGroup on 1.x; tensordict/torch_compat.h). Both sides must
 /// hold TensorDicts of the same structure: the same leaf key paths with the same dtypes and
 /// shapes. Leaves travel in *transport order*: every tensor leaf's full key path, sorted
 /// lexicographically part by part (("a"), ("b", "c"), ("b", "d"), ...), whatever the
@@ -32,7 +34,8 @@
 #include <string>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <tensordict/torch_compat.h>
+#include TDRL_C10D_GROUP_HEADER
 
 #include <tensordict/tensor_dict.h>
 
@@ -56,27 +59,27 @@ class TransferFuture {
 std::vector<NestedKey> transport_order(const TensorDict& td);
 
 /// Sends every tensor leaf of `td` to rank `dst`.
-void send(const TensorDict& td, c10d::ProcessGroup& group, int dst, int tag = 0);
+void send(const TensorDict& td, compat::ProcessGroup& group, int dst, int tag = 0);
 /// Receives into `td`'s existing tensors from rank `src` (in place: aliases see the data).
-void recv(const TensorDict& td, c10d::ProcessGroup& group, int src, int tag = 0);
+void recv(const TensorDict& td, compat::ProcessGroup& group, int src, int tag = 0);
 /// Receives what rank `src` sends into a new TensorDict of the sender's structure: its batch
 /// size, nested TensorDicts (with their batch sizes), leaves (dtypes, shapes) and insertion
 /// order, the leaves allocated on `device` (default CPU). Non-tensor entries are not
 /// transported. Throws tensordict::Error for a malformed header (after draining the transfer).
-TensorDict recv_new(c10d::ProcessGroup& group, int src, int tag = 0,
+TensorDict recv_new(compat::ProcessGroup& group, int src, int tag = 0,
                     const std::optional<torch::Device>& device = std::nullopt);
 /// `send` on a background thread, which shares ownership of `group`; `td`'s tensors must not
 /// change until the future is done.
-TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int dst,
+TransferFuture isend(const TensorDict& td, c10::intrusive_ptr<compat::ProcessGroup> group, int dst,
                      int tag = 0);
 /// `recv` on a background thread, which shares ownership of `group`; `td` must not be used
 /// until the future is done.
-TransferFuture irecv(const TensorDict& td, c10::intrusive_ptr<c10d::ProcessGroup> group, int src,
+TransferFuture irecv(const TensorDict& td, c10::intrusive_ptr<compat::ProcessGroup> group, int src,
                      int tag = 0);
 /// Every rank's `td` takes rank `root`'s values.
-void broadcast(const TensorDict& td, c10d::ProcessGroup& group, int root);
+void broadcast(const TensorDict& td, compat::ProcessGroup& group, int root);
 /// Every leaf is reduced across ranks with `op` (sum by default), in place on every rank.
-void all_reduce(const TensorDict& td, c10d::ProcessGroup& group,
+void all_reduce(const TensorDict& td, compat::ProcessGroup& group,
                 c10d::ReduceOp op = c10d::ReduceOp::SUM);
 
 }  // namespace tensordict
