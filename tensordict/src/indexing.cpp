@@ -3,6 +3,7 @@
 
 #include <tensordict/lazy_stacked_tensordict.h>
 #include <tensordict/tensor_dict.h>
+#include <tensordict/torch_compat.h>
 
 #include <sstream>
 
@@ -82,15 +83,6 @@ std::vector<TensorIndex> normalize_index(at::ArrayRef<TensorIndex> index,
   return out;
 }
 
-namespace {
-// Slice bounds are int64_t in LibTorch 1.x and SymInt in 2.x.
-int64_t as_int(int64_t v) { return v; }
-template <class T>
-int64_t as_int(const T& v) {
-  return v.expect_int();
-}
-}  // namespace
-
 BatchSize indexed_batch_size(const BatchSize& batch_size, const std::vector<TensorIndex>& index) {
   // Ints, slices and None follow LibTorch's basic-indexing rules computed here; anything
   // else indexes a zero-byte broadcast tensor of the batch shape, which gives the shape
@@ -102,7 +94,7 @@ BatchSize indexed_batch_size(const BatchSize& batch_size, const std::vector<Tens
       out.push_back(1);
     } else if (i.is_integer()) {
       const int64_t size = batch_size[dim];
-      const int64_t k = as_int(i.integer());
+      const int64_t k = compat::index_int(i.integer());
       // A c10::IndexError, so that callers rethrow it naming the operation, index and batch size.
       TORCH_CHECK_INDEX(k >= -size && k < size, "index ", k, " is out of range for batch dim ", dim,
                         " of size ", size);
@@ -110,15 +102,15 @@ BatchSize indexed_batch_size(const BatchSize& batch_size, const std::vector<Tens
     } else if (i.is_slice()) {
       const int64_t size = batch_size[dim];
       const auto& s = i.slice();
-      const int64_t step = as_int(s.step());
+      const int64_t step = compat::index_int(s.step());
       if (step <= 0)
         return torch::empty({}, torch::kBool).expand(batch_size).index(index).sizes().vec();
       auto clamp = [&](int64_t v) {
         if (v < 0) v += size;
         return std::min(std::max<int64_t>(v, 0), size);
       };
-      const int64_t start = clamp(as_int(s.start()));
-      const int64_t stop = clamp(as_int(s.stop()));
+      const int64_t start = clamp(compat::index_int(s.start()));
+      const int64_t stop = clamp(compat::index_int(s.stop()));
       out.push_back(stop > start ? (stop - start + step - 1) / step : 0);
       ++dim;
     } else {

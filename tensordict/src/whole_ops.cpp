@@ -7,6 +7,9 @@
 
 #include <set>
 
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
 #include "detail/impl.h"
 
 namespace tensordict {
@@ -174,10 +177,40 @@ TensorDict TensorDict::detach() const {
       device());
 }
 
-TensorDict TensorDict::to(torch::Device device) const {
+TensorDict TensorDict::to(torch::Device device, bool non_blocking) const {
   return detail::map_leaves(
-      *this, nullptr, [&](const NestedKey&, const torch::Tensor& t) { return t.to(device); },
+      *this, nullptr,
+      [&](const NestedKey&, const torch::Tensor& t) { return t.to(device, non_blocking); },
       device);
+}
+
+TensorDict TensorDict::pin_memory() const {
+  static constexpr const char* kOp = "TensorDict::pin_memory";
+  TDRL_CHECK(torch::cuda::is_available(), DeviceError, kOp,
+             ": pinned memory needs a LibTorch built with CUDA and a GPU, and this process has ",
+             at::hasCUDA() ? "no GPU" : "a LibTorch without CUDA",
+             "; leave the TensorDict in pageable memory (skip pin_memory) on this machine");
+  // Every leaf is checked before any is copied, so a refusal leaves nothing half done.
+  for (const auto& [key, value] : items(true, true)) {
+    const auto* t = std::get_if<torch::Tensor>(&value);
+    TDRL_CHECK(!t || t->device().is_cpu(), DeviceError, kOp, ": ", key.to_string(), " is on ",
+               t->device().str(), "; only CPU tensors can be pinned (move it with to(cpu) first)");
+  }
+  return detail::map_leaves(
+      *this, nullptr,
+      [](const NestedKey&, const torch::Tensor& t) { return t.is_pinned() ? t : t.pin_memory(); },
+      device());
+}
+
+bool TensorDict::is_pinned() const {
+  bool any = false;
+  for (const auto& [key, value] : items(true, true)) {
+    const auto* t = std::get_if<torch::Tensor>(&value);
+    if (!t) continue;
+    if (!t->device().is_cpu() || !t->is_pinned()) return false;
+    any = true;
+  }
+  return any;
 }
 
 TensorDict TensorDict::to(torch::Dtype dtype) const {

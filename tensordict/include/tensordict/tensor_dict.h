@@ -253,8 +253,19 @@ class TensorDict {
   TensorDict clone(bool recurse = true) const;
   /// Tensors detached from the autograd graph (aliasing storage).
   TensorDict detach() const;
-  /// Tensors moved to `device`; the result requires that device.
-  TensorDict to(torch::Device device) const;
+  /// Tensors moved to `device`; the result requires that device. With `non_blocking`, a copy
+  /// from pinned host memory to a GPU (or back) is queued on the current CUDA stream and this
+  /// call returns before it is done (Python's `to(device, non_blocking=True)`); work queued on
+  /// the same stream sees the data, the host must synchronize before it reads what came back.
+  TensorDict to(torch::Device device, bool non_blocking = false) const;
+  /// A copy whose CPU tensors are in page-locked (pinned) memory, which a GPU copies from
+  /// asynchronously and faster (Python's `pin_memory()`); leaves already pinned are aliased.
+  /// Needs a LibTorch with CUDA and a GPU: DeviceError otherwise, naming what is missing.
+  /// Tensors on a GPU are refused (DeviceError naming the key), as in Python; nothing is copied
+  /// then.
+  TensorDict pin_memory() const;
+  /// Whether every tensor leaf is in pinned host memory (false for an empty TensorDict).
+  bool is_pinned() const;
   /// Every tensor cast to `dtype`.
   TensorDict to(torch::Dtype dtype) const;
   /// `fn` applied to every tensor leaf (nested too) into a new TensorDict of the same batch

@@ -40,3 +40,17 @@ using ProcessGroup = c10d::ProcessGroup;
 #define TDRL_C10D_GROUP_HEADER <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 }  // namespace tensordict::compat
+
+// An integer of a TensorIndex (an index, a slice's start, stop or step): int64_t in LibTorch
+// 1.x, c10::SymInt since 2.0 (symbolic shapes). Goes with LibTorch 1.x.
+#if TDRL_TORCH_AT_LEAST(2, 0)
+#include <c10/core/SymInt.h>
+namespace tensordict::compat {
+inline int64_t index_int(const c10::SymInt& v) { return v.expect_int(); }
+}  // namespace tensordict::compat
+#else
+#include <cstdint>
+namespace tensordict::compat {
+inline int64_t index_int(int64_t v) { return v; }
+}  // namespace tensordict::compat
+#endif
