@@ -233,7 +233,7 @@ class OffPolicyRecipe : public Recipe {
 
  protected:
   void finish_learning(const OffPolicyConfig& config, const RecipeContext& context) {
-    replay = make_replay(*context.replay);
+    replay = make_replay(*context.replay, context.replay_device);
     prioritized_ = context.replay->prioritized;
     if (config.target_update == "hard") {
       hard_ = std::make_unique<losses::HardUpdate>(loss, config.hard_update_period);

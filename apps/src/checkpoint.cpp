@@ -75,9 +75,18 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const tensordict::
                           const std::string& what) {
   const torch::Tensor bytes = state.get("archive").contiguous();
   torch::serialize::InputArchive archive;
+  // The state goes where the optimiser's parameters are, whichever device wrote it (a GPU run
+  // resumed with --set device=cpu).
+  std::optional<torch::Device> device;
+  for (const auto& group : optimizer.param_groups()) {
+    if (!group.params().empty()) {
+      device = group.params().front().device();
+      break;
+    }
+  }
   try {
     archive.load_from(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
-                      static_cast<size_t>(bytes.numel()));
+                      static_cast<size_t>(bytes.numel()), device);
     optimizer.load(archive);
   } catch (const c10::Error& e) {
     throw std::runtime_error("load_optimizer_state: the checkpoint's optimiser '" + what +

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <regex>
 #include <sstream>
+
+#include <ATen/Context.h>
+#include <torch/cuda.h>
 
 #include "detail/config_text.h"
 
@@ -49,6 +53,41 @@ Constraint non_empty() {
   return c;
 }
 
+Constraint torch_device(std::vector<std::string> also) {
+  Constraint c;
+  c.device_ = true;
+  c.choices_ = std::move(also);
+  return c;
+}
+
+namespace {
+
+// Empty when `value` names a device of this machine, else what is wrong.
+std::string check_device(const std::string& value) {
+  static const std::regex form("cpu|cuda(:[0-9]{1,3})?");
+  if (!std::regex_match(value, form)) {
+    std::string out = "it must be cpu, cuda or cuda:N (N: a GPU's index)";
+    const auto near = detail::closest(value, {"cpu", "cuda"}, false);
+    if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
+    return out;
+  }
+  if (value == "cpu") return "";
+  const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
+  if (gpus == 0)
+    return std::string("this machine has no CUDA device (") +
+           (at::hasCUDA() ? "LibTorch has CUDA, and no GPU is visible: check the driver and "
+                            "CUDA_VISIBLE_DEVICES"
+                          : "this LibTorch was built without CUDA") +
+           "); use cpu";
+  const auto colon = value.find(':');
+  if (colon != std::string::npos && std::stoll(value.substr(colon + 1)) >= gpus)
+    return "this machine has " + std::to_string(gpus) + " CUDA device" + (gpus > 1 ? "s" : "") +
+           ": cuda:0" + (gpus > 1 ? " to cuda:" + std::to_string(gpus - 1) : "");
+  return "";
+}
+
+}  // namespace
+
 Constraint& Constraint::or_exactly(double value) {
   exact_.push_back(value);
   return *this;
@@ -80,6 +119,13 @@ std::string Constraint::check(double value) const {
 
 std::string Constraint::check(const std::string& value) const {
   if (non_empty_ && value.empty()) return "must not be empty";
+  if (device_) {
+    if (std::find(choices_.begin(), choices_.end(), value) != choices_.end()) return "";
+    std::string issue = check_device(value);
+    if (!issue.empty() && !choices_.empty())
+      issue += " (or " + detail::word_list(choices_, "or", false) + ")";
+    return issue;
+  }
   if (choices_.empty() || std::find(choices_.begin(), choices_.end(), value) != choices_.end())
     return "";
   if (number_ && detail::parse_float(value, nullptr)) return "";
@@ -93,6 +139,9 @@ std::string Constraint::check(const std::string& value) const {
 
 std::string Constraint::describe() const {
   std::string out;
+  if (device_)
+    return (choices_.empty() ? "" : detail::word_list(choices_, "or", false) + ", ") +
+           "cpu, cuda or cuda:N";
   if (!choices_.empty()) {
     out = "one of: " + detail::word_list(choices_, "or", false);
     if (number_) out += ", or a number";

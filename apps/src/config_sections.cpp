@@ -36,6 +36,9 @@ void ReplaySection::fields(FieldVisitor& v) {
   v("prioritized", prioritized, "prioritized replay (priorities from td_error)");
   v("alpha", alpha, at_least(0), "priority exponent");
   v("beta", beta, in_range(0, 1), "importance-sampling exponent");
+  v("device", device, torch_device({"auto"}),
+    "where the buffer lives: the training device or cpu; auto: the training device when the "
+    "full buffer takes at most a quarter of its memory, else cpu");
 }
 
 void AlgoSection::fields(FieldVisitor& v) {
@@ -148,8 +151,9 @@ void RunConfig::fields(FieldVisitor& v) {
   v("seed", seed, at_least(0),
     "the one seed of the run: networks, envs, evaluation and sampling seeds derive from it");
   v("threads", threads, in_range(1, kMaxThreads), "LibTorch intra-op threads");
-  v("device", device, one_of({"cpu"}).because("only the CPU is supported until devices land"),
-    "device of the networks and losses");
+  v("device", device, torch_device(),
+    "where training runs: the networks, the loss and its target networks, the optimisers' "
+    "state, advantages and TD targets, and the collector's policy (envs step on the CPU)");
   v("plugins", plugins, non_empty(),
     "shared libraries that register components (tdrl-train --plugin adds to it)");
   v.section("env", env, "the task");

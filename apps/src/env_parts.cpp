@@ -99,6 +99,12 @@ EnvParts build_env_parts(const EnvSection& env) {
   if (auto o = std::dynamic_pointer_cast<specs::OneHot>(info.action_spec))
     info.num_actions = o->n();
   info.action_dim = info.action_spec->numel();
+  const auto step = probe->fake_tensordict();
+  const int64_t steps = std::max<int64_t>(1, step.numel());
+  for (const auto& [key, value] : step.items(true, true)) {
+    if (const auto* t = std::get_if<torch::Tensor>(&value))
+      info.frame_bytes += t->numel() * static_cast<int64_t>(t->element_size()) / steps;
+  }
   parts.probe = std::move(probe);
   return parts;
 }

@@ -144,9 +144,17 @@ int train_main(int argc, char** argv) {
       std::cerr << "tdrl-train: pass --config or --resume, not both\n";
       return 2;
     }
-    if (!resume_dir.empty() && !overrides.empty()) {
-      std::cerr << "tdrl-train: --set cannot change a resumed run (its config.yaml is fixed)\n";
-      return 2;
+    // A resumed run keeps its config.yaml; only where it runs may change (a GPU run resumed on
+    // a machine without one): the same computation, up to floating-point rounding.
+    if (!resume_dir.empty()) {
+      for (const auto& o : overrides) {
+        const std::string key = o.substr(0, o.find('='));
+        if (key != "device" && key != "replay.device") {
+          std::cerr << "tdrl-train: --set " << o << ": a resumed run keeps its config.yaml; "
+                    << "only device and replay.device can change on --resume\n";
+          return 2;
+        }
+      }
     }
     std::optional<RunDir> run;
     if (!resume_dir.empty()) {
@@ -262,6 +270,7 @@ int eval_main(int argc, char** argv) {
     auto recipe = make_acting_recipe(config, env.info);
     const auto state = load_checkpoint_state(*latest);
     load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
+    recipe->actor->to(torch::Device(config.device));
     load_env_state(*env.env_state, state);
     auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
     const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,

@@ -9,6 +9,7 @@
 
 #include "detail/builtin.h"
 #include "detail/config_text.h"
+#include "detail/device_memory.h"
 
 namespace tdrl::apps {
 
@@ -67,8 +68,31 @@ const AlgorithmInfo* find_algorithm(const std::string& name) { return algorithms
 
 std::vector<std::string> algorithm_names() { return algorithms().names(); }
 
+namespace {
+
+// replay.device resolved: "auto" is the training device when the full buffer (capacity times
+// a step's bytes) takes at most a quarter of its memory, else the CPU.
+torch::Device resolve_replay_device(const RunConfig& config, const EnvInfo& env) {
+  const torch::Device device(config.device);
+  const ReplaySection* replay = config.replay();
+  if (!replay) return torch::kCPU;
+  if (replay->device != "auto") return torch::Device(replay->device);
+  if (device.is_cpu()) return torch::kCPU;
+  const auto memory = detail::device_memory_bytes(device);
+  const double full = static_cast<double>(replay->capacity) * static_cast<double>(env.frame_bytes);
+  return memory && full <= static_cast<double>(*memory) / 4 ? device : torch::Device(torch::kCPU);
+}
+
+}  // namespace
+
 RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env) {
-  return RecipeContext{env, config.model, config.optim, config.collector, config.replay()};
+  return RecipeContext{env,
+                       config.model,
+                       config.optim,
+                       config.collector,
+                       config.replay(),
+                       torch::Device(config.device),
+                       resolve_replay_device(config, env)};
 }
 
 std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env) {

@@ -30,6 +30,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 
+#include "detail/config_text.h"
 #include "detail/file_util.h"
 
 namespace tdrl::apps {
@@ -89,15 +90,21 @@ std::string self_executable() { return fs::read_symlink("/proc/self/exe").string
 
 // The collector of `collector.mode`. Distributed workers are this executable started again on
 // the run's config.yaml (which lists the plugins they must load).
+// The single collector runs the policy on the training `device` and stores its batches there
+// (the envs step on the CPU: one copy each way per step of the batched env). Worker collectors
+// act on the CPU with their own policies, which update_policy_weights_ copies the trainer's
+// weights into; the Trainer moves their batches to the device.
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
                                                           const EnvParts& env, Recipe& recipe,
-                                                          const RunDir& run) {
+                                                          const RunDir& run,
+                                                          torch::Device device) {
   auto options = collectors::CollectorOptions()
                      .frames_per_batch(c.frames_per_batch)
                      .total_frames(c.total_frames)
                      .init_random_frames(c.init_random_frames)
                      .max_frames_per_traj(c.max_frames_per_traj)
                      .policy_factory(recipe.policy_factory);
+  if (c.mode == "single" && !device.is_cpu()) options.policy_device(device).storing_device(device);
   if (c.mode == "sync")
     return std::make_unique<collectors::MultiSyncCollector>(env.train_env_factory, c.num_workers,
                                                             recipe.exploration_policy, options);
@@ -143,6 +150,15 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
   torch::NoGradGuard no_grad;
   tensordict::nn::SetInteractionType deterministic(tensordict::nn::InteractionType::kDeterministic);
   env.set_seed(seed);
+  const torch::Device env_device = env.device();
+  std::optional<torch::Device> actor_device;
+  for (const auto& p : actor.parameters()) {
+    if (p.device() != env_device) actor_device = p.device();
+    break;
+  }
+  const auto act = [&](const TensorDict& td) {
+    return actor_device ? actor.forward(td.to(*actor_device)).to(env_device) : actor.forward(td);
+  };
   const auto mdp = envs::StepMdpOptions().action_key(env.action_key()).reward_key(env.reward_key());
   const NestedKey next_done({specs::kNext, specs::kDone});
   const NestedKey next_reward({specs::kNext, env.reward_key()});
@@ -157,7 +173,7 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
     int64_t length = 0;
     std::optional<torch::Tensor> env_return;
     for (int64_t t = 0; max_steps < 0 || t < max_steps; ++t) {
-      td = env.step(actor.forward(td));
+      td = env.step(act(td));
       total += td.get(next_reward).sum().item<double>();
       ++length;
       env_return = td.find(next_env_return);
@@ -204,7 +220,35 @@ std::string to_yaml(const RunSeeds& s) {
   return os.str();
 }
 
+namespace {
+
+// The device keys together (each was checked alone when the config loaded): the replay buffer
+// lives on the CPU or the training device, and the distributed collector's weights travel over
+// Gloo on the CPU.
+void check_devices(const RunConfig& config) {
+  const torch::Device device(config.device);
+  std::vector<std::string> problems;
+  if (const ReplaySection* replay = config.replay()) {
+    if (replay->device != "auto" && replay->device != "cpu" &&
+        torch::Device(replay->device) != device)
+      problems.push_back("'replay.device' is '" + replay->device + "' and 'device' is '" +
+                         config.device + "'; the buffer lives on the CPU or the training device: "
+                         "set replay.device to cpu, auto or " + config.device);
+  }
+  if (config.collector.mode == "distributed" && !device.is_cpu())
+    problems.push_back("'collector.mode' is distributed and 'device' is '" + config.device +
+                       "'; the distributed collector sends the policy's weights over Gloo on the "
+                       "CPU and runs with device: cpu only for now; use mode single, sync or "
+                       "async on a GPU");
+  if (!problems.empty())
+    throw ConfigError(detail::problems_message("the config's devices do not fit together",
+                                               problems));
+}
+
+}  // namespace
+
 EnvParts Trainer::check(const RunConfig& config) {
+  check_devices(config);
   EnvParts parts = build_env_parts(config.env);
   check_task_fit(config, parts.info);
   return parts;
@@ -226,7 +270,14 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   recipe_ = make_acting_recipe(config_, env_.info);
   recipe_->build_learning(recipe_context(config_, env_.info));
   check_groups(recipe_->optimizers, *recipe_->loss);
-  collector_ = make_collector(config_.collector, env_, *recipe_, run_);
+  // Built on the CPU, the networks move to the training device before any optimiser step.
+  device_ = torch::Device(config_.device);
+  if (!device_.is_cpu()) {
+    recipe_->loss->to(device_);
+    recipe_->actor->to(device_);
+    for (auto& [name, module] : recipe_->exploration_modules) module->to(device_);
+  }
+  collector_ = make_collector(config_.collector, env_, *recipe_, run_, device_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
   torch::manual_seed(seeds_.sampling);
@@ -326,9 +377,11 @@ void Trainer::truncate_metrics() {
 }
 
 void Trainer::record_episodes(const TensorDict& batch) {
-  const auto rewards = batch.get({specs::kNext, specs::kReward}).reshape({-1}).to(torch::kFloat64);
-  const auto done = batch.get({specs::kNext, specs::kDone}).reshape({-1});
-  const auto ids = batch.get(collectors::traj_ids_key()).reshape({-1});
+  // Read on the host: one copy of three small tensors per batch when training on a GPU.
+  const auto rewards =
+      batch.get({specs::kNext, specs::kReward}).reshape({-1}).to(torch::kCPU, torch::kFloat64);
+  const auto done = batch.get({specs::kNext, specs::kDone}).reshape({-1}).cpu();
+  const auto ids = batch.get(collectors::traj_ids_key()).reshape({-1}).cpu();
   const auto n = ids.numel();
   TDRL_CHECK(!(rewards.numel() != n || done.numel() != n), tensordict::ShapeError,
              "Trainer: the batch's (\"next\", \"reward\") / (\"next\", \"done\") do not have one "
@@ -434,7 +487,11 @@ void Trainer::optimize(const TensorDict& batch) {
     const auto learning_starts =
         std::max(config_.collector.init_random_frames, config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;
-    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) update_on(replay.sample());
+    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) {
+      TensorDict sample = replay.sample();
+      if (sample.device() != std::optional<torch::Device>(device_)) sample = sample.to(device_);
+      update_on(sample);
+    }
     return;
   }
   for (int64_t epoch = 0; epoch < recipe_->epochs_per_batch(); ++epoch) {
@@ -699,7 +756,9 @@ bool Trainer::train() {
       // One batch: record its episodes, optimise on it, hand the new weights to the collector.
       const auto collected = Clock::now();
       times_.collect += seconds(collect_start, collected);
-      batch_ = *batch;
+      // Worker collectors hand over CPU batches: one copy to the training device.
+      batch_ = batch->device() == std::optional<torch::Device>(device_) ? *batch
+                                                                       : batch->to(device_);
       frames_ = collector_->frames();
       record_episodes(batch_);
       run_hooks(HookPoint::kBatch);

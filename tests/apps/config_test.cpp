@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <tdrl/apps/registry.h>
+#include <tdrl/apps/trainer.h>
+#include <torch/cuda.h>
 
 #include "support/build_paths.h"
 #include "support/count_of.h"
@@ -520,7 +522,9 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
       {{"logger.dir=\"\""}, "logger.dir", "must not be empty"},
       {{"logger.progress=bars"}, "logger.progress", "did you mean 'bar'?"},
       {{"model.activation=rleu"}, "model.activation", "did you mean 'relu'?"},
-      {{"device=banana"}, "device", "the choices are cpu"},
+      {{"device=banana"}, "device", "is 'banana'; it must be cpu, cuda or cuda:N"},
+      {{"device=cuda:x"}, "device", "it must be cpu, cuda or cuda:N"},
+      {{"algo.name=dqn", "replay.device=gpu"}, "replay.device", "(or auto)"},
       {{"env.name=CartPol-v1"}, "env.name", "did you mean 'CartPole-v1'?"},
       {{"algo.name=ppoo"}, "algo.name", "did you mean 'ppo'?"},
       {{"env.transforms=[{type: vec_nrom}]"}, "env.transforms[0].type", "did you mean 'vec_norm'?"},
@@ -993,6 +997,46 @@ TEST_F(UserAlgorithmTest, RegisteringATakenOrEmptyNameThrows) {
         });
   });
   EXPECT_THAT(transform, HasSubstr("register_transform: 'vec_norm' is already registered"));
+}
+
+// ---- devices ------------------------------------------------------------------------------------
+
+TEST(ConfigDeviceTest, ACudaDeviceWithoutAGpuIsRefusedNamingWhatIsMissing) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a GPU";
+  for (const std::string device : {"cuda", "cuda:0", "cuda:7"}) {
+    SCOPED_TRACE(device);
+    const std::string message = override_problems({"device=" + device});
+    EXPECT_THAT(message, HasSubstr("'device' (--set device=" + device + ") is '" + device + "'"));
+    EXPECT_THAT(message, HasSubstr("this machine has no CUDA device"));
+    EXPECT_THAT(message, HasSubstr("use cpu"));
+  }
+  // replay.device names a device the same way.
+  EXPECT_THAT(override_problems({"algo.name=dqn", "replay.device=cuda"}),
+              HasSubstr("'replay.device' (--set replay.device=cuda) is 'cuda'; this machine has "
+                        "no CUDA device"));
+}
+
+TEST(ConfigCUDATest, AGpuIndexPastTheLastIsRefusedNamingTheGpusThereAre) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+  const auto gpus = torch::cuda::device_count();
+  const std::string past = "cuda:" + std::to_string(gpus);
+  EXPECT_THAT(override_problems({"device=" + past}),
+              HasSubstr("this machine has " + std::to_string(gpus) + " CUDA device"));
+  EXPECT_EQ(load_yaml(kMinimal, {"device=cuda:0"}).device, "cuda:0");
+}
+
+TEST(ConfigCUDATest, DevicesThatDoNotFitTogetherAreRefusedBeforeTheRun) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+  // The replay buffer on a GPU while training on the CPU.
+  const auto replay = error_message<ConfigError>([] {
+    Trainer::check(load_yaml(kMinimal, {"algo.name=dqn", "device=cpu", "replay.device=cuda"}));
+  });
+  EXPECT_THAT(replay, HasSubstr("'replay.device' is 'cuda' and 'device' is 'cpu'"));
+  // The distributed collector on a GPU run.
+  const auto distributed = error_message<ConfigError>([] {
+    Trainer::check(load_yaml(kMinimal, {"device=cuda", "collector.mode=distributed"}));
+  });
+  EXPECT_THAT(distributed, HasSubstr("'collector.mode' is distributed and 'device' is 'cuda'"));
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <tdrl/apps/checkpoint.h>
@@ -534,6 +535,7 @@ TEST(TrainToolTest, BadConfigsAreRefusedBeforeAnyRunFolderExists) {
                                                   {"algo.num_epochs=-1"},
                                                   {"threads=-3"},
                                                   {"device=banana"},
+                                                  {"device=cuda:7"},
                                                   {"env.name=NoSuchEnv-v0"},
                                                   {"collector.port=4294997796"},
                                                   {"optim.actor_lr=0.001"}};
@@ -566,5 +568,63 @@ TEST(TrainToolTest, ACommandLineThatCannotBeParsedExitsTwo) {
   ASSERT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 2) << read_file_bytes(log);
 }
+
+// Runs tdrl-train with `args` to its end; its exit status and output.
+std::pair<int, std::string> run_train(const TempDir& tmp, std::vector<std::string> args,
+                                      const std::string& log_name) {
+  args.insert(args.begin(), tdrl::testing::launched_program());
+  const std::string log = tmp / log_name;
+  ChildProcess train(args, log);
+  const auto status = train.wait(kProcessTimeout);
+  if (!status || !WIFEXITED(*status)) return {-1, read_file_bytes(log)};
+  return {WEXITSTATUS(*status), read_file_bytes(log)};
+}
+
+// The one run folder under tmp/runs.
+std::string only_run(const TempDir& tmp) {
+  std::string run;
+  for (const auto& e : fs::directory_iterator(tmp / "runs")) run = e.path().string();
+  return run;
+}
+
+TEST(TrainToolTest, AResumedRunChangesOnlyWhereItRuns) {
+  TempDir tmp;
+  const auto config = write_ppo_config(tmp, "ppo.yaml", 4,
+                                       "  frames_per_batch: 256\n  total_frames: 1024\n");
+  const auto [first, first_log] = run_train(tmp, {"--config", config}, "first.log");
+  ASSERT_EQ(first, 0) << first_log;
+  const std::string run = only_run(tmp);
+  // Anything but the device is refused, and the run is left as it was.
+  const auto [refused, refused_log] =
+      run_train(tmp, {"--resume", run, "--set", "optim.lr=0.1"}, "refused.log");
+  EXPECT_EQ(refused, 2);
+  EXPECT_THAT(refused_log, HasSubstr("--set optim.lr=0.1: a resumed run keeps its config.yaml; "
+                                     "only device and replay.device can change on --resume"));
+  EXPECT_THAT(read_file_bytes(run + "/config.yaml"), HasSubstr("lr: 3e-04"));
+  // The device may change (here to the CPU it ran on).
+  const auto [resumed, resumed_log] =
+      run_train(tmp, {"--resume", run, "--set", "device=cpu"}, "resumed.log");
+  EXPECT_EQ(resumed, 0) << resumed_log;
+}
+
+TEST(TrainToolCUDATest, ACheckpointWrittenOnTheGpuResumesOnTheCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+  TempDir tmp;
+  const auto config = write_ppo_config(tmp, "ppo.yaml", 4,
+                                       "  frames_per_batch: 256\n  total_frames: 2048\n");
+  const auto [first, first_log] =
+      run_train(tmp, {"--config", config, "--set", "device=cuda"}, "gpu.log");
+  ASSERT_EQ(first, 0) << first_log;
+  const std::string run = only_run(tmp);
+  // Stopped after its first checkpoint, as if interrupted there; then resumed on the CPU.
+  fs::remove_all(run + "/checkpoints/" + ckpt_name(2048));
+  write_file_bytes(run + "/checkpoints/latest", ckpt_name(1024) + "\n");
+  const auto [resumed, resumed_log] =
+      run_train(tmp, {"--resume", run, "--set", "device=cpu"}, "cpu.log");
+  EXPECT_EQ(resumed, 0) << resumed_log;
+  EXPECT_THAT(read_file_bytes(run + "/train.log"), HasSubstr("resumed from"));
+  EXPECT_EQ(checkpoint_frames(latest_checkpoint(run)), 2048);
+}
+
 }  // namespace
 }  // namespace tdrl::apps

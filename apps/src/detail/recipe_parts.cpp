@@ -96,8 +96,10 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
   return out;
 }
 
-std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay) {
-  auto storage = std::make_shared<replay::LazyTensorStorage>(replay.capacity);
+std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay,
+                                                           torch::Device device) {
+  auto storage = std::make_shared<replay::LazyTensorStorage>(
+      replay.capacity, replay::StorageOptions().device(device));
   const auto options = replay::ReplayBufferOptions().batch_size(replay.batch_size);
   if (replay.prioritized)
     return std::make_shared<replay::TensorDictPrioritizedReplayBuffer>(

@@ -36,6 +36,9 @@ struct ReplaySection : Section {
   bool prioritized = false;
   double alpha = 0.6;
   double beta = 0.4;
+  /// "auto": the training device when the full buffer takes at most a quarter of its memory
+  /// (the CPU for a CPU run), else the CPU; or a device ("cpu", the training device).
+  std::string device = "auto";
   void fields(FieldVisitor& v) override;
 };
 

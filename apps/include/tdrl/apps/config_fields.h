@@ -69,6 +69,7 @@ class Constraint {
   friend Constraint in_range(double, double);
   friend Constraint one_of(std::vector<std::string>);
   friend Constraint non_empty();
+  friend Constraint torch_device(std::vector<std::string>);
 
   std::optional<double> min_;
   bool min_open_ = false;
@@ -77,6 +78,7 @@ class Constraint {
   std::vector<std::string> choices_;
   bool number_ = false;
   bool non_empty_ = false;
+  bool device_ = false;
   std::string reason_;
 };
 
@@ -92,6 +94,10 @@ Constraint in_range(double lo, double hi);
 Constraint one_of(std::vector<std::string> choices);
 /// A string that is not empty.
 Constraint non_empty();
+/// A LibTorch device that exists on this machine: "cpu", "cuda" (the current GPU) or "cuda:N",
+/// or one of the words `also` ("auto"). A GPU where there is none, or an index past the last
+/// GPU, is refused when the config loads, with the GPUs there are.
+Constraint torch_device(std::vector<std::string> also = {});
 
 /// A free-form map of scalars (e.g. env.options); values keep their YAML reading: a bool, an
 /// integer, a float or a string, in that order of preference.

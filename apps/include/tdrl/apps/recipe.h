@@ -41,6 +41,9 @@ struct EnvInfo {
   std::optional<int64_t> num_actions;
   /// Elements of one action.
   int64_t action_dim = 1;
+  /// Bytes of one step as the env writes it (its tensor entries and "next"), what a replay
+  /// buffer keeps per transition.
+  int64_t frame_bytes = 0;
 };
 
 /// What a recipe's builders read: the task's shapes and the sections that concern networks,
@@ -52,6 +55,12 @@ struct RecipeContext {
   const CollectorSection& collector;
   /// Null for algorithms without a replay section.
   const ReplaySection* replay;
+  /// Where training runs (the config's `device`). Networks are built on the CPU; the Trainer
+  /// moves the loss, the actor and the exploration modules here after build_learning, before
+  /// any optimiser steps (LibTorch's Module::to keeps the parameters the optimisers hold).
+  torch::Device device = torch::kCPU;
+  /// Where the replay buffer lives (`replay.device` resolved: never "auto").
+  torch::Device replay_device = torch::kCPU;
 };
 
 /// One optimiser and the loss terms it minimises. The Trainer sums the `terms` of the groups

@@ -43,7 +43,9 @@ struct EvalResult {
 /// Runs `episodes` episodes of `actor` on `env` (unbatched) with
 /// InteractionType::kDeterministic (categorical mode, TanhNormal's squashed mean) and no
 /// gradient, each up to `max_steps` steps (-1: until done), the env seeded with `seed` first;
-/// the same seed and weights give the same result. Throws ValueError for episodes < 1.
+/// the same seed and weights give the same result. The actor runs where its parameters are (a
+/// GPU): each observation goes there and the action comes back to the env's device. Throws
+/// ValueError for episodes < 1.
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
                     int64_t episodes, int64_t max_steps, uint64_t seed);
 
@@ -163,6 +165,7 @@ class Trainer {
   void keep_after_error(const std::exception& error);
 
   RunConfig config_;
+  torch::Device device_ = torch::kCPU;  // config_.device
   RunDir run_;
   RunSeeds seeds_;
   EnvParts env_;
