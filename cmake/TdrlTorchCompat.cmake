@@ -76,3 +76,13 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
     AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 12 AND TDRL_CXX_STANDARD GREATER_EQUAL 20)
   add_compile_options(-Wno-stringop-overflow -Wno-array-bounds -Wno-restrict)
 endif()
+
+# PyPI's LibTorch ships c10d's ProcessGroupGloo.hpp without the Gloo headers it includes
+# (<gloo/algorithm.h>); the sources that use it (the distributed collector, its tests) take them
+# from the system's libgloo-dev (Debian's LibTorch has them beside its own). Stays while the
+# wheels leave them out.
+if(NOT EXISTS "${TORCH_INSTALL_PREFIX}/include/gloo" AND
+   EXISTS "${TORCH_INSTALL_PREFIX}/include/torch/csrc/distributed/c10d/ProcessGroupGloo.hpp")
+  find_path(TDRL_GLOO_INCLUDE_DIR gloo/algorithm.h REQUIRED)
+  set_property(TARGET torch APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${TDRL_GLOO_INCLUDE_DIR}")
+endif()

@@ -81,7 +81,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   exit 1
 }
 cmake --build "$build" -j "$(nproc)" --target tdrl-train tensordict_tests tdrl_apps_tests \
-  tdrl_gpu_timings > "$root/build-gpu.build.log" 2>&1 || {
+  tdrl_gpu_timings -- -k 0 > "$root/build-gpu.build.log" 2>&1 || {
   grep -E "error|FAILED" "$root/build-gpu.build.log" | head -n 40 >&2
   exit 1
 }
