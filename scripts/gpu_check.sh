@@ -71,7 +71,8 @@ arch_libs=$prefix/usr/lib/x86_64-linux-gnu
 # the programs find them here.
 export LD_LIBRARY_PATH=$arch_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 step_start=$SECONDS
-took() { echo "$((SECONDS - step_start))"; step_start=$SECONDS; }
+# Seconds since the last call (called directly, not in $(...), which would lose step_start).
+took() { took_s=$((SECONDS - step_start)); step_start=$SECONDS; }
 
 # ---- build
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -85,16 +86,16 @@ cmake --build "$build" -j "$(nproc)" --target tdrl-train tensordict_tests tdrl_a
   grep -E "error|FAILED" "$root/build-gpu.build.log" | head -n 40 >&2
   exit 1
 }
-build_s=$(took)
+took; build_s=$took_s
 echo "gpu_check: built in ${build_s} s (torch $("$python" -c 'import torch; print(torch.__version__)'))"
 
 # ---- the CUDA test cases
 status=0
 for binary in tests/tensordict/tensordict_tests tests/apps/tdrl_apps_tests; do
   path=$(find "$build/tests" -type f -name "$(basename "$binary")" -perm -u+x | head -n 1)
-  "$path" --gtest_filter='*CUDA*' --gtest_brief=1 || status=1
+  "$path" --gtest_filter='*CUDA*' || status=1
 done
-tests_s=$(took)
+took; tests_s=$took_s
 
 # ---- timings
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
@@ -129,7 +130,7 @@ read -r ppo_cpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cpu "${ppo[@]}")"
 read -r ppo_gpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cuda "${ppo[@]}")"
 echo "| SAC HalfCheetah (configs/sac_halfcheetah.yaml: batch 256, 256x256, twin critics), updates/s while optimising | $sac_cpu_ups | $sac_gpu_ups | 5,000 updates after 1,000 random frames; frames/s with collection: $sac_cpu_fps CPU, $sac_gpu_fps GPU |"
 echo "| PPO HalfCheetah (configs/ppo_halfcheetah.yaml), frames/s | $ppo_cpu_fps | $ppo_gpu_fps | $frames frames, collection included |"
-timings_s=$(took)
+took; timings_s=$took_s
 echo
 echo "gpu_check: build ${build_s} s, CUDA tests ${tests_s} s, timings ${timings_s} s"
 exit $status

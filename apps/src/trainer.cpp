@@ -395,7 +395,7 @@ void Trainer::record_episodes(const TensorDict& batch) {
   // The env's own running return, when a RewardSum ahead of the reward transforms writes it.
   torch::Tensor env_sums;
   if (auto sums = batch.find({specs::kNext, kEpisodeRewardKey})) {
-    env_sums = sums->reshape({-1}).to(torch::kFloat64).contiguous();
+    env_sums = sums->reshape({-1}).to(torch::kCPU, torch::kFloat64).contiguous();
     TDRL_CHECK(env_sums.numel() == n, tensordict::ShapeError, "Trainer: the batch's (\"next\", \"",
                kEpisodeRewardKey, "\") has ", std::to_string(env_sums.numel()), " values for ",
                std::to_string(n), " steps; it must hold one per step");
