@@ -1001,7 +1001,10 @@ TEST_F(UserAlgorithmTest, RegisteringATakenOrEmptyNameThrows) {
 
 // ---- devices ------------------------------------------------------------------------------------
 
+// Without ConfigTest's fixture: each registers the built-in algorithms itself (run alone, as
+// scripts/gpu_check.sh runs the *CUDA* cases, nothing else has).
 TEST(ConfigDeviceTest, ACudaDeviceWithoutAGpuIsRefusedNamingWhatIsMissing) {
+  register_builtin_components();
   if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has a GPU";
   for (const std::string device : {"cuda", "cuda:0", "cuda:7"}) {
     SCOPED_TRACE(device);
@@ -1017,6 +1020,7 @@ TEST(ConfigDeviceTest, ACudaDeviceWithoutAGpuIsRefusedNamingWhatIsMissing) {
 }
 
 TEST(ConfigCUDATest, AGpuIndexPastTheLastIsRefusedNamingTheGpusThereAre) {
+  register_builtin_components();
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
   const auto gpus = torch::cuda::device_count();
   const std::string past = "cuda:" + std::to_string(gpus);
@@ -1026,6 +1030,7 @@ TEST(ConfigCUDATest, AGpuIndexPastTheLastIsRefusedNamingTheGpusThereAre) {
 }
 
 TEST(ConfigCUDATest, DevicesThatDoNotFitTogetherAreRefusedBeforeTheRun) {
+  register_builtin_components();
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
   // The replay buffer on a GPU while training on the CPU.
   const auto replay = error_message<ConfigError>([] {
