@@ -77,7 +77,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const tensordict::
   torch::serialize::InputArchive archive;
   // The state goes where the optimiser's parameters are, whichever device wrote it (a GPU run
   // resumed with --set device=cpu).
-  std::optional<torch::Device> device;
+  c10::optional<torch::Device> device;  // load_from's type: LibTorch 1.x's own optional
   for (const auto& group : optimizer.param_groups()) {
     if (!group.params().empty()) {
       device = group.params().front().device();
