@@ -96,8 +96,7 @@ std::string self_executable() { return fs::read_symlink("/proc/self/exe").string
 // weights into; the Trainer moves their batches to the device.
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
                                                           const EnvParts& env, Recipe& recipe,
-                                                          const RunDir& run,
-                                                          torch::Device device) {
+                                                          const RunDir& run, torch::Device device) {
   auto options = collectors::CollectorOptions()
                      .frames_per_batch(c.frames_per_batch)
                      .total_frames(c.total_frames)
@@ -232,8 +231,10 @@ void check_devices(const RunConfig& config) {
     if (replay->device != "auto" && replay->device != "cpu" &&
         torch::Device(replay->device) != device)
       problems.push_back("'replay.device' is '" + replay->device + "' and 'device' is '" +
-                         config.device + "'; the buffer lives on the CPU or the training device: "
-                         "set replay.device to cpu, auto or " + config.device);
+                         config.device +
+                         "'; the buffer lives on the CPU or the training device: "
+                         "set replay.device to cpu, auto or " +
+                         config.device);
   }
   if (config.collector.mode == "distributed" && !device.is_cpu())
     problems.push_back("'collector.mode' is distributed and 'device' is '" + config.device +
@@ -241,8 +242,8 @@ void check_devices(const RunConfig& config) {
                        "CPU and runs with device: cpu only for now; use mode single, sync or "
                        "async on a GPU");
   if (!problems.empty())
-    throw ConfigError(detail::problems_message("the config's devices do not fit together",
-                                               problems));
+    throw ConfigError(
+        detail::problems_message("the config's devices do not fit together", problems));
 }
 
 }  // namespace
@@ -757,8 +758,8 @@ bool Trainer::train() {
       const auto collected = Clock::now();
       times_.collect += seconds(collect_start, collected);
       // Worker collectors hand over CPU batches: one copy to the training device.
-      batch_ = batch->device() == std::optional<torch::Device>(device_) ? *batch
-                                                                       : batch->to(device_);
+      batch_ =
+          batch->device() == std::optional<torch::Device>(device_) ? *batch : batch->to(device_);
       frames_ = collector_->frames();
       record_episodes(batch_);
       run_hooks(HookPoint::kBatch);

@@ -180,8 +180,7 @@ TensorDict TensorDict::detach() const {
 TensorDict TensorDict::to(torch::Device device, bool non_blocking) const {
   return detail::map_leaves(
       *this, nullptr,
-      [&](const NestedKey&, const torch::Tensor& t) { return t.to(device, non_blocking); },
-      device);
+      [&](const NestedKey&, const torch::Tensor& t) { return t.to(device, non_blocking); }, device);
 }
 
 TensorDict TensorDict::pin_memory() const {

@@ -1034,8 +1034,9 @@ TEST(ConfigCUDATest, DevicesThatDoNotFitTogetherAreRefusedBeforeTheRun) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
   // The replay buffer on a GPU while training on the CPU.
   const auto replay = error_message<ConfigError>([] {
-    Trainer::check(load_yaml("env:\n  name: CartPole-v1\nalgo:\n  name: dqn\ncollector:\n"
-                             "  total_frames: 1000\nreplay:\n  device: cuda\n"));
+    Trainer::check(
+        load_yaml("env:\n  name: CartPole-v1\nalgo:\n  name: dqn\ncollector:\n"
+                  "  total_frames: 1000\nreplay:\n  device: cuda\n"));
   });
   EXPECT_THAT(replay, HasSubstr("'replay.device' is 'cuda' and 'device' is 'cpu'"));
   // The distributed collector on a GPU run.

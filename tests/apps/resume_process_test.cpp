@@ -38,10 +38,10 @@
 #include <tdrl/apps/checkpoint.h>
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/registry.h>
-#include <tensordict/torch_compat.h>
 #include <tdrl/apps/stop_signal.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
+#include <tensordict/torch_compat.h>
 
 #include <tdrl/apps/checkpoint_store.h>
 
@@ -589,8 +589,8 @@ std::string only_run(const TempDir& tmp) {
 
 TEST(TrainToolTest, AResumedRunChangesOnlyWhereItRuns) {
   TempDir tmp;
-  const auto config = write_ppo_config(tmp, "ppo.yaml", 4,
-                                       "  frames_per_batch: 256\n  total_frames: 1024\n");
+  const auto config =
+      write_ppo_config(tmp, "ppo.yaml", 4, "  frames_per_batch: 256\n  total_frames: 1024\n");
   const auto [first, first_log] = run_train(tmp, {"--config", config}, "first.log");
   ASSERT_EQ(first, 0) << first_log;
   const std::string run = only_run(tmp);
@@ -610,8 +610,8 @@ TEST(TrainToolTest, AResumedRunChangesOnlyWhereItRuns) {
 TEST(TrainToolCUDATest, ACheckpointWrittenOnTheGpuResumesOnTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
   TempDir tmp;
-  const auto config = write_ppo_config(tmp, "ppo.yaml", 4,
-                                       "  frames_per_batch: 256\n  total_frames: 2048\n");
+  const auto config =
+      write_ppo_config(tmp, "ppo.yaml", 4, "  frames_per_batch: 256\n  total_frames: 2048\n");
   const auto [first, first_log] =
       run_train(tmp, {"--config", config, "--set", "device=cuda"}, "gpu.log");
   ASSERT_EQ(first, 0) << first_log;

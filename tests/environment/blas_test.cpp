@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <ATen/Context.h>
+#include <gtest/gtest.h>
 #include <torch/types.h>
 
 namespace {

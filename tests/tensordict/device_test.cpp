@@ -17,12 +17,13 @@ using ::testing::HasSubstr;
 
 // A collector-like batch [4, 8]: observations, actions, a nested "next" and a non-tensor entry.
 TensorDict batch() {
-  return TensorDict({{"observation", torch::randn({4, 8, 17})},
-                     {"action", torch::randn({4, 8, 6})},
-                     {"next", {{"reward", torch::randn({4, 8, 1})},
-                               {"done", torch::zeros({4, 8, 1}, torch::kBool)}}},
-                     {"note", "text"}},
-                    {4, 8});
+  return TensorDict(
+      {{"observation", torch::randn({4, 8, 17})},
+       {"action", torch::randn({4, 8, 6})},
+       {"next",
+        {{"reward", torch::randn({4, 8, 1})}, {"done", torch::zeros({4, 8, 1}, torch::kBool)}}},
+       {"note", "text"}},
+      {4, 8});
 }
 
 // Every tensor leaf of `a` equals the one of `b` at its key (compared on the CPU).

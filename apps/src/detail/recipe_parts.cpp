@@ -97,7 +97,7 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
 }
 
 std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay,
-                                                           torch::Device device) {
+                                                            torch::Device device) {
   auto storage = std::make_shared<replay::LazyTensorStorage>(
       replay.capacity, replay::StorageOptions().device(device));
   const auto options = replay::ReplayBufferOptions().batch_size(replay.batch_size);

@@ -42,7 +42,7 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
 /// A replay buffer from the replay section (lazy tensor storage on `device`, replay.device
 /// resolved; prioritized when asked).
 std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay,
-                                                           torch::Device device);
+                                                            torch::Device device);
 
 /// The problems of running an algorithm that needs `need` actions on `env`.
 std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,

@@ -12,8 +12,8 @@
 // - A LibTorch found with another's libraries is refused at configure (stays); a PyPI wheel's
 //   CUDA libraries are given to the linker (-rpath-link) and the installed libraries find that
 //   LibTorch through their RPATH (stays); the system's fmt comes before the wheel's for spdlog
-//   (goes with spdlog < 1.15); GCC 12's false -Wstringop-overflow, -Warray-bounds and -Wrestrict under C++20 are off (goes with
-//   GCC 12). All in cmake/TdrlTorchCompat.cmake.
+//   (goes with spdlog < 1.15); GCC 12's false -Wstringop-overflow, -Warray-bounds and -Wrestrict
+//   under C++20 are off (goes with GCC 12). All in cmake/TdrlTorchCompat.cmake.
 
 #include <torch/version.h>
 
