@@ -221,6 +221,12 @@ std::string to_yaml(const RunSeeds& s) {
 
 namespace {
 
+// `td` on `device`: itself when it is there already (the single collector's batches, a replay
+// buffer on the training device), else one copy.
+TensorDict on_device(const TensorDict& td, torch::Device device) {
+  return td.device() == std::optional<torch::Device>(device) ? td : td.to(device);
+}
+
 // The device keys together (each was checked alone when the config loaded): the replay buffer
 // lives on the CPU or the training device, and the distributed collector's weights travel over
 // Gloo on the CPU.
@@ -488,11 +494,8 @@ void Trainer::optimize(const TensorDict& batch) {
     const auto learning_starts =
         std::max(config_.collector.init_random_frames, config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;
-    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) {
-      TensorDict sample = replay.sample();
-      if (sample.device() != std::optional<torch::Device>(device_)) sample = sample.to(device_);
-      update_on(sample);
-    }
+    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u)
+      update_on(on_device(replay.sample(), device_));
     return;
   }
   for (int64_t epoch = 0; epoch < recipe_->epochs_per_batch(); ++epoch) {
@@ -758,8 +761,7 @@ bool Trainer::train() {
       const auto collected = Clock::now();
       times_.collect += seconds(collect_start, collected);
       // Worker collectors hand over CPU batches: one copy to the training device.
-      batch_ =
-          batch->device() == std::optional<torch::Device>(device_) ? *batch : batch->to(device_);
+      batch_ = on_device(*batch, device_);
       frames_ = collector_->frames();
       record_episodes(batch_);
       run_hooks(HookPoint::kBatch);

@@ -25,7 +25,7 @@
 #include <tensordict/tensordict.h>
 
 #include "../actors.h"
-#include "../problem.h"
+#include "../ppo_fixture.h"
 
 namespace tdrl::bench {
 namespace {
@@ -46,29 +46,15 @@ double time_ms(const std::function<void()>& step, torch::Device device, int iter
 }
 
 double clip_ppo_ms(torch::Device device) {
-  constexpr int64_t kBatch = 2048;
   torch::manual_seed(0);
-  MLP actor_mlp{MLPOptions(kObs, 2 * kAction).num_cells({64, 64})};
-  MLP critic_mlp{MLPOptions(kObs, 1).num_cells({64, 64})};
-  auto actor = tanh_normal_actor(actor_mlp, /*return_log_prob=*/true);
-  auto critic = modules::ValueOperator(critic_mlp);
-  auto loss = std::make_shared<losses::ClipPPOLoss>(actor, critic);
-  TensorDict batch({{"observation", torch::randn({kBatch, kObs})}}, {kBatch});
-  {
-    torch::NoGradGuard no_grad;
-    tdnn::SetInteractionType random(tdnn::InteractionType::kRandom);
-    actor(batch);
-  }
-  batch.set("advantage", torch::randn({kBatch, 1}));
-  batch.set("value_target", torch::randn({kBatch, 1}));
-  batch = batch.select({"observation", "action", "sample_log_prob", "advantage", "value_target"});
-  loss->to(device);
-  batch = batch.to(device);
-  const auto params = loss->parameters();
+  PpoFixture f;
+  f.loss->to(device);
+  const TensorDict batch = f.batch.to(device);
+  const auto params = f.loss->parameters();
   return time_ms(
       [&] {
         for (auto p : params) p.mutable_grad() = torch::Tensor();
-        const auto out = loss->forward(batch);
+        const auto out = f.loss->forward(batch);
         (out.get("loss_objective") + out.get("loss_critic") + out.get("loss_entropy")).backward();
       },
       device, 200);
