@@ -13,7 +13,8 @@
 # Exits 1 on a failed build or test, 2 on bad arguments.
 #   PYTHON=...       the Python holding torch (default python3)
 #   TDRL_GPU_FRAMES  frames of each PPO timing run (default 20480; SAC runs 1,000 random frames
-#                    then 5,000 frames of one update each)
+#                    then 3,000 frames of one update each: on the CPU, on the GPU eagerly and
+#                    with train.cuda_graph)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$root/.gpu_check
@@ -81,8 +82,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   tail -n 40 "$root/build-gpu.configure.log" >&2
   exit 1
 }
-cmake --build "$build" -j "$(nproc)" --target tdrl-train tensordict_tests tdrl_apps_tests \
-  tdrl_gpu_timings -- -k 0 > "$root/build-gpu.build.log" 2>&1 || {
+cmake --build "$build" -j "$(nproc)" --target tdrl-train tensordict_tests tdrl_modules_tests \
+  tdrl_apps_tests tdrl_gpu_timings -- -k 0 > "$root/build-gpu.build.log" 2>&1 || {
   grep -E "error|FAILED" "$root/build-gpu.build.log" | head -n 40 >&2
   exit 1
 }
@@ -91,9 +92,15 @@ echo "gpu_check: built in ${build_s} s (torch $("$python" -c 'import torch; prin
 
 # ---- the CUDA test cases
 status=0
-for binary in tests/tensordict/tensordict_tests tests/apps/tdrl_apps_tests; do
-  path=$(find "$build/tests" -type f -name "$(basename "$binary")" -perm -u+x | head -n 1)
-  "$path" --gtest_filter='*CUDA*' || status=1
+for binary in tensordict_tests tdrl_modules_tests tdrl_apps_tests; do
+  path=$(find "$build/tests" -type f -name "$binary" -perm -u+x | head -n 1)
+  code=0
+  "$path" --gtest_filter='*CUDA*' || code=$?
+  (( code == 0 )) || status=1
+  # A crash (a signal) again under gdb, where there is one, for its backtrace.
+  if (( code > 128 )) && command -v gdb > /dev/null; then
+    gdb -q -batch -ex run -ex bt --args "$path" --gtest_filter='*CUDA*' 2>&1 | tail -n 60
+  fi
 done
 took; tests_s=$took_s
 
@@ -121,14 +128,16 @@ print(f'{float(last["fps"]):.0f} {updates / optimize if optimize > 0 else 0:.0f}
 PY
   rm -rf "$runs"
 }
-sac=(--set collector.init_random_frames=1000 --set collector.total_frames=6000
+sac=(--set collector.init_random_frames=1000 --set collector.total_frames=4000
      --set collector.frames_per_batch=100 --set algo.updates_per_batch=100)
 ppo=(--set collector.total_frames="$frames")
 read -r sac_cpu_fps sac_cpu_ups <<< "$(train_rate sac_halfcheetah.yaml cpu "${sac[@]}")"
 read -r sac_gpu_fps sac_gpu_ups <<< "$(train_rate sac_halfcheetah.yaml cuda "${sac[@]}")"
+read -r sac_graph_fps sac_graph_ups <<< "$(train_rate sac_halfcheetah.yaml cuda "${sac[@]}" \
+  --set train.cuda_graph=true)"
 read -r ppo_cpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cpu "${ppo[@]}")"
 read -r ppo_gpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cuda "${ppo[@]}")"
-echo "| SAC HalfCheetah (configs/sac_halfcheetah.yaml: batch 256, 256x256, twin critics), updates/s while optimising | $sac_cpu_ups | $sac_gpu_ups | 5,000 updates after 1,000 random frames; frames/s with collection: $sac_cpu_fps CPU, $sac_gpu_fps GPU |"
+echo "| SAC HalfCheetah (configs/sac_halfcheetah.yaml: batch 256, 256x256, twin critics), updates/s while optimising | $sac_cpu_ups | $sac_gpu_ups eager, $sac_graph_ups with train.cuda_graph | 3,000 updates after 1,000 random frames, one update per frame; frames/s with collection: $sac_cpu_fps CPU, $sac_gpu_fps GPU eager, $sac_graph_fps GPU graph |"
 echo "| PPO HalfCheetah (configs/ppo_halfcheetah.yaml), frames/s | $ppo_cpu_fps | $ppo_gpu_fps | $frames frames, collection included |"
 took; timings_s=$took_s
 echo

@@ -229,6 +229,8 @@ class OffPolicyRecipe : public Recipe {
     if (hard_) hard_->step();
     if (soft_) soft_->step();
   }
+  // A soft update is lerps of the target parameters; a hard one counts updates on the host.
+  bool after_update_capturable() const override { return !hard_; }
   bool updates_priorities() const override { return prioritized_; }
 
  protected:

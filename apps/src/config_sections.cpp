@@ -122,6 +122,12 @@ void OptimSection::fields(FieldVisitor& v) {
     "linear: decay to 0 at total_frames");
 }
 
+void TrainSection::fields(FieldVisitor& v) {
+  v("cuda_graph", cuda_graph,
+    "capture each gradient update (loss, backward, clipping, optimiser steps, soft target "
+    "update) once as a CUDA graph and replay it: device cuda and optim.name adam only");
+}
+
 void LoggerSection::fields(FieldVisitor& v) {
   v("dir", dir, non_empty(), "folder of the run folders");
   v("progress", progress, one_of({"auto", "bar", "lines", "none"}),
@@ -163,6 +169,7 @@ void RunConfig::fields(FieldVisitor& v) {
   if (ReplaySection* r = algo.options ? algo.options->replay() : nullptr)
     v.section("replay", *r, "the replay buffer (algorithms with one)");
   v.section("optim", optim, "the optimisers");
+  v.section("train", train, "the gradient updates");
   v.section("logger", logger, "terminal output and the run folder");
   v.section("eval", eval, "deterministic evaluation");
   v.section("checkpoint", checkpoint, "checkpoints");

@@ -32,6 +32,7 @@
 
 #include "detail/config_text.h"
 #include "detail/file_util.h"
+#include "detail/update_step.h"
 
 namespace tdrl::apps {
 
@@ -247,6 +248,18 @@ void check_devices(const RunConfig& config) {
                        "'; the distributed collector sends the policy's weights over Gloo on the "
                        "CPU and runs with device: cpu only for now; use mode single, sync or "
                        "async on a GPU");
+  if (config.train.cuda_graph) {
+    if (!device.is_cuda())
+      problems.push_back("'train.cuda_graph' is true and 'device' is '" + config.device +
+                         "'; CUDA graphs need device: cuda (set train.cuda_graph: false)");
+    else if (!detail::cuda_graphs_available())
+      problems.push_back("'train.cuda_graph' is true and this build of tdrl has no CUDA graphs "
+                         "(its LibTorch was built without CUDA); set train.cuda_graph: false");
+    if (config.optim.name != "adam")
+      problems.push_back("'train.cuda_graph' is true and 'optim.name' is '" + config.optim.name +
+                         "'; a captured update needs optim.name: adam (CapturableAdam keeps its "
+                         "step on the device), or set train.cuda_graph: false");
+  }
   if (!problems.empty())
     throw ConfigError(
         detail::problems_message("the config's devices do not fit together", problems));
@@ -284,6 +297,8 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     recipe_->actor->to(device_);
     for (auto& [name, module] : recipe_->exploration_modules) module->to(device_);
   }
+  update_ = std::make_unique<detail::UpdateStep>(*recipe_, config_.optim.max_grad_norm,
+                                                 config_.train.cuda_graph);
   collector_ = make_collector(config_.collector, env_, *recipe_, run_, device_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
@@ -427,65 +442,37 @@ void Trainer::record_episodes(const TensorDict& batch) {
 }
 
 void Trainer::update_on(const TensorDict& minibatch) {
-  auto& groups = recipe_->optimizers;
-  std::vector<OptimizerGroup*> active;
-  for (auto& g : groups) {
-    if (updates_ % g.period == 0) active.push_back(&g);
-  }
-  TensorDict terms = recipe_->loss->forward(minibatch);
-  torch::Tensor total;
-  for (const auto& [key, value] : terms.items()) {
-    const auto name = key.front();
-    const auto& t = std::get<torch::Tensor>(value);
-    loss_sums_[name] += t.detach().item<double>();
-    if (name.rfind("loss_", 0) != 0) continue;
-    bool used = false;
-    for (auto* g : active) {
-      used = used || g->terms.empty() ||
-             std::find(g->terms.begin(), g->terms.end(), name) != g->terms.end();
-    }
-    if (!used) continue;
-    if (!torch::isfinite(t).all().item<bool>()) {
-      diverged_ = true;
-      const auto last = checkpoints_->latest();
-      throw tensordict::ValueError(
-          "Trainer: the loss term '" + name + "' is " + std::to_string(t.item<double>()) +
-          " (non-finite)" + " at " + std::to_string(frames_) + " frames (update " +
-          std::to_string(updates_) +
-          "); the run stops without writing a checkpoint. The last good checkpoint is " +
-          (last ? *last : std::string("none")) +
-          ". Lower optim.lr, set optim.max_grad_norm, or check the env's rewards");
-    }
-    total = total.defined() ? total + t : t;
-  }
-  ++loss_count_;
-  if (total.defined()) {
-    for (auto& g : groups) g.optimizer->zero_grad();
-    total.backward();
-    const double max_norm = config_.optim.max_grad_norm;
-    for (auto* g : active) {
-      std::vector<torch::Tensor> params;
-      for (const auto& pg : g->optimizer->param_groups()) {
-        params.insert(params.end(), pg.params().begin(), pg.params().end());
-      }
-      // The norm before clipping (clip_grad_norm_ returns it; with no clipping, an infinite
-      // bound leaves the gradients as they are).
-      const double norm = torch::nn::utils::clip_grad_norm_(
-          params, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
-      grad_norm_sums_[g->name].first += norm;
-      grad_norm_sums_[g->name].second += 1;
-      g->optimizer->step();
-    }
-  }
-  recipe_->after_update();
-  if (recipe_->replay && recipe_->updates_priorities()) {
-    recipe_->replay->update_tensordict_priority(minibatch);
-  }
+  std::vector<size_t> active;
+  for (size_t i = 0; i < recipe_->optimizers.size(); ++i)
+    if (updates_ % recipe_->optimizers[i].period == 0) active.push_back(i);
+  const TensorDict seen = update_->run(minibatch, active);
+  if (recipe_->replay && recipe_->updates_priorities())
+    recipe_->replay->update_tensordict_priority(seen);
   ++updates_;
   run_hooks(HookPoint::kUpdate);
 }
 
+void Trainer::check_finite(int64_t first_update) {
+  const auto bad = update_->first_nonfinite();
+  if (!bad) return;
+  diverged_ = true;
+  const auto last = checkpoints_->latest();
+  throw tensordict::ValueError(
+      "Trainer: the loss term '" + bad->first + "' is " + std::to_string(bad->second) +
+      " (non-finite) in an update of the batch at " + std::to_string(frames_) +
+      " frames (updates " + std::to_string(first_update) + " to " + std::to_string(updates_ - 1) +
+      "); the run stops without writing a checkpoint. The last good checkpoint is " +
+      (last ? *last : std::string("none")) +
+      ". Lower optim.lr, set optim.max_grad_norm, or check the env's rewards");
+}
+
 void Trainer::optimize(const TensorDict& batch) {
+  const int64_t first_update = updates_;
+  optimize_batch(batch);
+  check_finite(first_update);
+}
+
+void Trainer::optimize_batch(const TensorDict& batch) {
   if (recipe_->replay) {
     auto& replay = *recipe_->replay;
     // Only what the env wrote: random warm-up batches carry no policy outputs, and the storage
@@ -692,14 +679,7 @@ void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
     const auto& pg = recipe_->optimizers.front().optimizer->param_groups();
     if (!pg.empty()) metrics_["lr"] = pg.front().options().get_lr();
   }
-  for (const auto& [name, sum] : loss_sums_) {
-    if (loss_count_ > 0) metrics_[name] = sum / static_cast<double>(loss_count_);
-  }
-  loss_sums_.clear();
-  loss_count_ = 0;
-  for (const auto& [name, sum] : grad_norm_sums_)
-    if (sum.second > 0) metrics_["grad_norm_" + name] = sum.first / sum.second;
-  grad_norm_sums_.clear();
+  for (const auto& [name, mean] : update_->take_means()) metrics_[name] = mean;
   if (frames_ > 0)
     metrics_["updates_per_frame"] = static_cast<double>(updates_) / static_cast<double>(frames_);
   metrics_writer_->write(metrics_);

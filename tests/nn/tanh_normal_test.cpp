@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <tensordict/errors.h>
 #include <tensordict/nn/normal.h>
 
@@ -142,6 +144,27 @@ TEST(TanhNormalTest, BoundsThatDoNotBroadcastThrowShapeError) {
 TEST(TanhNormalTest, ZeroScaleThrowsValueError) {
   EXPECT_THAT([&] { TanhNormal(torch::zeros({2}), torch::zeros({2})); },
               ThrowsMessage<ValueError>(HasSubstr("scale must be > 0 everywhere, got minimum 0")));
+}
+
+// Value checks read the tensors on the host; a ValidateArgs(false) guard skips them (for GPU
+// code that must not synchronise) on its thread only, while shape checks still run.
+TEST(TanhNormalTest, ValidateArgsOffSkipsValueChecksOnThisThreadOnly) {
+  EXPECT_TRUE(tensordict::nn::validate_args());
+  {
+    tensordict::nn::ValidateArgs off(false);
+    EXPECT_FALSE(tensordict::nn::validate_args());
+    EXPECT_NO_THROW(TanhNormal(torch::zeros({2}), torch::zeros({2})));
+    EXPECT_NO_THROW(TanhNormal(torch::zeros({2}), torch::ones({2}),
+                               TanhNormalOptions().low(torch::ones({2})).high(-torch::ones({2}))));
+    EXPECT_THROW(TanhNormal(torch::zeros({2}), torch::ones({2}),
+                            TanhNormalOptions().low(-torch::ones({3})).high(torch::ones({3}))),
+                 ShapeError);
+    bool other_thread = false;
+    std::thread([&other_thread] { other_thread = tensordict::nn::validate_args(); }).join();
+    EXPECT_TRUE(other_thread);
+  }
+  EXPECT_TRUE(tensordict::nn::validate_args());
+  EXPECT_THROW(TanhNormal(torch::zeros({2}), torch::zeros({2})), ValueError);
 }
 
 TEST(TanhNormalTest, PrintsParametersAndBounds) {

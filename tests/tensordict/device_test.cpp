@@ -83,8 +83,9 @@ TEST(TensorDictDeviceCUDATest, NonBlockingCopyFromPinnedMemoryArrivesOnTheStream
   const auto on_gpu = td.pin_memory().to(torch::Device(torch::kCUDA, 0), /*non_blocking=*/true);
   EXPECT_EQ(on_gpu.device(), torch::Device(torch::kCUDA, 0));
   for (const auto& [key, value] : on_gpu.items(true, true)) {
-    if (const auto* t = std::get_if<torch::Tensor>(&value))
+    if (const auto* t = std::get_if<torch::Tensor>(&value)) {
       EXPECT_TRUE(t->is_cuda()) << key.to_string();
+    }
   }
   // Work queued on the same stream sees the data; the host reads it after synchronizing.
   const auto sum = on_gpu.get("observation").sum();

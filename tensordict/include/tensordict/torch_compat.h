@@ -54,3 +54,37 @@ namespace tensordict::compat {
 inline int64_t index_int(int64_t v) { return v; }
 }  // namespace tensordict::compat
 #endif
+
+// The key of a parameter's entry in torch::optim::Optimizer::state(): the TensorImpl's address
+// (void*) since LibTorch 2.0, that address printed as a string before. Goes with LibTorch 1.x.
+#include <ATen/core/Tensor.h>
+#if TDRL_TORCH_AT_LEAST(2, 0)
+namespace tensordict::compat {
+inline void* optimizer_state_key(const at::Tensor& p) { return p.unsafeGetTensorImpl(); }
+}  // namespace tensordict::compat
+#else
+#include <c10/util/string_utils.h>
+namespace tensordict::compat {
+inline std::string optimizer_state_key(const at::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+}  // namespace tensordict::compat
+#endif
+
+// Multiplies each tensor of a list in place by a 0-dim tensor: one multi-tensor kernel since
+// LibTorch 2.1 (at::_foreach_mul_ with a Tensor), a loop before. Goes with LibTorch 1.x.
+#include <ATen/ATen.h>
+namespace tensordict::compat {
+inline void foreach_mul_(at::TensorList tensors, const at::Tensor& factor) {
+#if TDRL_TORCH_AT_LEAST(2, 1)
+  at::_foreach_mul_(tensors, factor);
+#else
+  for (const auto& t : tensors) const_cast<at::Tensor&>(t).mul_(factor);
+#endif
+}
+}  // namespace tensordict::compat
+
+// at::_fused_adam_ with the learning rate in a tensor (one kernel for all parameters of a group,
+// reading the step counts and the learning rate from device memory): in LibTorch 2.x CUDA
+// builds (2.11 and 2.15 checked), absent from 1.x. Goes with LibTorch 1.x.
+#define TDRL_HAS_FUSED_ADAM_TENSOR_LR TDRL_TORCH_AT_LEAST(2, 4)

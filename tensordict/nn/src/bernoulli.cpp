@@ -18,7 +18,7 @@ Bernoulli::Bernoulli(Logits logits) : Distribution("Bernoulli") {
 Bernoulli::Bernoulli(Probs probs) : Distribution("Bernoulli") {
   detail::check_floating("Bernoulli::Bernoulli", "probs", probs.tensor);
   probs_ = std::move(probs.tensor);
-  if (probs_.numel() > 0) {
+  if (probs_.numel() > 0 && validate_args()) {
     const double lo = probs_.min().item<double>();
     const double hi = probs_.max().item<double>();
     if (!(lo >= 0 && hi <= 1)) {

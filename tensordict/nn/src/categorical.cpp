@@ -12,7 +12,7 @@ namespace {
 
 // Checks probs in [0, 1] summing to 1 over the last dim; returns their log.
 torch::Tensor logits_of_probs(const std::string& where, const torch::Tensor& probs, double atol) {
-  if (probs.numel() > 0) {
+  if (probs.numel() > 0 && validate_args()) {
     const double lo = probs.min().item<double>();
     const double hi = probs.max().item<double>();
     if (!(lo >= 0 && hi <= 1)) {
@@ -62,7 +62,9 @@ Categorical::Categorical(std::string name, torch::Tensor param, bool from_probs,
                        ", which would enlarge the " + param_name + " shape " +
                        shape_str(logits.sizes()) + "; it must broadcast to it");
     }
-    TDRL_CHECK(!(logits.numel() > 0 && !mask.expand(shape).any(-1).all().item<bool>()), ValueError,
+    TDRL_CHECK(!(logits.numel() > 0 && validate_args() &&
+                 !mask.expand(shape).any(-1).all().item<bool>()),
+               ValueError,
                where, ": mask leaves a row with no allowed class; every row of mask ",
                shape_str(mask.sizes()), " needs at least one true entry");
     mask_ = mask.expand(shape);
@@ -99,7 +101,7 @@ torch::Tensor Categorical::index_log_prob(const torch::Tensor& index) const {
     throw TypeError(os.str());
   }
   const int64_t n = num_categories();
-  if (index.numel() > 0) {
+  if (index.numel() > 0 && validate_args()) {
     const int64_t lo = index.min().item<int64_t>();
     const int64_t hi = index.max().item<int64_t>();
     TDRL_CHECK(!(lo < 0 || hi >= n), ValueError, name(),

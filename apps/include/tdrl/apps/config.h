@@ -151,6 +151,12 @@ struct CheckpointSection : Section {
   void fields(FieldVisitor& v) override;
 };
 
+/// `train:`: how the updates run.
+struct TrainSection : Section {
+  bool cuda_graph = false;
+  void fields(FieldVisitor& v) override;
+};
+
 /// The whole run: top-level keys and sections.
 struct RunConfig : Section {
   std::string name;
@@ -165,6 +171,7 @@ struct RunConfig : Section {
   AlgoSection algo;
   CollectorSection collector;
   OptimSection optim;
+  TrainSection train;
   LoggerSection logger;
   EvalSection eval;
   CheckpointSection checkpoint;

@@ -135,6 +135,10 @@ class Recipe {
   virtual void before_epoch(const TensorDict& batch) { (void)batch; }
   /// After each gradient step (all groups stepped): target-network updates.
   virtual void after_update() {}
+  /// Whether after_update() is device work alone (no host state such as a step counter, no host
+  /// synchronisation), which `train.cuda_graph` captures with the update; when false it runs
+  /// after each replay of the captured update instead.
+  virtual bool after_update_capturable() const { return false; }
   /// After each gradient step on a sampled minibatch: true when the replay buffer's priorities
   /// are to be updated from it (prioritized replay).
   virtual bool updates_priorities() const { return false; }

@@ -27,6 +27,10 @@ class logger;
 
 namespace tdrl::apps {
 
+namespace detail {
+class UpdateStep;
+}  // namespace detail
+
 /// Evaluation episodes: mean and standard deviation of their returns in the env's own units
 /// (before reward transforms; see kEpisodeRewardKey), their mean length in steps, and the mean
 /// return after the reward transforms when the env carries kEpisodeRewardKey.
@@ -147,8 +151,13 @@ class Trainer {
   const std::map<std::string, double>& metrics() const { return metrics_; }
 
  private:
+  // The batch's updates (optimize_batch), then check_finite.
   void optimize(const TensorDict& batch);
+  void optimize_batch(const TensorDict& batch);
   void update_on(const TensorDict& minibatch);
+  // Throws when a minimised loss term was non-finite in an update of this batch (read once per
+  // batch: the updates themselves never wait for the device).
+  void check_finite(int64_t first_update);
   void record_episodes(const TensorDict& batch);
   void log_row(double fps, const std::optional<EvalResult>& eval);
   void truncate_metrics();
@@ -179,9 +188,7 @@ class Trainer {
   std::map<HookPoint, std::vector<std::function<void(Trainer&)>>> hooks_;
   TensorDict batch_;
   std::map<std::string, double> metrics_;
-  std::map<std::string, double> loss_sums_;
-  int64_t loss_count_ = 0;
-  std::map<std::string, std::pair<double, int64_t>> grad_norm_sums_;  // by group: sum, count
+  std::unique_ptr<detail::UpdateStep> update_;  // the gradient update and its running sums
   // An episode's return in the env's units, its return after reward transforms, its length.
   struct EpisodeTally {
     double env_return = 0;

@@ -24,6 +24,26 @@
 
 namespace tensordict::nn {
 
+/// Whether distributions check the values of their arguments: scale > 0, low < high, probs in
+/// [0, 1] summing to 1, class indices in range, masks leaving a class. On by default, as
+/// PyTorch's validate_args. These checks read values on the host: on a GPU each is a
+/// synchronisation, and none can run inside a CUDA graph capture. Code that needs neither (the
+/// Trainer's updates on a GPU, where a non-finite loss is caught instead) turns them off for its
+/// thread with a ValidateArgs guard. Dtype and shape checks always run.
+bool validate_args();
+
+/// Sets validate_args() for the current thread while it lives; restores the previous value.
+class ValidateArgs {
+ public:
+  explicit ValidateArgs(bool enabled);
+  ~ValidateArgs();
+  ValidateArgs(const ValidateArgs&) = delete;
+  ValidateArgs& operator=(const ValidateArgs&) = delete;
+
+ private:
+  bool previous_;
+};
+
 /// Unnormalised log-probabilities `[*batch, n]` (or `[*batch]` for Bernoulli), a tag that
 /// picks the logits constructor of Categorical, OneHotCategorical and Bernoulli.
 /// Example: `Categorical dist(Logits(net_output));`
