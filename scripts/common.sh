@@ -60,6 +60,9 @@ tdrl_configure() {
     # link Debian's libraries unless <prefix>/lib is torch's.
     torch=("-DCMAKE_PREFIX_PATH=$("$TDRL_VENV/bin/python" -c \
       'import os, torch; print(os.path.dirname(torch.__file__))')")
+    # The venv's tensordict is the Python side of the memmap interop tests: named, so that the
+    # lane runs them (a venv without it stops the configure) rather than skipping them.
+    torch+=("-DTDRL_PYTHON=$TDRL_VENV/bin/python")
   fi
   cmake -S "$TDRL_ROOT" -B "$dir" "${first[@]}" "${torch[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
 }

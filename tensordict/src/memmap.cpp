@@ -38,13 +38,13 @@ struct WriteJob {
   torch::Tensor tensor;
 };
 
-// File names must not escape their folder or collide with the metadata.
-void check_key_is_file_name(const std::string& key, const std::string& dir) {
-  const bool bad = key.empty() || key == "." || key == ".." || key.find('/') != std::string::npos ||
-                   key.find('\0') != std::string::npos || detail::is_reserved_meta_key(key);
-  TDRL_CHECK(!bad, ValueError, "TensorDict::memmap: key '", key, "' in '", dir,
-             "' cannot be stored as a file name (no '/', '.', '..' or reserved names ",
-             "such as batch_size, device, _type); rename it first");
+// Keys become file names through detail::encode_key, which keeps every key inside its folder;
+// only the names meta.json uses itself are refused.
+void check_key_can_be_saved(const std::string& key, const std::string& dir) {
+  TDRL_CHECK(!detail::is_reserved_meta_key(key), ValueError, "TensorDict::memmap: key '", key,
+             "' in '", dir,
+             "' cannot be saved: meta.json uses that name itself (reserved: _type, _tdrl, shape, "
+             "device); rename it first");
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -54,14 +54,18 @@ void write_text(const std::string& path, const std::string& text) {
   TDRL_CHECK(out, Error, "TensorDict::memmap: cannot write '", path, "': ", std::strerror(errno));
 }
 
+void create_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  TDRL_CHECK(!ec, Error, "TensorDict::memmap: cannot create folder '", dir, "': ", ec.message());
+}
+
 // Creates the folder tree and meta.json files; collects the leaf files to write.
 void plan_folder(const TensorDict& td, const std::string& dir, std::vector<WriteJob>& jobs) {
   TDRL_CHECK(!td.is_sub_tensordict(), Error,
              "TensorDict::memmap: cannot save a sub-tensordict view; save its parent or a "
              "to_tensordict() copy");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  TDRL_CHECK(!ec, Error, "TensorDict::memmap: cannot create folder '", dir, "': ", ec.message());
+  create_folder(dir);
   detail::FolderMeta meta;
   meta.batch_size = td.batch_size();
   meta.device = td.device();
@@ -69,7 +73,6 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
     LazyStackedTensorDict lazy(td);
     meta.type = detail::FolderType::kLazyStack;
     meta.stack_dim = lazy.stack_dim();
-    // Python counts the member folders; the count lets tdrl tell a lost member from the end.
     meta.num_members = static_cast<int64_t>(lazy.tensordicts().size());
     for (size_t i = 0; i < lazy.tensordicts().size(); ++i)
       plan_folder(lazy.tensordicts()[i], dir + "/" + std::to_string(i), jobs);
@@ -77,17 +80,25 @@ void plan_folder(const TensorDict& td, const std::string& dir, std::vector<Write
     return;
   }
   detail::for_each_entry(td, [&](const std::string& key, const Value& v) {
-    check_key_is_file_name(key, dir);
+    check_key_can_be_saved(key, dir);
     meta.order.push_back(key);
+    const std::string path = dir + "/" + detail::encode_key(key);
     if (auto* t = std::get_if<torch::Tensor>(&v)) {
       meta.leaves[key] = {t->sizes().vec(), t->scalar_type()};
-      jobs.push_back({dir + "/" + key + ".memmap", *t});
+      jobs.push_back({path + ".memmap", *t});
     } else if (auto* nested = std::get_if<TensorDict>(&v)) {
       // Python records each nested TensorDict by the name of its class.
       meta.subfolders[key] = nested->is_lazy_stack() ? "LazyStackedTensorDict" : "TensorDict";
-      plan_folder(*nested, dir + "/" + key, jobs);
+      plan_folder(*nested, path, jobs);
     } else {
-      meta.non_tensors.emplace(key, detail::non_tensor_meta(std::get<NonTensorData>(v), key));
+      // A folder of its own, as Python keeps its NonTensorData and NonTensorStack.
+      detail::FolderMeta value;
+      value.type = detail::FolderType::kNonTensor;
+      value.non_tensor = detail::non_tensor_meta(std::get<NonTensorData>(v), key);
+      const bool uniform = value.non_tensor.uniform || value.non_tensor.batch_size.empty();
+      meta.subfolders[key] = uniform ? "NonTensorData" : "NonTensorStack";
+      create_folder(path);
+      write_text(path + "/" + kMetaFile, detail::dump_meta(value));
     }
   });
   write_text(dir + "/" + kMetaFile, detail::dump_meta(meta));
@@ -290,7 +301,38 @@ void require_own_folder(const std::string& dir) {
              "' is not a folder", fs::exists(status) ? "" : " (it is missing)");
 }
 
-TensorDict load_folder(const std::string& dir, MemmapMode mode);
+// Where entry `key` of the folder `dir` is: under Python's percent-encoded name, or, for a
+// folder written before names were encoded (tensordict 0.4, tdrl before format version 1),
+// under the key itself where that is a file name and the encoded name is missing.
+std::string entry_path(const std::string& dir, const std::string& key, const std::string& suffix) {
+  const std::string encoded = detail::encode_key(key);
+  const std::string path = dir + "/" + encoded + suffix;
+  if (encoded == key || !detail::is_plain_file_name(key)) return path;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec))) return path;
+  const std::string plain = dir + "/" + key + suffix;
+  return fs::exists(fs::symlink_status(plain, ec)) ? plain : path;
+}
+
+detail::FolderMeta read_meta(const std::string& dir) {
+  std::error_code ec;
+  TDRL_CHECK(fs::is_directory(dir, ec), Error, "TensorDict::load_memmap: '", dir,
+             "' is not a folder");
+  const std::string meta_path = dir + "/" + kMetaFile;
+  return detail::parse_meta(read_text(meta_path), meta_path);
+}
+
+TensorDict load_tensordict(const std::string& dir, const detail::FolderMeta& meta, MemmapMode mode);
+
+// A folder that must hold a TensorDict or a lazy stack (the prefix, a lazy stack's member).
+TensorDict load_folder(const std::string& dir, MemmapMode mode) {
+  const detail::FolderMeta meta = read_meta(dir);
+  TDRL_CHECK(meta.type != detail::FolderType::kNonTensor, Error, "TensorDict::load_memmap: '", dir,
+             "/", kMetaFile,
+             "' describes a non-tensor value (NonTensorData or NonTensorStack), not a "
+             "TensorDict; load the folder that holds it");
+  return load_tensordict(dir, meta, mode);
+}
 
 // The members are the subfolders "0", "1", ...: as many as tdrl recorded, or (a folder Python
 // wrote) as many as there are.
@@ -345,6 +387,8 @@ std::vector<std::string> load_order(const std::string& dir, const detail::Folder
                  "' missing from its _tdrl.order; the file was edited or is damaged");
     return order;
   }
+  // Format version 1 lists every entry, and names folders by encoded keys, not by the keys.
+  if (meta.format_version >= 1) return order;
   std::error_code ec;
   std::vector<std::string> unlisted;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -358,12 +402,30 @@ std::vector<std::string> load_order(const std::string& dir, const detail::Folder
   return order;
 }
 
-TensorDict load_folder(const std::string& dir, MemmapMode mode) {
+// A tensor leaf. Python writes no file for a leaf without elements (it has no bytes to map).
+torch::Tensor load_leaf(const std::string& dir, const std::string& key,
+                        const detail::LeafMeta& leaf, MemmapMode mode) {
+  const std::string path = entry_path(dir, key, ".memmap");
   std::error_code ec;
-  TDRL_CHECK(fs::is_directory(dir, ec), Error, "TensorDict::load_memmap: '", dir,
-             "' is not a folder");
+  const bool no_elements =
+      std::any_of(leaf.shape.begin(), leaf.shape.end(), [](int64_t d) { return d == 0; });
+  if (no_elements && !fs::exists(fs::symlink_status(path, ec)))
+    return torch::empty(leaf.shape, torch::TensorOptions().dtype(leaf.dtype));
+  return detail::map_folder_file(path, leaf.dtype, leaf.shape, mode);
+}
+
+// An entry in a folder of its own: a TensorDict, a lazy stack or a non-tensor value.
+Value load_subfolder(const std::string& dir, MemmapMode mode) {
+  require_own_folder(dir);
+  const detail::FolderMeta meta = read_meta(dir);
+  if (meta.type == detail::FolderType::kNonTensor)
+    return detail::non_tensor_from_meta(meta.non_tensor);
+  return load_tensordict(dir, meta, mode);
+}
+
+TensorDict load_tensordict(const std::string& dir, const detail::FolderMeta& meta,
+                           MemmapMode mode) {
   const std::string meta_path = dir + "/" + kMetaFile;
-  const detail::FolderMeta meta = detail::parse_meta(read_text(meta_path), meta_path);
   if (meta.type == detail::FolderType::kLazyStack) return load_lazy_stack(dir, meta, mode);
   TDRL_CHECK(!(meta.device && meta.device->type() == c10::DeviceType::Meta), Error,
              "TensorDict::load_memmap: '", meta_path,
@@ -375,13 +437,11 @@ TensorDict load_folder(const std::string& dir, MemmapMode mode) {
     // Only `set` is guarded: a leaf file of the wrong size reports itself.
     Value value;
     if (auto leaf = meta.leaves.find(key); leaf != meta.leaves.end()) {
-      value = detail::map_folder_file(dir + "/" + key + ".memmap", leaf->second.dtype,
-                                      leaf->second.shape, mode);
+      value = load_leaf(dir, key, leaf->second, mode);
     } else if (auto nt = meta.non_tensors.find(key); nt != meta.non_tensors.end()) {
       value = detail::non_tensor_from_meta(nt->second);
     } else {
-      require_own_folder(dir + "/" + key);
-      value = load_folder(dir + "/" + key, mode);
+      value = load_subfolder(entry_path(dir, key, ""), mode);
     }
     try {
       td.set(key, value);

@@ -23,4 +23,12 @@ std::string launched_program() {
 #endif
 }
 
+std::string python_interpreter() {
+#ifdef TDRL_PYTHON
+  return TDRL_PYTHON;
+#else
+  return "";
+#endif
+}
+
 }  // namespace tdrl::testing

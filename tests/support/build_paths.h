@@ -24,4 +24,8 @@ std::string test_data_dir();
 /// for a binary that names none (tdrl_test_build_paths without LAUNCHES).
 std::string launched_program();
 
+/// The Python interpreter with tensordict this build was configured with for the memmap interop
+/// tests (TDRL_PYTHON in cmake/TdrlTesting.cmake), or "" where there is none.
+std::string python_interpreter();
+
 }  // namespace tdrl::testing

@@ -87,18 +87,22 @@ void expect_matches_summary(const TensorDict& td, const json& summary) {
 }
 
 // Checks that the folder `ours` has the layout of the folder `theirs`: the same files, and
-// meta.json files with the same keys (besides tdrl's own "_tdrl") holding values of the same
-// JSON types. Sizes, dtypes and type names must be equal too; the root device only when
-// `same_device`, leaf bytes only when `same_bytes`.
+// meta.json files with the same keys holding values of the same JSON types. Sizes, dtypes and type
+// names must be equal too; the root device only when `same_device`, leaf bytes only when
+// `same_bytes`. Besides tdrl's own "_tdrl", `ours` may hold what format version 1 added to the
+// layout of 0.4 (tdrl writes it; Python 0.4 skips the fields that are no entry objects, and reads
+// the leaf entries' shape and dtype only).
 void expect_same_layout(const fs::path& ours, const fs::path& theirs, bool same_device,
                         bool same_bytes) {
   SCOPED_TRACE(ours.string());
-  const json a = read_json(ours / "meta.json");
+  json a = read_json(ours / "meta.json");
   const json b = read_json(theirs / "meta.json");
+  for (const char* added : {"_tdrl", "_format_version", "_class", "stack_dim_name"}) a.erase(added);
+  for (auto& [k, v] : a.items())
+    if (v.is_object()) v.erase("is_nested");
   std::set<std::string> a_keys;
   std::set<std::string> b_keys;
-  for (const auto& [k, v] : a.items())
-    if (k != "_tdrl") a_keys.insert(k);
+  for (const auto& [k, v] : a.items()) a_keys.insert(k);
   for (const auto& [k, v] : b.items()) b_keys.insert(k);
   ASSERT_EQ(a_keys, b_keys);
   for (const auto& key : b_keys) {
@@ -197,16 +201,103 @@ TEST_F(MemmapPythonTest, APythonFolderLoadsItsKeysInTheOrderPythonWroteThem) {
             (std::vector<NestedKey>{"observation", "action", "next"}));
 }
 
-TEST_F(MemmapPythonTest, APythonNonTensorFolderIsRefusedNamingItsFile) {
+TEST_F(MemmapPythonTest, APythonNonTensorDataFolderLoadsAsOneValueForTheWholeBatch) {
   fs::create_directories(prefix_ + "/name");
   std::ofstream(prefix_ + "/meta.json")
-      << R"({"name": {"type": "NonTensorData"}, "shape": [], "device": "cpu",
+      << R"({"name": {"type": "NonTensorData"}, "shape": [3], "device": "cpu",
             "_type": "<class 'tensordict._td.TensorDict'>"})";
   std::ofstream(prefix_ + "/name/meta.json")
-      << R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>", "data": "x"})";
+      << R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>", "data": "x",
+            "_metadata": null, "_is_non_tensor": true})";
+  const TensorDict td = TensorDict::load_memmap(prefix_);
+  EXPECT_EQ(td.get_non_tensor<std::string>("name"), "x");
+  EXPECT_EQ(td.get_non_tensor("name").batch_size(), BatchSize{3});
+  // Alone, such a folder is no TensorDict.
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_ + "/name"); },
+              ThrowsMessage<Error>(
+                  AllOf(HasSubstr(prefix_ + "/name/meta.json"), HasSubstr("non-tensor value"))));
+}
+
+TEST_F(MemmapPythonTest, APickledNonTensorValueIsRefusedNamingItsFile) {
+  // Python pickles what JSON cannot hold; tdrl never unpickles.
+  fs::create_directories(prefix_ + "/obj");
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"obj": {"type": "NonTensorStack"}, "shape": [2], "device": "cpu",
+            "_type": "<class 'tensordict._td.TensorDict'>"})";
+  std::ofstream(prefix_ + "/obj/meta.json")
+      << R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0,
+            "device": null, "data": "pickle.pkl"})";
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
-              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/name/meta.json"),
-                                         HasSubstr("NonTensorData"), HasSubstr("not read"))));
+              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/obj/meta.json"), HasSubstr("pickle"),
+                                         HasSubstr("does not read"))));
+}
+
+TEST_F(MemmapPythonTest, ATensorclassFolderIsRefusedNamingItsFileAndClass) {
+  fs::create_directories(prefix_ + "/tc");
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"tc": {"type": "MyData"}, "shape": [], "device": "cpu",
+            "_type": "<class 'tensordict._td.TensorDict'>"})";
+  std::ofstream(prefix_ + "/tc/meta.json") << R"({"_type": "<class '__main__.MyData'>"})";
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/tc/meta.json"),
+                                         HasSubstr("__main__.MyData"), HasSubstr("not read"))));
+}
+
+TEST_F(MemmapPythonTest, AnEntryWithTheEmptyKeyIsRefusedNamingTheFile) {
+  // Python stores the empty key as "%.memmap"; a tdrl key is never empty.
+  fs::create_directories(prefix_);
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"": {"device": "cpu", "shape": [], "dtype": "torch.float32", "is_nested": false},
+            "shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  EXPECT_THAT(
+      [&] { TensorDict::load_memmap(prefix_); },
+      ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("the empty key"))));
+}
+
+TEST_F(MemmapPythonTest, AFolderOfANewerFormatVersionIsRefusedNamingBothVersions) {
+  fs::create_directories(prefix_);
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>",
+            "_format_version": 2, "_class": "tensordict:TensorDict"})";
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"),
+                                         HasSubstr("format version 2"), HasSubstr("up to 1"))));
+}
+
+TEST_F(MemmapPythonTest, ALeafWithoutElementsLoadsWithoutAFileAsPythonWritesIt) {
+  // Python writes no file for a leaf of zero elements; one with elements must have its file.
+  fs::create_directories(prefix_);
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"e": {"device": "cpu", "shape": [2, 0], "dtype": "torch.int32", "is_nested": false},
+            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>",
+            "_format_version": 1, "_class": "tensordict:TensorDict"})";
+  const TensorDict td = TensorDict::load_memmap(prefix_);
+  EXPECT_EQ(shape_of(td.get("e")), (Shape{2, 0}));
+  EXPECT_EQ(td.get("e").scalar_type(), torch::kInt);
+  std::ofstream(prefix_ + "/meta.json")
+      << R"({"e": {"device": "cpu", "shape": [2, 1], "dtype": "torch.int32", "is_nested": false},
+            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
+              ThrowsMessage<Error>(HasSubstr(prefix_ + "/e.memmap")));
+}
+
+TEST_F(MemmapPythonTest, AFolderWrittenBeforeNamesWereEncodedLoadsItsPlainFileNames) {
+  // tensordict 0.4 and tdrl before format version 1 named files by the key as it is.
+  TensorDict td({{"a b", torch::arange(2)}, {"n m", {{"c d", torch::ones({2})}}}}, {2});
+  td.save(prefix_);
+  fs::rename(prefix_ + "/a%20b.memmap", prefix_ + "/a b.memmap");
+  fs::rename(prefix_ + "/n%20m/c%20d.memmap", prefix_ + "/n%20m/c d.memmap");
+  fs::rename(prefix_ + "/n%20m", prefix_ + "/n m");
+  expect_same(td, TensorDict::load_memmap(prefix_));
+}
+
+TEST_F(MemmapPythonTest, AKeyNamedLikeAFormatFieldKeepsItsEntryAsPythonDoes) {
+  TensorDict td({{"_class", torch::zeros({2})}, {"_format_version", torch::ones({2})}}, {2});
+  td.save(prefix_);
+  const json meta = read_json(prefix_ + "/meta.json");
+  EXPECT_TRUE(meta["_class"].is_object());
+  EXPECT_TRUE(meta["_format_version"].is_object());
+  expect_same(td, TensorDict::load_memmap(prefix_));
 }
 
 TEST_F(MemmapPythonTest, AJaggedTensorIsRefusedNamingItsEntry) {
@@ -274,15 +365,22 @@ TEST_F(MemmapPythonTest, ATensorDictWithoutADeviceWritesDeviceNoneAsPythonDoes) 
   EXPECT_FALSE(TensorDict::load_memmap(prefix_).device().has_value());
 }
 
-TEST_F(MemmapPythonTest, NonTensorValuesStayInTdrlsOwnEntry) {
-  // Python reads only entries with a leaf file or a "type"; a value elsewhere would break it.
+TEST_F(MemmapPythonTest, NonTensorValuesAreFoldersOfTheirOwnAsPythonWritesThem) {
   TensorDict td({{"x", torch::zeros({2})}}, {2});
   td.set("env", "CartPole-v1");
+  td.set("tags", NonTensorData::per_element({AnyValue("a"), AnyValue("b")},
+                                            torch::tensor({0, 1}, torch::kLong)));
   td.save(prefix_);
   const json meta = read_json(prefix_ + "/meta.json");
-  EXPECT_FALSE(meta.contains("env"));
-  EXPECT_EQ(meta["_tdrl"]["non_tensors"]["env"]["data"], "CartPole-v1");
-  EXPECT_EQ(meta["_tdrl"]["order"], json::array({"x", "env"}));
+  EXPECT_EQ(meta["env"], json({{"type", "NonTensorData"}}));
+  EXPECT_EQ(meta["tags"], json({{"type", "NonTensorStack"}}));
+  EXPECT_FALSE(meta.contains("_tdrl"));  // the entries' order is the file's
+  const json env = read_json(prefix_ + "/env/meta.json");
+  EXPECT_EQ(env["_type"], "<class 'tensordict.tensorclass.NonTensorData'>");
+  EXPECT_EQ(env["data"], "CartPole-v1");
+  const json tags = read_json(prefix_ + "/tags/meta.json");
+  EXPECT_EQ(tags["_class"], "tensordict:NonTensorStack");
+  EXPECT_EQ(tags["data"], json::array({"a", "b"}));
   expect_same(td, TensorDict::load_memmap(prefix_));
 }
 

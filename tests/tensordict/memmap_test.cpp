@@ -391,7 +391,7 @@ TEST_F(MemmapTest, OneAndFourThreadsWriteTheSameFiles) {
   td.save(dir_ / "one", 1);
   td.save(dir_ / "four", 4);
   const auto one = files_under(dir_.path() / "one");
-  EXPECT_EQ(one.size(), 9u);  // 7 leaves, 2 meta.json
+  EXPECT_EQ(one.size(), 10u);  // 7 leaves; the meta.json of the root, "nested" and "s"
   EXPECT_TRUE(one == files_under(dir_.path() / "four"));
   expect_same(td, TensorDict::load(dir_ / "four"));
 }
@@ -602,12 +602,24 @@ TEST_F(MemmapTest, SaveIntoAReadOnlyFolderThrowsNamingThePath) {
   EXPECT_THAT(leftovers(parent), IsEmpty());
 }
 
-TEST_F(MemmapTest, SaveOfAKeyContainingASlashThrowsAndWritesNothing) {
-  TensorDict td({{"ok", torch::zeros({2})}, {"n", {{"a/b", torch::zeros({2})}}}}, {2});
-  EXPECT_THAT([&] { td.save(prefix_); },
-              ThrowsMessage<ValueError>(AllOf(HasSubstr("'a/b'"), HasSubstr("file name"))));
-  EXPECT_FALSE(fs::exists(prefix_));
-  EXPECT_THAT(leftovers(dir_.path()), IsEmpty());
+TEST_F(MemmapTest, KeysThatAreNoFileNamesAreSavedUnderPythonsPercentEncodedNames) {
+  TensorDict td({{"a/b", torch::zeros({2})},
+                 {"..", torch::ones({2})},
+                 {".", torch::full({2}, 2.0f)},
+                 {"50%", torch::full({2}, 3.0f)},
+                 {"n/../m", {{"c d", torch::zeros({2})}}}},
+                {2});
+  td.set("s/t", "text");
+  td.save(prefix_);
+  for (const char* file : {"a%2Fb.memmap", "%2E%2E.memmap", "%2E.memmap", "50%25.memmap",
+                           "n%2F..%2Fm/c%20d.memmap", "s%2Ft/meta.json"})
+    EXPECT_TRUE(fs::is_regular_file(fs::path(prefix_) / file)) << file;
+  // Nothing beside the folder: no key leads out of it.
+  std::vector<std::string> beside;
+  for (const auto& e : fs::directory_iterator(dir_.path()))
+    beside.push_back(e.path().filename().string());
+  EXPECT_THAT(beside, ElementsAre("td"));
+  expect_same(td, TensorDict::load_memmap(prefix_));
 }
 
 TEST_F(MemmapTest, SaveOfAReservedKeyThrowsAndWritesNothing) {
