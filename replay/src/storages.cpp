@@ -297,7 +297,7 @@ void TensorStorage::set_impl(const torch::Tensor& rows, int64_t contiguous_from,
 }
 
 TensorDict TensorStorage::get_impl(const torch::Tensor& index) const {
-  const auto idx = index.device() == device_ ? index : index.to(device_);
+  const auto idx = detail::to_device_async(index, device_);
   const int64_t b = idx.numel();
   TensorDict out = TensorDict::empty(concat({b}, element_batch_), device_);
   for (const auto& c : containers_) out.set(c.key, TensorDict::empty(concat({b}, c.extra_batch)));

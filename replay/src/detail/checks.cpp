@@ -18,6 +18,12 @@ torch::Tensor as_index(const torch::Tensor& index, const std::string& op, const 
   return index.to(torch::kCPU, torch::kLong).contiguous();
 }
 
+torch::Tensor to_device_async(const torch::Tensor& t, torch::Device device) {
+  if (t.device() == device) return t;
+  if (device.is_cuda() && t.is_cpu()) return t.pin_memory().to(device, /*non_blocking=*/true);
+  return t.to(device);
+}
+
 void check_index_range(const torch::Tensor& index, int64_t limit, const std::string& op,
                        const char* what, const char* limit_name) {
   const int64_t* p = index.data_ptr<int64_t>();

@@ -41,6 +41,10 @@ void check_type(const TensorDict& state, const std::string& expected, const std:
 /// `[1, 2]` for a tensor's sizes.
 std::string sizes_str(const torch::Tensor& t);
 
+/// `t` on `device`; a CPU tensor bound for a GPU goes through pinned memory without blocking, so
+/// that sampling from a GPU buffer never waits for the GPU's queue (a pageable copy would).
+torch::Tensor to_device_async(const torch::Tensor& t, torch::Device device);
+
 /// The top-level and nested leaf keys of `td`, formatted `['a', ('next', 'b')]`.
 std::string keys_str(const TensorDict& td);
 

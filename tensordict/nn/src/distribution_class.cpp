@@ -1,6 +1,8 @@
 #include <tensordict/nn/distribution_class.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -22,6 +24,37 @@ CategoricalOptions with_mask(CategoricalOptions options, const DistributionParam
   auto it = params.find("mask");
   if (it != params.end() && it->second.defined()) options.mask(it->second);
   return options;
+}
+
+// Bounded options whose low and high follow the parameters: converted once per device and dtype
+// and kept, so that a distribution built on a GPU copies nothing from the host (a copy per call
+// waits for the GPU, and cannot run inside a CUDA graph capture). Shared by the copies of one
+// DistributionClass, which may run on several threads (collector workers).
+template <class Options>
+class BoundsLike {
+ public:
+  explicit BoundsLike(Options options) : options_(std::move(options)) {}
+  Options like(const torch::Tensor& param) {
+    const auto target = param.options();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& o : converted_)
+      if (o.low().device() == target.device() && o.low().dtype() == target.dtype()) return o;
+    Options o = options_;
+    o.low(o.low().to(target));
+    o.high(o.high().to(target));
+    converted_.push_back(o);
+    return o;
+  }
+
+ private:
+  Options options_;
+  std::mutex mutex_;
+  std::vector<Options> converted_;
+};
+
+template <class Options>
+std::shared_ptr<BoundsLike<Options>> bounds_like(Options options) {
+  return std::make_shared<BoundsLike<Options>>(std::move(options));
 }
 
 }  // namespace
@@ -86,14 +119,18 @@ DistributionClass DistributionClass::independent_normal(IndependentNormalOptions
 }
 
 DistributionClass DistributionClass::tanh_normal(TanhNormalOptions options) {
-  return {"TanhNormal", {"loc", "scale"}, [options](const DistributionParams& p) {
-            return std::make_shared<TanhNormal>(p.at("loc"), p.at("scale"), options);
-          }};
+  return {
+      "TanhNormal", {"loc", "scale"}, [bounds = bounds_like(options)](const DistributionParams& p) {
+        return std::make_shared<TanhNormal>(p.at("loc"), p.at("scale"), bounds->like(p.at("loc")));
+      }};
 }
 
 DistributionClass DistributionClass::truncated_normal(TruncatedNormalOptions options) {
-  return {"TruncatedNormal", {"loc", "scale"}, [options](const DistributionParams& p) {
-            return std::make_shared<TruncatedNormal>(p.at("loc"), p.at("scale"), options);
+  return {"TruncatedNormal",
+          {"loc", "scale"},
+          [bounds = bounds_like(options)](const DistributionParams& p) {
+            return std::make_shared<TruncatedNormal>(p.at("loc"), p.at("scale"),
+                                                     bounds->like(p.at("loc")));
           }};
 }
 
@@ -129,8 +166,8 @@ DistributionClass DistributionClass::delta(DeltaOptions options) {
 }
 
 DistributionClass DistributionClass::tanh_delta(TanhDeltaOptions options) {
-  return {"TanhDelta", {"param"}, [options](const DistributionParams& p) {
-            return std::make_shared<TanhDelta>(p.at("param"), options);
+  return {"TanhDelta", {"param"}, [bounds = bounds_like(options)](const DistributionParams& p) {
+            return std::make_shared<TanhDelta>(p.at("param"), bounds->like(p.at("param")));
           }};
 }
 
