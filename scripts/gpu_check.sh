@@ -92,15 +92,14 @@ echo "gpu_check: built in ${build_s} s (torch $("$python" -c 'import torch; prin
 
 # ---- the CUDA test cases
 status=0
+# Each case in a process of its own, so that a crash (the binaries print its backtrace) does not
+# hide the cases after it.
 for binary in tensordict_tests tdrl_modules_tests tdrl_apps_tests; do
   path=$(find "$build/tests" -type f -name "$binary" -perm -u+x | head -n 1)
-  code=0
-  "$path" --gtest_filter='*CUDA*' || code=$?
-  (( code == 0 )) || status=1
-  # A crash (a signal) again under gdb, where there is one, for its backtrace.
-  if (( code > 128 )) && command -v gdb > /dev/null; then
-    gdb -q -batch -ex run -ex bt --args "$path" --gtest_filter='*CUDA*' 2>&1 | tail -n 60
-  fi
+  while read -r name; do
+    "$path" --gtest_filter="$name" --gtest_brief=1 || { status=1; echo "gpu_check: FAILED $name"; }
+  done < <("$path" --gtest_list_tests --gtest_filter='*CUDA*' |
+           awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }')
 done
 took; tests_s=$took_s
 
