@@ -46,6 +46,19 @@ if(_tdrl_wheel_cuda_libs)
   add_link_options(${TDRL_TORCH_LINK_OPTIONS})
 endif()
 
+# PyPI's torch 2.11 wheel exports libstdc++'s std::filesystem functions from libtorch.so (64 of
+# them; 2.15's exports none), and a program that lists libtorch.so before libstdc++.so.6 binds its
+# calls to those copies: std::filesystem::remove_all(path, error_code&) jumped to address 0 in
+# every test that removes a folder (found on the GPU check's machine, 2026-11-28). Programs link
+# libstdc++ first, so that the C++ runtime's symbols win. Any libstdc++ build; goes when no
+# supported wheel exports them. Reaches the package's users through the same option list.
+include(CheckCXXSymbolExists)
+check_cxx_symbol_exists(__GLIBCXX__ "cstddef" TDRL_LIBSTDCXX)
+if(TDRL_LIBSTDCXX)
+  list(APPEND TDRL_TORCH_LINK_OPTIONS "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+  add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+endif()
+
 # The LibTorch a user's project of the installed packages finds: the one tdrl was built with.
 # tensordictConfig.cmake puts TDRL_TORCH_ROOT first on CMAKE_PREFIX_PATH while it finds Torch
 # (for the reason of the first entry); empty for a LibTorch in the system's folders. Stays.
