@@ -253,8 +253,9 @@ void check_devices(const RunConfig& config) {
       problems.push_back("'train.cuda_graph' is true and 'device' is '" + config.device +
                          "'; CUDA graphs need device: cuda (set train.cuda_graph: false)");
     else if (!detail::cuda_graphs_available())
-      problems.push_back("'train.cuda_graph' is true and this build of tdrl has no CUDA graphs "
-                         "(its LibTorch was built without CUDA); set train.cuda_graph: false");
+      problems.push_back(
+          "'train.cuda_graph' is true and this build of tdrl has no CUDA graphs "
+          "(its LibTorch was built without CUDA); set train.cuda_graph: false");
     if (config.optim.name != "adam")
       problems.push_back("'train.cuda_graph' is true and 'optim.name' is '" + config.optim.name +
                          "'; a captured update needs optim.name: adam (CapturableAdam keeps its "

@@ -9,7 +9,8 @@ namespace tdrl::modules {
 
 namespace {
 
-torch::optim::AdamParamState& adam_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
+torch::optim::AdamParamState& adam_state(torch::optim::Optimizer& optimizer,
+                                         const torch::Tensor& p) {
   auto& state = optimizer.state();
   const auto key = tensordict::compat::optimizer_state_key(p);
   auto it = state.find(key);
@@ -85,7 +86,8 @@ void CapturableAdam::sync_hyperparameters() {
     const auto device = group.params().front().device();
     if (!g.lr_tensor.defined() || g.lr_tensor.device() != device) {
       g.lr_tensor = torch::full(
-          {}, lr, torch::TensorOptions().dtype(scalar_dtype(group.params().front())).device(device));
+          {}, lr,
+          torch::TensorOptions().dtype(scalar_dtype(group.params().front())).device(device));
     } else if (g.lr != lr) {
       g.lr_tensor.fill_(lr);
     }

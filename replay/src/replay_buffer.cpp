@@ -211,8 +211,8 @@ std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
     out.data.set(keys->index,
                  device ? detail::to_device_async(out.info.index, *device) : out.info.index);
     if (out.info.weight.defined())
-      out.data.set(keys->weight, device ? detail::to_device_async(out.info.weight, *device)
-                                        : out.info.weight);
+      out.data.set(keys->weight,
+                   device ? detail::to_device_async(out.info.weight, *device) : out.info.weight);
   }
   for (const auto& transform : transforms) out.data = transform(out.data);
   return out;

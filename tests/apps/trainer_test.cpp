@@ -816,8 +816,9 @@ TEST(TrainerTest, ACudaGraphOnTheCpuOrWithoutAdamIsRefusedBeforeTheRun) {
       [] { Trainer::check(tiny_config("sac", {"train.cuda_graph=true"})); });
   EXPECT_THAT(on_cpu, HasSubstr("'train.cuda_graph' is true and 'device' is 'cpu'"));
   EXPECT_THAT(on_cpu, HasSubstr("set train.cuda_graph: false"));
-  const auto sgd = error_message<ConfigError>(
-      [] { Trainer::check(tiny_config("sac", {"train.cuda_graph=true", "optim.name=sgd"})); });
+  const auto sgd = error_message<ConfigError>([] {
+    Trainer::check(tiny_config("sac", {"train.cuda_graph=true", "optim.name=sgd"}));
+  });
   EXPECT_THAT(sgd, HasSubstr("'optim.name' is 'sgd'; a captured update needs optim.name: adam"));
 }
 
@@ -830,12 +831,13 @@ struct GpuRun {
 
 GpuRun train_on_gpu(const std::string& algo, bool cuda_graph) {
   TempDir tmp;
-  Trainer trainer(tiny_config(algo, {"device=cuda", "algo.updates_per_batch=8",
-                                     std::string("train.cuda_graph=") +
-                                         (cuda_graph ? "true" : "false")}),
-                  RunDir::create(tmp.path().string(), "t"));
+  Trainer trainer(
+      tiny_config(algo, {"device=cuda", "algo.updates_per_batch=8",
+                         std::string("train.cuda_graph=") + (cuda_graph ? "true" : "false")}),
+      RunDir::create(tmp.path().string(), "t"));
   GpuRun run;
-  for (const auto& p : trainer.recipe().loss->parameters()) run.before.push_back(p.detach().cpu().clone());
+  for (const auto& p : trainer.recipe().loss->parameters())
+    run.before.push_back(p.detach().cpu().clone());
   EXPECT_TRUE(trainer.train());
   for (const auto& p : trainer.recipe().loss->parameters()) run.after.push_back(p.detach().cpu());
   run.rows = read_metrics(trainer.run_dir().file("metrics.csv"));

@@ -39,8 +39,7 @@ struct Twins {
   double max_difference() const {
     double worst = 0;
     for (size_t i = 0; i < a->parameters().size(); ++i)
-      worst = std::max(worst,
-                       (a->parameters()[i] - b->parameters()[i]).abs().max().item<double>());
+      worst = std::max(worst, (a->parameters()[i] - b->parameters()[i]).abs().max().item<double>());
     return worst;
   }
 };
@@ -64,10 +63,8 @@ void expect_same_updates_as_adam(torch::Device device) {
   Twins untrained(device);
   double moved = 0;
   for (size_t i = 0; i < t.b->parameters().size(); ++i)
-    moved = std::max(moved, (t.b->parameters()[i] - untrained.b->parameters()[i])
-                                .abs()
-                                .max()
-                                .item<double>());
+    moved = std::max(
+        moved, (t.b->parameters()[i] - untrained.b->parameters()[i]).abs().max().item<double>());
   EXPECT_GT(moved, 1e-2);
 }
 

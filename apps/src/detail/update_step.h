@@ -60,13 +60,18 @@ class UpdateStep {
   double max_grad_norm_;
   bool cuda_graph_;
   torch::Device device_ = torch::kCPU;  // the networks'
-  // Sums on the training device, updated in place (a captured graph writes the same memory).
-  struct TermSums {
-    torch::Tensor sum;         // float64, the term's values added up
-    torch::Tensor nonfinite;   // bool: a non-finite value was minimised
-    torch::Tensor first_bad;   // float64: that value
-  };
-  std::map<std::string, TermSums> terms_;
+  // track_terms makes the term sums for `names` on `device` (carrying over the sums of names seen
+  // before); minimised_mask is the device mask of the minimised terms, made once per pattern.
+  void track_terms(const std::vector<std::string>& names, torch::Device device, bool capturing);
+  const torch::Tensor& minimised_mask(const std::vector<bool>& used, bool capturing);
+
+  // Sums on the training device, one element per loss term (term_names_), updated in place: a
+  // captured graph writes the same memory.
+  std::vector<std::string> term_names_;
+  torch::Tensor term_sums_;       // float64: each term's values added up
+  torch::Tensor term_nonfinite_;  // bool: a non-finite value of the term was minimised
+  torch::Tensor term_first_bad_;  // float64: that value
+  std::map<std::string, torch::Tensor> masks_;      // by the pattern of minimised terms
   std::map<std::string, torch::Tensor> norm_sums_;  // by group name
   std::map<std::string, int64_t> norm_counts_;
   int64_t term_count_ = 0;

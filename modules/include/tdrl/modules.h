@@ -5,6 +5,7 @@
 
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/additive_gaussian.h>
+#include <tdrl/modules/capturable_adam.h>
 #include <tdrl/modules/convnet.h>
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/exploration.h>

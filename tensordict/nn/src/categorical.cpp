@@ -62,11 +62,10 @@ Categorical::Categorical(std::string name, torch::Tensor param, bool from_probs,
                        ", which would enlarge the " + param_name + " shape " +
                        shape_str(logits.sizes()) + "; it must broadcast to it");
     }
-    TDRL_CHECK(!(logits.numel() > 0 && validate_args() &&
-                 !mask.expand(shape).any(-1).all().item<bool>()),
-               ValueError,
-               where, ": mask leaves a row with no allowed class; every row of mask ",
-               shape_str(mask.sizes()), " needs at least one true entry");
+    TDRL_CHECK(
+        !(logits.numel() > 0 && validate_args() && !mask.expand(shape).any(-1).all().item<bool>()),
+        ValueError, where, ": mask leaves a row with no allowed class; every row of mask ",
+        shape_str(mask.sizes()), " needs at least one true entry");
     mask_ = mask.expand(shape);
     logits = logits.masked_fill(mask_->logical_not(), -std::numeric_limits<double>::infinity());
   }

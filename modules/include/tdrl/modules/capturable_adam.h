@@ -16,9 +16,10 @@ namespace tdrl::modules {
 ///
 /// The update equals torch::optim::Adam's to float rounding (tested over many steps, weight decay
 /// included). float32 parameters on a GPU step through LibTorch's fused Adam kernel (one launch
-/// per group) where LibTorch has it with a tensor learning rate (2.x), per parameter otherwise. The state is Adam's (AdamParamState: exp_avg, exp_avg_sq, step), so a checkpoint
-/// written by either loads into the other; save() reads the device step counts (one host
-/// synchronisation, at save time only).
+/// per group) where LibTorch has it with a tensor learning rate (2.x), per parameter otherwise. The
+/// state is Adam's (AdamParamState: exp_avg, exp_avg_sq, step), so a checkpoint written by either
+/// loads into the other; save() reads the device step counts (one host synchronisation, at save
+/// time only).
 ///
 /// Learning rate: set it through param_groups()[i].options() as for Adam. step() copies a changed
 /// value to the device before it updates; whoever replays a captured step calls
@@ -43,7 +44,7 @@ class CapturableAdam : public torch::optim::Adam {
 
  private:
   struct GroupTensors {
-    double lr = -1;     // the value last copied to `lr_tensor`
+    double lr = -1;  // the value last copied to `lr_tensor`
     torch::Tensor lr_tensor;
   };
   // Per parameter: its step count on its device (0-dim; float32 for the fused kernel, float64
