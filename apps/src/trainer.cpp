@@ -223,9 +223,15 @@ std::string to_yaml(const RunSeeds& s) {
 namespace {
 
 // `td` on `device`: itself when it is there already (the single collector's batches, a replay
-// buffer on the training device), else one copy.
+// buffer on the training device), else one copy; a CPU batch bound for a GPU (worker
+// collectors' batches, samples of a CPU buffer) through pinned memory without blocking, so the
+// host goes on while it travels.
 TensorDict on_device(const TensorDict& td, torch::Device device) {
-  return td.device() == std::optional<torch::Device>(device) ? td : td.to(device);
+  if (td.device() == std::optional<torch::Device>(device)) return td;
+  bool on_cpu = device.is_cuda();
+  for (const auto& [key, value] : td.items(true, true))
+    if (const auto* t = std::get_if<torch::Tensor>(&value)) on_cpu = on_cpu && t->is_cpu();
+  return on_cpu ? td.pin_memory().to(device, /*non_blocking=*/true) : td.to(device);
 }
 
 // The device keys together (each was checked alone when the config loaded): the replay buffer
