@@ -136,8 +136,11 @@ read -r sac_graph_fps sac_graph_ups <<< "$(train_rate sac_halfcheetah.yaml cuda 
   --set train.cuda_graph=true)"
 read -r ppo_cpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cpu "${ppo[@]}")"
 read -r ppo_gpu_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cuda "${ppo[@]}")"
+# The policy copied to a CPU worker thread (the envs step on the CPU), the batch moved once.
+read -r ppo_sync_fps _ <<< "$(train_rate ppo_halfcheetah.yaml cuda "${ppo[@]}" \
+  --set collector.mode=sync --set collector.num_workers=1)"
 echo "| SAC HalfCheetah (configs/sac_halfcheetah.yaml: batch 256, 256x256, twin critics), updates/s while optimising | $sac_cpu_ups | $sac_gpu_ups eager, $sac_graph_ups with train.cuda_graph | 3,000 updates after 1,000 random frames, one update per frame; frames/s with collection: $sac_cpu_fps CPU, $sac_gpu_fps GPU eager, $sac_graph_fps GPU graph |"
-echo "| PPO HalfCheetah (configs/ppo_halfcheetah.yaml), frames/s | $ppo_cpu_fps | $ppo_gpu_fps | $frames frames, collection included |"
+echo "| PPO HalfCheetah (configs/ppo_halfcheetah.yaml), frames/s | $ppo_cpu_fps | $ppo_gpu_fps single collector (policy on the GPU), $ppo_sync_fps one sync worker (policy on the CPU) | $frames frames, collection included |"
 took; timings_s=$took_s
 echo
 echo "gpu_check: build ${build_s} s, CUDA tests ${tests_s} s, timings ${timings_s} s"
