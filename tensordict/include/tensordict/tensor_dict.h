@@ -358,14 +358,16 @@ class TensorDict {
 
   // ---- Persistence (format: docs/memmap.md) -------------------------------------------------
 
-  /// Writes every tensor to `<prefix>/<key>.memmap` (nested TensorDicts in subfolders, lazy
-  /// stacks as one subfolder per member, a `meta.json` in every folder), then replaces this
-  /// TensorDict's tensors by memory-mapped tensors over those files, so later in-place writes
-  /// reach the files. Files are written into a temporary folder renamed to `prefix` only when
-  /// complete; an existing `prefix` folder is replaced. `num_threads` files are written at
-  /// once. Throws Error naming the path when a folder or file cannot be written, ValueError
-  /// for keys that cannot be file names or non-tensor values that are not string, integer,
-  /// floating or bool, Error on a sub-tensordict view (memmap its parent).
+  /// Writes every tensor to `<prefix>/<key>.memmap` in Python tensordict 0.15's layout (keys
+  /// with characters a file name cannot hold percent-encoded as Python does; nested
+  /// TensorDicts, lazy stacks' members and non-tensor values in subfolders; a `meta.json` in
+  /// every folder), then replaces this TensorDict's tensors by memory-mapped tensors over those
+  /// files, so later in-place writes reach the files. Files are written into a temporary folder
+  /// renamed to `prefix` only when complete; an existing `prefix` folder is replaced.
+  /// `num_threads` files are written at once. Throws Error naming the path when a folder or file
+  /// cannot be written, ValueError for the keys the layout reserves (`_type`, `_tdrl`, `shape`,
+  /// `device`) or non-tensor values that are not string, integer, floating or bool, Error on a
+  /// sub-tensordict view (memmap its parent).
   const TensorDict& memmap_(const std::string& prefix, int num_threads = 1) const;
   /// As memmap_, into a new memory-mapped TensorDict; this one is unchanged.
   TensorDict memmap(const std::string& prefix, int num_threads = 1) const;
