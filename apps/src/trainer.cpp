@@ -235,8 +235,8 @@ TensorDict on_device(const TensorDict& td, torch::Device device) {
 }
 
 // The device keys together (each was checked alone when the config loaded): the replay buffer
-// lives on the CPU or the training device, and the distributed collector's weights travel over
-// Gloo on the CPU.
+// lives on the CPU or the training device, the distributed collector's weights travel over Gloo
+// on the CPU, and train.cuda_graph needs a GPU, a CUDA build and adam.
 void check_devices(const RunConfig& config) {
   const torch::Device device(config.device);
   std::vector<std::string> problems;
@@ -268,8 +268,8 @@ void check_devices(const RunConfig& config) {
                          "step on the device), or set train.cuda_graph: false");
   }
   if (!problems.empty())
-    throw ConfigError(
-        detail::problems_message("the config's devices do not fit together", problems));
+    throw ConfigError(detail::problems_message(
+        "the config's devices and train options do not fit together", problems));
 }
 
 }  // namespace

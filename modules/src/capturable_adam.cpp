@@ -1,16 +1,13 @@
 #include "tdrl/modules/capturable_adam.h"
 
-#include <tensordict/errors.h>
 #include <tensordict/torch_compat.h>
-
-#include <stdexcept>
 
 namespace tdrl::modules {
 
 namespace {
 
-torch::optim::AdamParamState& adam_state(torch::optim::Optimizer& optimizer,
-                                         const torch::Tensor& p) {
+torch::optim::AdamParamState& adam_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p,
+                                         bool amsgrad) {
   auto& state = optimizer.state();
   const auto key = tensordict::compat::optimizer_state_key(p);
   auto it = state.find(key);
@@ -20,6 +17,7 @@ torch::optim::AdamParamState& adam_state(torch::optim::Optimizer& optimizer,
     fresh->step(0);
     fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    if (amsgrad) fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     it = state.emplace(key, std::move(fresh)).first;
   }
   return static_cast<torch::optim::AdamParamState&>(*it->second);
@@ -46,23 +44,11 @@ torch::Dtype scalar_dtype(const torch::Tensor& p) {
 
 CapturableAdam::CapturableAdam(std::vector<torch::Tensor> params,
                                torch::optim::AdamOptions defaults)
-    : Adam(std::move(params), std::move(defaults)) {
-  check_options();
-}
+    : Adam(std::move(params), std::move(defaults)) {}
 
 CapturableAdam::CapturableAdam(std::vector<torch::optim::OptimizerParamGroup> param_groups,
                                torch::optim::AdamOptions defaults)
-    : Adam(std::move(param_groups), std::move(defaults)) {
-  check_options();
-}
-
-void CapturableAdam::check_options() const {
-  for (const auto& group : param_groups()) {
-    const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
-    TDRL_CHECK(!options.amsgrad(), std::invalid_argument,
-               "CapturableAdam: amsgrad is not implemented; use torch::optim::Adam for amsgrad");
-  }
-}
+    : Adam(std::move(param_groups), std::move(defaults)) {}
 
 torch::Tensor& CapturableAdam::step_count(const torch::Tensor& p,
                                           torch::optim::AdamParamState& state) {
@@ -108,25 +94,26 @@ torch::Tensor CapturableAdam::step(LossClosure closure) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     const double beta1 = std::get<0>(options.betas());
     const double beta2 = std::get<1>(options.betas());
-    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, counts;
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, counts;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto& state = adam_state(*this, p);
+      auto& state = adam_state(*this, p, options.amsgrad());
       counts.push_back(step_count(p, state));  // before the host count moves on
       state.step(state.step() + 1);            // host mirror; save() overwrites it from the device
       params.push_back(p);
       grads.push_back(p.grad());
       exp_avgs.push_back(state.exp_avg());
       exp_avg_sqs.push_back(state.exp_avg_sq());
+      if (options.amsgrad()) max_exp_avg_sqs.push_back(state.max_exp_avg_sq());
     }
     if (params.empty()) continue;
 #if TDRL_HAS_FUSED_ADAM_TENSOR_LR
     if (fused(params.front())) {
       // One kernel for the group, as PyTorch's Adam(fused=True, capturable=True).
       at::_foreach_add_(counts, 1);
-      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, counts, groups_[i].lr_tensor,
-                       beta1, beta2, options.weight_decay(), options.eps(), /*amsgrad=*/false,
-                       /*maximize=*/false);
+      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, counts,
+                       groups_[i].lr_tensor, beta1, beta2, options.weight_decay(), options.eps(),
+                       options.amsgrad(), /*maximize=*/false);
       continue;
     }
 #endif
@@ -141,7 +128,11 @@ torch::Tensor CapturableAdam::step(LossClosure closure) {
       if (options.weight_decay() != 0) grad = grad.add(params[k], options.weight_decay());
       exp_avgs[k].mul_(beta1).add_(grad, 1 - beta1);
       exp_avg_sqs[k].mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-      const auto denom = (exp_avg_sqs[k].sqrt() / bias_correction2.sqrt()).add_(options.eps());
+      // amsgrad: the running maximum of the second moment in the denominator.
+      auto second = exp_avg_sqs[k];
+      if (options.amsgrad())
+        second = torch::max_out(max_exp_avg_sqs[k], max_exp_avg_sqs[k], second);
+      const auto denom = (second.sqrt() / bias_correction2.sqrt()).add_(options.eps());
       params[k].addcdiv_(exp_avgs[k] * (groups_[i].lr_tensor / bias_correction1), denom, -1);
     }
   }

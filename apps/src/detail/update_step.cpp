@@ -26,8 +26,8 @@ bool cuda_graphs_available() {
 }
 
 struct UpdateStep::Graph {
-  int64_t eager_runs = 0;
-  TensorDict input;  // the static input the graph reads
+  bool warmed_up = false;  // the eager update before the capture ran
+  TensorDict input;        // the static input the graph reads
 #ifdef TDRL_HAS_CUDA_HEADERS
   std::unique_ptr<at::cuda::CUDAGraph> graph;
 #endif
@@ -39,6 +39,11 @@ UpdateStep::UpdateStep(Recipe& recipe, double max_grad_norm, bool cuda_graph)
   for (const auto& g : recipe_.optimizers)
     for (const auto& pg : g.optimizer->param_groups())
       if (!pg.params().empty() && device_.is_cpu()) device_ = pg.params().front().device();
+  // One gradient-norm sum per group, made here: one made inside a capture would be zeroed at
+  // every replay.
+  for (const auto& g : recipe_.optimizers)
+    norm_sums_.emplace(g.name,
+                       torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_)));
   TDRL_CHECK(!cuda_graph || cuda_graphs_available(), std::runtime_error,
              "train.cuda_graph: this build of tdrl has no CUDA (its LibTorch was built without "
              "it); set train.cuda_graph: false or build against a CUDA LibTorch");
@@ -77,14 +82,6 @@ TensorDict UpdateStep::run(const TensorDict& minibatch, const std::vector<size_t
 void UpdateStep::step(const TensorDict& minibatch, const std::vector<size_t>& active,
                       bool capturing) {
   auto& groups = recipe_.optimizers;
-  // Sums created inside a capture would be zeroed at every replay: they come from the eager run
-  // that precedes each capture.
-  const auto created = [capturing](const std::string& what) {
-    if (capturing)
-      throw std::logic_error("UpdateStep: '" + what +
-                             "' appeared during the CUDA graph capture but not in the eager "
-                             "update before it");
-  };
   // No value checks of distribution arguments on a GPU: each would wait for the device (and
   // cannot be captured); a bad scale shows as a non-finite loss, which is checked per batch.
   const tensordict::nn::ValidateArgs value_checks(device_.is_cpu());
@@ -153,13 +150,7 @@ void UpdateStep::step(const TensorDict& minibatch, const std::vector<size_t>& ac
         if (p.grad().defined()) grads.push_back(p.grad());
     if (!grads.empty()) {
       const auto norm = torch::stack(at::_foreach_norm(grads)).norm();
-      auto sum = norm_sums_.find(g.name);
-      if (sum == norm_sums_.end()) {
-        created("grad_norm_" + g.name);
-        sum = norm_sums_.emplace(g.name, torch::zeros({}, total.options().dtype(torch::kFloat64)))
-                  .first;
-      }
-      sum->second.add_(norm);
+      norm_sums_.at(g.name).add_(norm);
       if (max_grad_norm_ > 0)
         tensordict::compat::foreach_mul_(grads, (max_grad_norm_ / (norm + 1e-6)).clamp_max(1.0));
     }
@@ -174,21 +165,20 @@ TensorDict UpdateStep::run_graph(const TensorDict& minibatch, const std::vector<
   for (size_t i : active) key += "/" + recipe_.optimizers[i].name;
   auto& graph = graphs_[key];
   if (!graph) graph = std::make_unique<Graph>();
-  const auto device = device_;
-  TDRL_CHECK(device.is_cuda(), std::runtime_error, "train.cuda_graph: the networks are on '",
-             device.str(), "'; CUDA graphs need device: cuda");
-  const c10::cuda::CUDAGuard device_guard(device);
+  TDRL_CHECK(device_.is_cuda(), std::runtime_error, "train.cuda_graph: the networks are on '",
+             device_.str(), "'; CUDA graphs need device: cuda");
+  const c10::cuda::CUDAGuard guard(device_);
   // The first update of each kind runs eagerly on a side stream, as PyTorch's capture recipe
   // does: it creates the optimiser state and LibTorch's per-stream CUDA handles outside the
   // capture.
-  if (graph->eager_runs == 0) {
-    torch::cuda::synchronize(device.index());
+  if (!graph->warmed_up) {
+    torch::cuda::synchronize(device_.index());
     {
-      const c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool(false, device.index()));
+      const c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool(false, device_.index()));
       step(minibatch, active, /*capturing=*/false);
     }
-    torch::cuda::synchronize(device.index());
-    ++graph->eager_runs;
+    torch::cuda::synchronize(device_.index());
+    graph->warmed_up = true;
     return minibatch;
   }
   for (auto& g : recipe_.optimizers)
@@ -196,9 +186,9 @@ TensorDict UpdateStep::run_graph(const TensorDict& minibatch, const std::vector<
   if (!graph->graph) {
     // The second: captured (which runs nothing), then replayed below as every later one.
     graph->input = minibatch.clone();
-    torch::cuda::synchronize(device.index());
+    torch::cuda::synchronize(device_.index());
     graph->graph = std::make_unique<at::cuda::CUDAGraph>();
-    const c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool(false, device.index()));
+    const c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool(false, device_.index()));
     try {
       graph->graph->capture_begin();
       step(graph->input, active, /*capturing=*/true);
@@ -216,7 +206,7 @@ TensorDict UpdateStep::run_graph(const TensorDict& minibatch, const std::vector<
                       "operation in the loss or the recipe needs the host): ") +
           e.what() + "; set train.cuda_graph: false");
     }
-    torch::cuda::synchronize(device.index());
+    torch::cuda::synchronize(device_.index());
   } else {
     graph->input.update_(minibatch);
   }

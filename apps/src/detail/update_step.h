@@ -72,7 +72,7 @@ class UpdateStep {
   torch::Tensor term_nonfinite_;  // bool: a non-finite value of the term was minimised
   torch::Tensor term_first_bad_;  // float64: that value
   std::map<std::string, torch::Tensor> masks_;      // by the pattern of minimised terms
-  std::map<std::string, torch::Tensor> norm_sums_;  // by group name
+  std::map<std::string, torch::Tensor> norm_sums_;  // by group name, float64 on device_
   std::map<std::string, int64_t> norm_counts_;
   int64_t term_count_ = 0;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;  // by active groups and minibatch size

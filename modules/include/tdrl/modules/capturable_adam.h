@@ -8,24 +8,24 @@
 
 namespace tdrl::modules {
 
-/// Adam (Kingma & Ba; LibTorch's torch::optim::Adam, amsgrad excepted) whose step count, bias
+/// Adam (Kingma & Ba; LibTorch's torch::optim::Adam, amsgrad included) whose step count, bias
 /// corrections and learning rate live in tensors on each parameter's device. LibTorch's Adam
 /// computes them on the host, so a step captured in a CUDA graph would replay the step count and
 /// learning rate of the capture forever; this one reads them from device memory, and a step does
 /// no host synchronisation.
 ///
 /// The update equals torch::optim::Adam's to float rounding (tested over many steps, weight decay
-/// included). float32 parameters on a GPU step through LibTorch's fused Adam kernel (one launch
-/// per group) where LibTorch has it with a tensor learning rate (2.x), per parameter otherwise. The
-/// state is Adam's (AdamParamState: exp_avg, exp_avg_sq, step), so a checkpoint written by either
-/// loads into the other; save() reads the device step counts (one host synchronisation, at save
-/// time only).
+/// and amsgrad included). float32 parameters on a GPU step through LibTorch's fused Adam kernel
+/// (one launch per group) where LibTorch has it with a tensor learning rate (2.x), per parameter
+/// otherwise. The state is Adam's (AdamParamState: exp_avg, exp_avg_sq, max_exp_avg_sq, step),
+/// so a checkpoint written by either loads into the other; save() reads the device step counts
+/// (one host synchronisation, at save time only).
 ///
 /// Learning rate: set it through param_groups()[i].options() as for Adam. step() copies a changed
 /// value to the device before it updates; whoever replays a captured step calls
 /// sync_hyperparameters() before each replay instead (a copy, not a synchronisation).
 ///
-/// Errors: std::invalid_argument for amsgrad (not implemented; LibTorch's Adam has it).
+/// Errors: those of torch::optim::Adam (its constructor checks the options).
 class CapturableAdam : public torch::optim::Adam {
  public:
   explicit CapturableAdam(std::vector<torch::Tensor> params,
@@ -50,7 +50,6 @@ class CapturableAdam : public torch::optim::Adam {
   // Per parameter: its step count on its device (0-dim; float32 for the fused kernel, float64
   // elsewhere), beside Adam's host count.
   torch::Tensor& step_count(const torch::Tensor& p, torch::optim::AdamParamState& state);
-  void check_options() const;
 
   std::unordered_map<const void*, torch::Tensor> steps_;
   std::vector<GroupTensors> groups_;
