@@ -138,6 +138,11 @@ void expect_same_layout(const fs::path& ours, const fs::path& theirs, bool same_
 
 class MemmapPythonTest : public ::testing::Test {
  protected:
+  // `json` as `<folder>/meta.json`, the folder made first.
+  static void write_meta(const std::string& folder, const std::string& json) {
+    fs::create_directories(folder);
+    std::ofstream(folder + "/meta.json") << json;
+  }
   TempDir dir_;
   const std::string prefix_ = dir_ / "td";
 };
@@ -202,13 +207,11 @@ TEST_F(MemmapPythonTest, APythonFolderLoadsItsKeysInTheOrderPythonWroteThem) {
 }
 
 TEST_F(MemmapPythonTest, APythonNonTensorDataFolderLoadsAsOneValueForTheWholeBatch) {
-  fs::create_directories(prefix_ + "/name");
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"name": {"type": "NonTensorData"}, "shape": [3], "device": "cpu",
-            "_type": "<class 'tensordict._td.TensorDict'>"})";
-  std::ofstream(prefix_ + "/name/meta.json")
-      << R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>", "data": "x",
-            "_metadata": null, "_is_non_tensor": true})";
+  write_meta(prefix_, R"({"name": {"type": "NonTensorData"}, "shape": [3], "device": "cpu",
+            "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_meta(prefix_ + "/name",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorData'>", "data": "x",
+            "_metadata": null, "_is_non_tensor": true})");
   const TensorDict td = TensorDict::load_memmap(prefix_);
   EXPECT_EQ(td.get_non_tensor<std::string>("name"), "x");
   EXPECT_EQ(td.get_non_tensor("name").batch_size(), BatchSize{3});
@@ -220,24 +223,20 @@ TEST_F(MemmapPythonTest, APythonNonTensorDataFolderLoadsAsOneValueForTheWholeBat
 
 TEST_F(MemmapPythonTest, APickledNonTensorValueIsRefusedNamingItsFile) {
   // Python pickles what JSON cannot hold; tdrl never unpickles.
-  fs::create_directories(prefix_ + "/obj");
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"obj": {"type": "NonTensorStack"}, "shape": [2], "device": "cpu",
-            "_type": "<class 'tensordict._td.TensorDict'>"})";
-  std::ofstream(prefix_ + "/obj/meta.json")
-      << R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0,
-            "device": null, "data": "pickle.pkl"})";
+  write_meta(prefix_, R"({"obj": {"type": "NonTensorStack"}, "shape": [2], "device": "cpu",
+            "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_meta(prefix_ + "/obj",
+             R"({"_type": "<class 'tensordict.tensorclass.NonTensorStack'>", "stack_dim": 0,
+            "device": null, "data": "pickle.pkl"})");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/obj/meta.json"), HasSubstr("pickle"),
                                          HasSubstr("does not read"))));
 }
 
 TEST_F(MemmapPythonTest, ATensorclassFolderIsRefusedNamingItsFileAndClass) {
-  fs::create_directories(prefix_ + "/tc");
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"tc": {"type": "MyData"}, "shape": [], "device": "cpu",
-            "_type": "<class 'tensordict._td.TensorDict'>"})";
-  std::ofstream(prefix_ + "/tc/meta.json") << R"({"_type": "<class '__main__.MyData'>"})";
+  write_meta(prefix_, R"({"tc": {"type": "MyData"}, "shape": [], "device": "cpu",
+            "_type": "<class 'tensordict._td.TensorDict'>"})");
+  write_meta(prefix_ + "/tc", R"({"_type": "<class '__main__.MyData'>"})");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/tc/meta.json"),
                                          HasSubstr("__main__.MyData"), HasSubstr("not read"))));
@@ -245,20 +244,18 @@ TEST_F(MemmapPythonTest, ATensorclassFolderIsRefusedNamingItsFileAndClass) {
 
 TEST_F(MemmapPythonTest, AnEntryWithTheEmptyKeyIsRefusedNamingTheFile) {
   // Python stores the empty key as "%.memmap"; a tdrl key is never empty.
-  fs::create_directories(prefix_);
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"": {"device": "cpu", "shape": [], "dtype": "torch.float32", "is_nested": false},
-            "shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  write_meta(prefix_,
+             R"({"": {"device": "cpu", "shape": [], "dtype": "torch.float32", "is_nested": false},
+            "shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   EXPECT_THAT(
       [&] { TensorDict::load_memmap(prefix_); },
       ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("the empty key"))));
 }
 
 TEST_F(MemmapPythonTest, AFolderOfANewerFormatVersionIsRefusedNamingBothVersions) {
-  fs::create_directories(prefix_);
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>",
-            "_format_version": 2, "_class": "tensordict:TensorDict"})";
+  write_meta(prefix_,
+             R"({"shape": [], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>",
+            "_format_version": 2, "_class": "tensordict:TensorDict"})");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"),
                                          HasSubstr("format version 2"), HasSubstr("up to 1"))));
@@ -266,17 +263,18 @@ TEST_F(MemmapPythonTest, AFolderOfANewerFormatVersionIsRefusedNamingBothVersions
 
 TEST_F(MemmapPythonTest, ALeafWithoutElementsLoadsWithoutAFileAsPythonWritesIt) {
   // Python writes no file for a leaf of zero elements; one with elements must have its file.
-  fs::create_directories(prefix_);
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"e": {"device": "cpu", "shape": [2, 0], "dtype": "torch.int32", "is_nested": false},
+  write_meta(
+      prefix_,
+      R"({"e": {"device": "cpu", "shape": [2, 0], "dtype": "torch.int32", "is_nested": false},
             "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>",
-            "_format_version": 1, "_class": "tensordict:TensorDict"})";
+            "_format_version": 1, "_class": "tensordict:TensorDict"})");
   const TensorDict td = TensorDict::load_memmap(prefix_);
   EXPECT_EQ(shape_of(td.get("e")), (Shape{2, 0}));
   EXPECT_EQ(td.get("e").scalar_type(), torch::kInt);
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"e": {"device": "cpu", "shape": [2, 1], "dtype": "torch.int32", "is_nested": false},
-            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  write_meta(
+      prefix_,
+      R"({"e": {"device": "cpu", "shape": [2, 1], "dtype": "torch.int32", "is_nested": false},
+            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(HasSubstr(prefix_ + "/e.memmap")));
 }
@@ -301,10 +299,10 @@ TEST_F(MemmapPythonTest, AKeyNamedLikeAFormatFieldKeepsItsEntryAsPythonDoes) {
 }
 
 TEST_F(MemmapPythonTest, AJaggedTensorIsRefusedNamingItsEntry) {
-  fs::create_directories(prefix_);
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"x": {"device": "cpu", "shape": [2, 1], "dtype": "torch.float32", "is_nested": true},
-            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  write_meta(
+      prefix_,
+      R"({"x": {"device": "cpu", "shape": [2, 1], "dtype": "torch.float32", "is_nested": true},
+            "shape": [2], "device": "cpu", "_type": "<class 'tensordict._td.TensorDict'>"})");
   EXPECT_THAT([&] { TensorDict::load_memmap(prefix_); },
               ThrowsMessage<Error>(AllOf(HasSubstr(prefix_ + "/meta.json"), HasSubstr("'x'"),
                                          HasSubstr("nested (jagged)"))));
@@ -313,8 +311,8 @@ TEST_F(MemmapPythonTest, AJaggedTensorIsRefusedNamingItsEntry) {
 TEST_F(MemmapPythonTest, ASubfolderAnOlderPythonDidNotListLoadsAfterTheListedKeys) {
   // tensordict before 0.4 wrote no {"type": ...} entry for a nested TensorDict.
   TensorDict({{"y", torch::ones({2})}}, {2}).save(prefix_ + "/sub");
-  std::ofstream(prefix_ + "/meta.json")
-      << R"({"shape": [2], "device": "None", "_type": "<class 'tensordict._td.TensorDict'>"})";
+  write_meta(prefix_,
+             R"({"shape": [2], "device": "None", "_type": "<class 'tensordict._td.TensorDict'>"})");
   const TensorDict td = TensorDict::load_memmap(prefix_);
   EXPECT_EQ(td.keys(), std::vector<NestedKey>{"sub"});
   EXPECT_TRUE(torch::equal(td.get({"sub", "y"}), torch::ones({2})));
