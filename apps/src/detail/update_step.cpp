@@ -226,24 +226,28 @@ void UpdateStep::track_terms(const std::vector<std::string>& names, torch::Devic
     throw std::logic_error(
         "UpdateStep: the loss wrote other terms during the CUDA graph capture "
         "than in the eager update before it");
-  // A loss whose terms change (rare): the sums of the names it kept carry over.
-  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-  auto sums = torch::zeros({static_cast<int64_t>(names.size())}, options);
-  auto nonfinite = torch::zeros({static_cast<int64_t>(names.size())}, options.dtype(torch::kBool));
-  auto first_bad = torch::zeros({static_cast<int64_t>(names.size())}, options);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const auto old = std::find(term_names_.begin(), term_names_.end(), names[i]);
-    if (old == term_names_.end()) continue;
-    const auto k = static_cast<int64_t>(old - term_names_.begin());
-    const auto n = static_cast<int64_t>(i);
-    sums[n].copy_(term_sums_[k]);
-    nonfinite[n].copy_(term_nonfinite_[k]);
-    first_bad[n].copy_(term_first_bad_[k]);
+  // A loss whose terms change (rare): the sums so far go to the host, one read of the device
+  // (outside any capture), and the device sums start again from zero for the new set.
+  if (term_sums_.defined() && term_count_ > 0) {
+    const auto sums = term_sums_.cpu();
+    const auto nonfinite = term_nonfinite_.cpu();
+    const auto first_bad = term_first_bad_.cpu();
+    for (size_t i = 0; i < term_names_.size(); ++i) {
+      const auto k = static_cast<int64_t>(i);
+      auto& carried = carried_[term_names_[i]];
+      carried.sum += sums[k].item<double>();
+      carried.count += term_count_;
+      if (!carried_bad_ && nonfinite[k].item<bool>())
+        carried_bad_ = std::make_pair(term_names_[i], first_bad[k].item<double>());
+    }
   }
+  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(device);
+  const auto n = static_cast<int64_t>(names.size());
   term_names_ = names;
-  term_sums_ = sums;
-  term_nonfinite_ = nonfinite;
-  term_first_bad_ = first_bad;
+  term_sums_ = torch::zeros({n}, options);
+  term_nonfinite_ = torch::zeros({n}, options.dtype(torch::kBool));
+  term_first_bad_ = torch::zeros({n}, options);
+  term_count_ = 0;
   masks_.clear();
 }
 
@@ -270,10 +274,22 @@ std::map<std::string, double> UpdateStep::take_means() {
   std::vector<std::string> names;
   std::vector<torch::Tensor> sums;
   std::vector<double> counts;
+  std::vector<double> carried_sums;
   if (term_count_ > 0 && term_sums_.defined()) {
     names = term_names_;
     sums.push_back(term_sums_);
     counts.assign(names.size(), static_cast<double>(term_count_));
+  }
+  carried_sums.assign(names.size(), 0.0);
+  for (const auto& [name, carried] : carried_) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) {
+      const auto i = static_cast<size_t>(it - names.begin());
+      carried_sums[i] = carried.sum;
+      counts[i] += static_cast<double>(carried.count);
+    } else {
+      out[name] = carried.sum / static_cast<double>(carried.count);
+    }
   }
   for (auto& [name, sum] : norm_sums_) {
     const auto count = norm_counts_[name];
@@ -285,8 +301,12 @@ std::map<std::string, double> UpdateStep::take_means() {
   if (!sums.empty()) {
     const auto host = torch::cat(sums).cpu();
     const auto* values = host.data_ptr<double>();
-    for (size_t i = 0; i < names.size(); ++i) out[names[i]] = values[i] / counts[i];
+    for (size_t i = 0; i < names.size(); ++i) {
+      const double carried = i < carried_sums.size() ? carried_sums[i] : 0.0;
+      out[names[i]] = (values[i] + carried) / counts[i];
+    }
   }
+  carried_.clear();
   // In place: a captured graph adds to these very tensors.
   if (term_sums_.defined()) term_sums_.zero_();
   for (auto& [name, sum] : norm_sums_) sum.zero_();
@@ -296,6 +316,7 @@ std::map<std::string, double> UpdateStep::take_means() {
 }
 
 std::optional<std::pair<std::string, double>> UpdateStep::first_nonfinite() const {
+  if (carried_bad_) return carried_bad_;
   if (!term_nonfinite_.defined()) return std::nullopt;
   const auto flags = term_nonfinite_.cpu();
   for (int64_t i = 0; i < flags.numel(); ++i)

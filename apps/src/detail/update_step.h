@@ -60,8 +60,9 @@ class UpdateStep {
   double max_grad_norm_;
   bool cuda_graph_;
   torch::Device device_ = torch::kCPU;  // the networks'
-  // track_terms makes the term sums for `names` on `device` (carrying over the sums of names seen
-  // before); minimised_mask is the device mask of the minimised terms, made once per pattern.
+  // track_terms makes the term sums for `names` on `device`, after moving the sums so far to the
+  // host (carried_); minimised_mask is the device mask of the minimised terms, made once per
+  // pattern.
   void track_terms(const std::vector<std::string>& names, torch::Device device, bool capturing);
   const torch::Tensor& minimised_mask(const std::vector<bool>& used, bool capturing);
 
@@ -74,7 +75,16 @@ class UpdateStep {
   std::map<std::string, torch::Tensor> masks_;      // by the pattern of minimised terms
   std::map<std::string, torch::Tensor> norm_sums_;  // by group name, float64 on device_
   std::map<std::string, int64_t> norm_counts_;
-  int64_t term_count_ = 0;
+  int64_t term_count_ = 0;  // updates summed in term_sums_
+  // The sums of the terms a loss wrote before its set of terms changed (rare: a loss that writes
+  // a term on some updates only), kept on the host so that each term's mean is over the updates
+  // that wrote it; and the first non-finite minimised value among them.
+  struct Carried {
+    double sum = 0;
+    int64_t count = 0;
+  };
+  std::map<std::string, Carried> carried_;
+  std::optional<std::pair<std::string, double>> carried_bad_;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;  // by active groups and minibatch size
 };
 
