@@ -83,7 +83,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   exit 1
 }
 cmake --build "$build" -j "$(nproc)" --target tdrl-train tensordict_tests tdrl_modules_tests \
-  tdrl_apps_tests tdrl_gpu_timings -- -k 0 > "$root/build-gpu.build.log" 2>&1 || {
+  tdrl_collectors_tests tdrl_apps_tests tdrl_gpu_timings -- -k 0 \
+  > "$root/build-gpu.build.log" 2>&1 || {
   grep -E "error|FAILED" "$root/build-gpu.build.log" | head -n 40 >&2
   exit 1
 }
@@ -94,7 +95,7 @@ echo "gpu_check: built in ${build_s} s (torch $("$python" -c 'import torch; prin
 status=0
 # Each case in a process of its own, so that a crash (the binaries print its backtrace) does not
 # hide the cases after it.
-for binary in tensordict_tests tdrl_modules_tests tdrl_apps_tests; do
+for binary in tensordict_tests tdrl_modules_tests tdrl_collectors_tests tdrl_apps_tests; do
   path=$(find "$build/tests" -type f -name "$binary" -perm -u+x | head -n 1)
   while read -r name; do
     "$path" --gtest_filter="$name" --gtest_brief=1 || { status=1; echo "gpu_check: FAILED $name"; }

@@ -91,8 +91,9 @@ std::string self_executable() { return fs::read_symlink("/proc/self/exe").string
 
 // The collector of `collector.mode`. Distributed workers are this executable started again on
 // the run's config.yaml (which lists the plugins they must load).
-// The single collector runs the policy on the training `device` and stores its batches there
-// (the envs step on the CPU: one copy each way per step of the batched env). Worker collectors
+// The single collector runs the policy on the training `device` (the envs step on the CPU: the
+// policy's input and action cross once each per step of the batched env) and stores its batches
+// there (filled in pinned memory, moved across once per batch). Worker collectors
 // act on the CPU with their own policies, which update_policy_weights_ copies the trainer's
 // weights into; the Trainer moves their batches to the device.
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,

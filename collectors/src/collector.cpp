@@ -190,7 +190,10 @@ TensorDict Collector::allocate(const TensorDict& step,
                                std::vector<std::pair<torch::Tensor, NestedKey>>& leaves) {
   auto batch_size = env_->batch_size();
   batch_size.push_back(steps_per_batch_);
-  const auto device = options_.storing_device().value_or(env_->device());
+  // Filled where the env steps; collect() moves it to the storing device once it is complete.
+  const auto device = env_->device();
+  const auto storing = options_.storing_device().value_or(device);
+  const bool pinned = device.is_cpu() && storing.is_cuda();
   TensorDict buffer = TensorDict::empty(batch_size, device);
   const size_t env_dims = env_->batch_size().size();
   for (const auto& [key, value] : step.items(true, true)) {
@@ -199,11 +202,12 @@ TensorDict Collector::allocate(const TensorDict& step,
     std::vector<int64_t> shape = batch_size;
     shape.insert(shape.end(), tensor->sizes().begin() + static_cast<int64_t>(env_dims),
                  tensor->sizes().end());
-    auto leaf = torch::empty(shape, tensor->options().device(device));
+    auto leaf = torch::empty(shape, tensor->options().device(device).pinned_memory(pinned));
     buffer.set(key, leaf);
     leaves.emplace_back(leaf, key);
   }
-  auto ids = torch::empty(batch_size, torch::TensorOptions(torch::kInt64).device(device));
+  auto ids = torch::empty(batch_size,
+                          torch::TensorOptions(torch::kInt64).device(device).pinned_memory(pinned));
   buffer.set(traj_ids_key(), ids);
   leaves.emplace_back(ids, traj_ids_key());
   return buffer;
@@ -280,6 +284,10 @@ std::optional<TensorDict> Collector::collect(bool random) {
     throw;
   }
   current_ = td;
+  // Across to the storing device in one go; from pinned memory the copy does not block (the
+  // pinned block is not reused until the copy is done) and the next batch gets a new buffer.
+  const auto storing = options_.storing_device();
+  if (storing && buffer.device() != storing) return buffer.to(*storing, /*non_blocking=*/true);
   return buffer;
 }
 

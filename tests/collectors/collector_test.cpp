@@ -512,6 +512,29 @@ TEST(CollectorTest, StoringAndPolicyDeviceOnTheEnvDeviceChangeNothing) {
   EXPECT_EQ(*policy.calls, 2);
 }
 
+TEST(CollectorCUDATest, BatchesStoredOnTheGpuEqualTheCpuOnesAndLiveThere) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
+  // Three batches in a row: each is filled in pinned memory and copied across without blocking,
+  // so a buffer reused before its copy finished would show here as a wrong later batch.
+  auto collect = [](CollectorOptions opts) {
+    Collector collector(make("CartPole-v1", {3}), nullptr, opts);
+    collector.set_seed(11);
+    std::vector<TensorDict> out;
+    for (const TensorDict& batch : collector) out.push_back(batch);
+    return out;
+  };
+  const auto on_cpu = collect(options(30, 90));
+  const auto on_gpu = collect(options(30, 90).storing_device(torch::Device(torch::kCUDA, 0)));
+  ASSERT_EQ(on_gpu.size(), on_cpu.size());
+  for (size_t k = 0; k < on_gpu.size(); ++k) {
+    ASSERT_TRUE(on_gpu[k].device().has_value());
+    EXPECT_TRUE(on_gpu[k].device()->is_cuda());
+    for (const auto& key : on_gpu[k].keys(true, true))
+      EXPECT_TRUE(on_gpu[k].get(key).is_cuda()) << key;
+    expect_same(on_gpu[k].to(torch::kCPU), on_cpu[k]);
+  }
+}
+
 // ---- Errors ----------------------------------------------------------------------------------
 
 TEST(CollectorTest, PolicyThatDoesNotWriteTheActionThrowsKeyErrorAndNextBatchResets) {

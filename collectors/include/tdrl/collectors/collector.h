@@ -65,7 +65,9 @@ struct CollectorOptions {
             exploration_type) = tensordict::nn::InteractionType::kRandom;
   /// Applied to each batch (after split_trajs) before it is yielded. Default none.
   TORCH_ARG(std::function<TensorDict(TensorDict)>, postproc);
-  /// Where yielded batches live. Default: the env's device.
+  /// Where yielded batches live. Default: the env's device. A batch bound for another device is
+  /// filled on the env's device (in pinned memory when it goes from the CPU to a GPU) and moved
+  /// across once, when it is complete: one copy per leaf per batch, not per step.
   TORCH_ARG(std::optional<torch::Device>, storing_device);
   /// Where the policy runs: its input is moved there and its output back to the env's
   /// device. Default: the env's device.
@@ -242,7 +244,8 @@ class Collector : public CollectorBase {
   void reset_all();
   // Runs the policy (or random actions) on `td`; checks that it wrote the action.
   TensorDict act(TensorDict td, bool random);
-  // Allocates the batch buffer after the first step of a batch, from `step`'s leaves.
+  // Allocates the batch buffer after the first step of a batch, from `step`'s leaves, on the
+  // env's device (pinned when the batch is bound for a GPU).
   TensorDict allocate(const TensorDict& step,
                       std::vector<std::pair<torch::Tensor, NestedKey>>& leaves);
 
