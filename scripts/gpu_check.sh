@@ -78,7 +78,7 @@ took() { took_s=$((SECONDS - step_start)); step_start=$SECONDS; }
 # ---- build
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_PREFIX_PATH=$torch_root;$prefix/usr" -DTDRL_BUILD_BENCH=OFF \
-  -DTDRL_BUILD_EXAMPLES=OFF > "$root/build-gpu.configure.log" 2>&1 || {
+  -DTDRL_BUILD_EXAMPLES=OFF -DTDRL_WITH_CAIRO=OFF > "$root/build-gpu.configure.log" 2>&1 || {
   tail -n 40 "$root/build-gpu.configure.log" >&2
   exit 1
 }

@@ -32,6 +32,7 @@ packages=(
   libgloo-dev
   libmujoco-dev libmujoco-samples
   libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libcairo2-dev fonts-dejavu-core
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 [[ $torch == debian ]] || packages+=(python3-venv)

@@ -16,7 +16,7 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/canvas.h"
+#include "detail/drawing.h"
 #include "detail/file_util.h"
 
 namespace tdrl::apps {
@@ -101,21 +101,11 @@ std::string format_tick(double v, double step) {
 
 // ---------------------------------------------------------------- learning curve
 
-namespace {
+namespace detail {
 
-constexpr double kWidth = 800, kHeight = 480;
-
-// The curve laid out on kWidth x kHeight units.
-detail::Drawing draw_learning_curve(const std::string& title,
-                                    const std::vector<CurveSeries>& series,
-                                    const std::string& y_label) {
-  using detail::Anchor;
-  using detail::Circle;
-  using detail::Line;
-  using detail::Polygon;
-  using detail::Polyline;
-  using detail::RectOutline;
-  using detail::Text;
+Drawing learning_curve_drawing(const std::string& title, const std::vector<CurveSeries>& series,
+                               const std::string& y_label) {
+  constexpr double kWidth = 800, kHeight = 480;
   detail::Drawing drawing{kWidth, kHeight, title, {}};
   auto& shapes = drawing.shapes;
   static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
@@ -233,16 +223,20 @@ detail::Drawing draw_learning_curve(const std::string& title,
   return drawing;
 }
 
-}  // namespace
+}  // namespace detail
+
+bool learning_curves_available() { return detail::drawing_available(); }
 
 void write_learning_curve_svg(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series, const std::string& y_label) {
-  write_file_atomically(path, detail::to_svg(draw_learning_curve(title, series, y_label)));
+  write_file_atomically(path,
+                        detail::to_svg(detail::learning_curve_drawing(title, series, y_label)));
 }
 
 void write_learning_curve_png(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series, const std::string& y_label) {
-  write_file_atomically(path, detail::to_png(draw_learning_curve(title, series, y_label), 2.0));
+  write_file_atomically(
+      path, detail::to_png(detail::learning_curve_drawing(title, series, y_label), 2.0));
 }
 
 }  // namespace tdrl::apps

@@ -6,9 +6,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include <tensordict/errors.h>
 
@@ -25,31 +26,6 @@ std::ofstream open_for_append(const std::string& path) {
 
 void check_written(const std::ofstream& out, const std::string& path) {
   if (!out) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-}
-
-// A JSON number that reads back as the same double.
-std::string json_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
-
-// A metric name as a JSON string (names are plain, but quote what needs quoting).
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // ---- protobuf wire format: the few field kinds an Event needs ----
@@ -126,12 +102,13 @@ JsonLinesBackend::JsonLinesBackend(std::string path)
     : path_(std::move(path)), out_(open_for_append(path_)) {}
 
 void JsonLinesBackend::write(int64_t step, const std::map<std::string, double>& row) {
-  std::string line = "{\"step\": " + std::to_string(step);
+  nlohmann::ordered_json line;  // "step" first, then the metrics by name
+  line["step"] = step;
   for (const auto& [name, value] : row) {
     if (!std::isfinite(value)) continue;  // JSON has no NaN or infinity
-    line += ", " + json_string(name) + ": " + json_number(value);
+    line[name] = value;
   }
-  out_ << line << "}\n";
+  out_ << line.dump() << "\n";
   out_.flush();
   check_written(out_, path_);
 }

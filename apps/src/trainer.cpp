@@ -340,6 +340,10 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     logger_->info("run {} ({} on {}), config:\n{}", run_.path(), config_.algo.name,
                   config_.env.name, to_yaml(config_));
   }
+  if (!learning_curves_available())
+    logger_->info(
+        "no learning_curve.svg/png: this build of tdrl draws no pictures (configured without "
+        "cairo); metrics.csv holds the same data");
   metrics_writer_ = std::make_unique<MetricsWriter>(
       run_.file("metrics.csv"),
       metric_columns(*recipe_->loss, recipe_->optimizers, !config_.env.transforms.items.empty()));
@@ -557,6 +561,7 @@ void Trainer::keep_if_best(const EvalResult& result) {
 }
 
 void Trainer::write_curve() {
+  if (!learning_curves_available()) return;
   // Evaluations as measured points with their spread over episodes; the per-batch training
   // returns are noisy, so their moving average is the line to read.
   const std::string title = config_.algo.name + " on " + config_.env.name;

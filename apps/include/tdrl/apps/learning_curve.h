@@ -1,9 +1,11 @@
 #pragma once
 
-/// The learning-curve images of a run (SVG and PNG).
+/// The learning-curve images of a run (SVG and PNG), drawn with cairo.
 ///
 /// Errors: file-system failures throw std::runtime_error naming the path and the system's
-/// reason; invalid arguments throw tensordict::ValueError (also a std::runtime_error).
+/// reason; invalid arguments throw tensordict::ValueError (also a std::runtime_error); in a build
+/// without cairo (learning_curves_available() false) both writers throw std::runtime_error saying
+/// so.
 
 #include <string>
 #include <utility>
@@ -25,26 +27,28 @@ struct CurveSeries {
   int smooth = 0;
 };
 
+/// Whether this build draws learning curves: it was configured with cairo (TDRL_WITH_CAIRO, on
+/// by default; scripts/setup.sh installs it).
+bool learning_curves_available();
+
 /// Writes an SVG learning curve: `y_label` against frames, one line per series, with axes,
 /// ticks, labels, a legend and `title`; written atomically.
 ///
-/// The image is self-contained (no scripts, fonts or external references) with a viewBox,
-/// so it scales. The value axis is padded by 5% of the data's range on each side before its
-/// ticks are chosen, so no line runs along the frame. Axis ticks are at 1-2-5 steps; frame
-/// ticks read "500", "1k", "2.5M". Non-finite points are left out; series without a point are
-/// skipped (a one-point series gets a dot); an all-empty plot still gets axes. Each series has
-/// its own colour (a fixed palette, cycled) and a legend entry. The output depends only on the
-/// arguments. Throws tensordict::ValueError when a spread does not have one value per point,
-/// std::runtime_error when the file cannot be written.
+/// The image is 800 x 480 pixels, self-contained (no scripts or external references; text is
+/// drawn as glyph outlines, so it looks the same without the font). The value axis is padded by
+/// 5% of the data's range on each side before its ticks are chosen, so no line runs along the
+/// frame. Axis ticks are at 1-2-5 steps; frame ticks read "500", "1k", "2.5M". Non-finite points
+/// are left out; series without a point are skipped (a one-point series gets a dot); an all-empty
+/// plot still gets axes. Each series has its own colour (a fixed palette, cycled) and a legend
+/// entry. Text that is not valid UTF-8 has its invalid bytes drawn as '?'. The output depends
+/// only on the arguments (and the installed font). Throws tensordict::ValueError when a spread
+/// does not have one value per point, std::runtime_error when the file cannot be written.
 void write_learning_curve_svg(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series,
                               const std::string& y_label = "return");
 
-/// The same learning curve as a PNG image of 1600 x 960 pixels (the SVG's layout at twice its
-/// size), for viewers that do not show SVG: anti-aliased lines, bands and markers, text in a
-/// built-in 5x7 bitmap font (printable ASCII; any other character prints as one '?'), 8-bit RGB,
-/// zlib-compressed; written atomically. Same inputs, same bytes. Throws as
-/// write_learning_curve_svg.
+/// The same learning curve as an 8-bit RGB PNG of 1600 x 960 pixels (the SVG at twice its size),
+/// for viewers that do not show SVG; written atomically. Throws as write_learning_curve_svg.
 void write_learning_curve_png(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series,
                               const std::string& y_label = "return");

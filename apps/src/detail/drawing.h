@@ -1,14 +1,16 @@
 #pragma once
 
 // The drawing of the run's plots: the learning curve lays itself out once as a Drawing (a list
-// of shapes in logical units, y pointing down), and each output format renders it: to_svg as
-// SVG elements, to_png as anti-aliased pixels (text from a built-in 5x7 bitmap font) encoded
-// as PNG.
+// of shapes in logical units, y pointing down), and cairo renders it, through one painting
+// routine, to an SVG document and to a PNG image. The Drawing is what tests read for the layout
+// (which shapes, which labels); the files are cairo's.
 
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include <tdrl/apps/learning_curve.h>
 
 namespace tdrl::apps::detail {
 
@@ -65,10 +67,20 @@ struct Drawing {
   std::vector<Shape> shapes;
 };
 
-/// An SVG document with a viewBox of the drawing's size, a <title> and a white background.
+/// Whether this build draws (it found cairo: TDRL_WITH_CAIRO). Without it to_svg and to_png
+/// throw std::runtime_error saying so.
+bool drawing_available();
+
+/// An SVG document of the drawing's size in pixels (text as glyph outlines, so it shows the same
+/// without the fonts). Throws tensordict::ValueError for a colour that is not "#rrggbb",
+/// std::runtime_error when cairo fails (naming its status).
 std::string to_svg(const Drawing& drawing);
-/// An 8-bit RGB PNG of the drawing at `scale` pixels per unit, zlib-compressed. Throws
-/// tensordict::ValueError for a colour that is not "#rrggbb".
+/// An 8-bit RGB PNG of the drawing at `scale` pixels per unit. Throws as to_svg.
 std::string to_png(const Drawing& drawing, double scale);
+
+/// The learning curve of write_learning_curve_svg/png, laid out on 800 x 480 units. Throws
+/// tensordict::ValueError when a spread does not have one value per point.
+Drawing learning_curve_drawing(const std::string& title, const std::vector<CurveSeries>& series,
+                               const std::string& y_label);
 
 }  // namespace tdrl::apps::detail
