@@ -4,7 +4,8 @@
 # (10 episodes per seed), the fraction of seeds reaching the target, frames, and wall time per
 # seed. A target is met only when the median reaches it and at least 80% of the seeds do.
 # Writes the table to docs/results.md and one plot per config (every seed's evaluation curve,
-# the median and the interquartile band) to docs/results/<config>.svg.
+# the median and the interquartile band, the target) to docs/results/<config>.svg, drawn by
+# tdrl-plot (the runs' own learning curves' drawing).
 #
 #   scripts/learning_suite.sh                          every config with a target, 5 seeds
 #   scripts/learning_suite.sh --seeds 10 ppo_cartpole  10 seeds (0..9) of one config
@@ -13,7 +14,7 @@
 #   scripts/learning_suite.sh --report-only NAME...    report the runs already there
 #   BUILD_DIR=... RUNS_DIR=... TDRL_TRAIN=... scripts/learning_suite.sh
 #     TDRL_TRAIN: an installed tdrl-train, so that rebuilding the tree during a long suite does
-#     not change the program under test.
+#     not change the program under test; the tdrl-plot beside it draws the plots.
 #
 # The long off-policy MuJoCo configs (1.5-2 hours a seed on the 2-core reference machine) run 3
 # seeds (td3_hopper 5: its first 3 missed) at a reduced frame budget with an intermediate target
@@ -71,12 +72,14 @@ if [[ -n "$resume_dir" ]]; then
 fi
 ((${#configs[@]})) || configs=("${order[@]}")
 
-if [[ -z "$train" && "$report_only" == false ]]; then
+if [[ -z "$train" ]]; then
   tdrl_configure "$build_dir"
-  cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train
+  cmake --build "$build_dir" -j "$(nproc)" --target tdrl-train tdrl-plot
   train=$build_dir/apps/tdrl-train
 fi
+plot=$(dirname "$train")/tdrl-plot
 [[ "$report_only" == true || -x "$train" ]] || { echo "learning_suite.sh: $train is not an executable" >&2; exit 2; }
+[[ -x "$plot" ]] || { echo "learning_suite.sh: $plot is not an executable (build tdrl-plot)" >&2; exit 2; }
 
 mkdir -p "$runs_dir" "$TDRL_ROOT/docs/results"
 results=$TDRL_ROOT/docs/results.md
@@ -109,11 +112,10 @@ for name in "${configs[@]}"; do
         | tee "$runs_dir/$name/seed$seed.out"
     done
   fi
-  # The figures and the plot, from every seed's latest run folder.
-  row=$(python3 - "$runs_dir/$name" "$name" "${t:-nan}" "$TDRL_ROOT/docs/results/$name.svg" \
-    "${anchor[$name]:--}" "$note" <<'PY'
+  # The figures, from every seed's latest run folder: the table's row, then the seeds' folders.
+  report=$(python3 - "$runs_dir/$name" "$name" "${t:-nan}" "${anchor[$name]:--}" "$note" <<'PY'
 import csv, glob, math, os, sys
-root, name, target, svg_path, anchor, note = sys.argv[1:7]
+root, name, target, anchor, note = sys.argv[1:6]
 target = float(target)
 seeds = []
 for seed_dir in sorted(glob.glob(os.path.join(root, "seed*")), key=lambda p: int(p.rsplit("seed", 1)[1]) if p.rsplit("seed", 1)[1].isdigit() else -1):
@@ -126,7 +128,7 @@ for seed_dir in sorted(glob.glob(os.path.join(root, "seed*")), key=lambda p: int
     evals = [(float(r["frames"]), float(r["eval_return"])) for r in rows if r.get("eval_return")]
     if not evals:
         continue
-    seeds.append({"seed": os.path.basename(seed_dir), "curve": evals, "final": evals[-1][1],
+    seeds.append({"dir": seed_dir, "curve": evals, "final": evals[-1][1],
                   "frames": int(evals[-1][0]), "wall": float(rows[-1]["wall_time"])})
 if not seeds:
     sys.exit("learning_suite.sh: no finished run under " + root)
@@ -147,63 +149,18 @@ else:
     verdict = "met" if med >= target and frac >= 0.8 else "missed"
 walls = [s["wall"] for s in seeds]
 
-# The plot: every seed's evaluations (thin), the median and the interquartile band over the
-# seeds at each evaluation point, the target as a dashed line.
-W, H, L, R, T, B = 640, 400, 70, 20, 40, 50
-points = sorted({f for s in seeds for f, _ in s["curve"]})
-def at(curve, f):
-    for x, y in curve:
-        if x == f:
-            return y
-    return None
-band = []
-for f in points:
-    ys = [y for y in (at(s["curve"], f) for s in seeds) if y is not None]
-    if len(ys) == len(seeds):
-        band.append((f, quantile(ys, 0.25), quantile(ys, 0.5), quantile(ys, 0.75)))
-all_y = [y for s in seeds for _, y in s["curve"]] + ([target] if not math.isnan(target) else [])
-ymin, ymax = min(all_y), max(all_y)
-pad = 0.08 * (ymax - ymin or 1.0)
-ymin, ymax = ymin - pad, ymax + pad
-xmax = max(points) or 1.0
-sx = lambda x: L + (W - L - R) * x / xmax
-sy = lambda y: T + (H - T - B) * (ymax - y) / (ymax - ymin)
-out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-       f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{W/2}" y="20" text-anchor="middle" font-size="14">{name}: evaluation return, {len(seeds)} seeds{note}</text>',
-       f'<rect x="{L}" y="{T}" width="{W-L-R}" height="{H-T-B}" fill="none" stroke="#888"/>']
-for i in range(5):
-    y = ymin + (ymax - ymin) * i / 4
-    out.append(f'<text x="{L-6}" y="{sy(y)+4:.1f}" text-anchor="end">{y:.0f}</text>')
-    x = xmax * i / 4
-    out.append(f'<text x="{sx(x):.1f}" y="{H-B+16}" text-anchor="middle">{x/1000:.0f}k</text>')
-out.append(f'<text x="{L+(W-L-R)/2}" y="{H-12}" text-anchor="middle">frames</text>')
-out.append(f'<text x="16" y="{T+(H-T-B)/2}" text-anchor="middle" transform="rotate(-90 16 {T+(H-T-B)/2})">return (env units)</text>')
-if len(band) > 1:
-    upper = " ".join(f"{sx(f):.1f},{sy(hi):.1f}" for f, lo, m, hi in band)
-    lower = " ".join(f"{sx(f):.1f},{sy(lo):.1f}" for f, lo, m, hi in reversed(band))
-    out.append(f'<polygon points="{upper} {lower}" fill="#1f77b4" fill-opacity="0.2" stroke="none"/>')
-for s in seeds:
-    pts = " ".join(f"{sx(f):.1f},{sy(y):.1f}" for f, y in s["curve"])
-    out.append(f'<polyline points="{pts}" fill="none" stroke="#999" stroke-width="1"/>')
-if band:
-    pts = " ".join(f"{sx(f):.1f},{sy(m):.1f}" for f, lo, m, hi in band)
-    out.append(f'<polyline points="{pts}" fill="none" stroke="#1f77b4" stroke-width="2.5"/>')
-    for f, lo, m, hi in band:
-        out.append(f'<circle cx="{sx(f):.1f}" cy="{sy(m):.1f}" r="3" fill="#1f77b4"/>')
-if not math.isnan(target):
-    out.append(f'<line x1="{L}" x2="{W-R}" y1="{sy(target):.1f}" y2="{sy(target):.1f}" stroke="#d62728" stroke-dasharray="6,4"/>')
-    out.append(f'<text x="{W-R-4}" y="{sy(target)-4:.1f}" text-anchor="end" fill="#d62728">target {target:g}</text>')
-out.append(f'<text x="{L+8}" y="{T+16}" fill="#1f77b4">median and interquartile band; grey: each seed</text>')
-out.append("</svg>")
-open(svg_path, "w").write("\n".join(out) + "\n")
-
 tgt = "-" if math.isnan(target) else f"{target:g}"
 print(f"| {name} | {med:.1f} | {q1:.1f} .. {q3:.1f} | {reached}/{len(finals)} | {tgt}{note} | {verdict} | "
       f"{seeds[0]['frames']} | {quantile(walls, 0.5):.0f} s | "
       + ", ".join(f"{f:.0f}" for f in finals) + f" | {anchor} |")
+print("\t".join(s["dir"] for s in seeds))
 PY
 )
+  row=$(head -n 1 <<< "$report")
+  IFS=$'\t' read -r -a seed_dirs < <(sed -n 2p <<< "$report")
+  # The plot: every seed's evaluations (thin), their median and interquartile band, the target.
+  "$plot" "${seed_dirs[@]}" --out "$TDRL_ROOT/docs/results/$name.svg" \
+    --title "$name: evaluation return, ${#seed_dirs[@]} seeds$note" ${t:+--target "$t"} > /dev/null
   rows+=("$row")
   printf '%s\n' "$row"
 done

@@ -113,10 +113,10 @@ Drawing learning_curve_drawing(const std::string& title, const std::vector<Curve
   constexpr double kLeft = 80, kRight = 640, kTop = 48, kBottom = 410;
   const std::string ink = "#333333";
   for (const auto& s : series)
-    TDRL_CHECK(s.spread.empty() || s.spread.size() == s.points.size(), tensordict::ValueError,
+    TDRL_CHECK(s.band.empty() || s.band.size() == s.points.size(), tensordict::ValueError,
                "write_learning_curve: series ", in_quotes(s.name), " has ",
-               std::to_string(s.spread.size()), " spread values for ",
-               std::to_string(s.points.size()), " points; give one per point or none");
+               std::to_string(s.band.size()), " band values for ", std::to_string(s.points.size()),
+               " points; give one (low, high) per point or none");
 
   // The data range over every finite point and band edge (a unit box when there is none),
   // padded by 5% so that no line runs along the frame, rounded out to tick values.
@@ -138,9 +138,9 @@ Drawing learning_curve_drawing(const std::string& title, const std::vector<Curve
     for (size_t i = 0; i < s.points.size(); ++i) {
       const auto& [x, y] = s.points[i];
       include(x, y);
-      if (!s.spread.empty() && std::isfinite(s.spread[i])) {
-        include(x, y - s.spread[i]);
-        include(x, y + s.spread[i]);
+      if (!s.band.empty()) {
+        include(x, s.band[i].first);
+        include(x, s.band[i].second);
       }
     }
   }
@@ -176,27 +176,33 @@ Drawing learning_curve_drawing(const std::string& title, const std::vector<Curve
 
   // Each series: its band, its raw line (faint when smoothed), the smoothed line, the markers,
   // and its legend entry.
-  size_t drawn = 0;
+  size_t palette = 0;
+  size_t legend = 0;
   for (const auto& s : series) {
     std::vector<std::pair<double, double>> pts;
-    std::vector<double> spread;
+    std::vector<std::pair<double, double>> band;
     for (size_t i = 0; i < s.points.size(); ++i) {
       if (!std::isfinite(s.points[i].first) || !std::isfinite(s.points[i].second)) continue;
       pts.push_back(s.points[i]);
-      spread.push_back(s.spread.empty() || !std::isfinite(s.spread[i]) ? 0.0 : s.spread[i]);
+      if (s.band.empty()) continue;
+      // A non-finite edge of the band shrinks to the line there.
+      const auto [lo, hi] = s.band[i];
+      band.emplace_back(std::isfinite(lo) ? lo : s.points[i].second,
+                        std::isfinite(hi) ? hi : s.points[i].second);
     }
     if (pts.empty()) continue;
-    const std::string color = kColors[drawn % (sizeof(kColors) / sizeof(kColors[0]))];
-    if (!s.spread.empty() && pts.size() > 1) {
-      std::vector<detail::Point> band;
+    const std::string color =
+        s.color.empty() ? kColors[palette++ % (sizeof(kColors) / sizeof(kColors[0]))] : s.color;
+    if (!band.empty() && pts.size() > 1) {
+      std::vector<detail::Point> outline;
       for (size_t i = 0; i < pts.size(); ++i)
-        band.emplace_back(sx(pts[i].first), sy(pts[i].second + spread[i]));
+        outline.emplace_back(sx(pts[i].first), sy(band[i].second));
       for (size_t i = pts.size(); i-- > 0;)
-        band.emplace_back(sx(pts[i].first), sy(pts[i].second - spread[i]));
-      shapes.push_back(Polygon{band, color, 0.15});
+        outline.emplace_back(sx(pts[i].first), sy(band[i].first));
+      shapes.push_back(Polygon{outline, color, 0.15});
     }
     if (s.smooth > 1 && pts.size() > 1) {
-      shapes.push_back(Polyline{scaled(pts), color, 1.0, 0.3});
+      shapes.push_back(Polyline{scaled(pts), color, s.width * 2 / 3, 0.3});
       std::vector<std::pair<double, double>> avg;
       double sum = 0;
       for (size_t i = 0; i < pts.size(); ++i) {
@@ -205,20 +211,19 @@ Drawing learning_curve_drawing(const std::string& title, const std::vector<Curve
         const size_t n = std::min(i + 1, static_cast<size_t>(s.smooth));
         avg.emplace_back(pts[i].first, sum / static_cast<double>(n));
       }
-      shapes.push_back(Polyline{scaled(avg), color, 2.0, 1.0});
+      shapes.push_back(Polyline{scaled(avg), color, s.width * 4 / 3, 1.0, s.dashed});
     } else {
-      shapes.push_back(Polyline{scaled(pts), color, 1.5, 1.0});
+      shapes.push_back(Polyline{scaled(pts), color, s.width, 1.0, s.dashed});
     }
     if (s.markers || pts.size() == 1) {
       for (const auto& [x, y] : pts) shapes.push_back(Circle{sx(x), sy(y), 3, color});
     }
+    if (s.name.empty()) continue;
     std::string label = s.name;
     if (s.smooth > 1) label += " (mean of " + std::to_string(s.smooth) + ")";
-    if (!s.spread.empty()) label += " +- std";
-    const double ly = kTop + 10 + 20.0 * static_cast<double>(drawn);
-    shapes.push_back(Line{kRight + 16, ly, kRight + 40, ly, color, 2});
+    const double ly = kTop + 10 + 20.0 * static_cast<double>(legend++);
+    shapes.push_back(Polyline{{{kRight + 16, ly}, {kRight + 40, ly}}, color, 2, 1.0, s.dashed});
     shapes.push_back(Text{kRight + 46, ly + 4, label, 12, Anchor::kStart, ink});
-    ++drawn;
   }
   return drawing;
 }

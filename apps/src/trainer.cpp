@@ -565,8 +565,12 @@ void Trainer::write_curve() {
   // Evaluations as measured points with their spread over episodes; the per-batch training
   // returns are noisy, so their moving average is the line to read.
   const std::string title = config_.algo.name + " on " + config_.env.name;
+  std::vector<std::pair<double, double>> eval_band;
+  for (size_t i = 0; i < eval_curve_.size() && i < eval_std_.size(); ++i)
+    eval_band.emplace_back(eval_curve_[i].second - eval_std_[i],
+                           eval_curve_[i].second + eval_std_[i]);
   const std::vector<CurveSeries> series = {{"train", train_curve_, {}, false, 10},
-                                           {"eval", eval_curve_, eval_std_, true, 0}};
+                                           {"eval +- std", eval_curve_, eval_band, true, 0}};
   write_learning_curve_svg(run_.file("learning_curve.svg"), title, series, "return (env units)");
   write_learning_curve_png(run_.file("learning_curve.png"), title, series, "return (env units)");
 }

@@ -2,6 +2,7 @@
 // and labels) and the SVG and PNG files cairo renders from it (read back with cairo).
 
 #include <tdrl/apps/learning_curve.h>
+#include <tdrl/apps/main.h>
 
 #include <algorithm>
 #include <array>
@@ -54,6 +55,14 @@ std::vector<std::string> texts_of(const Drawing& drawing) {
   return out;
 }
 
+// The plotted lines: the polylines inside the frame (the legend's swatches are right of it).
+std::vector<detail::Polyline> data_lines(const Drawing& drawing) {
+  std::vector<detail::Polyline> out;
+  for (const auto& l : shapes_of<detail::Polyline>(drawing))
+    if (l.points.front().first <= 640) out.push_back(l);
+  return out;
+}
+
 Drawing layout(const std::string& title, const Series& series,
                const std::string& y_label = "return") {
   return detail::learning_curve_drawing(title, series, y_label);
@@ -65,7 +74,7 @@ TEST(LearningCurveTest, DrawsOnePolylinePerNonEmptySeriesWithTitleAndLegend) {
                                                {"empty", {}}});
   EXPECT_EQ(d.width, 800);
   EXPECT_EQ(d.height, 480);
-  const auto lines = shapes_of<detail::Polyline>(d);
+  const auto lines = data_lines(d);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].color, "#1f77b4");
   EXPECT_EQ(lines[0].points.size(), 3u);
@@ -74,10 +83,10 @@ TEST(LearningCurveTest, DrawsOnePolylinePerNonEmptySeriesWithTitleAndLegend) {
   for (const char* t : {"PPO on CartPole", "train", "eval", "frames", "return"})
     EXPECT_THAT(texts, Contains(t));
   EXPECT_THAT(texts, Not(Contains("empty")));
-  // A legend swatch per drawn series, in its colour.
+  // A legend swatch per drawn series, in its colour (two points, at the right of the frame).
   size_t swatches = 0;
-  for (const auto& l : shapes_of<detail::Line>(d))
-    if (l.color == "#1f77b4" || l.color == "#ff7f0e") ++swatches;
+  for (const auto& l : shapes_of<detail::Polyline>(d))
+    if (l.points.size() == 2 && l.points[0].first > 640) ++swatches;
   EXPECT_EQ(swatches, 2u);
 }
 
@@ -98,7 +107,7 @@ TEST(LearningCurveTest, SmallReturnsGetDecimalTicks) {
 
 TEST(LearningCurveTest, EmptyPlotStillHasAxes) {
   const Drawing d = layout("nothing yet", {});
-  EXPECT_TRUE(shapes_of<detail::Polyline>(d).empty());
+  EXPECT_TRUE(data_lines(d).empty());
   const auto frame = shapes_of<detail::RectOutline>(d);
   ASSERT_EQ(frame.size(), 1u);
   EXPECT_EQ(frame[0].color, "#333333");
@@ -110,7 +119,7 @@ TEST(LearningCurveTest, SinglePointSeriesGetsMarkerAndNonFinitePointsAreLeftOut)
   const double nan = std::nan("");
   const Drawing d = layout("t", {{"eval", {{500, 3}}}, {"train", {{0, 1}, {100, nan}, {200, 2}}}});
   EXPECT_EQ(shapes_of<detail::Circle>(d).size(), 1u);
-  const auto lines = shapes_of<detail::Polyline>(d);
+  const auto lines = data_lines(d);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1].color, "#ff7f0e");
   EXPECT_EQ(lines[1].points.size(), 2u);
@@ -120,14 +129,14 @@ TEST(LearningCurveTest, SinglePointSeriesGetsMarkerAndNonFinitePointsAreLeftOut)
 
 TEST(LearningCurveTest, EvaluationsGetMarkersAndABandTrainReturnsASmoothedLine) {
   Series series = {{"train", {{0, 10}, {100, 30}, {200, 20}, {300, 40}}, {}, false, 3},
-                   {"eval", {{100, 500}, {300, 480}}, {0, 20}, true, 0}};
+                   {"eval +- std", {{100, 500}, {300, 480}}, {{500, 500}, {460, 500}}, true, 0}};
   const Drawing d = layout("t", series, "return (env units)");
   EXPECT_EQ(shapes_of<detail::Circle>(d).size(), 2u);  // one per evaluation
   const auto bands = shapes_of<detail::Polygon>(d);
   ASSERT_EQ(bands.size(), 1u);
   EXPECT_EQ(bands[0].color, "#ff7f0e");
-  EXPECT_EQ(bands[0].points.size(), 4u);  // two points, each at +- its spread
-  const auto lines = shapes_of<detail::Polyline>(d);
+  EXPECT_EQ(bands[0].points.size(), 4u);  // two points, each at its low and its high
+  const auto lines = data_lines(d);
   ASSERT_EQ(lines.size(), 3u);  // raw train (faint), its mean, eval
   EXPECT_DOUBLE_EQ(lines[0].opacity, 0.3);
   const auto texts = texts_of(d);
@@ -137,10 +146,27 @@ TEST(LearningCurveTest, EvaluationsGetMarkersAndABandTrainReturnsASmoothedLine) 
   EXPECT_THAT(texts, Contains("600"));
   EXPECT_THAT(
       [&] {
-        layout("t", {{"eval", {{1, 2}, {3, 4}}, {1}}});
+        layout("t", {{"eval", {{1, 2}, {3, 4}}, {{1, 3}}}});
       },
       ::testing::ThrowsMessage<tensordict::ValueError>(
-          HasSubstr("series 'eval' has 1 spread values for 2 points")));
+          HasSubstr("series 'eval' has 1 band values for 2 points")));
+}
+
+TEST(LearningCurveTest, UnnamedSeriesHaveNoLegendAndOwnColoursLeaveThePaletteAlone) {
+  const Drawing d =
+      layout("t", {{"", {{0, 1}, {10, 2}}, {}, false, 0, "#999999", 1.0},
+                   {"median", {{0, 1.5}, {10, 2.5}}},
+                   {"target 3", {{0, 3}, {10, 3}}, {}, false, 0, "#d62728", 1.5, true}});
+  const auto lines = data_lines(d);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].color, "#999999");
+  EXPECT_DOUBLE_EQ(lines[0].width, 1.0);
+  EXPECT_EQ(lines[1].color, "#1f77b4");  // the palette's first: the grey one took none
+  EXPECT_TRUE(lines[2].dashed);
+  const auto texts = texts_of(d);
+  EXPECT_THAT(texts, Contains("median"));
+  EXPECT_THAT(texts, Contains("target 3"));
+  EXPECT_EQ(shapes_of<detail::Polyline>(d).size(), 5u);  // two legend swatches, not three
 }
 
 // ---- the files -------------------------------------------------------------------------------
@@ -187,7 +213,7 @@ DecodedPng decode_png(const std::string& path) {
 TEST(LearningCurveTest, PngIsTheLayoutAtTwiceTheSizeInTheSeriesColours) {
   TempDir tmp;
   Series series = {{"train", {{0, 10}, {100, 30}, {200, 20}, {300, 40}}, {}, false, 3},
-                   {"eval", {{100, 500}, {300, 480}}, {0, 20}, true, 0}};
+                   {"eval +- std", {{100, 500}, {300, 480}}, {{500, 500}, {460, 500}}, true, 0}};
   write_learning_curve_png(tmp / "c.png", "ppo on Pendulum-v1", series, "return (env units)");
   EXPECT_EQ(read_file_bytes(tmp / "c.png").substr(0, 8), std::string("\x89PNG\r\n\x1a\n"));
   const DecodedPng png = decode_png(tmp / "c.png");
@@ -231,16 +257,16 @@ TEST(LearningCurveTest, PngOfAnEmptyPlotHasItsFrameAndNoSeriesColour) {
   EXPECT_EQ(png.count({0x1f, 0x77, 0xb4}), 0u);
   EXPECT_THAT(
       [&] {
-        write_learning_curve_png(tmp / "d.png", "t", {{"eval", {{1, 2}, {3, 4}}, {1}}});
+        write_learning_curve_png(tmp / "d.png", "t", {{"eval", {{1, 2}, {3, 4}}, {{1, 3}}}});
       },
-      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("1 spread values for 2 points")));
+      ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("1 band values for 2 points")));
   EXPECT_FALSE(std::filesystem::exists(tmp / "d.png"));
 }
 
 TEST(LearningCurveTest, SvgIsASelfContainedDocumentOfThePlotsSize) {
   TempDir tmp;
   Series series = {{"train", {{0, -5.5}, {3000, 7.25}, {7000, 3}}},
-                   {"eval", {{3000, 1}, {7000, 2}}, {0.5, 0.5}, true, 0}};
+                   {"eval", {{3000, 1}, {7000, 2}}, {{0.5, 1.5}, {1.5, 2.5}}, true, 0}};
   write_learning_curve_svg(tmp / "a.svg", "a < b & \"c\"", series);
   const std::string svg = read_file_bytes(tmp / "a.svg");
   EXPECT_EQ(svg.rfind("<?xml version=\"1.0\"", 0), 0u);
@@ -258,6 +284,51 @@ TEST(LearningCurveTest, SvgIsASelfContainedDocumentOfThePlotsSize) {
   write_learning_curve_svg(tmp / "b.svg", "a < b & \"c\"", series);
   EXPECT_THAT(svg, HasSubstr("<g id=\"plot\">"));
   EXPECT_EQ(svg, read_file_bytes(tmp / "b.svg"));
+}
+
+// tdrl-plot over three seeds' folders laid out as the learning suite's (seedN/<run>/metrics.csv).
+int plot(std::vector<std::string> args) {
+  args.insert(args.begin(), "tdrl-plot");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return plot_main(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(PlotToolTest, DrawsEverySeedTheirMedianAndTheTargetAndNamesWhatIsMissing) {
+  TempDir tmp;
+  const char* const curves[] = {"frames,eval_return\n64,10\n128,30\n192,50\n",
+                                "frames,eval_return\n64,20\n128,40\n192,60\n",
+                                "frames,eval_return\n64,30\n128,\n192,70\n"};
+  std::vector<std::string> seeds;
+  for (int i = 0; i < 3; ++i) {
+    const auto run = tmp.path() / ("seed" + std::to_string(i)) / "run-1";
+    std::filesystem::create_directories(run);
+    tensordict::testing::write_file_bytes(run / "metrics.csv", curves[i]);
+    seeds.push_back((tmp.path() / ("seed" + std::to_string(i))).string());
+  }
+  auto args = seeds;
+  for (const char* a : {"--out", "", "--target", "55", "--title", "ppo_cartpole"})
+    args.push_back(a);
+  args[seeds.size() + 1] = (tmp.path() / "plot.png").string();
+  ASSERT_EQ(plot(args), 0);
+  const DecodedPng png = decode_png(tmp.path() / "plot.png");
+  EXPECT_EQ(png.width, 1600);
+  EXPECT_GT(png.count({0x99, 0x99, 0x99}), 200u);  // each seed, thin and grey
+  EXPECT_GT(png.count({0x1f, 0x77, 0xb4}), 300u);  // the median
+  EXPECT_GT(png.count({0xd6, 0x27, 0x28}), 100u);  // the target, dashed
+  args[seeds.size() + 1] = (tmp.path() / "plot.svg").string();
+  ASSERT_EQ(plot(args), 0);
+  EXPECT_THAT(read_file_bytes(tmp.path() / "plot.svg"), HasSubstr("<svg"));
+
+  // A folder without a run, a run without an evaluation, an unknown picture format.
+  EXPECT_EQ(plot({(tmp.path() / "nothing").string(), "--out", (tmp.path() / "x.svg").string()}), 1);
+  const auto empty = tmp.path() / "empty";
+  std::filesystem::create_directories(empty);
+  tensordict::testing::write_file_bytes(empty / "metrics.csv", "frames,train_return\n64,1\n");
+  EXPECT_EQ(plot({empty.string(), "--out", (tmp.path() / "x.svg").string()}), 1);
+  EXPECT_EQ(plot({seeds[0], "--out", (tmp.path() / "x.pdf").string()}), 2);
+  EXPECT_EQ(plot({seeds[0]}), 2);  // --out is required
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x.svg"));
 }
 
 #else

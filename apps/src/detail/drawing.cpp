@@ -103,7 +103,10 @@ struct Painter {
     set_color(cr, p.color, p.opacity);
     cairo_set_line_width(cr, p.width);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    const double dash[] = {6.0, 4.0};
+    cairo_set_dash(cr, dash, p.dashed ? 2 : 0, 0);
     cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
   }
   void operator()(const Polygon& p) const {
     path_of(cr, p.points);

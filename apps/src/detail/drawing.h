@@ -32,6 +32,7 @@ struct Polyline {
   std::string color;
   double width;
   double opacity;
+  bool dashed = false;
 };
 /// A filled polygon (even-odd), e.g. a band.
 struct Polygon {
@@ -79,7 +80,7 @@ std::string to_svg(const Drawing& drawing);
 std::string to_png(const Drawing& drawing, double scale);
 
 /// The learning curve of write_learning_curve_svg/png, laid out on 800 x 480 units. Throws
-/// tensordict::ValueError when a spread does not have one value per point.
+/// tensordict::ValueError when a band does not have one (low, high) per point.
 Drawing learning_curve_drawing(const std::string& title, const std::vector<CurveSeries>& series,
                                const std::string& y_label);
 

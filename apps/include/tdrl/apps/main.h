@@ -36,6 +36,14 @@ int eval_main(int argc, char** argv);
 /// 2 on a usage error.
 int envs_main(int argc, char** argv);
 
+/// tdrl-plot: `tdrl-plot RUN... --out FILE.svg|.png [--title T] [--target R]` draws the
+/// evaluation returns of several runs (one config's seeds) in one picture: each run as a thin
+/// grey line, their median with the interquartile band at the evaluations every run has, and
+/// the target as a dashed line; a RUN may also be a folder holding run folders (the newest is
+/// taken). scripts/learning_suite.sh draws its plots with it. Returns 0, 1 when a run has no
+/// evaluation (naming it) or the build has no cairo, 2 on a usage error.
+int plot_main(int argc, char** argv);
+
 /// Loads the shared library `path` and calls its `tdrl_register_plugin` (once per path; the
 /// path is made absolute). Throws ConfigError naming the path and dlerror's reason.
 void load_plugin(const std::string& path);
