@@ -19,6 +19,8 @@
 #include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
+#include "detail/command_line.h"
+
 namespace tdrl::apps {
 
 // Named, not anonymous: this file shares a unity batch with the library's other sources.
@@ -116,11 +118,7 @@ int envs_main(int argc, char** argv) {
   std::string one;
   app.add_flag("--names-only", names_only, "print only the names");
   app.add_option("--env", one, "print one env's observation, action and reward specs in full");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; a usage error 2, as tdrl-train's
-  }
+  if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   try {
     register_builtin_components();
     const auto names = tdrl::envs::list_envs();

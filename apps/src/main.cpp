@@ -25,6 +25,8 @@
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/envs/registry.h>
 
+#include "detail/command_line.h"
+
 namespace tdrl::apps {
 
 namespace fs = std::filesystem;
@@ -78,17 +80,6 @@ std::string plugins_override(const std::vector<std::string>& plugins) {
   return value + "]";
 }
 
-// Parses the command line; a code to exit with when it is done (--help: 0) or wrong (2, the
-// usage-error code of main.h, instead of CLI11's own 100+ codes).
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return std::nullopt;
-}
-
 std::string list_components() {
   std::string out = "algorithms:";
   for (const auto& n : algorithm_names()) out += " " + n;
@@ -137,7 +128,7 @@ int train_main(int argc, char** argv) {
   app.add_flag("--config-reference", reference, "print docs/config.md (every key) and exit");
   app.add_flag("--list", list, "list the registered algorithms, transforms and envs and exit");
   app.footer("Registered:\n" + list_components());
-  if (const auto code = parse_command_line(app, argc, argv)) return *code;
+  if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   return report_errors("tdrl-train", [&] {
     // Which run: a new one from --config, or the folder of --resume with its own config.
     if (!resume_dir.empty() && !config_path.empty()) {
@@ -227,7 +218,7 @@ int eval_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
   app.add_option("--plugin", plugins, "a shared library registering components (repeatable)");
-  if (const auto code = parse_command_line(app, argc, argv)) return *code;
+  if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   return report_errors("tdrl-eval", [&] {
     const RunDir run = RunDir::open(run_path);
     load_plugins(plugins, run.file("config.yaml"));

@@ -16,6 +16,8 @@
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/metrics.h>
 
+#include "detail/command_line.h"
+
 namespace tdrl::apps {
 
 // Named, not anonymous: this file shares a unity batch with the library's other sources.
@@ -66,11 +68,7 @@ int plot_main(int argc, char** argv) {
   app.add_option("--out", out, "The picture to write: a .svg or .png file")->required();
   app.add_option("--title", title, "The title (default: 'evaluation return, <N> runs')");
   app.add_option("--target", target, "A target return, drawn as a dashed line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; a usage error 2, as tdrl-train's
-  }
+  if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   const auto ext = fs::path(out).extension().string();
   if (ext != ".svg" && ext != ".png") {
     std::cerr << "tdrl-plot: --out " << out << ": the file must end in .svg or .png\n";
