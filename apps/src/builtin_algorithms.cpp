@@ -9,6 +9,7 @@
 #include <tdrl/losses/a2c.h>
 #include <tdrl/losses/ddpg.h>
 #include <tdrl/losses/dqn.h>
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/ppo.h>
 #include <tdrl/losses/sac.h>
 #include <tdrl/losses/td3.h>
@@ -27,8 +28,6 @@ namespace tdrl::apps::detail {
 namespace {
 
 namespace tdnn = tensordict::nn;
-
-const std::vector<std::string> kCriticLosses{"l1", "l2", "smooth_l1"};
 
 // ---- configs ---------------------------------------------------------------------------------
 
@@ -49,7 +48,8 @@ struct PolicyGradientConfig : AlgoConfig {
     v("normalize_advantage", normalize_advantage, "standardise advantages per minibatch");
     v("num_epochs", num_epochs, at_least(1), "optimisation passes over each collected batch");
     v("minibatch_size", minibatch_size, at_least(1), "frames per minibatch (the batch if larger)");
-    v("loss_critic_type", loss_critic_type, one_of(kCriticLosses), "critic / value loss");
+    v("loss_critic_type", loss_critic_type, one_of(losses::functional::distance_loss_names()),
+      "critic / value loss");
   }
 };
 
@@ -74,7 +74,8 @@ struct OffPolicyConfig : AlgoConfig {
   ReplaySection* replay() override { return &replay_section; }
   void fields(FieldVisitor& v) override {
     v("gamma", gamma, in_range(0, 1), "discount");
-    v("loss_critic_type", loss_critic_type, one_of(kCriticLosses), "critic / value loss");
+    v("loss_critic_type", loss_critic_type, one_of(losses::functional::distance_loss_names()),
+      "critic / value loss");
     v("target_update", target_update, one_of({"soft", "hard"}), "target network update");
     v("tau", tau, greater_than(0).up_to(1), "soft update rate");
     v("hard_update_period", hard_update_period, at_least(1),

@@ -46,12 +46,19 @@ struct RewardScalingConfig : Section {
   }
 };
 
+// The float32 range: a reward bound must fit the reward's spec, and a bound at its end means
+// none (the transform's own default, an Unbounded reward spec). The defaults were once the
+// double range, which no float spec could hold: the transform failed to build with them.
+constexpr double kFloatMax = std::numeric_limits<float>::max();
+
 struct RewardClippingConfig : Section {
-  double min = -std::numeric_limits<double>::max();
-  double max = std::numeric_limits<double>::max();
+  double min = -kFloatMax;
+  double max = kFloatMax;
   void fields(FieldVisitor& v) override {
-    v("min", min, "lowest reward kept");
-    v("max", max, "highest reward kept");
+    v("min", min, in_range(-kFloatMax, kFloatMax),
+      "lowest reward kept (the lowest float, the default: no lower bound)");
+    v("max", max, in_range(-kFloatMax, kFloatMax),
+      "highest reward kept (the highest float, the default: no upper bound)");
   }
 };
 
@@ -97,8 +104,14 @@ void register_builtin_transforms() {
   register_transform<RewardClippingConfig>(
       "reward_clipping", "clamps the reward to [min, max]",
       [](const RewardClippingConfig& c, const TransformContext&) -> envs::TransformPtr {
-        return std::make_shared<envs::RewardClipping>(
-            envs::RewardClippingOptions().clamp_min(c.min).clamp_max(c.max));
+        if (!(c.min > -kFloatMax) && !(c.max < kFloatMax))
+          throw ConfigError(
+              "reward_clipping needs 'min' or 'max' (or both): with neither it would clip "
+              "nothing; e.g. {type: reward_clipping, min: -1, max: 1}");
+        auto options = envs::RewardClippingOptions();
+        if (c.min > -kFloatMax) options.clamp_min(c.min);
+        if (c.max < kFloatMax) options.clamp_max(c.max);
+        return std::make_shared<envs::RewardClipping>(options);
       });
   register_transform<EmptyConfig>(
       "double_to_float", "float64 entries to float32",

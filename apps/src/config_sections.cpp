@@ -3,10 +3,15 @@
 
 #include <tdrl/apps/config.h>
 
+#include <tdrl/apps/metrics_backends.h>
+#include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
+#include <tdrl/modules/mlp.h>
 
+#include "detail/collector_modes.h"
 #include "detail/config_text.h"
+#include "detail/recipe_parts.h"
 
 namespace tdrl::apps {
 
@@ -78,12 +83,10 @@ void EnvSection::fields(FieldVisitor& v) {
 void ModelSection::fields(FieldVisitor& v) {
   v("actor_cells", actor_cells, at_least(1), "hidden widths of the actor (or Q-network for dqn)");
   v("critic_cells", critic_cells, at_least(1), "hidden widths of the critic");
-  v("activation", activation,
-    one_of(
-        {"tanh", "relu", "elu", "leaky_relu", "gelu", "selu", "softplus", "sigmoid", "identity"}),
+  v("activation", activation, one_of(modules::activation_names()),
     "activation of the hidden layers");
   v("layer_norm", layer_norm, "LayerNorm after each hidden Linear");
-  v("init", init, one_of({"default", "orthogonal"}),
+  v("init", init, one_of(detail::init_names()),
     "weights: LibTorch's default, or orthogonal (gain sqrt(2) for the hidden layers; 0.01 for a "
     "policy's last layer, 1 otherwise) with zero biases, as SB3 and CleanRL initialise PPO");
 }
@@ -95,7 +98,7 @@ void CollectorSection::fields(FieldVisitor& v) {
     "random actions first (off-policy warm-up)");
   v("max_frames_per_traj", max_frames_per_traj, at_least(1).or_exactly(-1),
     "cut trajectories longer than this (-1: never)");
-  v("mode", mode, one_of({"single", "sync", "async", "distributed"}),
+  v("mode", mode, one_of(detail::collector_mode_names()),
     "one Collector, MultiSync/MultiAsync worker threads, or worker processes");
   v("num_workers", num_workers, in_range(1, kMaxWorkers),
     "workers for sync, async and distributed");
@@ -109,7 +112,7 @@ void CollectorSection::fields(FieldVisitor& v) {
 }
 
 void OptimSection::fields(FieldVisitor& v) {
-  v("name", name, one_of({"adam", "adamw", "sgd", "rmsprop"}), "optimiser");
+  v("name", name, one_of(detail::optimizer_names()), "optimiser");
   v("lr", lr, greater_than(0), "learning rate");
   v("actor_lr", actor_lr, greater_than(0).or_exactly(-1),
     "actor learning rate of ddpg, td3, sac (-1: lr)");
@@ -118,7 +121,7 @@ void OptimSection::fields(FieldVisitor& v) {
   v("weight_decay", weight_decay, at_least(0), "weight decay");
   v("eps", eps, greater_than(0), "Adam/RMSprop epsilon");
   v("max_grad_norm", max_grad_norm, at_least(0), "clip the gradient norm (0: off)");
-  v("lr_schedule", lr_schedule, one_of({"constant", "linear"}),
+  v("lr_schedule", lr_schedule, one_of(detail::lr_schedule_names()),
     "linear: decay to 0 at total_frames");
 }
 
@@ -130,10 +133,10 @@ void TrainSection::fields(FieldVisitor& v) {
 
 void LoggerSection::fields(FieldVisitor& v) {
   v("dir", dir, non_empty(), "folder of the run folders");
-  v("progress", progress, one_of({"auto", "bar", "lines", "none"}),
+  v("progress", progress, one_of(progress_mode_names()),
     "terminal output: a progress bar on a TTY, periodic lines otherwise");
   v("interval_s", interval_s, in_range(0.01, kMaxSeconds), "seconds between log lines");
-  v("backends", backends, one_of({"csv", "jsonl", "tensorboard"}),
+  v("backends", backends, one_of(metrics_backend_names()),
     "where the metrics go: metrics.csv (always written), metrics.jsonl, TensorBoard event "
     "files in the run folder");
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 
 namespace tdrl::apps {
 
@@ -156,19 +157,36 @@ void TensorBoardBackend::write_record(const std::string& data) {
 
 // ---------------------------------------------------------------- make_metrics_backend
 
-const std::vector<std::string>& metrics_backend_names() {
-  static const std::vector<std::string> names{"csv", "jsonl", "tensorboard"};
-  return names;
+namespace {
+
+// The backends: the one table that both names and builds them ("csv" builds nothing: the
+// Trainer writes metrics.csv itself).
+using BackendTable =
+    tensordict::NameTable<std::unique_ptr<MetricsBackend> (*)(const std::string& run_dir)>;
+const BackendTable& backend_table() {
+  static const BackendTable table(
+      "backend",
+      {
+          {"csv", [](const std::string&) -> std::unique_ptr<MetricsBackend> { return nullptr; }},
+          {"jsonl",
+           [](const std::string& run_dir) -> std::unique_ptr<MetricsBackend> {
+             return std::make_unique<JsonLinesBackend>(run_dir + "/metrics.jsonl");
+           }},
+          {"tensorboard",
+           [](const std::string& run_dir) -> std::unique_ptr<MetricsBackend> {
+             return std::make_unique<TensorBoardBackend>(run_dir);
+           }},
+      });
+  return table;
 }
+
+}  // namespace
+
+const std::vector<std::string>& metrics_backend_names() { return backend_table().names(); }
 
 std::unique_ptr<MetricsBackend> make_metrics_backend(const std::string& name,
                                                      const std::string& run_dir) {
-  if (name == "csv") return nullptr;
-  if (name == "jsonl") return std::make_unique<JsonLinesBackend>(run_dir + "/metrics.jsonl");
-  if (name == "tensorboard") return std::make_unique<TensorBoardBackend>(run_dir);
-  throw tensordict::ValueError("make_metrics_backend: unknown backend '" + name +
-                               "'; the backends are " +
-                               tensordict::closest_names(name, metrics_backend_names()));
+  return backend_table().at(name, "make_metrics_backend")(run_dir);
 }
 
 }  // namespace tdrl::apps

@@ -15,13 +15,13 @@
 #include <system_error>
 
 #include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 
 #include "detail/file_util.h"
 
 namespace tdrl::apps {
 
 namespace fs = std::filesystem;
-using detail::in_quotes;
 
 namespace {
 
@@ -38,19 +38,34 @@ std::string format_return(double r) {
 
 // ---------------------------------------------------------------- ProgressDisplay
 
+namespace {
+
+// The modes: the one table that both names them and says what each shows.
+struct ProgressMode {
+  bool (*bar)();  // whether a bar is drawn
+  bool none;      // whether nothing is printed
+};
+const tensordict::NameTable<ProgressMode>& progress_modes() {
+  static const tensordict::NameTable<ProgressMode> modes(
+      "mode", {
+                  {"auto", {[] { return ::isatty(STDOUT_FILENO) == 1; }, false}},
+                  {"bar", {[] { return true; }, false}},
+                  {"lines", {[] { return false; }, false}},
+                  {"none", {[] { return false; }, true}},
+              });
+  return modes;
+}
+
+}  // namespace
+
+const std::vector<std::string>& progress_mode_names() { return progress_modes().names(); }
+
 ProgressDisplay::ProgressDisplay(const std::string& mode, int64_t total_frames,
                                  std::chrono::duration<double> interval)
     : total_frames_(total_frames), interval_(interval) {
-  if (mode == "auto") {
-    bar_ = ::isatty(STDOUT_FILENO) == 1;
-  } else if (mode == "bar") {
-    bar_ = true;
-  } else if (mode == "none") {
-    none_ = true;
-  } else if (mode != "lines") {
-    throw tensordict::ValueError("ProgressDisplay: unknown mode " + in_quotes(mode) +
-                                 "; valid modes are ['auto', 'bar', 'lines', 'none']");
-  }
+  const ProgressMode& m = progress_modes().at(mode, "ProgressDisplay");
+  bar_ = m.bar();
+  none_ = m.none;
 }
 
 void ProgressDisplay::update(int64_t frames, double fps, double recent_return, double elapsed_s) {

@@ -30,8 +30,10 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 
+#include "detail/collector_modes.h"
 #include "detail/config_text.h"
 #include "detail/file_util.h"
+#include "detail/recipe_parts.h"
 #include "detail/update_step.h"
 
 namespace tdrl::apps {
@@ -85,47 +87,6 @@ void set_env_state(TensorDict& state, const EnvState& env_state) {
     const auto sd = s->state_dict();
     if (!sd.keys().empty()) state.set({"env", name}, sd);
   }
-}
-
-std::string self_executable() { return fs::read_symlink("/proc/self/exe").string(); }
-
-// The collector of `collector.mode`. Distributed workers are this executable started again on
-// the run's config.yaml (which lists the plugins they must load).
-// The single collector runs the policy on the training `device` (the envs step on the CPU: the
-// policy's input and action cross once each per step of the batched env) and stores its batches
-// there (filled in pinned memory, moved across once per batch). Worker collectors
-// act on the CPU with their own policies, which update_policy_weights_ copies the trainer's
-// weights into; the Trainer moves their batches to the device.
-std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
-                                                          const EnvParts& env, Recipe& recipe,
-                                                          const RunDir& run, torch::Device device) {
-  auto options = collectors::CollectorOptions()
-                     .frames_per_batch(c.frames_per_batch)
-                     .total_frames(c.total_frames)
-                     .init_random_frames(c.init_random_frames)
-                     .max_frames_per_traj(c.max_frames_per_traj)
-                     .policy_factory(recipe.policy_factory);
-  if (c.mode == "single" && !device.is_cpu()) options.policy_device(device).storing_device(device);
-  if (c.mode == "sync")
-    return std::make_unique<collectors::MultiSyncCollector>(env.train_env_factory, c.num_workers,
-                                                            recipe.exploration_policy, options);
-  if (c.mode == "async")
-    return std::make_unique<collectors::MultiAsyncCollector>(env.train_env_factory, c.num_workers,
-                                                             recipe.exploration_policy, options);
-  if (c.mode == "distributed") {
-    auto distributed =
-        collectors::DistributedOptions()
-            .address(c.address)
-            .port(static_cast<int>(c.port))
-            .num_workers(c.num_workers)
-            .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
-    if (c.launch_workers)
-      distributed.launch_command({self_executable(), "--config", run.file("config.yaml")});
-    return std::make_unique<collectors::DistributedCollector>(recipe.exploration_policy, options,
-                                                              distributed);
-  }
-  return std::make_unique<collectors::Collector>(env.train_env_factory, recipe.exploration_policy,
-                                                 options);
 }
 
 uint64_t splitmix64(uint64_t x) {
@@ -307,7 +268,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   }
   update_ = std::make_unique<detail::UpdateStep>(*recipe_, config_.optim.max_grad_norm,
                                                  config_.train.cuda_graph);
-  collector_ = make_collector(config_.collector, env_, *recipe_, run_, device_);
+  collector_ = detail::make_collector(config_.collector, env_, *recipe_, run_, device_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
   torch::manual_seed(seeds_.sampling);
@@ -510,9 +471,8 @@ void Trainer::optimize_batch(const TensorDict& batch) {
 }
 
 void Trainer::apply_lr_schedule() {
-  if (config_.optim.lr_schedule != "linear") return;
-  const double total = static_cast<double>(collector_->total_frames());
-  const double fraction = std::max(0.0, 1.0 - static_cast<double>(frames_) / total);
+  const double fraction =
+      detail::lr_schedule_factor(config_.optim.lr_schedule, frames_, collector_->total_frames());
   for (auto& g : recipe_->optimizers) {
     for (auto& pg : g.optimizer->param_groups()) pg.options().set_lr(g.base_lr * fraction);
   }

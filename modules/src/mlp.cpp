@@ -16,6 +16,7 @@
 #include <torch/types.h>
 
 #include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 
 #include "detail/model_util.h"
 
@@ -26,38 +27,30 @@ using detail::ints_repr;
 
 namespace {
 
-const std::map<std::string, std::function<torch::nn::AnyModule()>>& activation_factories() {
-  static const std::map<std::string, std::function<torch::nn::AnyModule()>> factories = {
-      {"tanh", [] { return torch::nn::AnyModule(torch::nn::Tanh()); }},
-      {"relu", [] { return torch::nn::AnyModule(torch::nn::ReLU()); }},
-      {"elu", [] { return torch::nn::AnyModule(torch::nn::ELU()); }},
-      {"leaky_relu", [] { return torch::nn::AnyModule(torch::nn::LeakyReLU()); }},
-      {"gelu", [] { return torch::nn::AnyModule(torch::nn::GELU()); }},
-      {"silu", [] { return torch::nn::AnyModule(torch::nn::SiLU()); }},
-      {"sigmoid", [] { return torch::nn::AnyModule(torch::nn::Sigmoid()); }},
-      {"softplus", [] { return torch::nn::AnyModule(torch::nn::Softplus()); }},
-      {"identity", [] { return torch::nn::AnyModule(torch::nn::Identity()); }},
-  };
-  return factories;
+// The activations, in the order listed: the one table that both names and builds them.
+using ActivationTable = tensordict::NameTable<torch::nn::AnyModule (*)()>;
+const ActivationTable& activation_table() {
+  static const ActivationTable table(
+      "activation", {
+                        {"tanh", [] { return torch::nn::AnyModule(torch::nn::Tanh()); }},
+                        {"relu", [] { return torch::nn::AnyModule(torch::nn::ReLU()); }},
+                        {"elu", [] { return torch::nn::AnyModule(torch::nn::ELU()); }},
+                        {"leaky_relu", [] { return torch::nn::AnyModule(torch::nn::LeakyReLU()); }},
+                        {"gelu", [] { return torch::nn::AnyModule(torch::nn::GELU()); }},
+                        {"silu", [] { return torch::nn::AnyModule(torch::nn::SiLU()); }},
+                        {"sigmoid", [] { return torch::nn::AnyModule(torch::nn::Sigmoid()); }},
+                        {"softplus", [] { return torch::nn::AnyModule(torch::nn::Softplus()); }},
+                        {"identity", [] { return torch::nn::AnyModule(torch::nn::Identity()); }},
+                    });
+  return table;
 }
 
 }  // namespace
 
-const std::vector<std::string>& activation_names() {
-  static const std::vector<std::string> names = {
-      "tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "sigmoid", "softplus", "identity"};
-  return names;
-}
+const std::vector<std::string>& activation_names() { return activation_table().names(); }
 
 torch::nn::AnyModule make_activation(const std::string& name) {
-  const auto& factories = activation_factories();
-  auto it = factories.find(name);
-  if (it == factories.end()) {
-    std::string valid;
-    for (const auto& n : activation_names()) valid += (valid.empty() ? "" : ", ") + n;
-    throw ValueError("make_activation: unknown activation '" + name + "'; valid: " + valid);
-  }
-  return it->second();
+  return activation_table().at(name, "make_activation")();
 }
 
 // ---- MLP -----------------------------------------------------------------------------------

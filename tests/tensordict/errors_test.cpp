@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tensordict/name_table.h>
 #include <tensordict/tensordict.h>
 
 #include "support/tensordict_fixtures.h"
@@ -547,6 +548,30 @@ TEST(TensorDictErrorsTest, UnflattenKeysCollisionThrowsValueError) {
 TEST(TensorDictErrorsTest, NonTensorValueReadAsTheWrongTypeThrowsTypeError) {
   TensorDict td = transition_3x4();
   EXPECT_THROW(td.get_non_tensor<double>("s"), TypeError);
+}
+
+// ---- NameTable: the names of a choice and what each does, from one table --------------------
+
+TEST(NameTableTest, ListsItsNamesInOrderAndFindsWhatEachStandsFor) {
+  const tensordict::NameTable<int> table("colour", {{"red", 1}, {"green", 2}, {"blue", 3}});
+  EXPECT_THAT(table.names(), ::testing::ElementsAre("red", "green", "blue"));
+  EXPECT_EQ(table.at("green", "paint"), 2);
+  ASSERT_NE(table.find("blue"), nullptr);
+  EXPECT_EQ(*table.find("blue"), 3);
+  EXPECT_EQ(table.find("Blue"), nullptr);
+}
+
+TEST(NameTableTest, AnUnknownNameIsRefusedWithTheClosestNamesFirst) {
+  const tensordict::NameTable<int> table("colour", {{"red", 1}, {"green", 2}, {"blue", 3}});
+  EXPECT_THROW_MSG(table.at("gren", "paint"), ValueError,
+                   HasSubstr("paint: unknown colour 'gren'; the colours are ['green', "));
+}
+
+TEST(NameTableTest, AnEmptyOrRepeatedNameIsRefusedWhenTheTableIsMade) {
+  using Table = tensordict::NameTable<int>;
+  EXPECT_THROW_MSG(Table("colour", {{"red", 1}, {"", 2}}), ValueError, HasSubstr("an empty name"));
+  EXPECT_THROW_MSG(Table("colour", {{"red", 1}, {"red", 2}}), ValueError,
+                   HasSubstr("'red' appears twice"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "detail/recipe_parts.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <torch/nn/init.h>
@@ -13,6 +14,8 @@
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/samplers.h>
 #include <tdrl/replay/storages.h>
+#include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 #include <tensordict/nn/distribution_class.h>
 #include <tensordict/nn/normal_param_extractor.h>
 #include <tensordict/nn/tensordict_sequential.h>
@@ -21,24 +24,44 @@ namespace tdrl::apps::detail {
 
 namespace tdnn = tensordict::nn;
 
+namespace {
+
+// The weight initialisations (model.init): the one table that both names and applies them.
+// Orthogonal: gain sqrt(2) for the hidden layers, `last_gain` for the output layer, zero biases.
+const tensordict::NameTable<void (*)(modules::MLP&, double last_gain)>& init_table() {
+  static const tensordict::NameTable<void (*)(modules::MLP&, double)> table(
+      "initialisation",
+      {
+          {"default", [](modules::MLP&, double) {}},
+          {"orthogonal",
+           [](modules::MLP& net, double last_gain) {
+             torch::NoGradGuard no_grad;
+             std::vector<torch::nn::Linear> layers;
+             for (const auto& m : net->modules(/*include_self=*/false))
+               if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m))
+                 layers.emplace_back(linear);
+             for (size_t i = 0; i < layers.size(); ++i) {
+               torch::nn::init::orthogonal_(layers[i]->weight,
+                                            i + 1 < layers.size() ? std::sqrt(2.0) : last_gain);
+               if (layers[i]->bias.defined()) layers[i]->bias.zero_();
+             }
+           }},
+      });
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& init_names() { return init_table().names(); }
+
 modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
                  const std::vector<int64_t>& cells, double last_gain) {
+  const auto init = init_table().at(model.init, "model.init");
   modules::MLP net(modules::MLPOptions(in, out)
                        .num_cells(cells)
                        .activation(model.activation)
                        .layer_norm(model.layer_norm));
-  if (model.init == "orthogonal") {
-    torch::NoGradGuard no_grad;
-    std::vector<torch::nn::Linear> layers;
-    for (const auto& m : net->modules(/*include_self=*/false))
-      if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m))
-        layers.emplace_back(linear);
-    for (size_t i = 0; i < layers.size(); ++i) {
-      torch::nn::init::orthogonal_(layers[i]->weight,
-                                   i + 1 < layers.size() ? std::sqrt(2.0) : last_gain);
-      if (layers[i]->bias.defined()) layers[i]->bias.zero_();
-    }
-  }
+  init(net, last_gain);
   return net;
 }
 
@@ -51,23 +74,68 @@ modules::ValueOperator state_action_critic(const RecipeContext& context) {
 
 namespace {
 
-std::shared_ptr<torch::optim::Optimizer> make_optimizer(const OptimSection& optim,
-                                                        std::vector<torch::Tensor> params,
-                                                        double lr) {
-  const double wd = optim.weight_decay;
-  if (optim.name == "adam")
-    return std::make_shared<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(lr).weight_decay(wd).eps(optim.eps));
-  if (optim.name == "adamw")
-    return std::make_shared<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(lr).weight_decay(wd).eps(optim.eps));
-  if (optim.name == "rmsprop")
-    return std::make_shared<torch::optim::RMSprop>(
-        params, torch::optim::RMSpropOptions(lr).weight_decay(wd).eps(optim.eps));
-  return std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).weight_decay(wd));
+// The optimisers: the one table that both names them (optim.name's choices) and builds them.
+using OptimizerFactory = std::shared_ptr<torch::optim::Optimizer> (*)(const OptimSection&,
+                                                                      std::vector<torch::Tensor>,
+                                                                      double lr);
+const tensordict::NameTable<OptimizerFactory>& optimizer_table() {
+  static const tensordict::NameTable<OptimizerFactory> table(
+      "optimiser",
+      {
+          {"adam",
+           [](const OptimSection& o, std::vector<torch::Tensor> params,
+              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
+             return std::make_shared<torch::optim::Adam>(
+                 params, torch::optim::AdamOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
+           }},
+          {"adamw",
+           [](const OptimSection& o, std::vector<torch::Tensor> params,
+              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
+             return std::make_shared<torch::optim::AdamW>(
+                 params, torch::optim::AdamWOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
+           }},
+          {"sgd",
+           [](const OptimSection& o, std::vector<torch::Tensor> params,
+              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
+             return std::make_shared<torch::optim::SGD>(
+                 params, torch::optim::SGDOptions(lr).weight_decay(o.weight_decay));
+           }},
+          {"rmsprop",
+           [](const OptimSection& o, std::vector<torch::Tensor> params,
+              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
+             return std::make_shared<torch::optim::RMSprop>(
+                 params, torch::optim::RMSpropOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
+           }},
+      });
+  return table;
 }
 
 }  // namespace
+
+const std::vector<std::string>& optimizer_names() { return optimizer_table().names(); }
+
+namespace {
+
+// The learning-rate schedules (optim.lr_schedule): the one table that both names them and
+// gives each one's factor on the base rate after `frames` of `total`.
+const tensordict::NameTable<double (*)(double frames, double total)>& schedule_table() {
+  static const tensordict::NameTable<double (*)(double, double)> table(
+      "schedule", {
+                      {"constant", [](double, double) { return 1.0; }},
+                      {"linear", [](double frames,
+                                    double total) { return std::max(0.0, 1.0 - frames / total); }},
+                  });
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& lr_schedule_names() { return schedule_table().names(); }
+
+double lr_schedule_factor(const std::string& schedule, int64_t frames, int64_t total_frames) {
+  return schedule_table().at(schedule, "optim.lr_schedule")(static_cast<double>(frames),
+                                                            static_cast<double>(total_frames));
+}
 
 double lr_or_default(const OptimSection& optim, double lr) { return lr > 0 ? lr : optim.lr; }
 
@@ -75,7 +143,7 @@ OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<to
                      double lr, std::vector<std::string> terms, int64_t period) {
   OptimizerGroup g;
   g.name = std::move(name);
-  g.optimizer = make_optimizer(optim, std::move(params), lr);
+  g.optimizer = optimizer_table().at(optim.name, "optim.name")(optim, std::move(params), lr);
   g.terms = std::move(terms);
   g.period = period;
   g.base_lr = lr;

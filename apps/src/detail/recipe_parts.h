@@ -18,6 +18,9 @@
 
 namespace tdrl::apps::detail {
 
+/// model.init's choices: "default" (LibTorch's), "orthogonal".
+const std::vector<std::string>& init_names();
+
 /// An MLP of `model`'s activation, layer norm and init; `last_gain` is the orthogonal gain of
 /// the output layer under `init: orthogonal` (0.01 for a policy's, so that it starts near
 /// uniform; 1 for a value's).
@@ -28,9 +31,18 @@ modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
 /// writing "state_action_value".
 modules::ValueOperator state_action_critic(const RecipeContext& context);
 
+/// The optimisers `group` builds (optim.name's choices, from the table that builds them).
+const std::vector<std::string>& optimizer_names();
+
 /// An optimiser group over `params` with `optim`'s optimiser at learning rate `lr`.
 OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
                      double lr, std::vector<std::string> terms, int64_t period = 1);
+
+/// optim.lr_schedule's choices: "constant", "linear" (decaying to 0 at total_frames).
+const std::vector<std::string>& lr_schedule_names();
+/// The factor on the base learning rate after `frames` of `total_frames` under `schedule`.
+/// Throws tensordict::ValueError for a schedule not in the table.
+double lr_schedule_factor(const std::string& schedule, int64_t frames, int64_t total_frames);
 
 /// `lr` when positive, else optim.lr (the -1 of optim.actor_lr / optim.critic_lr).
 double lr_or_default(const OptimSection& optim, double lr);

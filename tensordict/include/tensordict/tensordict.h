@@ -6,6 +6,7 @@
 #include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 #include <tensordict/lazy_stacked_tensordict.h>
+#include <tensordict/name_table.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/non_tensor_data.h>
 #include <tensordict/tensor_dict.h>

@@ -8,8 +8,12 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tdrl::apps {
+
+/// The modes ProgressDisplay takes (logger.progress): "auto", "bar", "lines", "none".
+const std::vector<std::string>& progress_mode_names();
 
 /// The terminal display: on a TTY (mode "auto" or "bar") a one-line progress bar redrawn in
 /// place ("[#####-----] 42% 42000/100000 frames | 5234 fps | return 123.4 | ETA 0:01:23");

@@ -1,0 +1,35 @@
+#pragma once
+// The collector modes (collector.mode): one table that names them, for the config's choices, and
+// builds the collector of each.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include <tdrl/apps/config.h>
+#include <tdrl/apps/env_parts.h>
+#include <tdrl/apps/recipe.h>
+#include <tdrl/apps/run_dir.h>
+#include <tdrl/collectors/collector.h>
+
+namespace tdrl::apps::detail {
+
+/// collector.mode's choices: "single", "sync", "async", "distributed".
+const std::vector<std::string>& collector_mode_names();
+
+/// The collector of `c.mode` over the run's envs and the recipe's exploration policy.
+///
+/// The single collector runs the policy on the training `device` (the envs step on the CPU: the
+/// policy's input and action cross once each per step of the batched env) and stores its batches
+/// there (filled in pinned memory, moved across once per batch). Worker collectors act on the CPU
+/// with their own policies, which update_policy_weights_ copies the trainer's weights into; the
+/// Trainer moves their batches to the device. Distributed workers are this executable started
+/// again on the run's config.yaml (which lists the plugins they must load). Throws
+/// tensordict::ValueError for a mode not in the table.
+std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
+                                                          const EnvParts& env, Recipe& recipe,
+                                                          const RunDir& run, torch::Device device);
+
+}  // namespace tdrl::apps::detail
