@@ -114,6 +114,18 @@ if(EXISTS "${WORK_DIR}/runs_bad")
   message(FATAL_ERROR "a refused config created ${WORK_DIR}/runs_bad")
 endif()
 
+# e2. A plugin whose registration fails (it registers CartPole-v1 again) is a config error (2)
+#     naming the plugin and the name taken, before any run folder.
+file(READ "${build}/taken_plugin_path.txt" taken_plugin)
+run(2 "${prefix}/bin/tdrl-train" --config "${config}" --plugin "${taken_plugin}"
+    --set "logger.dir=${WORK_DIR}/runs_taken")
+if(NOT output MATCHES "--plugin [^\n]*taken_plugin[^\n]*: its registration failed: [^\n]*'CartPole-v1' is already registered")
+  message(FATAL_ERROR "the error does not name the plugin and the taken name:\n${output}")
+endif()
+if(EXISTS "${WORK_DIR}/runs_taken")
+  message(FATAL_ERROR "a refused plugin created ${WORK_DIR}/runs_taken")
+endif()
+
 # f. The user's env also trains with a built-in algorithm (drift_pg's keys are ppo's too).
 run(0 "${drift_train}" --config "${config}" --set algo.name=ppo
     --set "logger.dir=${WORK_DIR}/runs_ppo")

@@ -52,7 +52,13 @@ void load_plugin(const std::string& path) {
                       ": it defines no tdrl_register_plugin; define it with TDRL_PLUGIN { ... } "
                       "(tdrl/apps/main.h)");
   }
-  fn();
+  // A registration that fails (a name already taken, a factory missing) is a config error of
+  // this plugin: the message names it, and every tool exits with the config-error code.
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    throw ConfigError("--plugin " + path + ": its registration failed: " + e.what());
+  }
   loaded.insert(absolute);
 }
 

@@ -1,11 +1,12 @@
-// The algorithm and transform registries (name -> factory), guarded for use from any thread.
+// The algorithm and transform registries: tensordict::Registry, as the env registry is.
 
 #include <tdrl/apps/registry.h>
 
-#include <map>
 #include <mutex>
 
 #include <tdrl/envs/registry.h>
+#include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 
 #include "detail/builtin.h"
 #include "detail/config_text.h"
@@ -15,53 +16,27 @@ namespace tdrl::apps {
 
 namespace {
 
-template <class Info>
-class Registry {
- public:
-  void add(const std::string& name, Info info, const char* what) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (name.empty()) throw ConfigError(std::string("register_") + what + ": the name is empty");
-    if (!items_.emplace(name, std::move(info)).second)
-      throw ConfigError(std::string("register_") + what + ": '" + name +
-                        "' is already registered; pick another name (names are never replaced)");
-  }
-  const Info* find(const std::string& name) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = items_.find(name);
-    // Entries are never removed, so the pointer stays valid.
-    return it == items_.end() ? nullptr : &it->second;
-  }
-  std::vector<std::string> names() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<std::string> out;
-    for (const auto& entry : items_) out.push_back(entry.first);
-    return out;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::string, Info> items_;
-};
-
-Registry<AlgorithmInfo>& algorithms() {
-  static Registry<AlgorithmInfo> registry;
+tensordict::Registry<AlgorithmInfo>& algorithms() {
+  static tensordict::Registry<AlgorithmInfo> registry(
+      "algorithm", "call register_builtin_components() or load the plugin first");
   return registry;
 }
 
-Registry<TransformInfo>& transforms() {
-  static Registry<TransformInfo> registry;
+tensordict::Registry<TransformInfo>& transforms() {
+  static tensordict::Registry<TransformInfo> registry(
+      "transform", "call register_builtin_components() or load the plugin first");
   return registry;
 }
 
 }  // namespace
 
 void register_algorithm(AlgorithmInfo info) {
-  if (!info.make_config || !info.make_recipe)
-    throw ConfigError("register_algorithm: '" + info.name +
-                      "' needs make_config and make_recipe (or use register_algorithm<Config, "
-                      "Recipe>(name, doc))");
+  TDRL_CHECK(info.make_config && info.make_recipe, tensordict::ValueError, "register_algorithm: '",
+             info.name,
+             "' needs make_config and make_recipe (or use register_algorithm<Config, "
+             "Recipe>(name, doc))");
   const std::string name = info.name;
-  algorithms().add(name, std::move(info), "algorithm");
+  algorithms().add(name, std::move(info), "register_algorithm");
 }
 
 const AlgorithmInfo* find_algorithm(const std::string& name) { return algorithms().find(name); }
@@ -107,10 +82,10 @@ std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInf
 }
 
 void register_transform(TransformInfo info) {
-  if (!info.make_config || !info.build)
-    throw ConfigError("register_transform: '" + info.type + "' needs make_config and build");
+  TDRL_CHECK(info.make_config && info.build, tensordict::ValueError, "register_transform: '",
+             info.type, "' needs make_config and build");
   const std::string type = info.type;
-  transforms().add(type, std::move(info), "transform");
+  transforms().add(type, std::move(info), "register_transform");
 }
 
 const TransformInfo* find_transform(const std::string& type) { return transforms().find(type); }

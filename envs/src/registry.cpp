@@ -1,15 +1,15 @@
-// The env registry: one process-wide map name -> factory behind a mutex, filled only by
+// The env registry: one process-wide tensordict::Registry of name -> factory, filled only by
 // explicit register_env / register_builtin_envs calls.
 
 #include <tdrl/envs/registry.h>
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <sstream>
 #include <utility>
 
 #include <tensordict/errors.h>
+#include <tensordict/name_table.h>
 
 namespace tdrl::envs {
 
@@ -52,26 +52,15 @@ std::string value_repr(const EnvOptionValue& value) {
                   value_repr(value) + "; expected " + wanted + " (fix its value in the config)");
 }
 
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, RegisteredEnvFactory> factories;
-  std::map<std::string, std::vector<std::string>> option_names;
+// A registered env: its factory and the names of the task options it reads.
+struct RegisteredEnv {
+  RegisteredEnvFactory factory;
+  std::vector<std::string> option_names;
 };
 
-Registry& registry() {
-  static Registry instance;
+tensordict::Registry<RegisteredEnv>& registry() {
+  static tensordict::Registry<RegisteredEnv> instance("env", "call register_builtin_envs() first");
   return instance;
-}
-
-// The KeyError of `op` for a name not in the registry `r` (its lock held): the registered
-// names, closest first, or how to register the built-in ones when there are none.
-KeyError unknown_env(const std::string& op, const std::string& name, const Registry& r) {
-  std::vector<std::string> names;
-  for (const auto& entry : r.factories) names.push_back(entry.first);
-  return KeyError(op + ": no env is registered as '" + name + "'; " +
-                  (names.empty()
-                       ? std::string("none is registered (call register_builtin_envs() first)")
-                       : "registered (closest first): " + tensordict::closest_names(name, names)));
 }
 
 }  // namespace
@@ -151,7 +140,6 @@ std::ostream& operator<<(std::ostream& os, const EnvOptions& options) {
 
 void register_env(const std::string& name, RegisteredEnvFactory factory,
                   std::vector<std::string> option_names) {
-  TDRL_CHECK(!name.empty(), ValueError, "register_env: the env name is empty");
   TDRL_CHECK(factory, ValueError, "register_env('", name, "'): the factory is empty");
   for (size_t i = 0; i < option_names.size(); ++i) {
     TDRL_CHECK(!option_names[i].empty(), ValueError, "register_env('", name, "'): option name ", i,
@@ -161,23 +149,12 @@ void register_env(const std::string& name, RegisteredEnvFactory factory,
                  "'): option '", option_names[i], "' is listed twice");
     }
   }
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  TDRL_CHECK(!r.factories.count(name), ValueError, "register_env: '", name,
-             "' is already registered; pick another name (names are never replaced)");
-  r.factories.emplace(name, std::move(factory));
-  r.option_names.emplace(name, std::move(option_names));
+  registry().add(name, RegisteredEnv{std::move(factory), std::move(option_names)}, "register_env");
 }
 
 std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options) {
-  RegisteredEnvFactory factory;
-  {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.factories.find(name);
-    if (it == r.factories.end()) throw unknown_env("make_env", name, r);
-    factory = it->second;
-  }
+  // A copy: the factory runs outside the registry's lock.
+  const RegisteredEnvFactory factory = registry().at(name, "make_env").factory;
   std::shared_ptr<EnvBase> env = factory(options);
   TDRL_CHECK(env, ValueError, "make_env('", name, "'): the factory returned a null env");
   TDRL_CHECK(env->batch_size() == options.batch_size(), ValueError, "make_env('", name,
@@ -190,26 +167,11 @@ std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& opt
 }
 
 std::vector<std::string> env_option_names(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.option_names.find(name);
-  if (it == r.option_names.end()) throw unknown_env("env_option_names", name, r);
-  return it->second;
+  return registry().at(name, "env_option_names").option_names;
 }
 
-std::vector<std::string> list_envs() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<std::string> names;
-  names.reserve(r.factories.size());
-  for (const auto& entry : r.factories) names.push_back(entry.first);
-  return names;
-}
+std::vector<std::string> list_envs() { return registry().names(); }
 
-bool is_env_registered(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.factories.count(name) > 0;
-}
+bool is_env_registered(const std::string& name) { return registry().find(name) != nullptr; }
 
 }  // namespace tdrl::envs

@@ -975,21 +975,21 @@ TEST_F(UserAlgorithmTest, IsDocumentedAndRoundTripsLikeABuiltIn) {
 }
 
 TEST_F(UserAlgorithmTest, RegisteringATakenOrEmptyNameThrows) {
-  const std::string again = error_message<ConfigError>([] {
+  const std::string again = error_message<tensordict::ValueError>([] {
     register_algorithm<UserAlgoConfig, UserAlgoRecipe>(kUserAlgorithm, "registered again");
   });
   EXPECT_THAT(again, HasSubstr("register_algorithm: 'test_custom_algo' is already registered"));
   EXPECT_EQ(find_algorithm(kUserAlgorithm)->doc, "a user's algorithm (config tests)");
 
-  const std::string builtin = error_message<ConfigError>(
+  const std::string builtin = error_message<tensordict::ValueError>(
       [] { register_algorithm<UserAlgoConfig, UserAlgoRecipe>("ppo", "another ppo"); });
   EXPECT_THAT(builtin, HasSubstr("'ppo' is already registered"));
 
-  const std::string empty = error_message<ConfigError>(
+  const std::string empty = error_message<tensordict::ValueError>(
       [] { register_algorithm<UserAlgoConfig, UserAlgoRecipe>("", "no name"); });
   EXPECT_THAT(empty, HasSubstr("register_algorithm: the name is empty"));
 
-  const std::string transform = error_message<ConfigError>([] {
+  const std::string transform = error_message<tensordict::ValueError>([] {
     register_transform<UserTransformOptions>(
         "vec_norm", "another vec_norm",
         [](const UserTransformOptions&, const TransformContext&) -> envs::TransformPtr {

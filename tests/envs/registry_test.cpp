@@ -88,7 +88,7 @@ TEST(RegistryTest, RegisterEnvRejectsADuplicateName) {
 
 TEST(RegistryTest, RegisterEnvRejectsAnEmptyNameOrFactory) {
   EXPECT_THAT([] { register_env("", registered_counter_factory()); },
-              ThrowsMessage<tensordict::ValueError>(HasSubstr("the env name is empty")));
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("register_env: the name is empty")));
   EXPECT_THAT([] { register_env("test/Empty", RegisteredEnvFactory()); },
               ThrowsMessage<tensordict::ValueError>(
                   HasSubstr("register_env('test/Empty'): the factory is empty")));

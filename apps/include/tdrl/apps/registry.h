@@ -46,7 +46,8 @@ struct AlgorithmInfo {
   std::function<std::vector<std::string>(const RunConfig&, const EnvInfo&)> check;
 };
 
-/// Registers `info`. Throws ConfigError when the name is empty or taken, or a factory is missing.
+/// Registers `info`. Throws tensordict::ValueError when the name is empty or taken, or a factory
+/// is missing.
 void register_algorithm(AlgorithmInfo info);
 
 /// Registers the algorithm `name` whose section is `Config` (an AlgoConfig) and whose recipe
@@ -103,8 +104,8 @@ struct TransformInfo {
   std::function<envs::TransformPtr(const Section&, const TransformContext&)> build;
 };
 
-/// Registers `info`. Throws ConfigError when the type is empty or taken, or a factory is
-/// missing.
+/// Registers `info`. Throws tensordict::ValueError when the type is empty or taken, or a factory
+/// is missing.
 void register_transform(TransformInfo info);
 
 /// Registers the transform `type` whose options are `Config` (a Section), built by `build`.
