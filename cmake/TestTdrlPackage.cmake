@@ -103,28 +103,27 @@ endif()
 # d. The installed tdrl-eval loads the plugin that config.yaml records, without --plugin.
 run(0 "${prefix}/bin/tdrl-eval" --run "${plugin_run}" --episodes 2)
 
-# e. A value outside the user section's range is a config error (2), refused before the run
-#    folder's parent is even created.
-run(2 "${prefix}/bin/tdrl-train" --config "${config}" --set algo.gamma=1.5
-    --set "logger.dir=${WORK_DIR}/runs_bad" --plugin "${plugin}")
-if(NOT output MATCHES "algo.gamma")
-  message(FATAL_ERROR "the error does not name algo.gamma:\n${output}")
-endif()
-if(EXISTS "${WORK_DIR}/runs_bad")
-  message(FATAL_ERROR "a refused config created ${WORK_DIR}/runs_bad")
-endif()
+# A refused run: tdrl-train exits with 2 (a config error), its message matches `pattern`, and no
+# run folder (nor its parent `runs`) was created.
+function(refused pattern runs)
+  run(2 "${prefix}/bin/tdrl-train" --config "${config}" --set "logger.dir=${runs}" ${ARGN})
+  if(NOT output MATCHES "${pattern}")
+    message(FATAL_ERROR "the error does not match '${pattern}':\n${output}")
+  endif()
+  if(EXISTS "${runs}")
+    message(FATAL_ERROR "a refused run created ${runs}")
+  endif()
+endfunction()
 
-# e2. A plugin whose registration fails (it registers CartPole-v1 again) is a config error (2)
-#     naming the plugin and the name taken, before any run folder.
+# e. A value outside the user section's range is a config error, refused before the run
+#    folder's parent is even created.
+refused("algo.gamma" "${WORK_DIR}/runs_bad" --set algo.gamma=1.5 --plugin "${plugin}")
+
+# e2. A plugin whose registration fails (it registers CartPole-v1 again) is a config error
+#     naming the plugin and the name taken.
 file(READ "${build}/taken_plugin_path.txt" taken_plugin)
-run(2 "${prefix}/bin/tdrl-train" --config "${config}" --plugin "${taken_plugin}"
-    --set "logger.dir=${WORK_DIR}/runs_taken")
-if(NOT output MATCHES "--plugin [^\n]*taken_plugin[^\n]*: its registration failed: [^\n]*'CartPole-v1' is already registered")
-  message(FATAL_ERROR "the error does not name the plugin and the taken name:\n${output}")
-endif()
-if(EXISTS "${WORK_DIR}/runs_taken")
-  message(FATAL_ERROR "a refused plugin created ${WORK_DIR}/runs_taken")
-endif()
+refused("--plugin [^\n]*taken_plugin[^\n]*: its registration failed: [^\n]*'CartPole-v1' is already registered"
+        "${WORK_DIR}/runs_taken" --plugin "${taken_plugin}")
 
 # f. The user's env also trains with a built-in algorithm (drift_pg's keys are ppo's too).
 run(0 "${drift_train}" --config "${config}" --set algo.name=ppo
