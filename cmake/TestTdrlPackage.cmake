@@ -100,6 +100,12 @@ if(at_key LESS 0 OR at_path LESS at_key)
                       "${recorded}")
 endif()
 
+# c2. The installed tdrl-envs lists the plugin's env.
+run(0 "${prefix}/bin/tdrl-envs" --plugin "${plugin}" --names-only)
+if(NOT output MATCHES "Drift-v0")
+  message(FATAL_ERROR "tdrl-envs --plugin does not list Drift-v0:\n${output}")
+endif()
+
 # d. The installed tdrl-eval loads the plugin that config.yaml records, without --plugin.
 run(0 "${prefix}/bin/tdrl-eval" --run "${plugin_run}" --episodes 2)
 

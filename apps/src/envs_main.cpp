@@ -118,9 +118,18 @@ int envs_main(int argc, char** argv) {
   std::string one;
   app.add_flag("--names-only", names_only, "print only the names");
   app.add_option("--env", one, "print one env's observation, action and reward specs in full");
+  std::vector<std::string> plugins;
+  app.add_option("--plugin", plugins,
+                 "a shared library registering envs (TDRL_PLUGIN), loaded first; repeatable");
   if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   try {
     register_builtin_components();
+    for (const auto& plugin : plugins) load_plugin(plugin);
+  } catch (const ConfigError& e) {
+    std::cerr << "tdrl-envs: " << e.what() << "\n";
+    return 2;
+  }
+  try {
     const auto names = tdrl::envs::list_envs();
     if (!one.empty()) {
       auto env = tdrl::envs::make_env(one);  // KeyError naming the closest names when unknown

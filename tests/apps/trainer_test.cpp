@@ -530,6 +530,11 @@ TEST(EnvsMainTest, ListsTheCallersEnvsAndRefusesBadInput) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(run_tool_main(envs_main, "tdrl-envs", {"--no-such-flag"}).first, 2);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("--no-such-flag"));
+  // A plugin that is not there: a usage error naming it (a real plugin: the package test).
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_tool_main(envs_main, "tdrl-envs", {"--plugin", "no_such_plugin.so"}).first, 2);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("--plugin no_such_plugin.so: no such file"));
 }
 
 TEST(ModelTest, OrthogonalInitGivesOrthogonalLayersWithThePolicysSmallLastGain) {

@@ -30,10 +30,10 @@ int train_main(int argc, char** argv);
 /// acting part of the recipe. Returns 0, 1 on a run error, 2 on a usage error.
 int eval_main(int argc, char** argv);
 
-/// tdrl-envs: lists the registered envs (built-in and the caller's own), one row each with
-/// their observations, action and episode limit, or one env's full specs with `--env NAME`.
-/// Returns 0, 1 when an env fails to build (or NAME is unknown: the closest names are printed),
-/// 2 on a usage error.
+/// tdrl-envs: lists the registered envs (built-in, the caller's own and those of the plugins
+/// given with `--plugin`), one row each with their observations, action and episode limit, or
+/// one env's full specs with `--env NAME`. Returns 0, 1 when an env fails to build (or NAME is
+/// unknown: the closest names are printed), 2 on a usage error or a plugin that cannot load.
 int envs_main(int argc, char** argv);
 
 /// tdrl-plot: `tdrl-plot RUN... --out FILE.svg|.png [--title T] [--target R]` draws the
