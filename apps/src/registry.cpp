@@ -78,6 +78,10 @@ std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInf
                       "before loading the config");
   auto recipe = info->make_recipe(*config.algo.options);
   recipe->build_acting(recipe_context(config, env));
+  // Evaluation and tdrl-eval run the actor: a recipe without one is refused here, not crashed on.
+  TDRL_CHECK(recipe->actor, ConfigError, "the recipe of algorithm '", config.algo.name,
+             "' built no actor (Recipe::actor is empty after build_acting); its build_acting "
+             "must set actor, the policy that evaluation runs and tdrl-eval loads");
   return recipe;
 }
 

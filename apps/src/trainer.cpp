@@ -71,8 +71,22 @@ std::vector<std::string> metric_columns(const losses::LossModule& loss,
 }
 
 // Each group minimises terms the loss declares (a misspelt term would silently train nothing).
-void check_groups(const std::vector<OptimizerGroup>& groups, const losses::LossModule& loss) {
-  const auto declared = loss.loss_terms();
+// The learning part a recipe built: a loss, at least one optimiser group, each with an
+// optimiser and terms the loss writes. A part left empty is refused naming the algorithm (a
+// plugin's recipe would otherwise crash the loop).
+void check_learning_parts(const std::string& algo, const Recipe& recipe) {
+  const std::string who = "the recipe of algorithm '" + algo + "'";
+  TDRL_CHECK(recipe.loss, ConfigError, who,
+             " built no loss (Recipe::loss is empty after build_learning); its build_learning "
+             "must set loss");
+  TDRL_CHECK(!recipe.optimizers.empty(), ConfigError, who,
+             " built no optimiser group (Recipe::optimizers is empty after build_learning); its "
+             "build_learning must add one, e.g. {\"all\", optimiser over loss->parameters()}");
+  const auto& groups = recipe.optimizers;
+  for (const auto& g : groups)
+    TDRL_CHECK(g.optimizer, ConfigError, who, ": optimiser group '", g.name,
+               "' has no optimizer; set OptimizerGroup::optimizer in build_learning");
+  const auto declared = recipe.loss->loss_terms();
   for (const auto& g : groups)
     for (const auto& term : g.terms)
       TDRL_CHECK(std::find(declared.begin(), declared.end(), term) != declared.end(),
@@ -258,7 +272,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   torch::manual_seed(seeds_.networks);
   recipe_ = make_acting_recipe(config_, env_.info);
   recipe_->build_learning(recipe_context(config_, env_.info));
-  check_groups(recipe_->optimizers, *recipe_->loss);
+  check_learning_parts(config_.algo.name, *recipe_);
   // Built on the CPU, the networks move to the training device before any optimiser step.
   device_ = torch::Device(config_.device);
   if (!device_.is_cpu()) {

@@ -820,6 +820,45 @@ TEST(TrainerCheckTest, AlgorithmThatDoesNotSuitTheTaskIsRefusedNamingTheKeys) {
               HasSubstr("'optim.actor_lr' is set, but ppo trains one optimiser"));
 }
 
+// A user's recipe that leaves parts empty: no loss and no optimiser, and an actor only when its
+// section says so.
+struct PartialAlgoConfig : AlgoConfig {
+  bool with_actor = true;
+  void fields(FieldVisitor& v) override { v("with_actor", with_actor, "build an actor"); }
+};
+
+class PartialRecipe : public Recipe {
+ public:
+  explicit PartialRecipe(const PartialAlgoConfig& config) : with_actor_(config.with_actor) {}
+  void build_acting(const RecipeContext& context) override {
+    if (with_actor_) actor = make_acting_recipe(tiny_config("ppo"), context.env)->actor;
+  }
+  void build_learning(const RecipeContext&) override {}
+
+ private:
+  bool with_actor_;
+};
+
+TEST(TrainerCheckTest, ARecipeThatLeavesARequiredPartEmptyIsRefusedNamingTheAlgorithm) {
+  register_builtin_components();
+  if (!find_algorithm("test_partial_algo"))
+    register_algorithm<PartialAlgoConfig, PartialRecipe>("test_partial_algo", "parts missing");
+  const auto yaml = [](bool with_actor) {
+    return std::string("env: {name: CartPole-v1}\n") +
+           "algo: {name: test_partial_algo, with_actor: " + (with_actor ? "true" : "false") +
+           "}\ncollector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
+  };
+  TempDir tmp;
+  EXPECT_THAT(error_message<ConfigError>([&] {
+                Trainer(load_config_string(yaml(false)), RunDir::create(tmp.path().string(), "a"));
+              }),
+              HasSubstr("the recipe of algorithm 'test_partial_algo' built no actor"));
+  EXPECT_THAT(error_message<ConfigError>([&] {
+                Trainer(load_config_string(yaml(true)), RunDir::create(tmp.path().string(), "b"));
+              }),
+              HasSubstr("the recipe of algorithm 'test_partial_algo' built no loss"));
+}
+
 // ---------------------------------------------------------------- train.cuda_graph
 
 TEST(TrainerTest, ACudaGraphOnTheCpuOrWithoutAdamIsRefusedBeforeTheRun) {
