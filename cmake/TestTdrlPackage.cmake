@@ -100,6 +100,14 @@ if(at_key LESS 0 OR at_path LESS at_key)
                       "${recorded}")
 endif()
 
+# c1. The shipped configs and the config reference, which the tools' messages point to, are
+#     installed.
+foreach(shipped share/tdrl/configs/ppo_cartpole.yaml share/tdrl/docs/config.md)
+  if(NOT EXISTS "${prefix}/${shipped}")
+    message(FATAL_ERROR "the installed package has no ${shipped}")
+  endif()
+endforeach()
+
 # c2. The installed tdrl-envs lists the plugin's env.
 run(0 "${prefix}/bin/tdrl-envs" --plugin "${plugin}" --names-only)
 if(NOT output MATCHES "Drift-v0")

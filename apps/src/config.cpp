@@ -443,8 +443,10 @@ void ApplyVisitor::report_unknown(Section& section) {
       const auto names = names_of(section);
       const std::string here = prefix_.empty() ? std::string("the document")
                                                : "'" + prefix_.substr(0, prefix_.size() - 1) + "'";
-      text += "; the keys of " + here + " are " + word_list(names, "and", false) +
-              " (docs/config.md lists every key)";
+      text +=
+          "; the keys of " + here + " are " + word_list(names, "and", false) +
+          " (docs/config.md lists every key, share/tdrl/docs/config.md where tdrl is installed; "
+          "tdrl-train --config-reference prints it)";
     }
     loader_.problem(text);
   }
