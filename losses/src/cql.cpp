@@ -216,7 +216,7 @@ TensorDict CQLLoss::forward_impl(const TensorDict& batch) {
   const auto actor_values =
       detail::run_q_networks(name(), qvalue_networks_, batch, "", keys.action, policy.action,
                              keys.value, [&](size_t i, TensorDict& td) {
-                               detail::HoldOutParams hold(*qvalue_networks_[i]);
+                               HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
                              });
   const auto min_q_actor = std::get<0>(torch::stack(actor_values).min(0));

@@ -80,7 +80,7 @@ TensorDict SACLoss::forward_impl(const TensorDict& batch) {
   const auto actor_values =
       detail::run_q_networks(name(), qvalue_networks_, batch, "", keys.action, action, keys.value,
                              [&](size_t i, TensorDict& td) {
-                               detail::HoldOutParams hold(*qvalue_networks_[i]);
+                               HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
                              });
   const auto min_q_actor = std::get<0>(torch::stack(actor_values).min(0));
@@ -209,7 +209,7 @@ TensorDict DiscreteSACLoss::forward_impl(const TensorDict& batch) {
   const auto held_out_values =
       detail::run_q_networks(name(), qvalue_networks_, batch, "", action_key, {}, value_key,
                              [&](size_t i, TensorDict& td) {
-                               detail::HoldOutParams hold(*qvalue_networks_[i]);
+                               HoldOutParams hold(*qvalue_networks_[i]);
                                qvalue_networks_[i]->forward(td);
                              });
   const auto min_q_actor = check_values(held_out_values);

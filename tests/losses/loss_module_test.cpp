@@ -262,5 +262,39 @@ TEST(LossModuleTest, NetworksAreRegisteredOnce) {
   EXPECT_THROW(loss->network("critic"), tensordict::KeyError);
 }
 
+// ---- HoldOutParams: one term trains the actor through the critic, not the critic ----------
+
+TEST(HoldOutParamsTest, ATermThroughAHeldOutNetworkTrainsOnlyWhatFeedsIt) {
+  torch::nn::Linear actor(3, 2);
+  torch::nn::Linear critic(2, 1);
+  const auto x = torch::randn({5, 3});
+  torch::Tensor term;
+  {
+    HoldOutParams hold(*critic);
+    EXPECT_FALSE(critic->weight.requires_grad());
+    term = -critic(actor(x)).mean();
+  }
+  EXPECT_TRUE(critic->weight.requires_grad());  // back when the scope ends
+  EXPECT_TRUE(critic->bias.requires_grad());
+  term.backward();
+  EXPECT_TRUE(actor->weight.grad().defined());
+  EXPECT_GT(actor->weight.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_FALSE(critic->weight.grad().defined());
+  EXPECT_FALSE(critic->bias.grad().defined());
+}
+
+TEST(HoldOutParamsTest, RestoresTheFlagsWhenTheScopeThrowsAndLeavesFrozenParametersFrozen) {
+  torch::nn::Linear critic(2, 1);
+  critic->bias.requires_grad_(false);  // frozen by the user: stays frozen
+  EXPECT_THROW(
+      {
+        HoldOutParams hold(*critic);
+        throw std::runtime_error("in the term");
+      },
+      std::runtime_error);
+  EXPECT_TRUE(critic->weight.requires_grad());
+  EXPECT_FALSE(critic->bias.requires_grad());
+}
+
 }  // namespace
 }  // namespace tdrl::losses

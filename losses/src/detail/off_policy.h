@@ -145,29 +145,6 @@ inline NextInputs next_inputs(const std::string& where, const TensorDict& batch,
   return {std::move(next), std::move(inputs)};
 }
 
-/// Turns off requires_grad on every parameter of `module` for the length of a scope, so a
-/// forward through it sends gradients to its inputs only (TorchRL's hold_out_params). The
-/// graph built meanwhile keeps no edge to the parameters; restoring changes no data.
-class HoldOutParams {
- public:
-  explicit HoldOutParams(const torch::nn::Module& module) {
-    for (auto& p : module.parameters(/*recurse=*/true)) {
-      if (p.requires_grad()) {
-        p.requires_grad_(false);
-        held_.push_back(p);
-      }
-    }
-  }
-  ~HoldOutParams() {
-    for (auto& p : held_) p.requires_grad_(true);
-  }
-  HoldOutParams(const HoldOutParams&) = delete;
-  HoldOutParams& operator=(const HoldOutParams&) = delete;
-
- private:
-  std::vector<torch::Tensor> held_;
-};
-
 /// The deterministic policy gradient's actor term (DDPG, TD3): -mean Q(s, mu(s)), with the
 /// critic's parameters held out so that only the actor learns.
 inline torch::Tensor deterministic_actor_loss(const std::string& where,

@@ -25,6 +25,42 @@ namespace tdrl::losses {
 using tensordict::NestedKey;
 using tensordict::TensorDict;
 
+/// Holds a module's parameters out of the gradient for the length of a scope (TorchRL's
+/// hold_out_params): every parameter of `module` that requires grad stops requiring it, so a
+/// forward through the module sends gradients to its inputs only, and requires_grad comes back
+/// when the scope ends (also by an exception). For a loss term that must train one network
+/// through another without training the other: an actor term through the critic.
+///
+/// The graph built meanwhile keeps no edge to the held parameters; no data changes. The flags
+/// are the module's own: another thread using the module meanwhile sees them off.
+///
+/// Example (in a forward_impl: the actor learns from Q(s, pi(s)), the critic does not):
+/// ```
+/// torch::Tensor actor_term(torch::nn::Module& critic, const std::function<torch::Tensor()>& q) {
+///   tdrl::losses::HoldOutParams hold(critic);
+///   return -q().mean();
+/// }
+/// ```
+class HoldOutParams {
+ public:
+  explicit HoldOutParams(const torch::nn::Module& module) {
+    for (auto& p : module.parameters(/*recurse=*/true)) {
+      if (p.requires_grad()) {
+        p.requires_grad_(false);
+        held_.push_back(p);
+      }
+    }
+  }
+  ~HoldOutParams() {
+    for (auto& p : held_) p.requires_grad_(true);
+  }
+  HoldOutParams(const HoldOutParams&) = delete;
+  HoldOutParams& operator=(const HoldOutParams&) = delete;
+
+ private:
+  std::vector<torch::Tensor> held_;
+};
+
 /// A loss over keyed TensorDicts: `forward(batch)` returns a TensorDict (batch size `[]`) of
 /// scalar `loss_*` entries, whose sum is what the optimiser minimises, plus detached
 /// diagnostics (entropy, KL, clip fraction, alpha, ...).
