@@ -133,6 +133,10 @@ endfunction()
 #    folder's parent is even created.
 refused("algo.gamma" "${WORK_DIR}/runs_bad" --set algo.gamma=1.5 --plugin "${plugin}")
 
+# e1. The stock tdrl-train on the user's config without the plugin: a config error asking
+#     whether the plugin was forgotten.
+refused("'algo.name' [^\n]*did you forget --plugin\\?" "${WORK_DIR}/runs_no_plugin")
+
 # e2. A plugin whose registration fails (it registers CartPole-v1 again) is a config error
 #     naming the plugin and the name taken.
 file(READ "${build}/taken_plugin_path.txt" taken_plugin)

@@ -132,8 +132,12 @@ std::string Constraint::check(const std::string& value) const {
   std::string out = "the choices are " + detail::word_list(choices_, "and", false);
   if (number_) out += ", or a number";
   const auto near = detail::closest(value, choices_, false);
-  if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
-  if (!reason_.empty()) out += " (" + reason_ + ")";
+  // A close name is the likelier fix; the reason (e.g. a plugin not loaded) when there is none.
+  if (!near.empty()) {
+    out += "; did you mean '" + near.front() + "'?";
+  } else if (!reason_.empty()) {
+    out += " (" + reason_ + ")";
+  }
   return out;
 }
 

@@ -46,8 +46,20 @@ void ReplaySection::fields(FieldVisitor& v) {
     "full buffer takes at most a quarter of its memory, else cpu");
 }
 
+namespace {
+
+// Why a registered name may be missing: it comes from a plugin not loaded yet.
+std::string plugin_hint(const std::string& what) {
+  return "did you forget --plugin? the " + what +
+         "s of a plugin are there once it is loaded: --plugin libyours.so, or plugins: "
+         "[libyours.so] in the config";
+}
+
+}  // namespace
+
 void AlgoSection::fields(FieldVisitor& v) {
-  v.required()("name", name, one_of(algorithm_names()), "the algorithm");
+  v.required()("name", name, one_of(algorithm_names()).because(plugin_hint("algorithm")),
+               "the algorithm");
   if (options) options->fields(v);
 }
 
@@ -58,7 +70,8 @@ bool AlgoSection::choose(const std::string& choice) {
 std::vector<std::string> AlgoSection::choices() const { return algorithm_names(); }
 
 void TransformSection::fields(FieldVisitor& v) {
-  v.required()("type", type, one_of(transform_types()), "the transform");
+  v.required()("type", type, one_of(transform_types()).because(plugin_hint("transform")),
+               "the transform");
   if (options) options->fields(v);
 }
 
@@ -69,7 +82,7 @@ bool TransformSection::choose(const std::string& choice) {
 std::vector<std::string> TransformSection::choices() const { return transform_types(); }
 
 void EnvSection::fields(FieldVisitor& v) {
-  v.required()("name", name, one_of(envs::list_envs()),
+  v.required()("name", name, one_of(envs::list_envs()).because(plugin_hint("env")),
                "registered env name (tdrl-envs lists them)");
   v("num_envs", num_envs, in_range(1, 65536), "sub-envs stepped as one batched env");
   v("parallel", parallel, "step sub-envs on threads (ParallelEnv) instead of one after the other");

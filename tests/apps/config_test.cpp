@@ -286,6 +286,18 @@ TEST_F(ConfigTest, UnknownAlgorithmNameSkipsTheCheckOfItsKeys) {
                                  "ddpg, dqn, ppo, sac"));
   EXPECT_THAT(message, HasSubstr("did you mean 'ppo'?"));
   EXPECT_THAT(message, Not(HasSubstr("eps_init")));
+  EXPECT_THAT(message, Not(HasSubstr("--plugin")));  // the close name is the likelier fix
+}
+
+// A name close to none registered may come from a plugin that was not loaded: the message says
+// how to load it.
+TEST_F(ConfigTest, ANameFarFromEveryRegisteredOneAsksWhetherAPluginWasForgotten) {
+  const std::string message = problems_of(
+      "env:\n  name: Drift-v0\nalgo:\n  name: drift_pg\ncollector:\n  total_frames: 1000\n");
+  EXPECT_THAT(message, HasSubstr("(2 problems)"));
+  EXPECT_THAT(message, HasSubstr("'env.name' (run.yaml line 2) is 'Drift-v0'"));
+  EXPECT_THAT(message, HasSubstr("'algo.name' (run.yaml line 4) is 'drift_pg'"));
+  EXPECT_EQ(count_of(message, "did you forget --plugin?"), 2u) << message;
 }
 
 TEST_F(ConfigTest, WrongTypeNamesExpectedAndGot) {

@@ -48,7 +48,8 @@ class Constraint {
   Constraint& or_exactly(double value);
   /// Also bounds the value above by `hi` (for half-open ranges: `greater_than(0).up_to(1)`).
   Constraint& up_to(double hi);
-  /// A sentence added to the error message (why the range is what it is).
+  /// A sentence added to the error message (why the range is what it is; for a string choice,
+  /// what to do when no choice is close to the value given).
   Constraint& because(std::string reason);
   /// Also accepts any finite number written as a string field (`"auto"` or a number).
   Constraint& or_number();
