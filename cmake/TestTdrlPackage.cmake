@@ -129,6 +129,21 @@ function(refused pattern runs)
   endif()
 endfunction()
 
+# d2. A run whose recorded plugin moved: tdrl-eval names the config's line listing it and the fix,
+#     and --plugin with the library's new path (the same file name) replaces the recorded one.
+set(moved_run "${WORK_DIR}/moved_run")
+file(REMOVE_RECURSE "${moved_run}")
+file(COPY "${plugin_run}/" DESTINATION "${moved_run}")
+file(READ "${moved_run}/config.yaml" moved_config)
+get_filename_component(plugin_dir "${plugin}" DIRECTORY)
+string(REPLACE "${plugin_dir}" "${WORK_DIR}/gone" moved_config "${moved_config}")
+file(WRITE "${moved_run}/config.yaml" "${moved_config}")
+run(2 "${prefix}/bin/tdrl-eval" --run "${moved_run}" --episodes 1)
+if(NOT output MATCHES "'plugins' \\([^\n]*config.yaml line [0-9]+\\) lists [^\n]*gone[^\n]*: no such file[^\n]*--plugin NEW_PATH")
+  message(FATAL_ERROR "the error does not name the config's line and the fix:\n${output}")
+endif()
+run(0 "${prefix}/bin/tdrl-eval" --run "${moved_run}" --episodes 1 --plugin "${plugin}")
+
 # e. A value outside the user section's range is a config error, refused before the run
 #    folder's parent is even created.
 refused("algo.gamma" "${WORK_DIR}/runs_bad" --set algo.gamma=1.5 --plugin "${plugin}")

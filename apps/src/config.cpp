@@ -657,7 +657,7 @@ RunConfig load_config_string(const std::string& yaml, const std::vector<std::str
   return load(root, overrides, source);
 }
 
-std::vector<std::string> plugins_of(const std::string& path) {
+std::vector<ListedPlugin> plugins_of(const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -667,7 +667,7 @@ std::vector<std::string> plugins_of(const std::string& path) {
     throw ConfigError("invalid config " + path + ": invalid YAML at line " +
                       std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  std::vector<std::string> out;
+  std::vector<ListedPlugin> out;
   if (!root.IsMap() || !root["plugins"] || root["plugins"].IsNull()) return out;
   const YAML::Node list = root["plugins"];
   if (!list.IsSequence())
@@ -677,7 +677,7 @@ std::vector<std::string> plugins_of(const std::string& path) {
     if (!e.IsScalar())
       throw ConfigError("'plugins' (" + path + ") must be a list of paths; an element is " +
                         describe(e));
-    out.push_back(e.Scalar());
+    out.push_back({e.Scalar(), static_cast<int64_t>(e.Mark().line) + 1});
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -65,7 +66,10 @@ void load_plugin(const std::string& path) {
 namespace {
 
 // Loads the plugins named on the command line and in the config file; returns them all,
-// absolute, in order, without repeats (what config.yaml then records).
+// absolute, in order, without repeats (what config.yaml then records). A --plugin replaces a
+// listed plugin of the same file name (one rebuilt or moved since the run recorded it), which
+// then need not exist; a listed plugin that cannot load is named with the file and line
+// listing it.
 std::vector<std::string> load_plugins(const std::vector<std::string>& given,
                                       const std::string& config_path) {
   std::vector<std::string> all;
@@ -73,10 +77,33 @@ std::vector<std::string> load_plugins(const std::vector<std::string>& given,
     const std::string absolute = fs::absolute(p).lexically_normal().string();
     if (std::find(all.begin(), all.end(), absolute) == all.end()) all.push_back(absolute);
   };
-  if (!config_path.empty())
-    for (const auto& p : plugins_of(config_path)) add(p);
-  for (const auto& p : given) add(p);
-  for (const auto& p : all) load_plugin(p);
+  const auto given_as = [&given](const std::string& listed) {
+    const auto name = fs::path(listed).filename();
+    return std::any_of(given.begin(), given.end(),
+                       [&name](const std::string& g) { return fs::path(g).filename() == name; });
+  };
+  if (!config_path.empty()) {
+    for (const auto& listed : plugins_of(config_path)) {
+      if (given_as(listed.path)) continue;
+      try {
+        load_plugin(listed.path);
+      } catch (const ConfigError& e) {
+        // load_plugin's message starts "--plugin PATH: "; here the path came from the file.
+        std::string why = e.what();
+        const std::string flag = "--plugin " + listed.path + ": ";
+        if (why.rfind(flag, 0) == 0) why = why.substr(flag.size());
+        throw ConfigError("'plugins' (" + config_path + " line " + std::to_string(listed.line) +
+                          ") lists " + listed.path + ": " + why +
+                          "; a plugin rebuilt elsewhere is given again with --plugin NEW_PATH "
+                          "(the same file name)");
+      }
+      add(listed.path);
+    }
+  }
+  for (const auto& p : given) {
+    load_plugin(p);
+    add(p);
+  }
   return all;
 }
 

@@ -742,7 +742,11 @@ TEST_F(ConfigTest, PluginsOfReadsOnlyThePluginList) {
   // The algorithm is not registered yet: plugins_of does not validate the rest.
   tensordict::testing::write_file_bytes(path,
                                         "plugins: [libawr.so, ./libdrift.so]\nalgo: {name: awr}\n");
-  EXPECT_THAT(plugins_of(path), ElementsAre("libawr.so", "./libdrift.so"));
+  const auto listed = plugins_of(path);
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].path, "libawr.so");
+  EXPECT_EQ(listed[1].path, "./libdrift.so");
+  EXPECT_EQ(listed[1].line, 1);
   tensordict::testing::write_file_bytes(path, kMinimal);
   EXPECT_THAT(plugins_of(path), IsEmpty());
   tensordict::testing::write_file_bytes(path, "plugins: libawr.so\n");

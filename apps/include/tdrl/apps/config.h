@@ -194,10 +194,16 @@ RunConfig load_config_string(const std::string& yaml,
                              const std::vector<std::string>& overrides = {},
                              const std::string& source = "<string>");
 
+/// A shared library listed in a config file's `plugins:`, and the line listing it (1-based).
+struct ListedPlugin {
+  std::string path;
+  int64_t line = 0;
+};
+
 /// The `plugins:` list of a config file, read without validating the rest (plugins must load
 /// before the file's algorithm names can be checked). Empty when absent. Throws ConfigError
 /// when the file cannot be read or the list is not a list of strings.
-std::vector<std::string> plugins_of(const std::string& path);
+std::vector<ListedPlugin> plugins_of(const std::string& path);
 
 /// The resolved config (every key, defaults included) as YAML; loading it back gives the same
 /// RunConfig. Each value carries its doc as a trailing comment.
