@@ -158,6 +158,12 @@ file(READ "${build}/taken_plugin_path.txt" taken_plugin)
 refused("--plugin [^\n]*taken_plugin[^\n]*: its registration failed: [^\n]*'CartPole-v1' is already registered"
         "${WORK_DIR}/runs_taken" --plugin "${taken_plugin}")
 
+# e3. A plugin built against another tdrl and LibTorch is refused before any of it runs, naming
+#     both builds.
+file(READ "${build}/mismatched_plugin_path.txt" mismatched_plugin)
+refused("--plugin [^\n]*mismatched_plugin[^\n]*: built against tdrl 0.0.1, LibTorch 9.9[^\n]*but this program is built against tdrl [0-9]"
+        "${WORK_DIR}/runs_mismatched" --plugin "${mismatched_plugin}")
+
 # f. The user's env also trains with a built-in algorithm (drift_pg's keys are ppo's too).
 run(0 "${drift_train}" --config "${config}" --set algo.name=ppo
     --set "logger.dir=${WORK_DIR}/runs_ppo")

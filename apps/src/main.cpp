@@ -45,6 +45,25 @@ void load_plugin(const std::string& path) {
   if (!handle)
     throw ConfigError("--plugin " + path + ": cannot load it: " + ::dlerror() +
                       " (build it as a shared library linking tdrl::apps)");
+  // The ABI stamp first: a plugin built against another tdrl, LibTorch or string ABI would
+  // crash on the first std::string it passes, so nothing of it runs but its stamp.
+  using Stamp = const char* (*)();
+  const auto stamp = reinterpret_cast<Stamp>(::dlsym(handle, "tdrl_plugin_abi"));
+  const std::string ours = TDRL_PLUGIN_ABI_STAMP;
+  if (!stamp) {
+    ::dlclose(handle);
+    throw ConfigError("--plugin " + path +
+                      ": it has no ABI stamp (tdrl_plugin_abi), so it was built against an "
+                      "older tdrl; rebuild it against this one (" +
+                      ours + ") with TDRL_PLUGIN { ... }");
+  }
+  const std::string theirs = stamp();
+  if (theirs != ours) {
+    ::dlclose(handle);
+    throw ConfigError("--plugin " + path + ": built against " + theirs +
+                      ", but this program is built against " + ours +
+                      "; rebuild the plugin against this tdrl and LibTorch");
+  }
   using Register = void (*)();
   auto fn = reinterpret_cast<Register>(::dlsym(handle, "tdrl_register_plugin"));
   if (!fn) {

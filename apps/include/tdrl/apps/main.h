@@ -19,6 +19,10 @@
 
 #include <string>
 
+#include <torch/version.h>
+
+#include <tdrl/apps/version.h>
+
 namespace tdrl::apps {
 
 /// tdrl-train. Returns the process exit code: 0 finished, 130 stopped by SIGINT/SIGTERM (resume
@@ -50,5 +54,30 @@ void load_plugin(const std::string& path);
 
 }  // namespace tdrl::apps
 
-/// Defines a plugin's registration function: `TDRL_PLUGIN { tdrl::apps::register_...; }`.
-#define TDRL_PLUGIN extern "C" __attribute__((visibility("default"))) void tdrl_register_plugin()
+// A plugin and the program loading it exchange std::string, std::function and tdrl's classes:
+// they must agree on tdrl's version, LibTorch's, the standard library and its string ABI. The
+// stamp is made of the macros of the translation unit that expands it: TDRL_PLUGIN stamps the
+// plugin with its own build's, load_plugin compares them with the program's and refuses a
+// plugin whose stamp differs, naming both.
+#define TDRL_PLUGIN_STRINGIZE_(x) #x
+#define TDRL_PLUGIN_STRINGIZE(x) TDRL_PLUGIN_STRINGIZE_(x)
+#if defined(_LIBCPP_VERSION)
+#define TDRL_PLUGIN_STDLIB "libc++"
+#elif defined(_GLIBCXX_USE_CXX11_ABI)
+#define TDRL_PLUGIN_STDLIB \
+  "libstdc++ (_GLIBCXX_USE_CXX11_ABI=" TDRL_PLUGIN_STRINGIZE(_GLIBCXX_USE_CXX11_ABI) ")"
+#else
+#define TDRL_PLUGIN_STDLIB "an unknown standard library"
+#endif
+#define TDRL_PLUGIN_ABI_STAMP                                      \
+  "tdrl " TDRL_VERSION_STRING ", LibTorch " TDRL_PLUGIN_STRINGIZE( \
+      TORCH_VERSION_MAJOR) "." TDRL_PLUGIN_STRINGIZE(TORCH_VERSION_MINOR) ", " TDRL_PLUGIN_STDLIB
+
+/// Defines a plugin's registration function: `TDRL_PLUGIN { tdrl::apps::register_...; }`. It
+/// also stamps the plugin with what it was built against (TDRL_PLUGIN_ABI_STAMP), which
+/// load_plugin checks before registering anything.
+#define TDRL_PLUGIN                                                                 \
+  extern "C" __attribute__((visibility("default"))) const char* tdrl_plugin_abi() { \
+    return TDRL_PLUGIN_ABI_STAMP;                                                   \
+  }                                                                                 \
+  extern "C" __attribute__((visibility("default"))) void tdrl_register_plugin()
