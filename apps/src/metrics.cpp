@@ -1,5 +1,7 @@
 #include "tdrl/apps/metrics.h"
 
+#include "tdrl/apps/run_dir.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -218,6 +220,42 @@ std::vector<std::map<std::string, double>> read_metrics(const std::string& path)
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+void truncate_metrics(const std::string& path, int64_t frames) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::stringstream content;
+  content << in.rdbuf();
+  in.close();
+  const std::string text = content.str();
+  // Complete lines only: an unterminated last line was cut short.
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    const auto end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  if (lines.empty()) return;
+  std::string header = lines.front();
+  strip_cr(&header);
+  const auto columns = split_csv_line(header);
+  const auto at = std::find(columns.begin(), columns.end(), "frames");
+  if (at == columns.end())
+    throw std::runtime_error("truncate_metrics: " + in_quotes(path) +
+                             " has no 'frames' column; its columns are " + list_names(columns));
+  const auto frames_column = static_cast<size_t>(at - columns.begin());
+  std::string kept = lines.front() + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::string line = lines[i];
+    strip_cr(&line);
+    const auto cells = split_csv_line(line);
+    double row_frames = 0.0;
+    if (cells.size() != columns.size() || !parse_cell(cells[frames_column], &row_frames)) continue;
+    if (row_frames <= static_cast<double>(frames)) kept += lines[i] + "\n";
+  }
+  write_file_atomically(path, kept);
 }
 
 }  // namespace tdrl::apps

@@ -342,35 +342,10 @@ void Trainer::run_hooks(HookPoint point) {
 }
 
 void Trainer::truncate_metrics() {
-  // Rows written after the checkpoint describe batches that are collected again now; a last
-  // row cut short by a kill (no newline, fewer cells) is dropped too.
+  // Rows written after the checkpoint describe batches that are collected again now.
   const auto path = run_.file("metrics.csv");
-  std::ifstream in(path);
-  if (!in) return;
-  std::stringstream content;
-  content << in.rdbuf();
-  in.close();
-  const std::string text = content.str();
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    const auto end = text.find('\n', start);
-    if (end == std::string::npos) break;  // unterminated last line: cut short
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  if (lines.empty()) return;
-  const auto cells = [](const std::string& line) {
-    return std::count(line.begin(), line.end(), ',') + 1;
-  };
-  const auto header_cells = cells(lines.front());
-  std::string kept = lines.front() + "\n";
-  for (size_t i = 1; i < lines.size(); ++i) {
-    if (cells(lines[i]) != header_cells) continue;
-    const auto frames = std::strtoll(lines[i].substr(0, lines[i].find(',')).c_str(), nullptr, 10);
-    if (frames <= frames_) kept += lines[i] + "\n";
-  }
-  write_file_atomically(path, kept);
+  if (!fs::exists(path)) return;
+  apps::truncate_metrics(path, frames_);
   for (const auto& row : read_metrics(path)) {
     auto frames = row.find("frames");
     if (frames == row.end()) continue;

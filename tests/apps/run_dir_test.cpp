@@ -251,6 +251,23 @@ TEST(MetricsWriterTest, ReadMetricsThrowsNamingLineOfMalformedRow) {
               HasSubstr("line 2 column 'b': 'x2' is not a number"));
 }
 
+TEST(MetricsWriterTest, TruncateKeepsTheRowsUpToTheFramesAndDropsACutRow) {
+  TempDir tmp;
+  const std::string path = tmp / "m.csv";
+  write_file_bytes(path, "frames,train_return\n64,1.5\n128,2\n192,3\n256,4\n320,");
+  truncate_metrics(path, 192);
+  EXPECT_EQ(read_file_bytes(path), "frames,train_return\n64,1.5\n128,2\n192,3\n");
+  // A row with too few cells (a kill between two writes of a row) goes too.
+  write_file_bytes(path, "frames,train_return\n64,1.5\n128\n");
+  truncate_metrics(path, 1000);
+  EXPECT_EQ(read_file_bytes(path), "frames,train_return\n64,1.5\n");
+  truncate_metrics(tmp / "none.csv", 10);  // no file: nothing to do
+  EXPECT_FALSE(fs::exists(tmp / "none.csv"));
+  write_file_bytes(path, "step,x\n1,2\n");
+  EXPECT_THAT([&] { truncate_metrics(path, 1); },
+              ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("has no 'frames' column")));
+}
+
 TEST(MetricsWriterTest, ReadMetricsOfEmptyFileHasNoRows) {
   TempDir tmp;
   write_file_bytes(tmp / "m.csv", "");

@@ -5,6 +5,7 @@
 /// Errors: file-system failures throw std::runtime_error naming the path and the system's
 /// reason; invalid arguments throw tensordict::ValueError (also a std::runtime_error).
 
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <string>
@@ -47,5 +48,12 @@ class MetricsWriter {
 /// std::runtime_error for a missing file, or a malformed one (a row whose cell count differs
 /// from the header's, or a cell that is not a number), naming the path and the line.
 std::vector<std::map<std::string, double>> read_metrics(const std::string& path);
+
+/// Cuts metrics.csv back to the rows of at most `frames` frames (the "frames" column), keeping
+/// the header and every kept row's text as it was, and drops a last row cut short by a kill (no
+/// newline, or fewer cells than the header): what a run resumed from the checkpoint at `frames`
+/// writes again. Rewrites the file atomically; nothing happens when it does not exist. Throws
+/// std::runtime_error when it has no "frames" column or cannot be rewritten.
+void truncate_metrics(const std::string& path, int64_t frames);
 
 }  // namespace tdrl::apps
