@@ -45,8 +45,16 @@ void load_plugin(const std::string& path) {
   if (!handle)
     throw ConfigError("--plugin " + path + ": cannot load it: " + ::dlerror() +
                       " (build it as a shared library linking tdrl::apps)");
-  // The ABI stamp first: a plugin built against another tdrl, LibTorch or string ABI would
-  // crash on the first std::string it passes, so nothing of it runs but its stamp.
+  // Is it a plugin at all; then its ABI stamp: a plugin built against another tdrl, LibTorch or
+  // string ABI would crash on the first std::string it passes, so nothing of it runs before.
+  using Register = void (*)();
+  auto fn = reinterpret_cast<Register>(::dlsym(handle, "tdrl_register_plugin"));
+  if (!fn) {
+    ::dlclose(handle);
+    throw ConfigError("--plugin " + path +
+                      ": it defines no tdrl_register_plugin; define it with TDRL_PLUGIN { ... } "
+                      "(tdrl/apps/main.h)");
+  }
   using Stamp = const char* (*)();
   const auto stamp = reinterpret_cast<Stamp>(::dlsym(handle, "tdrl_plugin_abi"));
   const std::string ours = TDRL_PLUGIN_ABI_STAMP;
@@ -63,14 +71,6 @@ void load_plugin(const std::string& path) {
     throw ConfigError("--plugin " + path + ": built against " + theirs +
                       ", but this program is built against " + ours +
                       "; rebuild the plugin against this tdrl and LibTorch");
-  }
-  using Register = void (*)();
-  auto fn = reinterpret_cast<Register>(::dlsym(handle, "tdrl_register_plugin"));
-  if (!fn) {
-    ::dlclose(handle);
-    throw ConfigError("--plugin " + path +
-                      ": it defines no tdrl_register_plugin; define it with TDRL_PLUGIN { ... } "
-                      "(tdrl/apps/main.h)");
   }
   // A registration that fails (a name already taken, a factory missing) is a config error of
   // this plugin: the message names it, and every tool exits with the config-error code.
