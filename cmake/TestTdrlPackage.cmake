@@ -129,6 +129,17 @@ function(refused pattern runs)
   endif()
 endfunction()
 
+# d1. A plugin in a folder whose name YAML would misread (quotes, a comma, brackets) is
+#     recorded as it is and loaded again from config.yaml.
+set(odd_dir "${WORK_DIR}/odd \"dir\", it's [x]")
+file(REMOVE_RECURSE "${odd_dir}")
+file(COPY "${plugin}" DESTINATION "${odd_dir}")
+get_filename_component(plugin_name "${plugin}" NAME)
+run(0 "${prefix}/bin/tdrl-train" --plugin "${odd_dir}/${plugin_name}" --config "${config}"
+    --set "logger.dir=${WORK_DIR}/runs_odd")
+run_folder("${WORK_DIR}/runs_odd" odd_run)
+run(0 "${prefix}/bin/tdrl-eval" --run "${odd_run}" --episodes 1)
+
 # d2. A run whose recorded plugin moved: tdrl-eval names the config's line listing it and the fix,
 #     and --plugin with the library's new path (the same file name) replaces the recorded one.
 set(moved_run "${WORK_DIR}/moved_run")

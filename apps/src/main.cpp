@@ -126,12 +126,6 @@ std::vector<std::string> load_plugins(const std::vector<std::string>& given,
   return all;
 }
 
-std::string plugins_override(const std::vector<std::string>& plugins) {
-  std::string value = "plugins=[";
-  for (size_t i = 0; i < plugins.size(); ++i) value += (i ? ", \"" : "\"") + plugins[i] + "\"";
-  return value + "]";
-}
-
 std::string list_components() {
   std::string out = "algorithms:";
   for (const auto& n : algorithm_names()) out += " " + n;
@@ -213,11 +207,13 @@ int train_main(int argc, char** argv) {
       std::cerr << "tdrl-train: pass --config FILE (or --resume RUN_DIR); see --help\n";
       return 2;
     }
-    // The resolved config; a distributed collector worker acts and never trains.
-    if (!all_plugins.empty()) overrides.push_back(plugins_override(all_plugins));
+    // The resolved config; a distributed collector worker acts and never trains. The plugins
+    // loaded (absolute, the replaced ones gone) are what config.yaml records: set as they are,
+    // not pasted into a --set text that a path's quotes or commas would break.
     RunConfig config;
     try {
       config = load_config(config_path, overrides);
+      config.plugins = all_plugins;
       if (print_config) {
         std::cout << to_yaml(config);
         return 0;
