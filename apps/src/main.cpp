@@ -220,7 +220,7 @@ int train_main(int argc, char** argv) {
       }
       if (auto identity = collectors::worker_identity_from_env()) {
         // A collector worker: the acting part only.
-        torch::set_num_threads(static_cast<int>(config.threads));
+        apply_threads(config);
         EnvParts env = build_env_parts(config.env);
         auto recipe = make_acting_recipe(config, env.info);
         collectors::run_distributed_worker(*identity, env.train_env_factory,
@@ -271,7 +271,7 @@ int eval_main(int argc, char** argv) {
     const RunDir run = RunDir::open(run_path);
     load_plugins(plugins, run.file("config.yaml"));
     const RunConfig config = load_config(run.file("config.yaml"));
-    torch::set_num_threads(1);
+    apply_threads(config);
     // The checkpoint: the one --checkpoint names (refused when damaged), else the last intact.
     const CheckpointStore store(run.file("checkpoints"));
     std::optional<std::string> latest;

@@ -117,6 +117,10 @@ double mean_of(const std::vector<double>& v) {
 
 }  // namespace
 
+void apply_threads(const RunConfig& config) {
+  torch::set_num_threads(static_cast<int>(config.threads));
+}
+
 // ---- evaluate --------------------------------------------------------------------------------
 
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
@@ -259,7 +263,7 @@ EnvParts Trainer::check(const RunConfig& config) {
 
 Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     : config_(std::move(config)), run_(std::move(run)), seeds_(derive_seeds(config_.seed)) {
-  torch::set_num_threads(static_cast<int>(config_.threads));
+  apply_threads(config_);
   env_ = check(config_);
   if (!resume) {
     write_file_atomically(run_.file("config.yaml"), to_yaml(config_));

@@ -44,6 +44,10 @@ struct EvalResult {
   std::optional<double> mean_transformed;
 };
 
+/// Sets LibTorch's intra-op threads to the config's `threads`: the one place the tools (training,
+/// evaluation, collector workers) apply it, before they build networks.
+void apply_threads(const RunConfig& config);
+
 /// Runs `episodes` episodes of `actor` on `env` (unbatched) with
 /// InteractionType::kDeterministic (categorical mode, TanhNormal's squashed mean) and no
 /// gradient, each up to `max_steps` steps (-1: until done), the env seeded with `seed` first;
