@@ -17,6 +17,7 @@
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/q_value.h>
+#include <tensordict/name_table.h>
 #include <tensordict/nn/tensordict_sequential.h>
 
 #include "detail/builtin.h"
@@ -63,6 +64,15 @@ struct PPOConfig : PolicyGradientConfig {
 
 struct A2CConfig : PolicyGradientConfig {};
 
+// The target-network updates (algo.target_update): the one table that names them and says
+// which each is.
+enum class TargetUpdate { kSoft, kHard };
+const tensordict::NameTable<TargetUpdate>& target_updates() {
+  static const tensordict::NameTable<TargetUpdate> table(
+      "target update", {{"soft", TargetUpdate::kSoft}, {"hard", TargetUpdate::kHard}});
+  return table;
+}
+
 struct OffPolicyConfig : AlgoConfig {
   double gamma = 0.99;
   std::string loss_critic_type = "l2";
@@ -76,7 +86,7 @@ struct OffPolicyConfig : AlgoConfig {
     v("gamma", gamma, in_range(0, 1), "discount");
     v("loss_critic_type", loss_critic_type, one_of(losses::functional::distance_loss_names()),
       "critic / value loss");
-    v("target_update", target_update, one_of({"soft", "hard"}), "target network update");
+    v("target_update", target_update, one_of(target_updates().names()), "target network update");
     v("tau", tau, greater_than(0).up_to(1), "soft update rate");
     v("hard_update_period", hard_update_period, at_least(1),
       "optimiser steps between hard updates");
@@ -238,10 +248,13 @@ class OffPolicyRecipe : public Recipe {
   void finish_learning(const OffPolicyConfig& config, const RecipeContext& context) {
     replay = make_replay(*context.replay, context.replay_device);
     prioritized_ = context.replay->prioritized;
-    if (config.target_update == "hard") {
-      hard_ = std::make_unique<losses::HardUpdate>(loss, config.hard_update_period);
-    } else {
-      soft_ = std::make_unique<losses::SoftUpdate>(loss, config.tau);
+    switch (target_updates().at(config.target_update, "algo.target_update")) {
+      case TargetUpdate::kHard:
+        hard_ = std::make_unique<losses::HardUpdate>(loss, config.hard_update_period);
+        break;
+      case TargetUpdate::kSoft:
+        soft_ = std::make_unique<losses::SoftUpdate>(loss, config.tau);
+        break;
     }
     updates_ = config.updates(context.collector);
   }
