@@ -74,7 +74,8 @@ std::vector<std::string> metric_columns(const losses::LossModule& loss,
 // The learning part a recipe built: a loss, at least one optimiser group, each with an
 // optimiser and terms the loss writes. A part left empty is refused naming the algorithm (a
 // plugin's recipe would otherwise crash the loop).
-void check_learning_parts(const std::string& algo, const Recipe& recipe) {
+void check_learning_parts(const RunConfig& config, const Recipe& recipe) {
+  const std::string& algo = config.algo.name;
   const std::string who = "the recipe of algorithm '" + algo + "'";
   TDRL_CHECK(recipe.loss, ConfigError, who,
              " built no loss (Recipe::loss is empty after build_learning); its build_learning "
@@ -93,6 +94,18 @@ void check_learning_parts(const std::string& algo, const Recipe& recipe) {
                  tensordict::KeyError, "Trainer: optimiser group '", g.name, "' minimises '", term,
                  "', which the loss does not write; its loss terms are ",
                  tensordict::closest_names(term, declared));
+  // Replay options the recipe would ignore are refused rather than silently dropped.
+  if (const ReplaySection* r = config.replay()) {
+    TDRL_CHECK(recipe.replay, ConfigError, "the config has a 'replay' section for algorithm '",
+               algo, "', but ", who,
+               " built no replay buffer (Recipe::replay is empty after "
+               "build_learning); build one (e.g. from the replay section) or declare no replay "
+               "section for the algorithm");
+    TDRL_CHECK(!r->prioritized || recipe.updates_priorities(), ConfigError,
+               "'replay.prioritized' is true, but ", who,
+               " never updates priorities (Recipe::updates_priorities() is false); set "
+               "replay.prioritized: false, or make the recipe sample by priority and update them");
+  }
 }
 
 // The running statistics of the envs (VecNorm) under "env/<name>", as tdrl-eval reads them.
@@ -276,7 +289,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   torch::manual_seed(seeds_.networks);
   recipe_ = make_acting_recipe(config_, env_.info);
   recipe_->build_learning(recipe_context(config_, env_.info));
-  check_learning_parts(config_.algo.name, *recipe_);
+  check_learning_parts(config_, *recipe_);
   // Built on the CPU, the networks move to the training device before any optimiser step.
   device_ = torch::Device(config_.device);
   if (!device_.is_cpu()) {

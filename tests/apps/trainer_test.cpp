@@ -859,6 +859,57 @@ TEST(TrainerCheckTest, ARecipeThatLeavesARequiredPartEmptyIsRefusedNamingTheAlgo
               HasSubstr("the recipe of algorithm 'test_partial_algo' built no loss"));
 }
 
+// A user's off-policy recipe with a replay section that never samples by priority: its learning
+// parts are SAC's (built from a config of its own, without prioritized replay).
+struct NoPriorityConfig : AlgoConfig {
+  ReplaySection replay_section;
+  ReplaySection* replay() override { return &replay_section; }
+  void fields(FieldVisitor&) override {}
+};
+
+class NoPriorityRecipe : public Recipe {
+ public:
+  explicit NoPriorityRecipe(const NoPriorityConfig&) {}
+  void build_acting(const RecipeContext& context) override {
+    sac_ = make_acting_recipe(sac_config_, context.env);
+    actor = sac_->actor;
+    exploration_policy = sac_->exploration_policy;
+    policy_factory = sac_->policy_factory;
+  }
+  void build_learning(const RecipeContext& context) override {
+    sac_->build_learning(recipe_context(sac_config_, context.env));
+    loss = sac_->loss;
+    optimizers = sac_->optimizers;
+    replay = sac_->replay;
+  }
+
+ private:
+  RunConfig sac_config_ = tiny_config("sac");
+  std::unique_ptr<Recipe> sac_;
+};
+
+TEST(TrainerCheckTest, PrioritizedReplayForARecipeThatNeverUpdatesPrioritiesIsRefused) {
+  register_builtin_components();
+  if (!find_algorithm("test_no_priority_algo"))
+    register_algorithm<NoPriorityConfig, NoPriorityRecipe>("test_no_priority_algo",
+                                                           "no priorities");
+  const auto yaml = [](bool prioritized) {
+    return std::string("env: {name: Pendulum-v1}\nalgo: {name: test_no_priority_algo}\n") +
+           "replay: {capacity: 1000, batch_size: 32, prioritized: " +
+           (prioritized ? "true" : "false") +
+           "}\ncollector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
+  };
+  TempDir tmp;
+  EXPECT_THAT(error_message<ConfigError>([&] {
+                Trainer(load_config_string(yaml(true)), RunDir::create(tmp.path().string(), "a"));
+              }),
+              AllOf(HasSubstr("'replay.prioritized' is true"),
+                    HasSubstr("'test_no_priority_algo' never updates priorities")));
+  // Without prioritized replay it trains.
+  Trainer trainer(load_config_string(yaml(false)), RunDir::create(tmp.path().string(), "b"));
+  EXPECT_TRUE(trainer.train());
+}
+
 // ---------------------------------------------------------------- train.cuda_graph
 
 TEST(TrainerTest, ACudaGraphOnTheCpuOrWithoutAdamIsRefusedBeforeTheRun) {
