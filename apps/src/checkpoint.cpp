@@ -2,60 +2,38 @@
 
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include <torch/serialize.h>
 
 #include <tensordict/errors.h>
+#include <tensordict/nn/functional.h>
 
 namespace tdrl::apps {
 
-namespace {
-
-tensordict::NestedKey path_key(const std::string& dotted) {
-  std::stringstream in(dotted);
-  std::string part;
-  std::getline(in, part, '.');
-  tensordict::NestedKey key(part);
-  while (std::getline(in, part, '.'))
-    key = tensordict::NestedKey({key, tensordict::NestedKey(part)});
-  return key;
-}
-
-// Parameters, then buffers, by their dotted module path.
-std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const torch::nn::Module& module) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : module.named_parameters()) out.emplace_back(item.key(), item.value());
-  for (const auto& item : module.named_buffers()) out.emplace_back(item.key(), item.value());
-  return out;
-}
-
-}  // namespace
-
 tensordict::TensorDict module_state(const torch::nn::Module& module) {
-  auto state = tensordict::TensorDict::empty({});
-  for (const auto& [name, tensor] : named_tensors(module))
-    state.set(path_key(name), tensor.detach().clone());
-  return state;
+  // The parameters and buffers as tensordict::nn::from_module lays them out, copied.
+  return tensordict::nn::from_module(module).detach().clone();
 }
 
 void load_module_state(torch::nn::Module& module, const tensordict::TensorDict& state,
                        const std::string& what) {
-  const auto tensors = named_tensors(module);
-  std::vector<torch::Tensor> sources;
-  for (const auto& [name, tensor] : tensors) {
-    const auto key = path_key(name);
+  // Every entry checked before any is written: a mismatch leaves the module as it was.
+  const tensordict::TensorDict target = tensordict::nn::from_module(module);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;  // (module's tensor, source)
+  for (const auto& key : target.keys(/*include_nested=*/true, /*leaves_only=*/true)) {
+    const std::string name = key.join_parts(".");
     TDRL_CHECK(state.contains(key), tensordict::KeyError, "load_module_state: the checkpoint's ",
                what, " has no entry '", name, "'; it was written by another model (check model.*)");
+    const torch::Tensor tensor = target.get(key);
     const torch::Tensor source = state.get(key);
     TDRL_CHECK(source.sizes() == tensor.sizes(), tensordict::ShapeError,
                "load_module_state: the checkpoint's ", what, " entry '", name, "' has shape ",
                tensordict::shape_str(source.sizes()), "; the model's is ",
                tensordict::shape_str(tensor.sizes()), " (check model.*)");
-    sources.push_back(source);
+    copies.emplace_back(tensor, source);
   }
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].second.copy_(sources[i]);
+  for (auto& [tensor, source] : copies) tensor.copy_(source);
 }
 
 tensordict::TensorDict optimizer_state(torch::optim::Optimizer& optimizer) {
