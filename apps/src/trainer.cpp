@@ -267,17 +267,30 @@ void check_devices(const RunConfig& config) {
 
 }  // namespace
 
-EnvParts Trainer::check(const RunConfig& config) {
+std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvParts& env) {
   check_devices(config);
-  EnvParts parts = build_env_parts(config.env);
-  check_task_fit(config, parts.info);
-  return parts;
+  env = build_env_parts(config.env);
+  check_task_fit(config, env.info);
+  // The recipe, seeded as the run is: what it refuses (a part left empty, a replay option it
+  // would ignore) is refused before the run folder holds anything.
+  torch::manual_seed(derive_seeds(config.seed).networks);
+  auto recipe = make_acting_recipe(config, env.info);
+  recipe->build_learning(recipe_context(config, env.info));
+  check_learning_parts(config, *recipe);
+  return recipe;
+}
+
+EnvParts Trainer::check(const RunConfig& config) {
+  EnvParts env;
+  check_and_build(config, env);
+  return env;
 }
 
 Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     : config_(std::move(config)), run_(std::move(run)), seeds_(derive_seeds(config_.seed)) {
   apply_threads(config_);
-  env_ = check(config_);
+  // Everything that can be refused is, before a file of the run is written.
+  recipe_ = check_and_build(config_, env_);
   if (!resume) {
     write_file_atomically(run_.file("config.yaml"), to_yaml(config_));
     write_file_atomically(run_.file("seeds.yaml"), to_yaml(seeds_));
@@ -286,10 +299,6 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   logger_ = std::make_shared<spdlog::logger>("tdrl.train." + run_.path(), sink);
   logger_->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
   logger_->flush_on(spdlog::level::info);
-  torch::manual_seed(seeds_.networks);
-  recipe_ = make_acting_recipe(config_, env_.info);
-  recipe_->build_learning(recipe_context(config_, env_.info));
-  check_learning_parts(config_, *recipe_);
   // Built on the CPU, the networks move to the training device before any optimiser step.
   device_ = torch::Device(config_.device);
   if (!device_.is_cpu()) {

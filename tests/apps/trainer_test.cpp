@@ -848,15 +848,16 @@ TEST(TrainerCheckTest, ARecipeThatLeavesARequiredPartEmptyIsRefusedNamingTheAlgo
            "algo: {name: test_partial_algo, with_actor: " + (with_actor ? "true" : "false") +
            "}\ncollector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
   };
+  // Refused by the check tdrl-train makes before the run folder exists, and by the Trainer
+  // before it writes a file of the run.
   TempDir tmp;
-  EXPECT_THAT(error_message<ConfigError>([&] {
-                Trainer(load_config_string(yaml(false)), RunDir::create(tmp.path().string(), "a"));
-              }),
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(load_config_string(yaml(false))); }),
               HasSubstr("the recipe of algorithm 'test_partial_algo' built no actor"));
-  EXPECT_THAT(error_message<ConfigError>([&] {
-                Trainer(load_config_string(yaml(true)), RunDir::create(tmp.path().string(), "b"));
-              }),
+  const RunDir refused = RunDir::create(tmp.path().string(), "b");
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer(load_config_string(yaml(true)), refused); }),
               HasSubstr("the recipe of algorithm 'test_partial_algo' built no loss"));
+  EXPECT_FALSE(fs::exists(refused.file("config.yaml")));
+  EXPECT_FALSE(fs::exists(refused.file("train.log")));
 }
 
 // A user's off-policy recipe with a replay section that never samples by priority: its learning
@@ -900,9 +901,7 @@ TEST(TrainerCheckTest, PrioritizedReplayForARecipeThatNeverUpdatesPrioritiesIsRe
            "}\ncollector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
   };
   TempDir tmp;
-  EXPECT_THAT(error_message<ConfigError>([&] {
-                Trainer(load_config_string(yaml(true)), RunDir::create(tmp.path().string(), "a"));
-              }),
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(load_config_string(yaml(true))); }),
               AllOf(HasSubstr("'replay.prioritized' is true"),
                     HasSubstr("'test_no_priority_algo' never updates priorities")));
   // Without prioritized replay it trains.

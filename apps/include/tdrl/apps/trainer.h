@@ -119,8 +119,10 @@ enum class HookPoint {
 /// ```
 class Trainer {
  public:
-  /// Builds the envs and checks that the config suits the task, without touching the disk:
-  /// call it before creating the run folder. Throws ConfigError naming the keys.
+  /// Builds the envs and the recipe (seeding LibTorch's generator with the run's network seed,
+  /// as the Trainer does) and checks that the config suits the task and that the recipe built
+  /// every part and uses the options it was given, without touching the disk: call it before
+  /// creating the run folder. Throws ConfigError naming the keys (or the algorithm).
   static EnvParts check(const RunConfig& config);
   /// Builds the envs, the recipe (acting then learning part, after seeding the generator with
   /// the networks seed) and the collector, and writes config.yaml and seeds.yaml. With
@@ -155,6 +157,9 @@ class Trainer {
   const std::map<std::string, double>& metrics() const { return metrics_; }
 
  private:
+  // What check() does, building the envs into `env` (the Trainer's own, so that the recipe is
+  // built against the EnvInfo the run keeps) and returning the recipe with both parts checked.
+  static std::unique_ptr<Recipe> check_and_build(const RunConfig& config, EnvParts& env);
   // The batch's updates (optimize_batch), then check_finite.
   void optimize(const TensorDict& batch);
   void optimize_batch(const TensorDict& batch);
