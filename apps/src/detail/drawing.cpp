@@ -15,15 +15,19 @@
 #include <cairo.h>
 #endif
 
-namespace tdrl::apps::detail {
+namespace tdrl::apps {
 
-bool drawing_available() {
+bool learning_curves_available() {
 #ifdef TDRL_WITH_CAIRO
   return true;
 #else
   return false;
 #endif
 }
+
+}  // namespace tdrl::apps
+
+namespace tdrl::apps::detail {
 
 #ifdef TDRL_WITH_CAIRO
 

@@ -68,13 +68,10 @@ struct Drawing {
   std::vector<Shape> shapes;
 };
 
-/// Whether this build draws (it found cairo: TDRL_WITH_CAIRO). Without it to_svg and to_png
-/// throw std::runtime_error saying so.
-bool drawing_available();
-
 /// An SVG document of the drawing's size in pixels (text as glyph outlines, so it shows the same
 /// without the fonts). Throws tensordict::ValueError for a colour that is not "#rrggbb",
-/// std::runtime_error when cairo fails (naming its status).
+/// std::runtime_error when cairo fails (naming its status) or the build has no cairo
+/// (learning_curves_available() false).
 std::string to_svg(const Drawing& drawing);
 /// An 8-bit RGB PNG of the drawing at `scale` pixels per unit. Throws as to_svg.
 std::string to_png(const Drawing& drawing, double scale);
