@@ -22,22 +22,30 @@
 namespace tdrl::apps::trainer_testing {
 namespace {
 
-// The string fields with choices, as "section.key" and the choices, in declaration order.
+// A string field (or list of strings) with choices: "section.key", the choices, and whether the
+// field is a list (whose value is then written `[choice]`).
+struct Choices {
+  std::string key;
+  std::vector<std::string> choices;
+  bool list = false;
+};
+
+// The fields with choices, in declaration order.
 class ChoiceFinder : public FieldVisitor {
  public:
-  std::vector<std::pair<std::string, std::vector<std::string>>> found;
+  std::vector<Choices> found;
 
   void field(const char*, bool&, const Constraint&, const char*) override {}
   void field(const char*, int64_t&, const Constraint&, const char*) override {}
   void field(const char*, double&, const Constraint&, const char*) override {}
   void field(const char* name, std::string&, const Constraint& c, const char*) override {
-    add(name, c);
+    add(name, c, /*list=*/false);
   }
   void field(const char*, std::vector<int64_t>&, const Constraint&, const char*) override {}
   void field(const char*, std::vector<double>&, const Constraint&, const char*) override {}
   void field(const char* name, std::vector<std::string>&, const Constraint& c,
              const char*) override {
-    add(name, c);
+    add(name, c, /*list=*/true);
   }
   void field(const char*, ScalarMap&, const Constraint&, const char*) override {}
   void section(const char* name, Section& value, const char*) override {
@@ -50,13 +58,13 @@ class ChoiceFinder : public FieldVisitor {
   void section_list(const char*, SectionList&, const char*) override {}
 
  private:
-  void add(const char* name, const Constraint& c) {
-    if (!c.choices().empty()) found.emplace_back(prefix_ + name, c.choices());
+  void add(const char* name, const Constraint& c, bool list) {
+    if (!c.choices().empty()) found.push_back({prefix_ + name, c.choices(), list});
   }
   std::string prefix_;
 };
 
-std::vector<std::pair<std::string, std::vector<std::string>>> choices_of(RunConfig config) {
+std::vector<Choices> choices_of(RunConfig config) {
   ChoiceFinder finder;
   config.fields(finder);
   return finder.found;
@@ -90,7 +98,7 @@ TEST(ChoicesWalkTest, EveryChoiceOfEverySectionLoadsAndTrains) {
               ::testing::IsSupersetOf({"a2c", "ddpg", "dqn", "ppo", "sac", "td3"}));
   size_t walked = 0;
   for (const auto& algo : kBuiltins.algorithms) {
-    for (const auto& [key, choices] : choices_of(tiny_config(algo))) {
+    for (const auto& [key, choices, list] : choices_of(tiny_config(algo))) {
       // The algorithms are the outer loop; envs are walked below (each needs a fitting algorithm).
       if (key == "algo.name" || key == "env.name") continue;
       // The sections beside algo: are the same for every algorithm; walk them with ppo.
@@ -99,9 +107,8 @@ TEST(ChoicesWalkTest, EveryChoiceOfEverySectionLoadsAndTrains) {
         // Distributed workers are tdrl-train started again, which this test binary is not: the
         // mode runs end to end in the Apps.CollectorMode.distributed test.
         if (key == "collector.mode" && choice == "distributed") continue;
-        std::vector<std::string> overrides = {key + "=" + choice};
+        std::vector<std::string> overrides = {key + "=" + (list ? "[" + choice + "]" : choice)};
         if (key == "collector.mode") overrides.push_back("collector.num_workers=2");
-        if (key == "logger.backends") overrides.back() = key + "=[" + choice + "]";
         train_tiny(algo, overrides);
         ++walked;
       }
