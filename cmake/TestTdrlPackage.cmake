@@ -159,6 +159,33 @@ run(0 "${prefix}/bin/tdrl-eval" --run "${moved_run}" --episodes 1 --plugin "${pl
 #    folder's parent is even created.
 refused("algo.gamma" "${WORK_DIR}/runs_bad" --set algo.gamma=1.5 --plugin "${plugin}")
 
+# e0. The user's loss declares its options once (DriftPGLossOptions::fields): a typo and a
+#     value out of range in a config file are refused with the file and line, and the options
+#     are in the config reference.
+file(READ "${config}" good_config)
+set(typo_yaml "${WORK_DIR}/typo.yaml")
+foreach(case
+    "advantage_std_flor: 0.1|unknown key 'algo.advantage_std_flor' \\([^\n]*typo.yaml line 14\\)[^\n]*did you mean 'algo.advantage_std_floor'"
+    "advantage_std_floor: 0|'algo.advantage_std_floor' \\([^\n]*typo.yaml line 14\\) is 0; it must be > 0")
+  string(REPLACE "|" ";" case "${case}")
+  list(GET case 0 line)
+  list(GET case 1 pattern)
+  string(REPLACE "  num_epochs: 2\n" "  num_epochs: 2\n  ${line}\n" bad_config "${good_config}")
+  file(WRITE "${typo_yaml}" "${bad_config}")
+  run(2 "${prefix}/bin/tdrl-train" --config "${typo_yaml}" --plugin "${plugin}"
+    --set "logger.dir=${WORK_DIR}/runs_typo")
+  if(NOT output MATCHES "${pattern}")
+    message(FATAL_ERROR "'${line}' is not refused with its line and the fix:\n${output}")
+  endif()
+endforeach()
+if(EXISTS "${WORK_DIR}/runs_typo")
+  message(FATAL_ERROR "a refused run created ${WORK_DIR}/runs_typo")
+endif()
+run(0 "${prefix}/bin/tdrl-train" --config-reference --plugin "${plugin}")
+if(NOT output MATCHES "`algo.advantage_std_floor` \\| float \\| `1e-06` \\| > 0 \\| the smallest std")
+  message(FATAL_ERROR "the config reference does not list the plugin loss's options:\n${output}")
+endif()
+
 # e1. The stock tdrl-train on the user's config without the plugin: a config error asking
 #     whether the plugin was forgotten.
 refused("'algo.name' [^\n]*did you forget --plugin\\?" "${WORK_DIR}/runs_no_plugin")

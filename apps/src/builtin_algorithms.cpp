@@ -32,37 +32,34 @@ namespace tdnn = tensordict::nn;
 
 // ---- configs ---------------------------------------------------------------------------------
 
+// Each section composes the options of the library parts it builds (the loss, its value
+// estimator, the exploration module), which declare their own fields; the section adds only
+// what the recipe itself reads, and sets the defaults the shipped recipes use where they differ
+// from the library's (TorchRL's).
+
+// PPO and A2C: GAE, the loss's options, and the epochs of each update.
+template <class LossOptions>
 struct PolicyGradientConfig : AlgoConfig {
-  double gamma = 0.99;
-  double lmbda = 0.95;
-  double entropy_coef = 0.0;
-  double critic_coef = 0.5;
-  bool normalize_advantage = true;
+  losses::ValueEstimatorOptions gae;
+  // No entropy term unless asked for (entropy_bonus), as SB3 and CleanRL's CartPole recipes.
+  LossOptions loss = LossOptions()
+                         .entropy_bonus(false)
+                         .entropy_coef(0.0)
+                         .critic_coef(0.5)
+                         .loss_critic_type("l2")
+                         .normalize_advantage(true);
   int64_t num_epochs = 10;
   int64_t minibatch_size = 64;
-  std::string loss_critic_type = "l2";
   void fields(FieldVisitor& v) override {
-    v("gamma", gamma, in_range(0, 1), "discount");
-    v("lmbda", lmbda, in_range(0, 1), "GAE lambda");
-    v("entropy_coef", entropy_coef, at_least(0), "entropy bonus weight");
-    v("critic_coef", critic_coef, at_least(0), "critic loss weight");
-    v("normalize_advantage", normalize_advantage, "standardise advantages per minibatch");
+    gae.fields(v, losses::ValueEstimatorType::kGAE);
+    loss.fields(v);
     v("num_epochs", num_epochs, at_least(1), "optimisation passes over each collected batch");
     v("minibatch_size", minibatch_size, at_least(1), "frames per minibatch (the batch if larger)");
-    v("loss_critic_type", loss_critic_type, one_of(losses::functional::distance_loss_names()),
-      "critic / value loss");
   }
 };
 
-struct PPOConfig : PolicyGradientConfig {
-  double clip_epsilon = 0.2;
-  void fields(FieldVisitor& v) override {
-    PolicyGradientConfig::fields(v);
-    v("clip_epsilon", clip_epsilon, greater_than(0), "PPO ratio clip");
-  }
-};
-
-struct A2CConfig : PolicyGradientConfig {};
+using PPOConfig = PolicyGradientConfig<losses::ClipPPOLossOptions>;
+using A2CConfig = PolicyGradientConfig<losses::A2CLossOptions>;
 
 // The target-network updates (algo.target_update): the one table that names them and says
 // which each is.
@@ -73,9 +70,10 @@ const tensordict::NameTable<TargetUpdate>& target_updates() {
   return table;
 }
 
+// What every off-policy section has: the TD(0) target's options, the target-network updates,
+// the update-to-data ratio and the replay buffer.
 struct OffPolicyConfig : AlgoConfig {
-  double gamma = 0.99;
-  std::string loss_critic_type = "l2";
+  losses::ValueEstimatorOptions td0;
   std::string target_update = "soft";
   double tau = 0.005;
   int64_t hard_update_period = 500;
@@ -83,9 +81,7 @@ struct OffPolicyConfig : AlgoConfig {
   ReplaySection replay_section;
   ReplaySection* replay() override { return &replay_section; }
   void fields(FieldVisitor& v) override {
-    v("gamma", gamma, in_range(0, 1), "discount");
-    v("loss_critic_type", loss_critic_type, one_of(losses::functional::distance_loss_names()),
-      "critic / value loss");
+    td0.fields(v, losses::ValueEstimatorType::kTD0);
     v("target_update", target_update, one_of(target_updates().names()), "target network update");
     v("tau", tau, greater_than(0).up_to(1), "soft update rate");
     v("hard_update_period", hard_update_period, at_least(1),
@@ -100,51 +96,48 @@ struct OffPolicyConfig : AlgoConfig {
 };
 
 struct DQNConfig : OffPolicyConfig {
-  bool double_dqn = true;
-  double eps_init = 1.0;
-  double eps_end = 0.05;
-  int64_t annealing_frames = 10000;
+  losses::DQNLossOptions loss = losses::DQNLossOptions().double_dqn(true);
+  modules::EGreedyModuleOptions exploration =
+      modules::EGreedyModuleOptions().eps_init(1.0).eps_end(0.05).annealing_num_steps(10000);
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
-    v("double_dqn", double_dqn, "double DQN target");
-    v("eps_init", eps_init, in_range(0, 1), "initial epsilon of epsilon-greedy");
-    v("eps_end", eps_end, in_range(0, 1), "final epsilon");
-    v("annealing_frames", annealing_frames, at_least(1), "frames over which epsilon decays");
+    loss.fields(v);
+    exploration.fields(v);
   }
 };
 
-struct DDPGConfig : OffPolicyConfig {
+// DDPG and TD3: the loss's options and the Gaussian exploration noise.
+template <class LossOptions>
+struct DeterministicActorConfig : OffPolicyConfig {
+  LossOptions loss;
   double exploration_noise = 0.1;
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
+    loss.fields(v);
     v("exploration_noise", exploration_noise, at_least(0),
       "std of the Gaussian action noise (relative to the action range)");
   }
 };
 
-struct TD3Config : DDPGConfig {
-  double policy_noise = 0.2;
-  double noise_clip = 0.5;
+struct DDPGConfig : DeterministicActorConfig<losses::DDPGLossOptions> {
+  DDPGConfig() { loss.delay_actor(true); }
+};
+
+struct TD3Config : DeterministicActorConfig<losses::TD3LossOptions> {
   int64_t policy_delay = 2;
+  TD3Config() { loss.loss_function("l2"); }
   void fields(FieldVisitor& v) override {
-    DDPGConfig::fields(v);
-    v("policy_noise", policy_noise, at_least(0), "target policy smoothing noise");
-    v("noise_clip", noise_clip, at_least(0), "clip of the smoothing noise");
+    DeterministicActorConfig::fields(v);
     v("policy_delay", policy_delay, at_least(1), "critic updates per actor update");
   }
 };
 
 struct SACConfig : OffPolicyConfig {
-  double alpha_init = 1.0;
-  bool fixed_alpha = false;
-  std::string target_entropy = "auto";
+  losses::SACLossOptions loss = losses::SACLossOptions().loss_function("l2");
   double alpha_lr = 3e-4;
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
-    v("alpha_init", alpha_init, greater_than(0), "initial entropy temperature");
-    v("fixed_alpha", fixed_alpha, "keep alpha at alpha_init");
-    v("target_entropy", target_entropy, one_of({"auto"}).or_number(),
-      "\"auto\" (-action dims) or a number");
+    loss.fields(v);
     v("alpha_lr", alpha_lr, greater_than(0), "entropy temperature learning rate");
   }
 };
@@ -189,28 +182,11 @@ class PolicyGradientRecipe : public Recipe {
     modules::ValueOperator critic(
         mlp(context.model, context.env.obs_dim, 1, context.model.critic_cells));
     if constexpr (std::is_same_v<Config, PPOConfig>) {
-      pg_ = std::make_shared<losses::ClipPPOLoss>(
-          actor_, critic,
-          losses::ClipPPOLossOptions()
-              .clip_epsilon(config_.clip_epsilon)
-              .entropy_bonus(config_.entropy_coef > 0)
-              .entropy_coef(config_.entropy_coef)
-              .critic_coef(config_.critic_coef)
-              .loss_critic_type(config_.loss_critic_type)
-              .normalize_advantage(config_.normalize_advantage));
+      pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {
-      pg_ =
-          std::make_shared<losses::A2CLoss>(actor_, critic,
-                                            losses::A2CLossOptions()
-                                                .entropy_bonus(config_.entropy_coef > 0)
-                                                .entropy_coef(config_.entropy_coef)
-                                                .critic_coef(config_.critic_coef)
-                                                .loss_critic_type(config_.loss_critic_type)
-                                                .normalize_advantage(config_.normalize_advantage));
+      pg_ = std::make_shared<losses::A2CLoss>(actor_, critic, config_.loss);
     }
-    pg_->make_value_estimator(
-        losses::ValueEstimatorType::kGAE,
-        losses::ValueEstimatorOptions().gamma(config_.gamma).lmbda(config_.lmbda));
+    pg_->make_value_estimator(losses::ValueEstimatorType::kGAE, config_.gae);
     loss = pg_;
     optimizers.push_back(group(context.optim, "all", pg_->parameters(), context.optim.lr, {}));
   }
@@ -258,9 +234,8 @@ class OffPolicyRecipe : public Recipe {
     }
     updates_ = config.updates(context.collector);
   }
-  static void set_gamma(losses::LossModule& l, double gamma) {
-    l.make_value_estimator(losses::ValueEstimatorType::kTD0,
-                           losses::ValueEstimatorOptions().gamma(gamma));
+  static void set_td0(losses::LossModule& l, const OffPolicyConfig& config) {
+    l.make_value_estimator(losses::ValueEstimatorType::kTD0, config.td0);
   }
 
  private:
@@ -282,10 +257,7 @@ class DQNRecipe : public OffPolicyRecipe {
                                   modules::QValueActorOptions().qvalue(
                                       modules::QValueModuleOptions().spec(env.action_spec)));
     };
-    const auto eps = modules::EGreedyModuleOptions()
-                         .eps_init(config_.eps_init)
-                         .eps_end(config_.eps_end)
-                         .annealing_num_steps(config_.annealing_frames);
+    const auto eps = config_.exploration;
     auto make_policy = [eps, env](modules::QValueActor qnet) {
       modules::EGreedyModule greedy(env.action_spec, eps);
       return std::make_pair(tdnn::TensorDictSequential(qnet, greedy), greedy);
@@ -302,11 +274,8 @@ class DQNRecipe : public OffPolicyRecipe {
   }
 
   void build_learning(const RecipeContext& context) override {
-    auto dqn = std::make_shared<losses::DQNLoss>(qnet_, losses::DQNLossOptions()
-                                                            .loss_function(config_.loss_critic_type)
-                                                            .double_dqn(config_.double_dqn)
-                                                            .delay_value(true));
-    set_gamma(*dqn, config_.gamma);
+    auto dqn = std::make_shared<losses::DQNLoss>(qnet_, config_.loss);
+    set_td0(*dqn, config_);
     loss = dqn;
     optimizers.push_back(group(context.optim, "all", loss->parameters(), context.optim.lr, {}));
     finish_learning(config_, context);
@@ -364,12 +333,8 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
     const double actor_lr = lr_or_default(context.optim, context.optim.actor_lr);
     const double critic_lr = lr_or_default(context.optim, context.optim.critic_lr);
     if constexpr (std::is_same_v<Config, DDPGConfig>) {
-      auto ddpg = std::make_shared<losses::DDPGLoss>(actor_, make_critic(),
-                                                     losses::DDPGLossOptions()
-                                                         .loss_function(config_.loss_critic_type)
-                                                         .delay_actor(true)
-                                                         .delay_value(true));
-      set_gamma(*ddpg, config_.gamma);
+      auto ddpg = std::make_shared<losses::DDPGLoss>(actor_, make_critic(), config_.loss);
+      set_td0(*ddpg, config_);
       loss = ddpg;
       optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
                                  actor_lr, {"loss_actor"}));
@@ -377,13 +342,10 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
                                  critic_lr, {"loss_value"}));
     } else {
       std::vector<modules::ValueOperator> critics{make_critic(), make_critic()};
-      auto td3 = std::make_shared<losses::TD3Loss>(actor_, critics,
-                                                   losses::TD3LossOptions()
-                                                       .action_spec(env.action_spec)
-                                                       .policy_noise(config_.policy_noise)
-                                                       .noise_clip(config_.noise_clip)
-                                                       .loss_function(config_.loss_critic_type));
-      set_gamma(*td3, config_.gamma);
+      auto options = config_.loss;
+      auto td3 =
+          std::make_shared<losses::TD3Loss>(actor_, critics, options.action_spec(env.action_spec));
+      set_td0(*td3, config_);
       loss = td3;
       optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
                                  actor_lr, {"loss_actor"}, config_.policy_delay));
@@ -410,16 +372,10 @@ class SACRecipe : public OffPolicyRecipe {
     const auto& env = context.env;
     std::vector<modules::ValueOperator> critics{state_action_critic(context),
                                                 state_action_critic(context)};
-    auto options = losses::SACLossOptions()
-                       .loss_function(config_.loss_critic_type)
-                       .alpha_init(config_.alpha_init)
-                       .fixed_alpha(config_.fixed_alpha)
-                       .action_spec(env.action_spec);
-    double target_entropy = 0;
-    if (parse_float(config_.target_entropy, &target_entropy))
-      options.target_entropy(target_entropy);
-    auto sac = std::make_shared<losses::SACLoss>(actor_, critics, options);
-    set_gamma(*sac, config_.gamma);
+    auto options = config_.loss;
+    auto sac =
+        std::make_shared<losses::SACLoss>(actor_, critics, options.action_spec(env.action_spec));
+    set_td0(*sac, config_);
     loss = sac;
     optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
                                lr_or_default(context.optim, context.optim.actor_lr),
@@ -427,7 +383,7 @@ class SACRecipe : public OffPolicyRecipe {
     optimizers.push_back(group(context.optim, "critic", network_params(*loss, {"qvalue_network"}),
                                lr_or_default(context.optim, context.optim.critic_lr),
                                {"loss_qvalue"}));
-    if (!config_.fixed_alpha) {
+    if (!config_.loss.fixed_alpha()) {
       std::vector<torch::Tensor> alpha;
       for (const auto& item : loss->named_parameters(/*recurse=*/false))
         if (item.key() == "log_alpha") alpha.push_back(item.value());
@@ -443,9 +399,16 @@ class SACRecipe : public OffPolicyRecipe {
 
 // ---- the checks of each algorithm against the task -------------------------------------------
 
+// An entropy weight without the entropy term would be ignored: refused, saying what to set.
+template <class Config>
 std::vector<std::string> check_policy_gradient(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems(config.algo.name, env, true, true);
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
+  const auto* pg = dynamic_cast<const Config*>(config.algo.options.get());
+  if (pg && !pg->loss.entropy_bonus() && pg->loss.entropy_coef() != 0)
+    out.push_back("'algo.entropy_coef' is " + format_number(pg->loss.entropy_coef()) +
+                  ", but 'algo.entropy_bonus' is false, so no entropy term would be added; set "
+                  "algo.entropy_bonus: true (or entropy_coef: 0)");
   return out;
 }
 
@@ -464,9 +427,10 @@ std::vector<std::string> check_continuous(const RunConfig& config, const EnvInfo
 void register_builtin_algorithms() {
   register_algorithm<PPOConfig, PolicyGradientRecipe<PPOConfig>>(
       "ppo", "Proximal Policy Optimisation (clipped), GAE advantages; any action space",
-      check_policy_gradient);
+      check_policy_gradient<PPOConfig>);
   register_algorithm<A2CConfig, PolicyGradientRecipe<A2CConfig>>(
-      "a2c", "Advantage Actor-Critic, GAE advantages; any action space", check_policy_gradient);
+      "a2c", "Advantage Actor-Critic, GAE advantages; any action space",
+      check_policy_gradient<A2CConfig>);
   register_algorithm<DQNConfig, DQNRecipe>(
       "dqn", "Deep Q-Network (double DQN by default), epsilon-greedy; discrete actions", check_dqn);
   register_algorithm<DDPGConfig, DeterministicActorRecipe<DDPGConfig>>(

@@ -1,7 +1,5 @@
 // The built-in env transforms of env.transforms, each with its options section.
 
-#include <limits>
-
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/transforms/all.h>
 
@@ -15,14 +13,21 @@ std::vector<tensordict::NestedKey> keys_of(const std::vector<std::string>& names
   return std::vector<tensordict::NestedKey>(names.begin(), names.end());
 }
 
+// A transform section that is the transform's own options (their fields() declare the keys).
+template <class Options>
+struct OptionsSection : Section {
+  Options options;
+  void fields(FieldVisitor& v) override { options.fields(v); }
+};
+
+// VecNorm's options and the entries it normalises (the config's, not TorchRL's default, which
+// adds the reward).
 struct VecNormConfig : Section {
   std::vector<std::string> keys{"observation"};
-  double decay = 0.9999;
-  double eps = 1e-4;
+  envs::VecNormOptions options;
   void fields(FieldVisitor& v) override {
     v("keys", keys, non_empty(), "entries normalised by running statistics");
-    v("decay", decay, in_range(0, 1), "decay of the running statistics");
-    v("eps", eps, greater_than(0), "added to the variance");
+    options.fields(v);
   }
 };
 
@@ -32,33 +37,8 @@ struct ObservationNormConfig : Section {
   double scale = 1;
   void fields(FieldVisitor& v) override {
     v("keys", keys, non_empty(), "entries normalised");
-    v("loc", loc, "subtracted");
+    v("loc", loc, "subtracted (one number for every element; the library takes a tensor)");
     v("scale", scale, greater_than(0), "divided by");
-  }
-};
-
-struct RewardScalingConfig : Section {
-  double loc = 0;
-  double scale = 1;
-  void fields(FieldVisitor& v) override {
-    v("loc", loc, "added to the reward after scaling");
-    v("scale", scale, "reward multiplier");
-  }
-};
-
-// The float32 range: a reward bound must fit the reward's spec, and a bound at its end means
-// none (the transform's own default, an Unbounded reward spec). The defaults were once the
-// double range, which no float spec could hold: the transform failed to build with them.
-constexpr double kFloatMax = std::numeric_limits<float>::max();
-
-struct RewardClippingConfig : Section {
-  double min = -kFloatMax;
-  double max = kFloatMax;
-  void fields(FieldVisitor& v) override {
-    v("min", min, in_range(-kFloatMax, kFloatMax),
-      "lowest reward kept (the lowest float, the default: no lower bound)");
-    v("max", max, in_range(-kFloatMax, kFloatMax),
-      "highest reward kept (the highest float, the default: no upper bound)");
   }
 };
 
@@ -80,11 +60,9 @@ void register_builtin_transforms() {
   register_transform<VecNormConfig>(
       "vec_norm", "running mean/std normalisation, statistics shared with the evaluation env",
       [](const VecNormConfig& c, const TransformContext& context) -> envs::TransformPtr {
+        auto options = c.options;
         auto t = std::make_shared<envs::VecNorm>(
-            envs::VecNormOptions()
-                .in_keys(keys_of(c.keys))
-                .decay(c.decay)
-                .eps(c.eps)
+            options.in_keys(keys_of(c.keys))
                 .shared_state(context.state("vec_norm_" + std::to_string(context.index))));
         if (context.eval) t->freeze();
         return t;
@@ -95,24 +73,14 @@ void register_builtin_transforms() {
         return std::make_shared<envs::ObservationNorm>(
             envs::ObservationNormOptions().loc(c.loc).scale(c.scale).in_keys(keys_of(c.keys)));
       });
-  register_transform<RewardScalingConfig>(
-      "reward_scaling", "reward * scale + loc",
-      [](const RewardScalingConfig& c, const TransformContext&) -> envs::TransformPtr {
-        return std::make_shared<envs::RewardScaling>(
-            envs::RewardScalingOptions().loc(c.loc).scale(c.scale));
-      });
-  register_transform<RewardClippingConfig>(
-      "reward_clipping", "clamps the reward to [min, max]",
-      [](const RewardClippingConfig& c, const TransformContext&) -> envs::TransformPtr {
-        if (!(c.min > -kFloatMax) && !(c.max < kFloatMax))
-          throw ConfigError(
-              "reward_clipping needs 'min' or 'max' (or both): with neither it would clip "
-              "nothing; e.g. {type: reward_clipping, min: -1, max: 1}");
-        auto options = envs::RewardClippingOptions();
-        if (c.min > -kFloatMax) options.clamp_min(c.min);
-        if (c.max < kFloatMax) options.clamp_max(c.max);
-        return std::make_shared<envs::RewardClipping>(options);
-      });
+  register_transform<OptionsSection<envs::RewardScalingOptions>>(
+      "reward_scaling", "reward * scale + loc (or (reward - loc) / scale)",
+      [](const OptionsSection<envs::RewardScalingOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::RewardScaling>(c.options); });
+  register_transform<OptionsSection<envs::RewardClippingOptions>>(
+      "reward_clipping", "clamps the reward to [clamp_min, clamp_max] (at least one of them)",
+      [](const OptionsSection<envs::RewardClippingOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::RewardClipping>(c.options); });
   register_transform<EmptyConfig>(
       "double_to_float", "float64 entries to float32",
       [](const EmptyConfig&, const TransformContext&) -> envs::TransformPtr {

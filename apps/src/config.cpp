@@ -84,12 +84,12 @@ template <class T>
 std::string checked(const T& value, const Constraint& c) {
   std::string issue;
   if constexpr (std::is_same_v<T, std::string>) {
-    issue = c.check(value);
+    issue = detail::constraint_issue(c, value);
     return issue.empty() ? "" : "is '" + value + "'; " + issue;
   } else if constexpr (std::is_same_v<T, bool>) {
     return "";
   } else {
-    issue = c.check(static_cast<double>(value));
+    issue = detail::constraint_issue(c, static_cast<double>(value));
     return issue.empty() ? ""
                          : "is " + detail::format_number(static_cast<double>(value)) +
                                "; it must be " + issue;
@@ -138,6 +138,7 @@ class PathCollector : public FieldVisitor {
   TDRL_COLLECT(bool)
   TDRL_COLLECT(int64_t)
   TDRL_COLLECT(double)
+  TDRL_COLLECT(std::optional<double>)
   TDRL_COLLECT(std::string)
   TDRL_COLLECT(std::vector<int64_t>)
   TDRL_COLLECT(std::vector<double>)
@@ -185,6 +186,8 @@ class ApplyVisitor : public FieldVisitor {
   void field(const char* name, double& value, const Constraint& c, const char* doc) override {
     scalar(name, value, c, doc);
   }
+  void field(const char* name, std::optional<double>& value, const Constraint& c,
+             const char* doc) override;
   void field(const char* name, std::string& value, const Constraint& c, const char* doc) override {
     scalar(name, value, c, doc);
   }
@@ -334,6 +337,33 @@ void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constrain
   value = std::move(parsed);
 }
 
+// A number, or unset: null, or one of the constraint's words for unset ("auto").
+void ApplyVisitor::field(const char* name, std::optional<double>& value, const Constraint& c,
+                         const char* doc) {
+  const std::string path = prefix_ + name;
+  const YAML::Node node = entry(name);
+  if (!node.IsDefined()) return missing(name, doc);
+  const auto& words = c.choices();
+  if (node.IsNull() || (node.IsScalar() && is_plain(node) &&
+                        std::find(words.begin(), words.end(), node.Scalar()) != words.end())) {
+    value.reset();
+    return;
+  }
+  double parsed = 0;
+  std::string issue = read(node, &parsed);
+  if (!issue.empty()) {
+    issue += words.empty() ? "; or null for none"
+                           : "; or " + detail::word_list(words, "or", true) + " for none";
+  } else {
+    issue = checked(parsed, c);
+  }
+  if (!issue.empty()) {
+    loader_.problem_at(path, &node, issue);
+    return;
+  }
+  value = parsed;
+}
+
 void ApplyVisitor::field(const char* name, ScalarMap& value, const Constraint&, const char* doc) {
   const std::string path = prefix_ + name;
   const YAML::Node node = entry(name);
@@ -399,6 +429,15 @@ void ApplyVisitor::section_list(const char* name, SectionList& value, const char
   }
 }
 
+// Keys that tdrl 0.2 renamed to the names of the library options they set (the off-policy
+// losses' loss_function, EGreedyModule's annealing_num_steps, RewardClipping's bounds): a
+// config or run folder written by tdrl 0.1 is refused with the new name, not a guess.
+const std::map<std::string, std::string> kRenamedKeys = {
+    {"loss_critic_type", "loss_function"},
+    {"annealing_frames", "annealing_num_steps"},
+    {"min", "clamp_min"},
+    {"max", "clamp_max"}};
+
 void ApplyVisitor::report_unknown(Section& section) {
   if (!map_.IsMap()) return;
   // Keys of another choice (an option of td3 given for ppo) get a hint of their own.
@@ -414,6 +453,17 @@ void ApplyVisitor::report_unknown(Section& section) {
     const std::string path = prefix_ + key;
     std::string text =
         "unknown key '" + path + "' (" + loader_.origins().where(path, &e.first) + ")";
+    // A key renamed where it is known under the new name here (a config written before).
+    const auto renamed = kRenamedKeys.find(key);
+    if (renamed != kRenamedKeys.end()) {
+      const auto names = names_of(section);
+      if (std::find(names.begin(), names.end(), renamed->second) != names.end()) {
+        loader_.problem(text + ": it is '" + prefix_ + renamed->second +
+                        "' since the sections use the library options' own names (tdrl 0.2); "
+                        "rename it");
+        continue;
+      }
+    }
     if (choice) {
       std::vector<std::string> owners;
       for (const auto& other : choice->choices()) {
@@ -569,6 +619,11 @@ class EmitVisitor : public FieldVisitor {
   }
   void field(const char* name, double& v, const Constraint&, const char* doc) override {
     scalar(name, text_of(v), doc);
+  }
+  void field(const char* name, std::optional<double>& v, const Constraint& c,
+             const char* doc) override {
+    if (v || !c.choices().empty()) return scalar(name, v ? text_of(*v) : c.choices().front(), doc);
+    out_ << YAML::Key << name << YAML::Value << YAML::Null << YAML::Comment(doc);
   }
   void field(const char* name, std::string& v, const Constraint&, const char* doc) override {
     out_ << YAML::Key << name << YAML::Value;

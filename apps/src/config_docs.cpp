@@ -38,6 +38,11 @@ class DocsVisitor : public FieldVisitor {
   void field(const char* name, double& v, const Constraint& c, const char* doc) override {
     row(name, "float", text_of(v), c, doc);
   }
+  void field(const char* name, std::optional<double>& v, const Constraint& c,
+             const char* doc) override {
+    row_described(name, "float or none", v ? text_of(*v) : detail::unset_word(c),
+                  detail::describe_optional(c), doc);
+  }
   void field(const char* name, std::string& v, const Constraint& c, const char* doc) override {
     row(name, "string", is_required() ? "" : "\"" + v + "\"", c, doc);
   }
@@ -80,9 +85,13 @@ class DocsVisitor : public FieldVisitor {
   }
   void row(const char* name, const char* type, const std::string& value, const Constraint& c,
            const char* doc) {
+    row_described(name, type, value, detail::describe_constraint(c), doc);
+  }
+  void row_described(const char* name, const char* type, const std::string& value,
+                     const std::string& accepts, const char* doc) {
     rows_ << "| `" << prefix_ << name << "` | " << type << " | "
           << (is_required() ? "required" : "`" + escape_cell(value) + "`") << " | "
-          << escape_cell(c.describe()) << " | " << escape_cell(doc) << " |\n";
+          << escape_cell(accepts) << " | " << escape_cell(doc) << " |\n";
   }
   std::string prefix_;
   std::ostringstream& rows_;

@@ -1,6 +1,7 @@
-// Constraints of config fields: ranges, exact exceptions and choices, checked and described.
+// The config layer's reading of a field's Constraint: a value checked against it, and the
+// constraint described in words for messages and docs/config.md.
 
-#include <tdrl/apps/config_fields.h>
+#include "detail/config_text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,54 +12,9 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
-#include "detail/config_text.h"
+#include <tdrl/apps/config_fields.h>
 
-namespace tdrl::apps {
-
-Constraint at_least(double lo) {
-  Constraint c;
-  c.min_ = lo;
-  return c;
-}
-
-Constraint greater_than(double lo) {
-  Constraint c;
-  c.min_ = lo;
-  c.min_open_ = true;
-  return c;
-}
-
-Constraint at_most(double hi) {
-  Constraint c;
-  c.max_ = hi;
-  return c;
-}
-
-Constraint in_range(double lo, double hi) {
-  Constraint c;
-  c.min_ = lo;
-  c.max_ = hi;
-  return c;
-}
-
-Constraint one_of(std::vector<std::string> choices) {
-  Constraint c;
-  c.choices_ = std::move(choices);
-  return c;
-}
-
-Constraint non_empty() {
-  Constraint c;
-  c.non_empty_ = true;
-  return c;
-}
-
-Constraint torch_device(std::vector<std::string> also) {
-  Constraint c;
-  c.device_ = true;
-  c.choices_ = std::move(also);
-  return c;
-}
+namespace tdrl::apps::detail {
 
 namespace {
 
@@ -67,7 +23,7 @@ std::string check_device(const std::string& value) {
   static const std::regex form("cpu|cuda(:[0-9]{1,3})?");
   if (!std::regex_match(value, form)) {
     std::string out = "it must be cpu, cuda or cuda:N (N: a GPU's index)";
-    const auto near = detail::closest(value, {"cpu", "cuda"}, false);
+    const auto near = closest(value, {"cpu", "cuda"}, false);
     if (!near.empty()) out += "; did you mean '" + near.front() + "'?";
     return out;
   }
@@ -86,82 +42,81 @@ std::string check_device(const std::string& value) {
   return "";
 }
 
+// The numeric part of a constraint in words: "in [0, 1]", ">= 1 or -1", "" when unbounded.
+std::string describe_range(const Constraint& c) {
+  std::string out;
+  if (c.min() && c.max()) {
+    out = (c.min_open() ? "in (" : "in [") + format_number(*c.min()) + ", " +
+          format_number(*c.max()) + (c.max_open() ? ")" : "]");
+  } else if (c.min()) {
+    out = (c.min_open() ? "> " : ">= ") + format_number(*c.min());
+  } else if (c.max()) {
+    out = (c.max_open() ? "< " : "<= ") + format_number(*c.max());
+  }
+  for (double e : c.exact()) out += (out.empty() ? "" : " or ") + format_number(e);
+  return out;
+}
+
 }  // namespace
 
-Constraint& Constraint::or_exactly(double value) {
-  exact_.push_back(value);
-  return *this;
-}
-
-Constraint& Constraint::up_to(double hi) {
-  max_ = hi;
-  return *this;
-}
-
-Constraint& Constraint::because(std::string reason) {
-  reason_ = std::move(reason);
-  return *this;
-}
-
-Constraint& Constraint::or_number() {
-  number_ = true;
-  return *this;
-}
-
-std::string Constraint::check(double value) const {
-  for (double e : exact_)
+std::string constraint_issue(const Constraint& c, double value) {
+  for (double e : c.exact())
     if (value == e) return "";
-  const bool low = min_ && (min_open_ ? !(value > *min_) : !(value >= *min_));
-  const bool high = max_ && !(value <= *max_);
+  const bool low = c.min() && (c.min_open() ? !(value > *c.min()) : !(value >= *c.min()));
+  const bool high = c.max() && (c.max_open() ? !(value < *c.max()) : !(value <= *c.max()));
   if (!low && !high) return "";
-  return describe() + (reason_.empty() ? "" : " (" + reason_ + ")");
+  return describe_range(c) + (c.reason().empty() ? "" : " (" + c.reason() + ")");
 }
 
-std::string Constraint::check(const std::string& value) const {
-  if (non_empty_ && value.empty()) return "must not be empty";
-  if (device_) {
-    if (std::find(choices_.begin(), choices_.end(), value) != choices_.end()) return "";
+std::string constraint_issue(const Constraint& c, const std::string& value) {
+  if (c.refuses_empty() && value.empty()) return "must not be empty";
+  if (c.is_device()) {
+    if (std::find(c.choices().begin(), c.choices().end(), value) != c.choices().end()) return "";
     std::string issue = check_device(value);
-    if (!issue.empty() && !choices_.empty())
-      issue += " (or " + detail::word_list(choices_, "or", false) + ")";
+    if (!issue.empty() && !c.choices().empty())
+      issue += " (or " + word_list(c.choices(), "or", false) + ")";
     return issue;
   }
-  if (choices_.empty() || std::find(choices_.begin(), choices_.end(), value) != choices_.end())
+  if (c.choices().empty() ||
+      std::find(c.choices().begin(), c.choices().end(), value) != c.choices().end())
     return "";
-  if (number_ && detail::parse_float(value, nullptr)) return "";
-  std::string out = "the choices are " + detail::word_list(choices_, "and", false);
-  if (number_) out += ", or a number";
-  const auto near = detail::closest(value, choices_, false);
+  if (c.accepts_number() && parse_float(value, nullptr)) return "";
+  std::string out = "the choices are " + word_list(c.choices(), "and", false);
+  if (c.accepts_number()) out += ", or a number";
+  const auto near = closest(value, c.choices(), false);
   // A close name is the likelier fix; the reason (e.g. a plugin not loaded) when there is none.
   if (!near.empty()) {
     out += "; did you mean '" + near.front() + "'?";
-  } else if (!reason_.empty()) {
-    out += " (" + reason_ + ")";
+  } else if (!c.reason().empty()) {
+    out += " (" + c.reason() + ")";
   }
   return out;
 }
 
-std::string Constraint::describe() const {
+std::string unset_word(const Constraint& c) {
+  return c.choices().empty() ? "null" : c.choices().front();
+}
+
+std::string describe_optional(const Constraint& c) {
+  const std::string range = describe_range(c);
+  const std::string unset =
+      c.choices().empty() ? std::string("null") : word_list(c.choices(), "or", false);
+  return (range.empty() ? "any number" : range) + ", or " + unset + " (none)";
+}
+
+std::string describe_constraint(const Constraint& c) {
   std::string out;
-  if (device_)
-    return (choices_.empty() ? "" : detail::word_list(choices_, "or", false) + ", ") +
+  if (c.is_device())
+    return (c.choices().empty() ? "" : word_list(c.choices(), "or", false) + ", ") +
            "cpu, cuda or cuda:N";
-  if (!choices_.empty()) {
-    out = "one of: " + detail::word_list(choices_, "or", false);
-    if (number_) out += ", or a number";
+  if (!c.choices().empty()) {
+    out = "one of: " + word_list(c.choices(), "or", false);
+    if (c.accepts_number()) out += ", or a number";
     return out;
   }
-  if (non_empty_) return "not empty";
-  if (min_ && max_) {
-    out = (min_open_ ? "in (" : "in [") + detail::format_number(*min_) + ", " +
-          detail::format_number(*max_) + "]";
-  } else if (min_) {
-    out = (min_open_ ? "> " : ">= ") + detail::format_number(*min_);
-  } else if (max_) {
-    out = "<= " + detail::format_number(*max_);
-  }
-  for (double e : exact_) out += (out.empty() ? "" : " or ") + detail::format_number(e);
+  if (c.refuses_empty()) return "not empty";
+  out = describe_range(c);
   return out.empty() ? "any" : out;
 }
 
-}  // namespace tdrl::apps
+}  // namespace tdrl::apps::detail

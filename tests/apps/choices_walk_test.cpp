@@ -38,6 +38,8 @@ class ChoiceFinder : public FieldVisitor {
   void field(const char*, bool&, const Constraint&, const char*) override {}
   void field(const char*, int64_t&, const Constraint&, const char*) override {}
   void field(const char*, double&, const Constraint&, const char*) override {}
+  // An optional number's words all mean "unset": there is nothing to dispatch on.
+  void field(const char*, std::optional<double>&, const Constraint&, const char*) override {}
   void field(const char* name, std::string&, const Constraint& c, const char*) override {
     add(name, c, /*list=*/false);
   }
@@ -140,7 +142,7 @@ TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItN
     train_tiny("ppo", {item});
   }
   EXPECT_THAT(refused, ::testing::ElementsAre("reward_clipping"));
-  train_tiny("ppo", {"env.transforms=[{type: reward_clipping, max: 1}]"});
+  train_tiny("ppo", {"env.transforms=[{type: reward_clipping, clamp_max: 1}]"});
 }
 
 }  // namespace

@@ -17,6 +17,10 @@
 
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/trainer.h>
+#include <tdrl/envs/transforms/reward.h>
+#include <tdrl/losses/ppo.h>
+#include <tdrl/losses/sac.h>
+#include <tdrl/modules/egreedy.h>
 #include <torch/cuda.h>
 
 #include "support/build_paths.h"
@@ -88,6 +92,13 @@ class ScalarCollector : public FieldVisitor {
   }
   void field(const char* name, double& v, const Constraint&, const char*) override {
     out_.numbers[prefix_ + name] = v;
+  }
+  void field(const char* name, std::optional<double>& v, const Constraint&, const char*) override {
+    if (v) {
+      out_.numbers[prefix_ + name] = *v;
+    } else {
+      out_.strings[prefix_ + name] = "(none)";
+    }
   }
   void field(const char* name, std::string& v, const Constraint&, const char*) override {
     out_.strings[prefix_ + name] = v;
@@ -183,6 +194,54 @@ TEST_F(ConfigTest, AlgorithmOptionsHaveTheirDefaults) {
   EXPECT_EQ(d.numbers.count("algo.clip_epsilon"), 0u);
 }
 
+// The keys a library options struct declares, with their library defaults.
+template <class Options, class... Args>
+std::vector<std::string> keys_of_options(Args... args) {
+  Options options;
+  Scalars out;
+  ScalarCollector collector(out);
+  options.fields(collector, args...);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : out.numbers) keys.push_back(k);
+  for (const auto& [k, v] : out.strings) keys.push_back(k);
+  for (const auto& [k, v] : out.bools) keys.push_back(k);
+  return keys;
+}
+
+bool has_key(const Scalars& s, const std::string& key) {
+  return s.numbers.count(key) || s.strings.count(key) || s.bools.count(key);
+}
+
+// The algorithm and transform sections hold the library parts' options, not copies: every field
+// a loss, value estimator, exploration module or transform declares is a key of its section.
+TEST_F(ConfigTest, SectionsComposeTheLibraryOptionsFields) {
+  RunConfig ppo_config = load_yaml(kMinimal);
+  const Scalars ppo = scalars_of(ppo_config);
+  for (const auto& key : keys_of_options<losses::ClipPPOLossOptions>()) {
+    SCOPED_TRACE(key);
+    EXPECT_TRUE(has_key(ppo, "algo." + key));
+  }
+  for (const auto& key :
+       keys_of_options<losses::ValueEstimatorOptions>(losses::ValueEstimatorType::kGAE))
+    EXPECT_TRUE(has_key(ppo, "algo." + key)) << key;
+  RunConfig sac_config = load_yaml(kMinimal, {"algo.name=sac", "env.name=Pendulum-v1"});
+  const Scalars sac = scalars_of(sac_config);
+  for (const auto& key : keys_of_options<losses::SACLossOptions>())
+    EXPECT_TRUE(has_key(sac, "algo." + key)) << key;
+  EXPECT_FALSE(has_key(sac, "algo.lmbda"));  // TD(0) reads gamma only
+  RunConfig dqn_config = load_yaml(kMinimal, {"algo.name=dqn"});
+  const Scalars dqn = scalars_of(dqn_config);
+  for (const auto& key : keys_of_options<modules::EGreedyModuleOptions>())
+    EXPECT_TRUE(has_key(dqn, "algo." + key)) << key;
+  RunConfig clip_config =
+      load_yaml(kMinimal, {"env.transforms=[{type: reward_clipping, clamp_min: -1}]"});
+  const Scalars clip = scalars_of(clip_config);
+  for (const auto& key : keys_of_options<envs::RewardClippingOptions>())
+    EXPECT_TRUE(has_key(clip, "env.transforms[0]." + key)) << key;
+  EXPECT_DOUBLE_EQ(clip.numbers.at("env.transforms[0].clamp_min"), -1);
+  EXPECT_EQ(clip.strings.at("env.transforms[0].clamp_max"), "(none)");
+}
+
 TEST_F(ConfigTest, ReplaySectionExistsOnlyForAlgorithmsWithAReplayBuffer) {
   for (const std::string algo : {"ppo", "a2c"}) {
     SCOPED_TRACE(algo);
@@ -250,6 +309,21 @@ TEST_F(ConfigTest, UnknownKeyNamesLineAndSuggestsTheClosestKey) {
               HasSubstr("unknown key 'algo.gama' (run.yaml line 5); did you mean 'algo.gamma'?"));
   EXPECT_THAT(problems_of(std::string(kMinimal) + "sed: 3\n"),
               HasSubstr("unknown key 'sed' (run.yaml line 7); did you mean 'seed'?"));
+}
+
+// The keys renamed to the library options' names: a config written by tdrl 0.1 gets the new name,
+// where the section knows it (loss_critic_type stays ppo's: the PPO loss's own name).
+TEST_F(ConfigTest, RenamedKeyNamesItsNewName) {
+  const std::string message = problems_of(
+      "env:\n  name: CartPole-v1\nalgo:\n  name: dqn\n  loss_critic_type: l2\n"
+      "  annealing_frames: 100\ncollector:\n  total_frames: 1000\n");
+  EXPECT_THAT(message, HasSubstr("unknown key 'algo.loss_critic_type' (run.yaml line 5): it is "
+                                 "'algo.loss_function' since"));
+  EXPECT_THAT(message, HasSubstr("unknown key 'algo.annealing_frames' (run.yaml line 6): it is "
+                                 "'algo.annealing_num_steps' since"));
+  EXPECT_THAT(override_problems({"env.transforms=[{type: reward_clipping, max: 1}]"}),
+              HasSubstr("it is 'env.transforms[0].clamp_max' since"));
+  EXPECT_NO_THROW(load_yaml(kMinimal, {"algo.loss_critic_type=l1"}));
 }
 
 TEST_F(ConfigTest, UnknownKeyFarFromEveryKeyListsTheKeysOfItsSection) {
@@ -504,12 +578,20 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
       {{"algo.lmbda=-0.1"}, "algo.lmbda", "it must be in [0, 1]"},
       {{"algo.num_epochs=-1"}, "algo.num_epochs", "it must be >= 1"},
       {{"algo.minibatch_size=-5"}, "algo.minibatch_size", "it must be >= 1"},
-      {{"algo.clip_epsilon=0"}, "algo.clip_epsilon", "it must be > 0"},
+      {{"algo.clip_epsilon=0"}, "algo.clip_epsilon", "it must be in (0, 1)"},
+      {{"algo.clip_epsilon=1"}, "algo.clip_epsilon", "is 1; it must be in (0, 1)"},
+      {{"algo.clip_value=0"}, "algo.clip_value", "it must be > 0"},
+      {{"algo.clip_value=small"}, "algo.clip_value", "must be a float, got 'small'"},
       {{"algo.loss_critic_type=l3"},
        "algo.loss_critic_type",
        "the choices are l1, l2 and smooth_l1"},
       {{"algo.name=dqn", "algo.eps_init=1.5"}, "algo.eps_init", "it must be in [0, 1]"},
-      {{"algo.name=dqn", "algo.annealing_frames=0"}, "algo.annealing_frames", "it must be >= 1"},
+      {{"algo.name=dqn", "algo.annealing_num_steps=0"},
+       "algo.annealing_num_steps",
+       "it must be >= 1"},
+      {{"algo.name=dqn", "algo.loss_function=huber"},
+       "algo.loss_function",
+       "the choices are l1, l2 and smooth_l1"},
       {{"algo.name=dqn", "replay.batch_size=0"}, "replay.batch_size", "it must be >= 1"},
       {{"algo.name=dqn", "replay.beta=2"}, "replay.beta", "it must be in [0, 1]"},
       {{"algo.name=sac", "env.name=Pendulum-v1", "algo.tau=0"}, "algo.tau", "it must be in (0, 1]"},
@@ -518,7 +600,11 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
        "it must be in (0, 1]"},
       {{"algo.name=sac", "env.name=Pendulum-v1", "algo.target_entropy=high"},
        "algo.target_entropy",
-       "the choices are auto, or a number"},
+       "must be a float, got 'high'; write a finite number such as 0.5 or 1e-4; or 'auto' for "
+       "none"},
+      {{"algo.name=sac", "env.name=Pendulum-v1", "algo.min_alpha=0"},
+       "algo.min_alpha",
+       "is 0; it must be > 0"},
       {{"algo.name=td3", "env.name=Pendulum-v1", "algo.policy_delay=0"},
        "algo.policy_delay",
        "it must be >= 1"},
@@ -545,7 +631,7 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
        "it must be >= 1 or -1"},
       {{"env.transforms=[{type: vec_norm, decay: 2}]"},
        "env.transforms[0].decay",
-       "it must be in [0, 1]"},
+       "it must be in (0, 1]"},
       {{"env.transforms=[{type: step_counter, max_step: 5}]"},
        "env.transforms[0].max_step",
        "unknown key"},
@@ -834,7 +920,7 @@ TEST_F(ConfigTest, ToYamlRoundTripsForEveryAlgorithm) {
 TEST_F(ConfigTest, ToYamlKeepsNonDefaultAlgorithmAndReplayValues) {
   RunConfig config = load_yaml(
       "env: {name: Pendulum-v1}\n"
-      "algo: {name: sac, gamma: 0.98, tau: 0.01, fixed_alpha: true, target_entropy: \"-2\"}\n"
+      "algo: {name: sac, gamma: 0.98, tau: 0.01, fixed_alpha: true, target_entropy: -2}\n"
       "replay: {capacity: 5000, prioritized: true}\n"
       "collector: {total_frames: 1000}\n");
   RunConfig again = load_config_string(to_yaml(config), {}, "config.yaml");
@@ -842,7 +928,8 @@ TEST_F(ConfigTest, ToYamlKeepsNonDefaultAlgorithmAndReplayValues) {
   EXPECT_DOUBLE_EQ(s.numbers.at("algo.gamma"), 0.98);
   EXPECT_DOUBLE_EQ(s.numbers.at("algo.tau"), 0.01);
   EXPECT_TRUE(s.bools.at("algo.fixed_alpha"));
-  EXPECT_EQ(s.strings.at("algo.target_entropy"), "-2");
+  EXPECT_DOUBLE_EQ(s.numbers.at("algo.target_entropy"), -2);
+  EXPECT_EQ(s.strings.at("algo.max_alpha"), "(none)");
   ASSERT_NE(again.replay(), nullptr);
   EXPECT_EQ(again.replay()->capacity, 5000);
   EXPECT_TRUE(again.replay()->prioritized);

@@ -710,7 +710,7 @@ TEST(ResumeTest, ResumeDropsAMetricsRowCutShortByACrash) {
 TEST(ResumeTest, ResumedDqnAnnealsEpsilonAsAnUninterruptedRun) {
   TempDir tmp;
   const std::vector<std::string> schedule{"algo.eps_init=1.0", "algo.eps_end=0.0",
-                                          "algo.annealing_frames=1000"};
+                                          "algo.annealing_num_steps=1000"};
   auto eps_of = [](Trainer& t) {
     for (const auto& [name, module] : t.recipe().exploration_modules) {
       if (name == "exploration") {
@@ -818,6 +818,20 @@ TEST(TrainerCheckTest, AlgorithmThatDoesNotSuitTheTaskIsRefusedNamingTheKeys) {
   auto ppo = tiny_config("ppo", {"optim.actor_lr=0.001"});
   EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(ppo); }),
               HasSubstr("'optim.actor_lr' is set, but ppo trains one optimiser"));
+}
+
+// algo.entropy_coef weights a term that entropy_bonus turns on (the loss's own two options): a
+// weight without the term would be ignored, so it is refused naming both keys.
+TEST(TrainerCheckTest, EntropyCoefWithoutEntropyBonusIsRefused) {
+  for (const std::string algo : {"ppo", "a2c"}) {
+    SCOPED_TRACE(algo);
+    auto config = tiny_config(algo, {"algo.entropy_coef=0.01"});
+    const auto message = error_message<ConfigError>([&] { Trainer::check(config); });
+    EXPECT_THAT(message, HasSubstr("'algo.entropy_coef' is 0.01, but 'algo.entropy_bonus' is "
+                                   "false"));
+    EXPECT_THAT(message, HasSubstr("set algo.entropy_bonus: true"));
+    Trainer::check(tiny_config(algo, {"algo.entropy_coef=0.01", "algo.entropy_bonus=true"}));
+  }
 }
 
 // A user's recipe that leaves parts empty: no loss and no optimiser, and an actor only when its

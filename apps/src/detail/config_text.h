@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <tensordict/fields.h>
+
 namespace tdrl::apps::detail {
 
 /// true/false (also True, TRUE, False, FALSE).
@@ -32,6 +34,22 @@ std::string word_list(const std::vector<std::string>& items, const std::string& 
 /// right last part in another section ("optim.gamma" for "algo.gamma") counts as close.
 std::vector<std::string> closest(const std::string& wanted, const std::vector<std::string>& all,
                                  bool is_path);
+
+/// Empty when `value` is accepted by `c`, else the phrase after "it must be" (">= 1", "in [0,
+/// 1]"), with the constraint's reason.
+std::string constraint_issue(const tensordict::fields::Constraint& c, double value);
+/// Empty when `value` is accepted by `c`, else what is wrong (the choices, closest first; for a
+/// device, the devices this machine has).
+std::string constraint_issue(const tensordict::fields::Constraint& c, const std::string& value);
+/// "any", ">= 1 or -1", "in [0, 1]", "one of: cpu", for docs/config.md and messages.
+std::string describe_constraint(const tensordict::fields::Constraint& c);
+
+/// The word an optional number is unset with: its constraint's first choice ("auto"), else
+/// "null".
+std::string unset_word(const tensordict::fields::Constraint& c);
+/// An optional number's constraint in words: its range, then the words for unset ("> 0, or
+/// null").
+std::string describe_optional(const tensordict::fields::Constraint& c);
 
 /// The text of a ConfigError reporting every problem at once: "`subject` (2 problems):" and
 /// one "  - problem" line each.

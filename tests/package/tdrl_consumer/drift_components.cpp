@@ -22,6 +22,7 @@
 #include <tdrl/modules/actors.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
+#include <tensordict/fields.h>
 
 namespace drift {
 
@@ -108,18 +109,36 @@ class DriftEnv : public envs::EnvBase {
 
 // ---- the loss --------------------------------------------------------------------------------
 
+/// Options of DriftPGLoss, declared once in fields(): the config section composes them, so
+/// the config checks their ranges, suggests for a typo, writes them to config.yaml and lists
+/// them in `tdrl-train --plugin ... --config-reference`, as for the built-in losses.
+struct DriftPGLossOptions {
+  /// The smallest std the advantage is divided by (> 0). Default 1e-6.
+  TORCH_ARG(double, advantage_std_floor) = 1e-6;
+  /// Standardise the advantage (else only centre it). Default true.
+  TORCH_ARG(bool, scale_advantage) = true;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("advantage_std_floor", advantage_std_floor_, tensordict::fields::greater_than(0),
+      "the smallest std the advantage is divided by");
+    v("scale_advantage", scale_advantage_, "divide the centred advantage by its std");
+  }
+};
+
 /// REINFORCE with a batch baseline on minibatches [B]:
-///   advantage = (value_target - mean(value_target)) / std(value_target)
+///   advantage = (value_target - mean(value_target)) / max(std(value_target), floor)
 ///   loss_actor = -mean(advantage * log pi(action | observation))
 /// Keys (set_keys names → defaults): "action" → action, "value_target" → value_target (the
 /// discounted return the recipe writes before each epoch), plus the actor's in keys.
 class DriftPGLoss : public tdrl::losses::LossModule {
  public:
-  explicit DriftPGLoss(tdrl::modules::ProbabilisticActor actor)
+  DriftPGLoss(tdrl::modules::ProbabilisticActor actor, DriftPGLossOptions options)
       : LossModule("DriftPGLoss",
                    {{"action", NestedKey("action")}, {"value_target", NestedKey("value_target")}},
                    /*in_key_names=*/{"action", "value_target"}),
-        actor_(actor) {
+        actor_(actor),
+        options_(options) {
     set_out_keys({"loss_actor"});
     convert_to_functional("actor_network", actor.ptr(), /*create_target=*/false);
   }
@@ -129,8 +148,10 @@ class DriftPGLoss : public tdrl::losses::LossModule {
     const TensorDict td = batch.clone(/*recurse=*/false);  // get_dist writes loc and scale
     const auto target = get(td, "value_target");
     // The population std: a one-frame minibatch gets advantage 0, not NaN.
-    const auto advantage =
-        (target - target.mean()) / target.std(/*unbiased=*/false).clamp_min(1e-6);
+    auto advantage = target - target.mean();
+    if (options_.scale_advantage())
+      advantage =
+          advantage / target.std(/*unbiased=*/false).clamp_min(options_.advantage_std_floor());
     const auto log_prob = actor_->get_dist(td)->log_prob(get(td, "action")).unsqueeze(-1);
     check_same_shape("actor loss", advantage, "advantage", log_prob, "log_prob");
     TensorDict out = TensorDict::empty({});
@@ -140,18 +161,21 @@ class DriftPGLoss : public tdrl::losses::LossModule {
 
  private:
   tdrl::modules::ProbabilisticActor actor_;
+  DriftPGLossOptions options_;
 };
 
 // ---- the algorithm ---------------------------------------------------------------------------
 
-/// `algo:` of drift_pg. Its keys are a subset of ppo's, so `--set algo.name=ppo` swaps
-/// algorithms on the same config.
+/// `algo:` of drift_pg: the loss's own options and what the recipe reads. drift.yaml sets only
+/// keys ppo has too, so `--set algo.name=ppo` swaps algorithms on the same config.
 struct DriftAlgoConfig : apps::AlgoConfig {
   double gamma = 0.99;
   int64_t num_epochs = 1;
+  DriftPGLossOptions loss;
   void fields(apps::FieldVisitor& v) override {
     v("gamma", gamma, apps::in_range(0, 1), "discount of the Monte-Carlo returns");
     v("num_epochs", num_epochs, apps::at_least(1), "optimisation passes over each batch");
+    loss.fields(v);
   }
 };
 
@@ -170,7 +194,7 @@ class DriftRecipe : public apps::Recipe {
   }
 
   void build_learning(const apps::RecipeContext& context) override {
-    loss = std::make_shared<DriftPGLoss>(actor_);
+    loss = std::make_shared<DriftPGLoss>(actor_, config_.loss);
     apps::OptimizerGroup all;
     all.name = "all";
     all.base_lr = context.optim.lr;

@@ -17,27 +17,7 @@ namespace tdrl::losses {
 
 /// Options of A2CLoss.
 /// Example: `A2CLossOptions().entropy_coef(0.01).critic_coef(0.5).loss_critic_type("l2")`
-struct A2CLossOptions {
-  /// Add the entropy bonus term loss_entropy (and the entropy diagnostic). Default true.
-  TORCH_ARG(bool, entropy_bonus) = true;
-  /// Reparametrised samples for the Monte-Carlo entropy of distributions without a
-  /// closed-form entropy (TanhNormal). At least 1. Default 1.
-  TORCH_ARG(int64_t, samples_mc_entropy) = 1;
-  /// Weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy). Default 0.01.
-  TORCH_ARG(double, entropy_coef) = 0.01;
-  /// Weight of the critic loss: loss_critic = critic_coef * mean(distance). Default 1.0.
-  TORCH_ARG(double, critic_coef) = 1.0;
-  /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
-  TORCH_ARG(std::string, loss_critic_type) = "smooth_l1";
-  /// Standardise the advantage over the batch forward gets (mean 0, std 1) before use.
-  /// Default false.
-  TORCH_ARG(bool, normalize_advantage) = false;
-  /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
-  TORCH_ARG(bool, separate_losses) = false;
-  /// Clip the critic's change from the batch's value to ±clip_value (see
-  /// PolicyGradientLoss::write_critic_loss); > 0. Default none.
-  TORCH_ARG(std::optional<double>, clip_value) = std::nullopt;
-};
+struct A2CLossOptions : ActorCriticOptions<A2CLossOptions> {};
 
 /// A2C (TorchRL's A2CLoss): `loss_objective = -mean(log_prob(action) * advantage)` with the
 /// current policy's log-probability of the batch's action, the critic regressed on

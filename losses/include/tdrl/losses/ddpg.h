@@ -10,8 +10,10 @@
 #include <torch/arg.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tensordict/fields.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::losses {
@@ -26,6 +28,15 @@ struct DDPGLossOptions {
   TORCH_ARG(bool, delay_actor) = false;
   /// Value the next state with a target copy of the critic. Default true.
   TORCH_ARG(bool, delay_value) = true;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("loss_function", loss_function_,
+      tensordict::fields::one_of(functional::distance_loss_names()),
+      "distance between Q(s, a) and its target");
+    v("delay_actor", delay_actor_, "choose the next action with a target copy of the actor");
+    v("delay_value", delay_value_, "value the next state with a target copy of the critic");
+  }
 };
 
 /// The DDPG loss:

@@ -13,8 +13,10 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tensordict/fields.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::losses {
@@ -35,6 +37,19 @@ struct DQNLossOptions {
   /// value network's when it is a QValueActor given an action_space or a spec, else read from
   /// each batch's action shape.
   TORCH_ARG(std::optional<std::string>, action_space);
+
+ public:
+  /// loss_function, delay_value and double_dqn (action_space comes from the network or the
+  /// batch, not from a config).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("loss_function", loss_function_,
+      tensordict::fields::one_of(functional::distance_loss_names()),
+      "distance between Q(s, a) and its target");
+    v("delay_value", delay_value_,
+      "compute targets with a target copy of the Q-network (updated by algo.target_update)");
+    v("double_dqn", double_dqn_,
+      "double DQN: the online network picks the next action, the target network values it");
+  }
 };
 
 /// The DQN loss: `loss = mean(d(Q(s, a), y))` with d the loss_function and the target

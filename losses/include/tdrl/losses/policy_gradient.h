@@ -15,8 +15,11 @@
 
 #include <torch/types.h>
 
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tensordict/arg.h>
+#include <tensordict/fields.h>
 #include <tensordict/nn/distribution.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tanh_normal.h>
@@ -30,6 +33,55 @@ using ActorPtr = tensordict::nn::ModulePtr<tensordict::nn::ProbabilisticTensorDi
 /// A critic writing the state value (e.g. tdrl::modules::ValueOperator), as a holder or a
 /// shared_ptr; null where a loss takes no critic.
 using CriticPtr = NetworkPtr;
+
+/// The options of the actor-critic policy-gradient losses (A2CLoss and every PPO loss);
+/// `Derived` is the concrete options struct, so chained calls keep its type
+/// (`ClipPPOLossOptions().entropy_coef(0).clip_epsilon(0.1)`). `fields` declares them for
+/// tensordict/fields.h readers (tdrl's config layer).
+template <class Derived>
+class ActorCriticOptions {
+ public:
+  /// Add the entropy bonus term loss_entropy (and the entropy diagnostic). Default true.
+  TDRL_CRTP_ARG(Derived, bool, entropy_bonus) = true;
+  /// Reparametrised samples for the Monte-Carlo entropy of distributions without a
+  /// closed-form entropy (TanhNormal). At least 1. Default 1.
+  TDRL_CRTP_ARG(Derived, int64_t, samples_mc_entropy) = 1;
+  /// Weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy). Default 0.01.
+  TDRL_CRTP_ARG(Derived, double, entropy_coef) = 0.01;
+  /// Weight of the critic loss: loss_critic = critic_coef * mean(distance). Default 1.0.
+  TDRL_CRTP_ARG(Derived, double, critic_coef) = 1.0;
+  /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
+  TDRL_CRTP_ARG(Derived, std::string, loss_critic_type) = "smooth_l1";
+  /// Standardise the advantage over the batch before use. Default false.
+  TDRL_CRTP_ARG(Derived, bool, normalize_advantage) = false;
+  /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
+  TDRL_CRTP_ARG(Derived, bool, separate_losses) = false;
+  /// Clip the critic's change from the batch's (collection-time) value to ±clip_value and
+  /// take the larger of the clipped and unclipped losses (needs the value key in the batch).
+  /// Must be > 0. Default none.
+  TDRL_CRTP_ARG(Derived, std::optional<double>, clip_value);
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("entropy_bonus", entropy_bonus_,
+      "add the entropy bonus term loss_entropy, weighted by entropy_coef");
+    v("samples_mc_entropy", samples_mc_entropy_, tf::at_least(1),
+      "samples for the Monte-Carlo entropy of distributions without a closed form (TanhNormal)");
+    v("entropy_coef", entropy_coef_, tf::at_least(0),
+      "weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy)");
+    v("critic_coef", critic_coef_, tf::at_least(0), "weight of the critic loss");
+    v("loss_critic_type", loss_critic_type_, tf::one_of(functional::distance_loss_names()),
+      "critic loss: the distance between the value and its target");
+    v("normalize_advantage", normalize_advantage_,
+      "standardise the advantage over each (mini)batch before use");
+    v("separate_losses", separate_losses_,
+      "keep the critic loss out of parameters the critic shares with the actor");
+    v("clip_value", clip_value_, tf::greater_than(0),
+      "clip the critic's change from the batch's value to +-clip_value, taking the larger of "
+      "the clipped and unclipped losses (null: no clip)");
+  }
+};
 
 /// Base of the policy-gradient losses. Not a loss by itself (its constructor is protected);
 /// derive from it to write another on-policy loss with the same plumbing.

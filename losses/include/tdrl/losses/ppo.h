@@ -15,43 +15,16 @@
 #include <torch/types.h>
 
 #include <tdrl/losses/policy_gradient.h>
-#include <tensordict/arg.h>
 
 namespace tdrl::losses {
 
-/// The options every PPO loss has; `Derived` is the concrete options struct, so chained calls
-/// keep its type (`ClipPPOLossOptions().entropy_coef(0).clip_epsilon(0.1)`).
-template <class Derived>
-class PPOOptionsBase {
- public:
-  /// Add the entropy bonus term loss_entropy (and the entropy diagnostic). Default true.
-  TDRL_CRTP_ARG(Derived, bool, entropy_bonus) = true;
-  /// Reparametrised samples for the Monte-Carlo entropy of distributions without a
-  /// closed-form entropy (TanhNormal). At least 1. Default 1.
-  TDRL_CRTP_ARG(Derived, int64_t, samples_mc_entropy) = 1;
-  /// Weight of the entropy bonus: loss_entropy = -entropy_coef * mean(entropy). Default 0.01.
-  TDRL_CRTP_ARG(Derived, double, entropy_coef) = 0.01;
-  /// Weight of the critic loss: loss_critic = critic_coef * mean(distance). Default 1.0.
-  TDRL_CRTP_ARG(Derived, double, critic_coef) = 1.0;
-  /// "l1", "l2" or "smooth_l1" (see functional::distance_loss). Default "smooth_l1".
-  TDRL_CRTP_ARG(Derived, std::string, loss_critic_type) = "smooth_l1";
-  /// Standardise the advantage over the batch before use. Default false.
-  TDRL_CRTP_ARG(Derived, bool, normalize_advantage) = false;
-  /// Keep the critic loss out of parameters the critic shares with the actor. Default false.
-  TDRL_CRTP_ARG(Derived, bool, separate_losses) = false;
-  /// Clip the critic's change from the batch's (collection-time) value to ±clip_value and
-  /// take the larger of the clipped and unclipped losses (needs the value key in the batch).
-  /// Must be > 0. Default none.
-  TDRL_CRTP_ARG(Derived, std::optional<double>, clip_value);
-};
-
-/// Options of PPOLoss (the options every PPO loss has).
+/// Options of PPOLoss (the actor-critic options every PPO loss has).
 /// Example: `PPOLossOptions().entropy_coef(0.001).loss_critic_type("l2")`
-struct PPOLossOptions : PPOOptionsBase<PPOLossOptions> {
+struct PPOLossOptions : ActorCriticOptions<PPOLossOptions> {
   PPOLossOptions() = default;
   /// The PPO options of a ClipPPOLossOptions or KLPENPPOLossOptions.
   template <class D>
-  explicit PPOLossOptions(const PPOOptionsBase<D>& other) {
+  explicit PPOLossOptions(const ActorCriticOptions<D>& other) {
     entropy_bonus(other.entropy_bonus())
         .samples_mc_entropy(other.samples_mc_entropy())
         .entropy_coef(other.entropy_coef())
@@ -65,15 +38,23 @@ struct PPOLossOptions : PPOOptionsBase<PPOLossOptions> {
 
 /// Options of ClipPPOLoss: the PPO options and the ratio clip.
 /// Example: `ClipPPOLossOptions().clip_epsilon(0.2).entropy_coef(0.01)`
-struct ClipPPOLossOptions : PPOOptionsBase<ClipPPOLossOptions> {
+struct ClipPPOLossOptions : ActorCriticOptions<ClipPPOLossOptions> {
   /// The importance ratio is clipped to [1 - clip_epsilon, 1 + clip_epsilon]; in (0, 1).
   /// Default 0.2.
   TORCH_ARG(double, clip_epsilon) = 0.2;
+
+ public:
+  /// The actor-critic options, then clip_epsilon.
+  void fields(tensordict::fields::FieldVisitor& v) {
+    ActorCriticOptions::fields(v);
+    v("clip_epsilon", clip_epsilon_, tensordict::fields::greater_than(0).below(1),
+      "PPO ratio clip: the importance ratio is clipped to [1 - clip_epsilon, 1 + clip_epsilon]");
+  }
 };
 
 /// Options of KLPENPPOLoss: the PPO options and the adaptive KL penalty.
 /// Example: `KLPENPPOLossOptions().dtarg(0.01).beta(1.0)`
-struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
+struct KLPENPPOLossOptions : ActorCriticOptions<KLPENPPOLossOptions> {
   /// Target KL divergence (> 0). Default 0.01.
   TORCH_ARG(double, dtarg) = 0.01;
   /// Initial penalty coefficient (>= 0). Default 1.0.
@@ -86,6 +67,21 @@ struct KLPENPPOLossOptions : PPOOptionsBase<KLPENPPOLossOptions> {
   /// Samples for the Monte-Carlo KL of distributions without a closed-form KL (>= 1).
   /// Default 1.
   TORCH_ARG(int64_t, samples_mc_kl) = 1;
+
+ public:
+  /// The actor-critic options, then the KL penalty's.
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    ActorCriticOptions::fields(v);
+    v("dtarg", dtarg_, tf::greater_than(0), "target KL divergence");
+    v("beta", beta_, tf::at_least(0), "initial KL penalty coefficient");
+    v("increment", increment_, tf::at_least(1),
+      "beta is multiplied by this when the batch KL exceeds 1.5 * dtarg");
+    v("decrement", decrement_, tf::greater_than(0).up_to(1),
+      "beta is multiplied by this when the batch KL is below dtarg / 1.5");
+    v("samples_mc_kl", samples_mc_kl_, tf::at_least(1),
+      "samples for the Monte-Carlo KL of distributions without a closed-form KL");
+  }
 };
 
 /// The unclipped PPO loss (TorchRL's PPOLoss): the importance-weighted advantage

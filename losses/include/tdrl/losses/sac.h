@@ -16,10 +16,12 @@
 #include <torch/nn/pimpl.h>
 
 #include <tdrl/losses/actor_qvalue_loss.h>
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/temperature.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/fields.h>
 #include <tensordict/nn/probabilistic.h>
 #include <tensordict/nn/tensordict_module.h>
 
@@ -39,6 +41,16 @@ struct SACLossOptions : TemperatureOptions<SACLossOptions> {
   TORCH_ARG(specs::TensorSpecPtr, action_spec);
   /// Value the next state with target copies of the Q-networks. Default true.
   TORCH_ARG(bool, delay_qvalue) = true;
+
+ public:
+  /// The temperature options, loss_function and delay_qvalue (action_spec comes from the env).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    TemperatureOptions::fields(v);
+    v("loss_function", loss_function_,
+      tensordict::fields::one_of(functional::distance_loss_names()),
+      "distance between each Q_i(s, a) and the target");
+    v("delay_qvalue", delay_qvalue_, "value the next state with target copies of the Q-networks");
+  }
 };
 
 /// The SAC loss with N Q-value networks (TorchRL's num_qvalue_nets, usually 2) and a

@@ -13,9 +13,11 @@
 #include <torch/nn/pimpl.h>
 
 #include <tdrl/losses/actor_qvalue_loss.h>
+#include <tdrl/losses/functional/distance.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/losses/value_estimators.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/fields.h>
 #include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::losses {
@@ -38,6 +40,19 @@ struct TD3LossOptions {
   TORCH_ARG(bool, delay_actor) = true;
   /// Value the next state with target copies of the Q-networks. Default true.
   TORCH_ARG(bool, delay_qvalue) = true;
+
+ public:
+  /// Every option but action_spec (which comes from the env).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("policy_noise", policy_noise_, tf::at_least(0),
+      "std of the target policy smoothing noise, in action units");
+    v("noise_clip", noise_clip_, tf::at_least(0), "clip of the smoothing noise");
+    v("loss_function", loss_function_, tf::one_of(functional::distance_loss_names()),
+      "distance between each Q_i(s, a) and the target");
+    v("delay_actor", delay_actor_, "choose the next action with a target copy of the actor");
+    v("delay_qvalue", delay_qvalue_, "value the next state with target copies of the Q-networks");
+  }
 };
 
 /// The TD3 loss with N Q-value networks (TorchRL's num_qvalue_nets; twin critics = 2):

@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include <tensordict/arg.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::losses {
 
@@ -28,6 +29,17 @@ struct TemperatureOptions {
   /// The target entropy of the temperature loss. Default unset = TorchRL's "auto", which each
   /// loss resolves from its action space (see its options).
   TDRL_CRTP_ARG(Derived, std::optional<double>, target_entropy);
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("alpha_init", alpha_init_, tf::greater_than(0), "initial entropy temperature");
+    v("min_alpha", min_alpha_, tf::greater_than(0), "lower bound of alpha (null: none)");
+    v("max_alpha", max_alpha_, tf::greater_than(0), "upper bound of alpha (null: none)");
+    v("fixed_alpha", fixed_alpha_, "keep alpha at alpha_init");
+    v("target_entropy", target_entropy_, tf::one_of({"auto"}),
+      "target entropy of the temperature loss (auto: -number of action dims)");
+  }
 };
 
 /// The temperature alpha = exp(log_alpha) of a maximum-entropy loss, with its target entropy.

@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include <tdrl/losses/networks.h>
+#include <tensordict/fields.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -40,6 +41,19 @@ struct ValueEstimatorOptions {
   TORCH_ARG(double, lmbda) = 0.95;
   /// GAE only: standardise the advantage over the batch (mean 0, std 1). Default false.
   TORCH_ARG(bool, average_gae) = false;
+
+ public:
+  /// The options the estimator `type` reads: gamma for all, lmbda for TD(lambda) and GAE,
+  /// average_gae for GAE.
+  void fields(tensordict::fields::FieldVisitor& v, ValueEstimatorType type) {
+    namespace tf = tensordict::fields;
+    v("gamma", gamma_, tf::in_range(0, 1), "discount");
+    if (type == ValueEstimatorType::kTDLambda || type == ValueEstimatorType::kGAE)
+      v("lmbda", lmbda_, tf::in_range(0, 1),
+        type == ValueEstimatorType::kGAE ? "GAE lambda" : "TD(lambda) lambda");
+    if (type == ValueEstimatorType::kGAE)
+      v("average_gae", average_gae_, "standardise the advantage over the collected batch");
+  }
 };
 
 /// The base of the estimators. forward(td) on a TensorDict of batch `[*B, T]` (time = the

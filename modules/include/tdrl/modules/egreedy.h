@@ -13,6 +13,7 @@
 
 #include <tdrl/modules/exploration.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/fields.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -50,6 +51,17 @@ struct EGreedyModuleOptions {
   /// The generator of every draw (e.g. `at::make_generator<at::CPUGeneratorImpl>(seed)`), on
   /// the actions' device. Default: LibTorch's default generator.
   TORCH_ARG(std::optional<torch::Generator>, generator);
+
+ public:
+  /// The schedule: eps_init, eps_end, annealing_num_steps (the keys and the generator are the
+  /// caller's wiring, not options a config sets).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("eps_init", eps_init_, tf::in_range(0, 1), "initial epsilon of epsilon-greedy");
+    v("eps_end", eps_end_, tf::in_range(0, 1), "final epsilon (at most eps_init)");
+    v("annealing_num_steps", annealing_num_steps_, tf::at_least(1),
+      "frames over which epsilon decays linearly from eps_init to eps_end");
+  }
 };
 
 /// Epsilon-greedy exploration: with probability `eps()`, independently for each batch element,

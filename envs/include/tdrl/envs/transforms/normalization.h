@@ -16,6 +16,7 @@
 
 #include <tdrl/envs/transforms.h>
 #include <tdrl/specs/keys.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::envs {
 
@@ -162,6 +163,15 @@ struct VecNormOptions : TransformKeysOptions<VecNormOptions> {
   TORCH_ARG(double, eps) = 1e-4;
   /// Statistics shared with other VecNorms. Default: a new state of its own.
   TORCH_ARG(std::shared_ptr<VecNormState>, shared_state);
+
+ public:
+  /// decay and eps (the keys and the shared state are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("decay", decay_, tf::greater_than(0).up_to(1),
+      "decay of the running statistics (1: a plain running mean and variance)");
+    v("eps", eps_, tf::greater_than(0), "the smallest variance");
+  }
 };
 
 /// Normalizes entries with running statistics (TorchRL's VecNorm): every output (reset and

@@ -11,6 +11,7 @@
 
 #include <tdrl/envs/transforms.h>
 #include <tdrl/specs/keys.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::envs {
 
@@ -27,6 +28,14 @@ struct RewardScalingOptions : TransformKeysOptions<RewardScalingOptions> {
   TORCH_ARG(double, scale) = 1.0;
   /// true: `(r - loc) / scale`; false: `r * scale + loc`. Default false.
   TORCH_ARG(bool, standard_normal) = false;
+
+ public:
+  /// loc, scale and standard_normal (the keys are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("loc", loc_, "added after scaling (subtracted first with standard_normal)");
+    v("scale", scale_, "the factor (the divisor with standard_normal); not 0");
+    v("standard_normal", standard_normal_, "true: (r - loc) / scale; false: r * scale + loc");
+  }
 };
 
 /// An affine map of the reward (TorchRL's RewardScaling): `r * scale + loc`, or
@@ -68,6 +77,13 @@ struct RewardClippingOptions : TransformKeysOptions<RewardClippingOptions> {
   TORCH_ARG(std::optional<double>, clamp_min);
   /// The upper bound (finite, >= clamp_min). Default none.
   TORCH_ARG(std::optional<double>, clamp_max);
+
+ public:
+  /// The bounds (the keys are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("clamp_min", clamp_min_, "the lowest reward kept (null: no lower bound)");
+    v("clamp_max", clamp_max_, "the highest reward kept (null: no upper bound)");
+  }
 };
 
 /// Clips the reward into [clamp_min, clamp_max] (TorchRL's RewardClipping).
