@@ -182,9 +182,13 @@ if(EXISTS "${WORK_DIR}/runs_typo")
   message(FATAL_ERROR "a refused run created ${WORK_DIR}/runs_typo")
 endif()
 run(0 "${prefix}/bin/tdrl-train" --config-reference --plugin "${plugin}")
-if(NOT output MATCHES "`algo.advantage_std_floor` \\| float \\| `1e-06` \\| > 0 \\| the smallest std")
-  message(FATAL_ERROR "the config reference does not list the plugin loss's options:\n${output}")
+if(NOT output MATCHES "`algo.advantage_std_floor` \\| float \\| `1e-06` \\| > 0 \\| the smallest std"
+   OR NOT output MATCHES "## `env.name: Drift-v0`[^#]*`env.options.max_episode_steps` \\| int \\| `50` \\| >= 1")
+  message(FATAL_ERROR "the config reference does not list the plugin's loss and env options:\n${output}")
 endif()
+# The user's env declares its task options (DriftEnvOptions::fields) the same way.
+refused("'env.options.max_episode_steps' [^\n]* is 0; it must be >= 1" "${WORK_DIR}/runs_env_option"
+  --set "env.options={max_episode_steps: 0}" --plugin "${plugin}")
 
 # e1. The stock tdrl-train on the user's config without the plugin: a config error asking
 #     whether the plugin was forgotten.

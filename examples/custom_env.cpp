@@ -16,6 +16,7 @@
 #include <tdrl/envs/batched_envs.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
+#include <tensordict/fields.h>
 
 namespace example {
 
@@ -40,6 +41,16 @@ struct PointGoalEnvOptions {
   TORCH_ARG(int64_t, max_episode_steps) = 100;
   /// Distance to the goal under which the episode terminates (success). Default 0.05.
   TORCH_ARG(double, goal_tolerance) = 0.05;
+
+ public:
+  /// The task options (a config's env.options), declared once: the registry reads them by name
+  /// and tdrl-train validates and documents them from this.
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("max_episode_steps", max_episode_steps_, tensordict::fields::at_least(1),
+      "steps after which an episode is truncated");
+    v("goal_tolerance", goal_tolerance_, tensordict::fields::greater_than(0),
+      "distance to the goal that ends the episode");
+  }
 };
 
 // ---- 2. The env ---------------------------------------------------------------------------------
@@ -134,21 +145,13 @@ class PointGoalEnv : public EnvBase {
 
 // ---- 6. Registration ----------------------------------------------------------------------------
 
-/// Registers PointGoal-v0 with its task options (the names a config uses).
+/// Registers PointGoal-v0 with its declared task options (the names a config uses).
 void register_point_goal() {
-  const std::vector<std::string> option_names = {"max_episode_steps", "goal_tolerance"};
-  tdrl::envs::register_env(
-      "PointGoal-v0",
-      [option_names](const tdrl::envs::EnvOptions& options) {
-        options.check_keys("PointGoal-v0", option_names);
+  tdrl::envs::register_env<PointGoalEnvOptions>(
+      "PointGoal-v0", [](const PointGoalEnvOptions& task, const tdrl::envs::EnvOptions& given) {
         return std::make_shared<PointGoalEnv>(
-            PointGoalEnvOptions()
-                .batch_size(options.batch_size())
-                .device(options.device())
-                .max_episode_steps(options.get_int("max_episode_steps", 100))
-                .goal_tolerance(options.get_double("goal_tolerance", 0.05)));
-      },
-      option_names);  // listed by tdrl-envs
+            PointGoalEnvOptions(task).batch_size(given.batch_size()).device(given.device()));
+      });
 }
 
 }  // namespace example

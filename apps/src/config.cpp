@@ -139,6 +139,7 @@ class PathCollector : public FieldVisitor {
   TDRL_COLLECT(int64_t)
   TDRL_COLLECT(double)
   TDRL_COLLECT(std::optional<double>)
+  TDRL_COLLECT(std::optional<int64_t>)
   TDRL_COLLECT(std::string)
   TDRL_COLLECT(std::vector<int64_t>)
   TDRL_COLLECT(std::vector<double>)
@@ -187,7 +188,13 @@ class ApplyVisitor : public FieldVisitor {
     scalar(name, value, c, doc);
   }
   void field(const char* name, std::optional<double>& value, const Constraint& c,
-             const char* doc) override;
+             const char* doc) override {
+    optional(name, value, c, doc);
+  }
+  void field(const char* name, std::optional<int64_t>& value, const Constraint& c,
+             const char* doc) override {
+    optional(name, value, c, doc);
+  }
   void field(const char* name, std::string& value, const Constraint& c, const char* doc) override {
     scalar(name, value, c, doc);
   }
@@ -224,6 +231,8 @@ class ApplyVisitor : public FieldVisitor {
   void scalar(const char* name, T& value, const Constraint& c, const char* doc);
   template <class T>
   void list(const char* name, std::vector<T>& value, const Constraint& c, const char* doc);
+  template <class T>
+  void optional(const char* name, std::optional<T>& value, const Constraint& c, const char* doc);
   void missing(const char* name, const char* doc);
 
   Loader& loader_;
@@ -338,8 +347,9 @@ void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constrain
 }
 
 // A number, or unset: null, or one of the constraint's words for unset ("auto").
-void ApplyVisitor::field(const char* name, std::optional<double>& value, const Constraint& c,
-                         const char* doc) {
+template <class T>
+void ApplyVisitor::optional(const char* name, std::optional<T>& value, const Constraint& c,
+                            const char* doc) {
   const std::string path = prefix_ + name;
   const YAML::Node node = entry(name);
   if (!node.IsDefined()) return missing(name, doc);
@@ -349,7 +359,7 @@ void ApplyVisitor::field(const char* name, std::optional<double>& value, const C
     value.reset();
     return;
   }
-  double parsed = 0;
+  T parsed = 0;
   std::string issue = read(node, &parsed);
   if (!issue.empty()) {
     issue += words.empty() ? "; or null for none"
@@ -430,13 +440,15 @@ void ApplyVisitor::section_list(const char* name, SectionList& value, const char
 }
 
 // Keys that tdrl 0.2 renamed to the names of the library options they set (the off-policy
-// losses' loss_function, EGreedyModule's annealing_num_steps, RewardClipping's bounds): a
-// config or run folder written by tdrl 0.1 is refused with the new name, not a guess.
+// losses' loss_function, EGreedyModule's annealing_num_steps, RewardClipping's bounds, the
+// task's own max_episode_steps), as paths relative to their section: a config or run folder
+// written by tdrl 0.1 is refused with the new name, not a guess.
 const std::map<std::string, std::string> kRenamedKeys = {
     {"loss_critic_type", "loss_function"},
     {"annealing_frames", "annealing_num_steps"},
     {"min", "clamp_min"},
-    {"max", "clamp_max"}};
+    {"max", "clamp_max"},
+    {"max_episode_steps", "options.max_episode_steps"}};
 
 void ApplyVisitor::report_unknown(Section& section) {
   if (!map_.IsMap()) return;
@@ -456,8 +468,11 @@ void ApplyVisitor::report_unknown(Section& section) {
     // A key renamed where it is known under the new name here (a config written before).
     const auto renamed = kRenamedKeys.find(key);
     if (renamed != kRenamedKeys.end()) {
+      // A key of this section (a transform's are in no global list), or a path under it.
       const auto names = names_of(section);
-      if (std::find(names.begin(), names.end(), renamed->second) != names.end()) {
+      const auto& paths = loader_.all_paths();
+      if (std::find(names.begin(), names.end(), renamed->second) != names.end() ||
+          std::find(paths.begin(), paths.end(), prefix_ + renamed->second) != paths.end()) {
         loader_.problem(text + ": it is '" + prefix_ + renamed->second +
                         "' since the sections use the library options' own names (tdrl 0.2); "
                         "rename it");
@@ -590,11 +605,15 @@ RunConfig load(YAML::Node root, const std::vector<std::string>& overrides,
   Loader loader(origins);
   for (const auto& p : early) loader.problem(p);
   RunConfig config;
-  // The algorithm decides which keys exist: choose it first, so suggestions know them.
+  // The algorithm and the env decide which keys exist: choose them first, so suggestions know
+  // them.
   const YAML::Node& document = root;
   const YAML::Node algo = document.IsMap() ? document["algo"] : YAML::Node();
   if (algo && algo.IsMap() && algo["name"] && algo["name"].IsScalar())
     config.algo.choose(algo["name"].Scalar());
+  const YAML::Node env = document.IsMap() ? document["env"] : YAML::Node();
+  if (env && env.IsMap() && env["name"] && env["name"].IsScalar())
+    config.env.choose(env["name"].Scalar());
   PathCollector all("");
   config.fields(all);
   loader.set_all_paths(all.paths);
@@ -622,8 +641,11 @@ class EmitVisitor : public FieldVisitor {
   }
   void field(const char* name, std::optional<double>& v, const Constraint& c,
              const char* doc) override {
-    if (v || !c.choices().empty()) return scalar(name, v ? text_of(*v) : c.choices().front(), doc);
-    out_ << YAML::Key << name << YAML::Value << YAML::Null << YAML::Comment(doc);
+    optional(name, v, c, doc);
+  }
+  void field(const char* name, std::optional<int64_t>& v, const Constraint& c,
+             const char* doc) override {
+    optional(name, v, c, doc);
   }
   void field(const char* name, std::string& v, const Constraint&, const char* doc) override {
     out_ << YAML::Key << name << YAML::Value;
@@ -676,6 +698,12 @@ class EmitVisitor : public FieldVisitor {
   }
   void scalar(const char* name, const std::string& text, const char* doc) {
     out_ << YAML::Key << name << YAML::Value << text << YAML::Comment(doc);
+  }
+  // The number, else the constraint's word for unset, else YAML's null.
+  template <class T>
+  void optional(const char* name, const std::optional<T>& v, const Constraint& c, const char* doc) {
+    if (v || !c.choices().empty()) return scalar(name, v ? text_of(*v) : c.choices().front(), doc);
+    out_ << YAML::Key << name << YAML::Value << YAML::Null << YAML::Comment(doc);
   }
   template <class T>
   void list(const char* name, const std::vector<T>& v, const char* doc) {

@@ -8,6 +8,7 @@
 
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/registry.h>
+#include <tdrl/envs/registry.h>
 
 #include "detail/config_text.h"
 
@@ -41,6 +42,11 @@ class DocsVisitor : public FieldVisitor {
   void field(const char* name, std::optional<double>& v, const Constraint& c,
              const char* doc) override {
     row_described(name, "float or none", v ? text_of(*v) : detail::unset_word(c),
+                  detail::describe_optional(c), doc);
+  }
+  void field(const char* name, std::optional<int64_t>& v, const Constraint& c,
+             const char* doc) override {
+    row_described(name, "int or none", v ? text_of(*v) : detail::unset_word(c),
                   detail::describe_optional(c), doc);
   }
   void field(const char* name, std::string& v, const Constraint& c, const char* doc) override {
@@ -111,7 +117,8 @@ void document_section(std::ostringstream& out, const std::string& title, const s
         << rows.str();
   }
   for (const auto& [path, inner] : nested) {
-    if (path == "algo") continue;  // one table per algorithm, below
+    if (path == "algo") continue;         // one table per algorithm, below
+    if (path == "env.options") continue;  // one table per env, below
     document_section(out, "`" + path + ":`", path + ".", *inner);
   }
 }
@@ -147,6 +154,12 @@ std::string config_reference_markdown() {
       out << "\nWith a replay buffer:\n";
       document_section(out, "`replay:` (" + name + ")", "replay.", *replay);
     }
+  }
+  for (const auto& name : envs::list_envs()) {
+    const auto options = envs::env_options_declaration(name);
+    if (!options) continue;
+    out << "\n## `env.name: " << name << "`\n\nIts task options, `env.options:`:\n";
+    document_choice(out, "env.options.", *options);
   }
   for (const auto& type : transform_types()) {
     const TransformInfo* info = find_transform(type);

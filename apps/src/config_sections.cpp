@@ -86,12 +86,25 @@ void EnvSection::fields(FieldVisitor& v) {
                "registered env name (tdrl-envs lists them)");
   v("num_envs", num_envs, in_range(1, 65536), "sub-envs stepped as one batched env");
   v("parallel", parallel, "step sub-envs on threads (ParallelEnv) instead of one after the other");
-  v("max_episode_steps", max_episode_steps, at_least(1).or_exactly(-1),
-    "truncate episodes after this many steps (-1: the task's own limit)");
-  v("options", options, "task options passed to make_env (docs/envs.md lists each task's)");
+  if (options) {
+    v.section("options", *options, "the task's options (the env's own declaration, see below)");
+  } else {
+    v("options", free_options,
+      "task options passed to make_env (an env that declares none: a map of scalars)");
+  }
   v.section_list("transforms", transforms,
                  "transforms applied in order, each {type: <name>, ...} (see below)");
 }
+
+bool EnvSection::choose(const std::string& choice) {
+  options.reset();
+  if (!envs::is_env_registered(choice)) return false;
+  name = choice;
+  options = envs::env_options_declaration(choice);
+  return true;
+}
+
+std::vector<std::string> EnvSection::choices() const { return envs::list_envs(); }
 
 void ModelSection::fields(FieldVisitor& v) {
   v("actor_cells", actor_cells, at_least(1), "hidden widths of the actor (or Q-network for dqn)");

@@ -12,10 +12,12 @@ namespace tdrl::apps {
 
 namespace {
 
-// The YAML reading of a task option: bool, integer, float, then string.
+// The task options: the declared ones as they are typed; an undeclared env's free map read as
+// YAML reads a scalar (bool, integer, float, then string).
 envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_size) {
   auto options = envs::EnvOptions().batch_size(std::move(batch_size));
-  for (const auto& [key, text] : env.options) {
+  if (env.options) envs::write_task_options(*env.options, options);
+  for (const auto& [key, text] : env.free_options) {
     bool b = false;
     int64_t i = 0;
     double d = 0;
@@ -29,7 +31,6 @@ envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_s
       options.set(key, text);
     }
   }
-  if (env.max_episode_steps > 0) options.set("max_episode_steps", env.max_episode_steps);
   return options;
 }
 

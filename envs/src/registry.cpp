@@ -52,10 +52,115 @@ std::string value_repr(const EnvOptionValue& value) {
                   value_repr(value) + "; expected " + wanted + " (fix its value in the config)");
 }
 
-// A registered env: its factory and the names of the task options it reads.
+// A registered env: its factory, the names of the task options it reads and, for a declared
+// env, their declaration.
 struct RegisteredEnv {
   RegisteredEnvFactory factory;
   std::vector<std::string> option_names;
+  OptionsDeclaration declaration;
+};
+
+namespace tf = tensordict::fields;
+
+// Task options are scalars: a declaration with a list, a map or a nested section is refused.
+[[noreturn]] void not_a_task_option(const char* name, const char* kind) {
+  throw ValueError(std::string("task option '") + name + "' is " + kind +
+                   "; task options are bool, int, float, an optional number or a string");
+}
+
+// The names a declaration's fields have, in order.
+class OptionNames : public tf::FieldVisitor {
+ public:
+  std::vector<std::string> names;
+  void field(const char* n, bool&, const tf::Constraint&, const char*) override { add(n); }
+  void field(const char* n, int64_t&, const tf::Constraint&, const char*) override { add(n); }
+  void field(const char* n, double&, const tf::Constraint&, const char*) override { add(n); }
+  void field(const char* n, std::optional<double>&, const tf::Constraint&, const char*) override {
+    add(n);
+  }
+  void field(const char* n, std::optional<int64_t>&, const tf::Constraint&, const char*) override {
+    add(n);
+  }
+  void field(const char* n, std::string&, const tf::Constraint&, const char*) override { add(n); }
+  void field(const char* n, std::vector<int64_t>&, const tf::Constraint&, const char*) override {
+    not_a_task_option(n, "a list");
+  }
+  void field(const char* n, std::vector<double>&, const tf::Constraint&, const char*) override {
+    not_a_task_option(n, "a list");
+  }
+  void field(const char* n, std::vector<std::string>&, const tf::Constraint&,
+             const char*) override {
+    not_a_task_option(n, "a list");
+  }
+  void field(const char* n, tf::ScalarMap&, const tf::Constraint&, const char*) override {
+    not_a_task_option(n, "a map");
+  }
+  void section(const char* n, tf::Section&, const char*) override {
+    not_a_task_option(n, "a section");
+  }
+  void section_list(const char* n, tf::SectionList&, const char*) override {
+    not_a_task_option(n, "a list of sections");
+  }
+
+ private:
+  void add(const char* n) { names.emplace_back(n); }
+};
+
+// Reads each task option that `given` sets into its field (OptionNames has refused the kinds
+// that are not scalars when the env was registered).
+class OptionReader : public OptionNames {
+ public:
+  explicit OptionReader(const EnvOptions& given) : given_(given) {}
+  void field(const char* n, bool& v, const tf::Constraint&, const char*) override {
+    if (given_.contains(n)) v = given_.get_bool(n, v);
+  }
+  void field(const char* n, int64_t& v, const tf::Constraint&, const char*) override {
+    if (given_.contains(n)) v = given_.get_int(n, v);
+  }
+  void field(const char* n, double& v, const tf::Constraint&, const char*) override {
+    if (given_.contains(n)) v = given_.get_double(n, v);
+  }
+  void field(const char* n, std::optional<double>& v, const tf::Constraint&, const char*) override {
+    if (given_.contains(n)) v = given_.get_double(n, 0);
+  }
+  void field(const char* n, std::optional<int64_t>& v, const tf::Constraint&,
+             const char*) override {
+    if (given_.contains(n)) v = given_.get_int(n, 0);
+  }
+  void field(const char* n, std::string& v, const tf::Constraint&, const char*) override {
+    if (given_.contains(n)) v = given_.get_string(n, v);
+  }
+
+ private:
+  const EnvOptions& given_;
+};
+
+// Sets each field as a task option.
+class OptionWriter : public OptionNames {
+ public:
+  explicit OptionWriter(EnvOptions& out) : out_(out) {}
+  void field(const char* n, bool& v, const tf::Constraint&, const char*) override {
+    out_.set(n, v);
+  }
+  void field(const char* n, int64_t& v, const tf::Constraint&, const char*) override {
+    out_.set(n, v);
+  }
+  void field(const char* n, double& v, const tf::Constraint&, const char*) override {
+    out_.set(n, v);
+  }
+  void field(const char* n, std::optional<double>& v, const tf::Constraint&, const char*) override {
+    if (v) out_.set(n, *v);
+  }
+  void field(const char* n, std::optional<int64_t>& v, const tf::Constraint&,
+             const char*) override {
+    if (v) out_.set(n, *v);
+  }
+  void field(const char* n, std::string& v, const tf::Constraint&, const char*) override {
+    out_.set(n, v);
+  }
+
+ private:
+  EnvOptions& out_;
 };
 
 tensordict::Registry<RegisteredEnv>& registry() {
@@ -138,8 +243,11 @@ std::ostream& operator<<(std::ostream& os, const EnvOptions& options) {
 
 // ---- Registry ----------------------------------------------------------------------------------
 
-void register_env(const std::string& name, RegisteredEnvFactory factory,
-                  std::vector<std::string> option_names) {
+namespace {
+
+// What both register_env overloads do once they have the option names.
+void add_env(const std::string& name, RegisteredEnvFactory factory,
+             std::vector<std::string> option_names, OptionsDeclaration declaration) {
   TDRL_CHECK(factory, ValueError, "register_env('", name, "'): the factory is empty");
   for (size_t i = 0; i < option_names.size(); ++i) {
     TDRL_CHECK(!option_names[i].empty(), ValueError, "register_env('", name, "'): option name ", i,
@@ -149,7 +257,49 @@ void register_env(const std::string& name, RegisteredEnvFactory factory,
                  "'): option '", option_names[i], "' is listed twice");
     }
   }
-  registry().add(name, RegisteredEnv{std::move(factory), std::move(option_names)}, "register_env");
+  registry().add(name,
+                 RegisteredEnv{std::move(factory), std::move(option_names), std::move(declaration)},
+                 "register_env");
+}
+
+}  // namespace
+
+void register_env(const std::string& name, RegisteredEnvFactory factory,
+                  std::vector<std::string> option_names) {
+  add_env(name, std::move(factory), std::move(option_names), nullptr);
+}
+
+void register_env(const std::string& name, RegisteredEnvFactory factory,
+                  OptionsDeclaration declaration) {
+  TDRL_CHECK(declaration, ValueError, "register_env('", name, "'): the declaration is empty");
+  const auto declared = declaration();
+  TDRL_CHECK(declared, ValueError, "register_env('", name, "'): the declaration made no options");
+  OptionNames names;
+  try {
+    declared->fields(names);
+  } catch (const ValueError& e) {
+    throw ValueError("register_env('" + name + "'): " + e.what());
+  }
+  add_env(name, std::move(factory), std::move(names.names), std::move(declaration));
+}
+
+void read_task_options(const std::string& env_name, const EnvOptions& given,
+                       tensordict::fields::Section& section) {
+  OptionNames names;
+  section.fields(names);
+  given.check_keys(env_name, names.names);
+  OptionReader reader(given);
+  section.fields(reader);
+}
+
+void write_task_options(tensordict::fields::Section& section, EnvOptions& out) {
+  OptionWriter writer(out);
+  section.fields(writer);
+}
+
+std::shared_ptr<tensordict::fields::Section> env_options_declaration(const std::string& name) {
+  const OptionsDeclaration declaration = registry().at(name, "env_options_declaration").declaration;
+  return declaration ? declaration() : nullptr;
 }
 
 std::shared_ptr<EnvBase> make_env(const std::string& name, const EnvOptions& options) {

@@ -40,6 +40,7 @@ class ChoiceFinder : public FieldVisitor {
   void field(const char*, double&, const Constraint&, const char*) override {}
   // An optional number's words all mean "unset": there is nothing to dispatch on.
   void field(const char*, std::optional<double>&, const Constraint&, const char*) override {}
+  void field(const char*, std::optional<int64_t>&, const Constraint&, const char*) override {}
   void field(const char* name, std::string&, const Constraint& c, const char*) override {
     add(name, c, /*list=*/false);
   }

@@ -17,6 +17,7 @@
 
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/trainer.h>
+#include <tdrl/envs/registry.h>
 #include <tdrl/envs/transforms/reward.h>
 #include <tdrl/losses/ppo.h>
 #include <tdrl/losses/sac.h>
@@ -84,6 +85,16 @@ class ScalarCollector : public FieldVisitor {
  public:
   explicit ScalarCollector(Scalars& out) : out_(out) {}
 
+  // A number, or "(none)" when unset.
+  template <class T>
+  void optional(const char* name, const std::optional<T>& v) {
+    if (v) {
+      out_.numbers[prefix_ + name] = static_cast<double>(*v);
+    } else {
+      out_.strings[prefix_ + name] = "(none)";
+    }
+  }
+
   void field(const char* name, bool& v, const Constraint&, const char*) override {
     out_.bools[prefix_ + name] = v;
   }
@@ -94,11 +105,10 @@ class ScalarCollector : public FieldVisitor {
     out_.numbers[prefix_ + name] = v;
   }
   void field(const char* name, std::optional<double>& v, const Constraint&, const char*) override {
-    if (v) {
-      out_.numbers[prefix_ + name] = *v;
-    } else {
-      out_.strings[prefix_ + name] = "(none)";
-    }
+    optional(name, v);
+  }
+  void field(const char* name, std::optional<int64_t>& v, const Constraint&, const char*) override {
+    optional(name, v);
   }
   void field(const char* name, std::string& v, const Constraint&, const char*) override {
     out_.strings[prefix_ + name] = v;
@@ -141,7 +151,7 @@ class ConfigTest : public ::testing::Test {
 // ---- defaults ----------------------------------------------------------------------------------
 
 TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
-  const RunConfig config = load_yaml(kMinimal);
+  RunConfig config = load_yaml(kMinimal);
   EXPECT_EQ(config.name, "");
   EXPECT_EQ(config.seed, 0);
   EXPECT_EQ(config.threads, 1);
@@ -150,8 +160,9 @@ TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
   EXPECT_EQ(config.env.name, "CartPole-v1");
   EXPECT_EQ(config.env.num_envs, 1);
   EXPECT_FALSE(config.env.parallel);
-  EXPECT_EQ(config.env.max_episode_steps, -1);
-  EXPECT_THAT(config.env.options, IsEmpty());
+  ASSERT_NE(config.env.options, nullptr);  // CartPole-v1 declares its task options
+  EXPECT_THAT(config.env.free_options, IsEmpty());
+  EXPECT_DOUBLE_EQ(scalars_of(config).numbers.at("env.options.gravity"), 9.8);
   EXPECT_EQ(config.env.transforms.size(), 0u);
   EXPECT_THAT(config.model.actor_cells, ElementsAre(64, 64));
   EXPECT_THAT(config.model.critic_cells, ElementsAre(64, 64));
@@ -268,7 +279,8 @@ TEST_F(ConfigTest, EmptyListOrMapValueMeansEmpty) {
   const RunConfig config = load_yaml(
       "env:\n  name: CartPole-v1\n  options:\n  transforms:\nalgo: {name: ppo}\n"
       "collector: {total_frames: 1000}\nmodel:\n  actor_cells:\nplugins:\n");
-  EXPECT_THAT(config.env.options, IsEmpty());
+  ASSERT_NE(config.env.options, nullptr);
+  EXPECT_THAT(config.env.free_options, IsEmpty());
   EXPECT_EQ(config.env.transforms.size(), 0u);
   EXPECT_THAT(config.model.actor_cells, IsEmpty());
   EXPECT_THAT(config.model.critic_cells, ElementsAre(64, 64));
@@ -279,14 +291,16 @@ TEST_F(ConfigTest, TransformsAreReadIntoTheirOwnSections) {
   RunConfig config = load_yaml(
       "env:\n"
       "  name: CartPole-v1\n"
-      "  options: {size: 3, mode: fast}\n"
+      "  options: {gravity: 9.0, sutton_barto_reward: true}\n"
       "  transforms:\n"
       "    - type: step_counter\n"
       "      max_steps: 50\n"
       "    - {type: observation_norm, keys: [observation], scale: 2.5}\n"
       "algo: {name: ppo}\n"
       "collector: {total_frames: 1000}\n");
-  EXPECT_EQ(config.env.options, (ScalarMap{{"mode", "fast"}, {"size", "3"}}));
+  const Scalars task = scalars_of(config);
+  EXPECT_DOUBLE_EQ(task.numbers.at("env.options.gravity"), 9.0);
+  EXPECT_TRUE(task.bools.at("env.options.sutton_barto_reward"));
   const auto& transforms = config.env.transforms.items;
   ASSERT_EQ(transforms.size(), 2u);
   EXPECT_EQ(transforms[0].type, "step_counter");
@@ -323,6 +337,8 @@ TEST_F(ConfigTest, RenamedKeyNamesItsNewName) {
                                  "'algo.annealing_num_steps' since"));
   EXPECT_THAT(override_problems({"env.transforms=[{type: reward_clipping, max: 1}]"}),
               HasSubstr("it is 'env.transforms[0].clamp_max' since"));
+  EXPECT_THAT(override_problems({"env.max_episode_steps=200"}),
+              HasSubstr("it is 'env.options.max_episode_steps' since"));
   EXPECT_NO_THROW(load_yaml(kMinimal, {"algo.loss_critic_type=l1"}));
 }
 
@@ -487,12 +503,30 @@ TEST_F(ConfigTest, TransformListProblemsNameTheElement) {
   EXPECT_THAT(untyped, HasSubstr("(1 problem)"));
 }
 
-TEST_F(ConfigTest, OptionsMapMustHoldScalars) {
-  EXPECT_THAT(override_problems({"env.options={a: [1]}"}),
-              HasSubstr("'env.options' (--set env.options={a: [1]}) must be a map of scalars such "
-                        "as {size: 3}; an entry is a list"));
-  EXPECT_THAT(override_problems({"env.options=3"}),
-              HasSubstr("must be a map of scalars such as {size: 3}, got '3'"));
+// A task's options are its Options struct's declared fields: typos, wrong types and values out of
+// range are refused at load with the file's line, as for every other key.
+TEST_F(ConfigTest, DeclaredTaskOptionsAreValidatedAtLoad) {
+  const std::string message = problems_of(
+      "env:\n  name: Acrobot-v1\n  options:\n    torque_noise_max: -1\n    book_or_nips: nip\n"
+      "    gravty: 9\n    max_episode_steps: many\nalgo: {name: ppo}\n"
+      "collector: {total_frames: 1000}\n");
+  EXPECT_THAT(message, HasSubstr("(4 problems)"));
+  EXPECT_THAT(message, HasSubstr("'env.options.torque_noise_max' (run.yaml line 4) is -1; it "
+                                 "must be >= 0"));
+  EXPECT_THAT(message, HasSubstr("'env.options.book_or_nips' (run.yaml line 5) is 'nip'; the "
+                                 "choices are book and nips; did you mean 'nips'?"));
+  EXPECT_THAT(message, HasSubstr("unknown key 'env.options.gravty' (run.yaml line 6)"));
+  EXPECT_THAT(message, HasSubstr("'env.options.max_episode_steps' (run.yaml line 7) must be an "
+                                 "int"));
+  EXPECT_THAT(override_problems({"env.name=HalfCheetah-v4", "env.options={frame_skip: 0}"}),
+              HasSubstr("'env.options.frame_skip' (--set env.options={frame_skip: 0}) is 0; it "
+                        "must be >= 1"));
+  // Unset optional numbers keep the task's default; a set one reaches the env.
+  RunConfig cheetah =
+      load_yaml(kMinimal, {"env.name=HalfCheetah-v4", "env.options={reset_noise_scale: 0.2}"});
+  const Scalars s = scalars_of(cheetah);
+  EXPECT_EQ(s.strings.at("env.options.frame_skip"), "(none)");
+  EXPECT_DOUBLE_EQ(s.numbers.at("env.options.reset_noise_scale"), 0.2);
 }
 
 TEST_F(ConfigTest, ScalarGivenForASectionIsReported) {
@@ -614,7 +648,9 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
       {{"eval.interval_frames=-5"}, "eval.interval_frames", "it must be >= 0"},
       {{"eval.episodes=0"}, "eval.episodes", "it must be in [1, 100000]"},
       {{"eval.max_steps=0"}, "eval.max_steps", "it must be >= 1 or -1"},
-      {{"env.max_episode_steps=-7"}, "env.max_episode_steps", "is -7; it must be >= 1 or -1"},
+      {{"env.options={max_episode_steps: -7}"},
+       "env.options.max_episode_steps",
+       "is -7; it must be >= 0"},
       {{"env.num_envs=0"}, "env.num_envs", "it must be in [1, 65536]"},
       {{"logger.interval_s=-1"}, "logger.interval_s", "it must be in [0.01, 10000000]"},
       {{"logger.dir=\"\""}, "logger.dir", "must not be empty"},
@@ -659,8 +695,8 @@ TEST_F(ConfigTest, BoundaryValuesAreAccepted) {
     return out;
   };
   const std::vector<Row> rows = {
-      {{"env.max_episode_steps=-1"}, "env.max_episode_steps", -1},
-      {{"env.max_episode_steps=1"}, "env.max_episode_steps", 1},
+      {{"env.options={max_episode_steps: 0}"}, "env.options.max_episode_steps", 0},
+      {{"env.options={max_episode_steps: 1}"}, "env.options.max_episode_steps", 1},
       {{"env.num_envs=65536"}, "env.num_envs", 65536},
       {with_sac("optim.actor_lr=-1"), "optim.actor_lr", -1},
       {with_sac("optim.critic_lr=1e-5"), "optim.critic_lr", 1e-5},
@@ -705,13 +741,13 @@ TEST_F(ConfigTest, BoundaryValuesAreAccepted) {
 TEST_F(ConfigTest, OverridesSetPathsToYamlValues) {
   RunConfig config =
       load_yaml(kMinimal, {"collector.frames_per_batch=64", "model.actor_cells=[256, 256]",
-                           "env.parallel=true", "model.activation=relu", "env.options={size: 3}",
+                           "env.parallel=true", "model.activation=relu", "env.options={gravity: 3}",
                            "name=my run=1", "env.transforms=[{type: step_counter, max_steps: 5}]"});
   EXPECT_EQ(config.collector.frames_per_batch, 64);
   EXPECT_THAT(config.model.actor_cells, ElementsAre(256, 256));
   EXPECT_TRUE(config.env.parallel);
   EXPECT_EQ(config.model.activation, "relu");
-  EXPECT_EQ(config.env.options, (ScalarMap{{"size", "3"}}));
+  EXPECT_DOUBLE_EQ(scalars_of(config).numbers.at("env.options.gravity"), 3);
   EXPECT_EQ(config.name, "my run=1");
   ASSERT_EQ(config.env.transforms.size(), 1u);
   EXPECT_EQ(config.env.transforms.items[0].type, "step_counter");
@@ -889,7 +925,7 @@ TEST_F(ConfigTest, ToYamlRoundTripsForEveryAlgorithm) {
         "name: \"123\"\n"
         "env:\n"
         "  name: CartPole-v1\n"
-        "  options: {size: 3, label: fast}\n"
+        "  options: {gravity: 9.5, sutton_barto_reward: true}\n"
         "  transforms:\n"
         "    - {type: step_counter, max_steps: 50}\n"
         "    - {type: observation_norm, keys: [observation], scale: 2.5}\n"
@@ -910,7 +946,7 @@ TEST_F(ConfigTest, ToYamlRoundTripsForEveryAlgorithm) {
     EXPECT_EQ(after.strings, before.strings);
     EXPECT_EQ(after.bools, before.bools);
     EXPECT_EQ(again.name, "123");
-    EXPECT_EQ(again.env.options, config.env.options);
+    EXPECT_EQ(after.numbers.at("env.options.gravity"), 9.5);
     EXPECT_THAT(again.model.actor_cells, ElementsAre(32, 16));
     EXPECT_EQ(again.env.transforms.size(), 3u);
     EXPECT_DOUBLE_EQ(again.optim.lr, 1e-4);
@@ -966,7 +1002,10 @@ TEST_F(ConfigTest, ReferenceMentionsEveryRegisteredAlgorithmTransformAndKey) {
   EXPECT_THAT(reference, HasSubstr("| `collector.total_frames` | int | required | >= 1 |"));
   EXPECT_THAT(reference, HasSubstr("`algo.clip_epsilon`"));
   EXPECT_THAT(reference, HasSubstr("`replay.capacity`"));
-  EXPECT_THAT(reference, HasSubstr("`env.max_episode_steps`"));
+  EXPECT_THAT(reference, HasSubstr("## `env.name: CartPole-v1`"));
+  EXPECT_THAT(reference, HasSubstr("| `env.options.max_episode_steps` | int | `500` | >= 0 |"));
+  EXPECT_THAT(reference, HasSubstr("| `env.options.frame_skip` | int or none | `null` | >= 1, or "
+                                   "null (none) |"));
 }
 
 constexpr char kUserAlgorithm[] = "test_custom_algo";
@@ -1147,6 +1186,32 @@ TEST(ConfigCUDATest, DevicesThatDoNotFitTogetherAreRefusedBeforeTheRun) {
     Trainer::check(load_yaml(kMinimal, {"device=cuda", "collector.mode=distributed"}));
   });
   EXPECT_THAT(distributed, HasSubstr("'collector.mode' is distributed and 'device' is 'cuda'"));
+}
+
+// An env registered with option names only (no declaration): its env.options is a free map of
+// scalars, checked by its factory when the env is built. (After the docs test: the env it
+// registers is listed among env.name's choices from then on.)
+const std::string& undeclared_env() {
+  static const std::string name = [] {
+    envs::register_env(
+        "test/Undeclared",
+        [](const envs::EnvOptions& options) { return envs::make_env("CartPole-v1", options); },
+        std::vector<std::string>{"size"});
+    return std::string("test/Undeclared");
+  }();
+  return name;
+}
+
+TEST_F(ConfigTest, OptionsMapOfAnUndeclaredEnvMustHoldScalars) {
+  const std::string env = "env.name=" + undeclared_env();
+  EXPECT_EQ(load_yaml(kMinimal, {env}).env.options, nullptr);
+  EXPECT_EQ(load_yaml(kMinimal, {env, "env.options={size: 3}"}).env.free_options,
+            (ScalarMap{{"size", "3"}}));
+  EXPECT_THAT(override_problems({env, "env.options={a: [1]}"}),
+              HasSubstr("'env.options' (--set env.options={a: [1]}) must be a map of scalars such "
+                        "as {size: 3}; an entry is a list"));
+  EXPECT_THAT(override_problems({env, "env.options=3"}),
+              HasSubstr("must be a map of scalars such as {size: 3}, got '3'"));
 }
 
 }  // namespace

@@ -295,6 +295,80 @@ TEST(BuiltinEnvsTest, UnknownTaskOptionNamesTheTaskAndTheClosestOption) {
               ThrowsMessage<tensordict::TypeError>(HasSubstr("option 'frame_skip' is double 2.5")));
 }
 
+// ---- Declared task options ----------------------------------------------------------------------
+
+// A user's options struct declaring its task options.
+struct CounterTaskOptions {
+  TORCH_ARG(int64_t, obs_dim) = 2;
+  TORCH_ARG(std::optional<double>, noise);
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("obs_dim", obs_dim_, tensordict::fields::at_least(1), "observation size");
+    v("noise", noise_, "unused here; an optional number");
+  }
+};
+
+void ensure_declared(const std::string& name) {
+  if (is_env_registered(name)) return;
+  register_env<CounterTaskOptions>(
+      name, [](const CounterTaskOptions& task, const EnvOptions& given) {
+        return std::make_shared<NoisyCounterEnv>(
+            NoisyCounterOptions().batch_size(given.batch_size()).obs_dim(task.obs_dim()));
+      });
+}
+
+TEST(DeclaredOptionsTest, MakeEnvReadsTheDeclaredOptionsAndRefusesOthers) {
+  ensure_declared("test/Declared");
+  EXPECT_EQ(env_option_names("test/Declared"), (std::vector<std::string>{"obs_dim", "noise"}));
+  auto env = make_env("test/Declared", EnvOptions().batch_size({2}).set("obs_dim", 4));
+  EXPECT_EQ(env->observation_spec()->get("observation")->shape(), (Shape{2, 4}));
+  EXPECT_EQ(make_env("test/Declared")->observation_spec()->get("observation")->shape(),
+            (Shape{2}));  // the declared default
+  EXPECT_THAT([] { make_env("test/Declared", EnvOptions().set("obs_dm", 4)); },
+              ThrowsMessage<tensordict::KeyError>(HasSubstr("test/Declared: unknown option "
+                                                            "'obs_dm'")));
+  EXPECT_THAT([] { make_env("test/Declared", EnvOptions().set("obs_dim", "four")); },
+              ThrowsMessage<tensordict::TypeError>(HasSubstr("option 'obs_dim' is string")));
+}
+
+TEST(DeclaredOptionsTest, DeclarationRoundTripsThroughEnvOptions) {
+  ensure_declared("test/Declared");
+  ensure_registered("test/Counter");
+  EXPECT_EQ(env_options_declaration("test/Counter"), nullptr);  // names only
+  auto declared = env_options_declaration("test/Declared");
+  ASSERT_NE(declared, nullptr);
+  EnvOptions written;
+  write_task_options(*declared, written);
+  EXPECT_EQ(written.get_int("obs_dim", 0), 2);
+  EXPECT_FALSE(written.contains("noise"));  // unset optional: left out
+  DeclaredOptions<CounterTaskOptions> read;
+  read_task_options("test/Declared", EnvOptions().set("obs_dim", 7).set("noise", 0.5), read);
+  EXPECT_EQ(read.options.obs_dim(), 7);
+  EXPECT_EQ(read.options.noise(), std::optional<double>(0.5));
+  EXPECT_THAT([] { env_options_declaration("test/Nope"); },
+              ThrowsMessage<tensordict::KeyError>(HasSubstr("env_options_declaration")));
+}
+
+// Task options are scalars: a declaration with a list is refused when it is registered.
+struct ListTaskOptions {
+  std::vector<int64_t> sizes;
+  void fields(tensordict::fields::FieldVisitor& v) { v("sizes", sizes, "a list"); }
+};
+
+TEST(DeclaredOptionsTest, ANonScalarTaskOptionIsRefusedAtRegistration) {
+  EXPECT_THAT(
+      [] {
+        register_env<ListTaskOptions>("test/ListOptions",
+                                      [](const ListTaskOptions&, const EnvOptions& given) {
+                                        return make_env("test/Counter", given);
+                                      });
+      },
+      ThrowsMessage<tensordict::ValueError>(
+          HasSubstr("register_env('test/ListOptions'): task option 'sizes' is a list")));
+  EXPECT_FALSE(is_env_registered("test/ListOptions"));
+}
+
 TEST(BuiltinEnvsTest, EveryBuiltinTaskDeclaresTheOptionsItAccepts) {
   register_builtin_envs();
   for (const std::string name : {"CartPole-v1", "Pendulum-v1", "HalfCheetah-v4"}) {

@@ -200,7 +200,7 @@ class SectionListOf : public SectionList {
 };
 
 /// What visits the fields of an options struct or a section. Each kind of field has one
-/// overload; `required` fields have no default and must be given. `std::optional<double>` is a
+/// overload; `required` fields have no default and must be given. An optional number is a
 /// number or unset (its constraint's choices are the words that mean unset).
 class FieldVisitor {
  public:
@@ -210,6 +210,8 @@ class FieldVisitor {
   virtual void field(const char* name, int64_t& value, const Constraint& c, const char* doc) = 0;
   virtual void field(const char* name, double& value, const Constraint& c, const char* doc) = 0;
   virtual void field(const char* name, std::optional<double>& value, const Constraint& c,
+                     const char* doc) = 0;
+  virtual void field(const char* name, std::optional<int64_t>& value, const Constraint& c,
                      const char* doc) = 0;
   virtual void field(const char* name, std::string& value, const Constraint& c,
                      const char* doc) = 0;

@@ -37,13 +37,21 @@ using tensordict::TensorDict;
 
 // ---- the env ---------------------------------------------------------------------------------
 
-/// Options of DriftEnv.
+/// Options of DriftEnv. `fields()` declares the task options (not the batch size, which is the
+/// caller's): registered with them, Drift-v0's env.options are validated and documented by
+/// tdrl-train as the built-in tasks' are.
 /// Example: `DriftEnvOptions().batch_size({4}).max_episode_steps(50)`
 struct DriftEnvOptions {
   /// The env's batch size (`[]` = one point). Default `[]`.
   TORCH_ARG(std::vector<int64_t>, batch_size);
-  /// Steps after which an episode is truncated. Default 50.
+  /// Steps after which an episode is truncated (>= 1). Default 50.
   TORCH_ARG(int64_t, max_episode_steps) = 50;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("max_episode_steps", max_episode_steps_, tensordict::fields::at_least(1),
+      "steps after which an episode is truncated");
+  }
 };
 
 /// Drift-v0 (see drift_components.h). State and outputs live on the CPU.
@@ -241,12 +249,9 @@ void register_drift_components() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (!envs::is_env_registered("Drift-v0")) {
-      envs::register_env("Drift-v0", [](const envs::EnvOptions& options) {
-        options.check_keys("Drift-v0", {"max_episode_steps"});
-        return std::make_shared<DriftEnv>(
-            DriftEnvOptions()
-                .batch_size(options.batch_size())
-                .max_episode_steps(options.get_int("max_episode_steps", 50)));
+      envs::register_env<DriftEnvOptions>("Drift-v0", [](const DriftEnvOptions& options,
+                                                         const envs::EnvOptions& given) {
+        return std::make_shared<DriftEnv>(DriftEnvOptions(options).batch_size(given.batch_size()));
       });
     }
     if (!apps::find_algorithm("drift_pg")) {

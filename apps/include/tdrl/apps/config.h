@@ -78,15 +78,26 @@ struct TransformSection : ChoiceSection {
   }
 };
 
-/// `env:`.
-struct EnvSection : Section {
+/// `env:`. `name` chooses the registered env; `options` are the task options it declares
+/// (envs::register_env with a declaration: the built-in tasks' Options structs), parsed,
+/// range-checked and documented from that declaration. An env registered with option names only
+/// takes `options` as a free map of scalars instead (`free_options`), checked by its factory.
+struct EnvSection : ChoiceSection {
   std::string name;
   int64_t num_envs = 1;
   bool parallel = false;
-  int64_t max_episode_steps = -1;
-  ScalarMap options;
+  /// The declared task options of `name` (null: none declared, see free_options).
+  std::shared_ptr<Section> options;
+  /// `env.options` of an env registered without a declaration.
+  ScalarMap free_options;
   SectionListOf<TransformSection> transforms;
   void fields(FieldVisitor& v) override;
+  bool choose(const std::string& choice) override;
+  const char* choice_key() const override { return "name"; }
+  std::vector<std::string> choices() const override;
+  std::unique_ptr<ChoiceSection> make_empty() const override {
+    return std::make_unique<EnvSection>();
+  }
 };
 
 /// `model:`.

@@ -27,6 +27,16 @@ struct AcrobotEnvOptions : ClassicControlEnvOptions<AcrobotEnvOptions> {
   /// "book" (Sutton and Barto's equations, Gymnasium's default) or "nips" (the NIPS 1995
   /// paper's, without the theta1_dot^2 term in theta2's acceleration). Default "book".
   TORCH_ARG(std::string, book_or_nips) = "book";
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    ClassicControlEnvOptions::fields(v);
+    v("torque_noise_max", torque_noise_max_, tf::at_least(0),
+      "uniform noise in [-torque_noise_max, torque_noise_max] added to the torque");
+    v("book_or_nips", book_or_nips_, tf::one_of({"book", "nips"}),
+      "the dynamics: Sutton and Barto's book, or the NIPS 1995 paper's");
+  }
 };
 
 /// Prints `AcrobotEnvOptions(batch_size=[], device=cpu, max_episode_steps=500, ...)`.

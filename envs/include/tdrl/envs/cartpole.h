@@ -39,6 +39,22 @@ struct CartPoleEnvOptions : ClassicControlEnvOptions<CartPoleEnvOptions> {
   TORCH_ARG(double, theta_threshold_radians) = 12.0 * 2.0 * 3.14159265358979323846 / 360.0;
   /// |x| beyond which the episode terminates, m. Default 2.4.
   TORCH_ARG(double, x_threshold) = 2.4;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    ClassicControlEnvOptions::fields(v);
+    v("sutton_barto_reward", sutton_barto_reward_,
+      "reward 0 per step and -1 on termination instead of 1 per step");
+    v("gravity", gravity_, "gravity, m/s^2");
+    v("masscart", masscart_, "mass of the cart, kg");
+    v("masspole", masspole_, "mass of the pole, kg");
+    v("length", length_, "half the pole's length, m");
+    v("force_mag", force_mag_, "magnitude of the push, N");
+    v("tau", tau_, "seconds per step (explicit Euler)");
+    v("theta_threshold_radians", theta_threshold_radians_,
+      "|theta| beyond which the episode terminates, rad");
+    v("x_threshold", x_threshold_, "|x| beyond which the episode terminates, m");
+  }
 };
 
 /// Prints `CartPoleEnvOptions(batch_size=[], device=cpu, max_episode_steps=500, ...)` with

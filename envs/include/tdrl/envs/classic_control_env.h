@@ -14,6 +14,7 @@
 
 #include <tdrl/envs/env_base.h>
 #include <tensordict/arg.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::envs {
 
@@ -29,6 +30,14 @@ struct ClassicControlEnvOptions {
   TDRL_CRTP_ARG(Derived, torch::Device, device) = torch::kCPU;
   /// Steps after which a sub-env is truncated (0 = no limit, >= 0). Default: the task's.
   TDRL_CRTP_ARG(Derived, int64_t, max_episode_steps);
+
+ public:
+  /// max_episode_steps (batch_size and device are the caller's, not task options); each
+  /// task's options add their own fields after it.
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("max_episode_steps", max_episode_steps_, tensordict::fields::at_least(0),
+      "steps after which a sub-env is truncated (0: no limit)");
+  }
 
  protected:
   explicit ClassicControlEnvOptions(int64_t default_max_episode_steps)

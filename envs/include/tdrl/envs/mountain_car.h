@@ -37,6 +37,15 @@ struct MountainCarEnvOptions : ClassicControlEnvOptions<MountainCarEnvOptions> {
   TORCH_ARG(double, force) = 0.001;
   /// Gravity's factor on the slope. Default 0.0025.
   TORCH_ARG(double, gravity) = 0.0025;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    ClassicControlEnvOptions::fields(v);
+    v("goal_velocity", goal_velocity_, "velocity the car must have (at least) at the goal");
+    v("goal_position", goal_position_, "position of the goal");
+    v("force", force_, "acceleration of a push");
+    v("gravity", gravity_, "gravity's factor on the slope");
+  }
 };
 
 /// Prints `MountainCarEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, ...)`.
@@ -55,6 +64,14 @@ struct MountainCarContinuousEnvOptions : ClassicControlEnvOptions<MountainCarCon
   TORCH_ARG(double, goal_position) = 0.45;
   /// Acceleration per unit of action. Default 0.0015.
   TORCH_ARG(double, power) = 0.0015;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    ClassicControlEnvOptions::fields(v);
+    v("goal_velocity", goal_velocity_, "velocity the car must have (at least) at the goal");
+    v("goal_position", goal_position_, "position of the goal");
+    v("power", power_, "acceleration per unit of action");
+  }
 };
 
 /// Prints `MountainCarContinuousEnvOptions(batch_size=[], device=cpu, ...)`.

@@ -16,6 +16,7 @@
 #include <torch/types.h>
 
 #include <tdrl/envs/env_base.h>
+#include <tensordict/fields.h>
 
 struct mjModel_;
 struct mjData_;
@@ -52,6 +53,22 @@ struct MujocoEnvOptions {
   TORCH_ARG(bool, terminate_when_unhealthy) = true;
   /// Where the outputs live. Default CPU (simulation always runs on the CPU).
   TORCH_ARG(torch::Device, device) = torch::kCPU;
+
+ public:
+  /// The task options (batch_size and device are the caller's).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("model_path", model_path_, "the MJCF file to load (empty: the task's own model)");
+    v("asset_dir", asset_dir_, "where the tasks' models live (empty: the installed ones)");
+    v("num_threads", num_threads_, tf::at_least(1), "threads stepping the simulations");
+    v("frame_skip", frame_skip_, tf::at_least(1), "MuJoCo steps per env step (null: the task's)");
+    v("reset_noise_scale", reset_noise_scale_, tf::at_least(0),
+      "scale of the noise added to the initial qpos and qvel (null: the task's)");
+    v("max_episode_steps", max_episode_steps_, tf::at_least(0),
+      "steps after which an episode is truncated, 0: no limit (null: the task's)");
+    v("terminate_when_unhealthy", terminate_when_unhealthy_,
+      "an unhealthy state ends the episode (Hopper, Walker2d, Ant, Humanoid)");
+  }
 };
 
 /// Prints `MujocoEnvOptions(model_path=..., batch_size=[16], num_threads=2, ...)`, unset

@@ -32,6 +32,17 @@ struct PendulumEnvOptions : ClassicControlEnvOptions<PendulumEnvOptions> {
   TORCH_ARG(double, max_speed) = 8.0;
   /// Bound of the torque (the action spec's bounds), N m. Default 2.0.
   TORCH_ARG(double, max_torque) = 2.0;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    ClassicControlEnvOptions::fields(v);
+    v("g", g_, "gravity, m/s^2");
+    v("m", m_, "mass, kg");
+    v("l", l_, "length, m");
+    v("dt", dt_, "seconds per step");
+    v("max_speed", max_speed_, "bound of the angular velocity, rad/s");
+    v("max_torque", max_torque_, "bound of the torque (the action's bounds), N m");
+  }
 };
 
 /// Prints `PendulumEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, g=10, ...)`.

@@ -18,6 +18,7 @@
 #include <torch/types.h>
 
 #include <tdrl/envs/env_base.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::envs {
 
@@ -115,6 +116,62 @@ using RegisteredEnvFactory = std::function<std::shared_ptr<EnvBase>(const EnvOpt
 /// (names are never replaced silently). Thread safe.
 void register_env(const std::string& name, RegisteredEnvFactory factory,
                   std::vector<std::string> option_names = {});
+
+/// A section holding one task-options struct, visited through its `fields()` (the task options
+/// it declares, with their defaults, ranges and docs): what a declared env's task options are to
+/// the config layer (`env.options`) and to make_env.
+template <class Options>
+struct DeclaredOptions : tensordict::fields::Section {
+  Options options;
+  void fields(tensordict::fields::FieldVisitor& v) override { options.fields(v); }
+};
+
+/// Makes a fresh declaration of an env's task options (holding their defaults).
+using OptionsDeclaration = std::function<std::shared_ptr<tensordict::fields::Section>()>;
+
+/// Registers `factory` under `name` with declared task options: the option names are the
+/// declaration's fields, and the config layer parses, range-checks and documents `env.options`
+/// against the declaration. Errors as the overload above, and ValueError for an empty
+/// declaration or one whose fields are not scalars (bool, int, float, optional number, string).
+void register_env(const std::string& name, RegisteredEnvFactory factory,
+                  OptionsDeclaration declaration);
+
+/// Reads the task options set in `given` into the fields of `section` (the others keep their
+/// defaults). Throws tensordict::KeyError naming `env_name` for an option that `section` does
+/// not declare (the declared ones listed, closest first), and tensordict::TypeError for a value
+/// of another kind (EnvOptions' getters).
+void read_task_options(const std::string& env_name, const EnvOptions& given,
+                       tensordict::fields::Section& section);
+
+/// Sets every field of `section` as a task option of `out` (an unset optional number is left
+/// out), for make_env.
+void write_task_options(tensordict::fields::Section& section, EnvOptions& out);
+
+/// Registers an env whose task options are `Options`' declared fields (`Options::fields`,
+/// tensordict/fields.h): make_env reads the given task options into a default `Options` (the
+/// errors of read_task_options) and calls `make(options, given)`, `given` carrying the batch
+/// size, device and seed. The config layer then validates and documents `env.options` of this
+/// env from the declaration, as for the built-in tasks.
+/// Example (excerpt):
+/// `register_env<DriftEnvOptions>("Drift-v0", [](const DriftEnvOptions& o, const EnvOptions& e)
+///  { return std::make_shared<DriftEnv>(DriftEnvOptions(o).batch_size(e.batch_size())); });`
+template <class Options>
+void register_env(const std::string& name,
+                  std::function<std::shared_ptr<EnvBase>(const Options&, const EnvOptions&)> make) {
+  register_env(
+      name,
+      [name, make](const EnvOptions& given) {
+        DeclaredOptions<Options> declared;
+        read_task_options(name, given, declared);
+        return make(declared.options, given);
+      },
+      OptionsDeclaration([] { return std::make_shared<DeclaredOptions<Options>>(); }));
+}
+
+/// A fresh declaration of the task options of the env registered as `name` (holding its
+/// defaults), or null for an env registered with option names only. Throws
+/// tensordict::KeyError for an unregistered name. Thread safe.
+std::shared_ptr<tensordict::fields::Section> env_options_declaration(const std::string& name);
 
 /// Builds the env registered as `name` with `options`, then seeds it with `options.seed()`
 /// when set. Throws tensordict::KeyError for an unknown name, listing the registered names
