@@ -117,6 +117,25 @@ endif()
 # d. The installed tdrl-eval loads the plugin that config.yaml records, without --plugin.
 run(0 "${prefix}/bin/tdrl-eval" --run "${plugin_run}" --episodes 2)
 
+# d0. An off-policy user algorithm (drift_dpg: the user's own loss with target networks, a
+#     replay buffer, soft target updates and annealed exploration noise) trains through the
+#     user's main and through the stock tool with the plugin, writing its loss terms as metrics
+#     columns, and the stock tdrl-eval evaluates it.
+set(dpg_config "${SOURCE_DIR}/drift_dpg.yaml")
+run(0 "${drift_train}" --config "${dpg_config}" --set "logger.dir=${WORK_DIR}/runs_dpg_main")
+run_folder("${WORK_DIR}/runs_dpg_main" dpg_main_run)
+run(0 "${prefix}/bin/tdrl-train" --plugin "${plugin}" --config "${dpg_config}"
+    --set "logger.dir=${WORK_DIR}/runs_dpg_plugin")
+run_folder("${WORK_DIR}/runs_dpg_plugin" dpg_plugin_run)
+file(STRINGS "${dpg_main_run}/metrics.csv" dpg_main_rows)
+list(GET dpg_main_rows 0 dpg_header)
+foreach(column loss_actor loss_value q_value)
+  if(NOT dpg_header MATCHES "(^|,)${column}(,|$)")
+    message(FATAL_ERROR "drift_dpg's metrics.csv has no ${column} column: ${dpg_header}")
+  endif()
+endforeach()
+run(0 "${prefix}/bin/tdrl-eval" --run "${dpg_plugin_run}" --episodes 2)
+
 # A refused run: tdrl-train exits with 2 (a config error), its message matches `pattern`, and no
 # run folder (nor its parent `runs`) was created.
 function(refused pattern runs)

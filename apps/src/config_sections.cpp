@@ -7,7 +7,7 @@
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
-#include <tdrl/modules/mlp.h>
+#include <tdrl/modules/mlp_options.h>
 
 #include "detail/collector_modes.h"
 #include "detail/config_text.h"
@@ -39,8 +39,7 @@ void ReplaySection::fields(FieldVisitor& v) {
   v("capacity", capacity, at_least(1), "transitions kept");
   v("batch_size", batch_size, at_least(1), "transitions per gradient step");
   v("prioritized", prioritized, "prioritized replay (priorities from td_error)");
-  v("alpha", alpha, at_least(0), "priority exponent");
-  v("beta", beta, in_range(0, 1), "importance-sampling exponent");
+  priority.fields(v);
   v("device", device, torch_device({"auto"}),
     "where the buffer lives: the training device or cpu; auto: the training device when the "
     "full buffer takes at most a quarter of its memory, else cpu");
@@ -109,9 +108,7 @@ std::vector<std::string> EnvSection::choices() const { return envs::list_envs();
 void ModelSection::fields(FieldVisitor& v) {
   v("actor_cells", actor_cells, at_least(1), "hidden widths of the actor (or Q-network for dqn)");
   v("critic_cells", critic_cells, at_least(1), "hidden widths of the critic");
-  v("activation", activation, one_of(modules::activation_names()),
-    "activation of the hidden layers");
-  v("layer_norm", layer_norm, "LayerNorm after each hidden Linear");
+  layers.fields(v);
   v("init", init, one_of(detail::init_names()),
     "weights: LibTorch's default, or orthogonal (gain sqrt(2) for the hidden layers; 0.01 for a "
     "policy's last layer, 1 otherwise) with zero biases, as SB3 and CleanRL initialise PPO");

@@ -166,7 +166,7 @@ TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
   EXPECT_EQ(config.env.transforms.size(), 0u);
   EXPECT_THAT(config.model.actor_cells, ElementsAre(64, 64));
   EXPECT_THAT(config.model.critic_cells, ElementsAre(64, 64));
-  EXPECT_EQ(config.model.activation, "tanh");
+  EXPECT_EQ(config.model.layers.activation(), "tanh");
   EXPECT_EQ(config.algo.name, "ppo");
   EXPECT_NE(config.algo.options, nullptr);
   EXPECT_EQ(config.collector.total_frames, 1000);
@@ -627,7 +627,8 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
        "algo.loss_function",
        "the choices are l1, l2 and smooth_l1"},
       {{"algo.name=dqn", "replay.batch_size=0"}, "replay.batch_size", "it must be >= 1"},
-      {{"algo.name=dqn", "replay.beta=2"}, "replay.beta", "it must be in [0, 1]"},
+      {{"algo.name=dqn", "replay.beta=-1"}, "replay.beta", "is -1; it must be >= 0"},
+      {{"algo.name=dqn", "replay.eps=-1"}, "replay.eps", "is -1; it must be >= 0"},
       {{"algo.name=sac", "env.name=Pendulum-v1", "algo.tau=0"}, "algo.tau", "it must be in (0, 1]"},
       {{"algo.name=sac", "env.name=Pendulum-v1", "algo.tau=1.5"},
        "algo.tau",
@@ -746,7 +747,7 @@ TEST_F(ConfigTest, OverridesSetPathsToYamlValues) {
   EXPECT_EQ(config.collector.frames_per_batch, 64);
   EXPECT_THAT(config.model.actor_cells, ElementsAre(256, 256));
   EXPECT_TRUE(config.env.parallel);
-  EXPECT_EQ(config.model.activation, "relu");
+  EXPECT_EQ(config.model.layers.activation(), "relu");
   EXPECT_DOUBLE_EQ(scalars_of(config).numbers.at("env.options.gravity"), 3);
   EXPECT_EQ(config.name, "my run=1");
   ASSERT_EQ(config.env.transforms.size(), 1u);

@@ -57,10 +57,8 @@ const std::vector<std::string>& init_names() { return init_table().names(); }
 modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
                  const std::vector<int64_t>& cells, double last_gain) {
   const auto init = init_table().at(model.init, "model.init");
-  modules::MLP net(modules::MLPOptions(in, out)
-                       .num_cells(cells)
-                       .activation(model.activation)
-                       .layer_norm(model.layer_norm));
+  modules::MLPOptions options = model.layers;  // the config's activation and norm
+  modules::MLP net(options.in_features(in).out_features(out).num_cells(cells));
   init(net, last_gain);
   return net;
 }
@@ -170,8 +168,8 @@ std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection&
       replay.capacity, replay::StorageOptions().device(device));
   const auto options = replay::ReplayBufferOptions().batch_size(replay.batch_size);
   if (replay.prioritized)
-    return std::make_shared<replay::TensorDictPrioritizedReplayBuffer>(
-        storage, replay::PrioritizedSamplerOptions(replay.alpha, replay.beta), options);
+    return std::make_shared<replay::TensorDictPrioritizedReplayBuffer>(storage, replay.priority,
+                                                                       options);
   return std::make_shared<replay::TensorDictReplayBuffer>(
       storage, std::make_shared<replay::RandomSampler>(), nullptr, options);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/arg.h>
@@ -14,12 +15,16 @@
 #include <torch/types.h>
 
 #include <tdrl/apps/models.h>
+#include <tdrl/apps/recipe.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/env_base.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/actors.h>
+#include <tdrl/modules/additive_gaussian.h>
+#include <tdrl/modules/mlp.h>
+#include <tdrl/replay.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
 #include <tensordict/fields.h>
@@ -243,6 +248,193 @@ std::vector<std::string> check_drift_pg(const apps::RunConfig& config, const app
   return problems;
 }
 
+// ---- an off-policy algorithm: deterministic policy gradient -----------------------------------
+
+/// Options of DriftDPGLoss, declared once for the config.
+struct DriftDPGLossOptions {
+  /// Discount of the one-step target. Default 0.95.
+  TORCH_ARG(double, gamma) = 0.95;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("gamma", gamma_, tensordict::fields::in_range(0, 1), "discount of the one-step target");
+  }
+};
+
+/// A deterministic policy gradient (DDPG-like) on transitions [B]:
+///   y = r + gamma * (1 - terminated) * Q_target(s', mu_target(s'))
+///   loss_value = mean((Q(s, a) - y)^2)
+///   loss_actor = -mean(Q(s, mu(s)))   (the critic's parameters held out of this term)
+/// Keys (set_keys names → defaults): "action" → action, "reward" → ("next", "reward"),
+/// "terminated" → ("next", "terminated"), "value" → state_action_value (what the critic
+/// writes), plus the networks' in keys. Writes loss_actor, loss_value and the detached
+/// diagnostic q_value.
+class DriftDPGLoss : public tdrl::losses::LossModule {
+ public:
+  DriftDPGLoss(tdnn::TensorDictModule actor, tdrl::modules::ValueOperator critic,
+               DriftDPGLossOptions options)
+      : LossModule("DriftDPGLoss",
+                   {{"action", NestedKey("action")},
+                    {"reward", NestedKey{"next", "reward"}},
+                    {"terminated", NestedKey{"next", "terminated"}},
+                    {"value", NestedKey("state_action_value")}},
+                   /*in_key_names=*/{"action", "reward", "terminated"}),
+        actor_(actor),
+        critic_(critic),
+        options_(options) {
+    set_out_keys({"loss_actor", "loss_value", "q_value"});
+    convert_to_functional("actor_network", actor.ptr(), /*create_target=*/true);
+    convert_to_functional("value_network", critic.ptr(), /*create_target=*/true);
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict& batch) override {
+    const TensorDict td = batch.clone(/*recurse=*/false);
+    const auto reward = get(td, "reward");
+    const auto not_terminated = 1.0 - get(td, "terminated").to(reward.scalar_type());
+
+    // The target: the target actor picks the next action, the target critic values it.
+    TensorDict next = td.get_tensordict("next").clone(/*recurse=*/false);
+    const auto next_q = with_target("actor_network", [&] {
+      actor_(next);
+      return with_target("value_network", [&] { return critic_(next).get(key("value")); });
+    });
+    const auto target = (reward + options_.gamma() * not_terminated * next_q).detach();
+
+    // The critic on the batch's actions, regressed on the target.
+    const auto q = critic_(td).get(key("value"));
+    check_same_shape("value loss", q, "Q(s, a)", target, "target");
+
+    // The actor through the critic, whose parameters get no gradient from this term.
+    TensorDict acted = td.clone(/*recurse=*/false);
+    actor_(acted);
+    torch::Tensor q_actor;
+    {
+      tdrl::losses::HoldOutParams hold(*critic_);
+      q_actor = critic_(acted).get(key("value"));
+    }
+    TensorDict out = TensorDict::empty({});
+    out.set("loss_actor", -q_actor.mean());
+    out.set("loss_value", (q - target).pow(2).mean());
+    out.set("q_value", q.detach().mean());
+    return out;
+  }
+
+ private:
+  tdnn::TensorDictModule actor_;
+  tdrl::modules::ValueOperator critic_;
+  DriftDPGLossOptions options_;
+};
+
+/// `algo:` of drift_dpg, and `replay:` beside it: the loss's options, the exploration noise's
+/// (AdditiveGaussianModuleOptions' declared fields: annealed from sigma_init to sigma_end over
+/// annealing_num_steps frames), the target networks' soft update rate and the updates per batch.
+struct DriftDPGConfig : apps::AlgoConfig {
+  DriftDPGLossOptions loss;
+  tdrl::modules::AdditiveGaussianModuleOptions noise =
+      tdrl::modules::AdditiveGaussianModuleOptions()
+          .sigma_init(0.5)
+          .sigma_end(0.1)
+          .annealing_num_steps(1000);
+  double tau = 0.05;
+  int64_t updates_per_batch = 16;
+  apps::ReplaySection replay_section;
+  apps::ReplaySection* replay() override { return &replay_section; }
+  void fields(apps::FieldVisitor& v) override {
+    loss.fields(v);
+    noise.fields(v);
+    v("tau", tau, apps::greater_than(0).up_to(1), "soft update rate of the target networks");
+    v("updates_per_batch", updates_per_batch, apps::at_least(1),
+      "gradient steps per collected batch");
+  }
+};
+
+class DriftDPGRecipe : public apps::Recipe {
+ public:
+  explicit DriftDPGRecipe(const DriftDPGConfig& config) : config_(config) {}
+
+  void build_acting(const apps::RecipeContext& context) override {
+    const apps::EnvInfo env = context.env;
+    const std::vector<int64_t> cells = context.model.actor_cells;
+    auto make_actor = [env, cells] {
+      return tdnn::TensorDictModule(
+          tdrl::modules::TanhBoundedMLP(
+              tdrl::modules::MLP(
+                  tdrl::modules::MLPOptions(env.obs_dim, env.action_dim).num_cells(cells)),
+              env.bounded->low(), env.bounded->high()),
+          tdnn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action"}));
+    };
+    const auto noise_options = config_.noise;
+    auto explore = [env, noise_options](tdnn::TensorDictModule a) {
+      tdrl::modules::AdditiveGaussianModule noise(env.action_spec, noise_options);
+      return std::make_pair(tdnn::TensorDictSequential(a, noise), noise);
+    };
+    actor_ = make_actor();
+    actor = actor_;
+    auto [policy, noise] = explore(actor_);
+    noise_ = noise.ptr();
+    exploration_policy = policy;
+    exploration_modules.emplace_back("exploration", noise);  // its annealing is checkpointed
+    policy_factory = [make_actor, explore] {
+      return tdrl::collectors::CollectorPolicy(explore(make_actor()).first);
+    };
+  }
+
+  void build_learning(const apps::RecipeContext& context) override {
+    const apps::EnvInfo& env = context.env;
+    tdrl::modules::ValueOperator critic(
+        tdrl::modules::ConcatMLP(
+            tdrl::modules::MLP(tdrl::modules::MLPOptions(env.obs_dim + env.action_dim, 1)
+                                   .num_cells(context.model.critic_cells))),
+        tdrl::modules::ValueOperatorOptions().in_keys({"observation", "action"}));
+    loss = std::make_shared<DriftDPGLoss>(actor_, critic, config_.loss);
+    // One Adam per network, each minimising its own term.
+    auto adam = [&](const char* name, const char* term, std::vector<torch::Tensor> params) {
+      apps::OptimizerGroup group;
+      group.name = name;
+      group.terms = {term};
+      group.base_lr = context.optim.lr;
+      group.optimizer = std::make_shared<torch::optim::Adam>(
+          std::move(params), torch::optim::AdamOptions(context.optim.lr));
+      optimizers.push_back(std::move(group));
+    };
+    adam("actor", "loss_actor", actor_->parameters());
+    adam("critic", "loss_value", critic->parameters());
+    replay = std::make_shared<tdrl::replay::TensorDictReplayBuffer>(
+        std::make_shared<tdrl::replay::LazyTensorStorage>(context.replay->capacity),
+        tdrl::replay::ReplayBufferOptions().batch_size(context.replay->batch_size));
+    target_updater_ = std::make_unique<tdrl::losses::SoftUpdate>(loss, config_.tau);
+  }
+
+  int64_t updates_per_batch() const override { return config_.updates_per_batch; }
+  void after_update() override { target_updater_->step(); }
+  // The noise anneals by frames collected; a resumed run's loaded noise holds its annealing.
+  void after_batch(int64_t frames) override {
+    noise_->step(frames - annealed_);
+    annealed_ = frames;
+  }
+  void on_resume(int64_t frames) override { annealed_ = frames; }
+
+ private:
+  DriftDPGConfig config_;
+  tdnn::TensorDictModule actor_{nullptr};
+  std::shared_ptr<tdrl::modules::AdditiveGaussianModuleImpl> noise_;
+  std::unique_ptr<tdrl::losses::SoftUpdate> target_updater_;
+  int64_t annealed_ = 0;
+};
+
+std::vector<std::string> check_drift_dpg(const apps::RunConfig& config, const apps::EnvInfo& env) {
+  std::vector<std::string> problems;
+  if (!env.bounded)
+    problems.push_back(
+        "'algo.name' is drift_dpg, which needs a Bounded action space, but "
+        "'env.name' " +
+        env.name + " has " + env.action_spec->to_string() + "; use dqn");
+  if (config.replay()->prioritized)
+    problems.push_back("'replay.prioritized' is true, but drift_dpg samples uniformly; remove it");
+  return problems;
+}
+
 }  // namespace
 
 void register_drift_components() {
@@ -258,6 +450,13 @@ void register_drift_components() {
       apps::register_algorithm<DriftAlgoConfig, DriftRecipe>(
           "drift_pg", "REINFORCE with a batch baseline (the package test's user algorithm)",
           check_drift_pg);
+    }
+    if (!apps::find_algorithm("drift_dpg")) {
+      apps::register_algorithm<DriftDPGConfig, DriftDPGRecipe>(
+          "drift_dpg",
+          "deterministic policy gradient with replay, target networks and annealed Gaussian "
+          "noise (the package test's off-policy user algorithm)",
+          check_drift_dpg);
     }
   });
 }

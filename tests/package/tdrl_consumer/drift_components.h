@@ -10,10 +10,15 @@
 /// - the algorithm "drift_pg": REINFORCE with a batch-mean baseline on Monte-Carlo returns, a
 ///   TanhNormal actor on the action bounds and one Adam optimiser; its `algo:` section has
 ///   `gamma` (in [0, 1]) and `num_epochs`.
+/// - the algorithm "drift_dpg": an off-policy deterministic policy gradient of the user's own
+///   (DriftDPGLoss: target actor and critic, the critic held out of the actor's term), with a
+///   replay buffer, soft target updates and annealed Gaussian exploration noise, one Adam per
+///   network.
 
 namespace drift {
 
-/// Registers Drift-v0 (tdrl::envs::register_env) and drift_pg (tdrl::apps::register_algorithm).
+/// Registers Drift-v0 (tdrl::envs::register_env), drift_pg and drift_dpg
+/// (tdrl::apps::register_algorithm).
 /// Idempotent: a later call, also from another copy of these components (an executable that
 /// links them and loads the plugin holding them too), registers nothing again.
 void register_drift_components();

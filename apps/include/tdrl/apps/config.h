@@ -26,6 +26,8 @@
 #include <vector>
 
 #include <tdrl/apps/config_fields.h>
+#include <tdrl/modules/mlp_options.h>
+#include <tdrl/replay/prioritized_sampler_options.h>
 
 namespace tdrl::apps {
 
@@ -34,8 +36,8 @@ struct ReplaySection : Section {
   int64_t capacity = 1'000'000;
   int64_t batch_size = 256;
   bool prioritized = false;
-  double alpha = 0.6;
-  double beta = 0.4;
+  /// The prioritized sampler's options (alpha, beta, eps, max_priority: its declared fields).
+  replay::PrioritizedSamplerOptions priority{0.6, 0.4};
   /// "auto": the training device when the full buffer takes at most a quarter of its memory
   /// (the CPU for a CPU run), else the CPU; or a device ("cpu", the training device).
   std::string device = "auto";
@@ -104,8 +106,9 @@ struct EnvSection : ChoiceSection {
 struct ModelSection : Section {
   std::vector<int64_t> actor_cells{64, 64};
   std::vector<int64_t> critic_cells{64, 64};
-  std::string activation = "tanh";
-  bool layer_norm = false;
+  /// The hidden layers' settings (activation, layer_norm: MLPOptions' declared fields); the
+  /// sizes are set per network.
+  modules::MLPOptions layers{1, 1};
   std::string init = "default";
   void fields(FieldVisitor& v) override;
 };

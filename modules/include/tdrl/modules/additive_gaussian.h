@@ -14,6 +14,7 @@
 
 #include <tdrl/modules/exploration.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/fields.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
@@ -41,6 +42,19 @@ struct AdditiveGaussianModuleOptions {
   TORCH_ARG(bool, safe) = true;
   /// The generator of the noise, on the actions' device. Default: LibTorch's default generator.
   TORCH_ARG(std::optional<torch::Generator>, generator);
+
+ public:
+  /// The noise and its schedule (the key and the generator are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    namespace tf = tensordict::fields;
+    v("sigma_init", sigma_init_, tf::at_least(0), "noise scale before any annealing");
+    v("sigma_end", sigma_end_, tf::at_least(0), "noise scale at the end (at most sigma_init)");
+    v("annealing_num_steps", annealing_num_steps_, tf::at_least(1),
+      "frames over which sigma decreases linearly from sigma_init to sigma_end");
+    v("mean", mean_, "mean of the unscaled noise");
+    v("std", std_, tf::at_least(0), "standard deviation of the unscaled noise");
+    v("safe", safe_, "clamp the noisy action into the action spec's box");
+  }
 };
 
 /// Additive Gaussian exploration: action + sigma * N(mean, std), drawn independently for each

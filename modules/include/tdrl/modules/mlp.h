@@ -13,39 +13,13 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-namespace tdrl::modules {
+#include <tdrl/modules/mlp_options.h>
 
-/// The activation names accepted by `make_activation` (and the `activation` options):
-/// "tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "sigmoid", "softplus", "identity".
-const std::vector<std::string>& activation_names();
+namespace tdrl::modules {
 
 /// A fresh activation module for `name` (see activation_names()). Throws
 /// tensordict::ValueError for an unknown name, listing the valid ones.
 torch::nn::AnyModule make_activation(const std::string& name);
-
-/// Options of MLP. `in_features` and `out_features` are required.
-/// Example: `MLPOptions(17, 6).num_cells({256, 256}).activation("relu")`
-struct MLPOptions {
-  MLPOptions(int64_t in_features, int64_t out_features)
-      : in_features_(in_features), out_features_(out_features) {}
-  /// Input size (last dim of the input). LibTorch has no lazy layers, so it is required.
-  TORCH_ARG(int64_t, in_features);
-  /// Output size (last dim of the output).
-  TORCH_ARG(int64_t, out_features);
-  /// Hidden layer widths, one per hidden layer; empty gives a single Linear. Default
-  /// {32, 32, 32} (TorchRL's depth 3 of 32 cells).
-  TORCH_ARG(std::vector<int64_t>, num_cells) = std::vector<int64_t>{32, 32, 32};
-  /// Activation after each hidden layer (see activation_names()). Default "tanh".
-  TORCH_ARG(std::string, activation) = "tanh";
-  /// Also apply dropout/norm/activation after the output layer. Default false.
-  TORCH_ARG(bool, activate_last_layer) = false;
-  /// A LayerNorm after each activated Linear (before the activation). Default false.
-  TORCH_ARG(bool, layer_norm) = false;
-  /// Dropout probability after each activated Linear (before the norm); 0 = none.
-  TORCH_ARG(double, dropout) = 0.0;
-  /// Whether the output layer has a bias. Default true.
-  TORCH_ARG(bool, bias_last_layer) = true;
-};
 
 /// A multi-layer perceptron `[*batch, in_features]` → `[*batch, out_features]`: for each
 /// hidden width, Linear → [Dropout] → [LayerNorm] → activation; then the output Linear (and,
