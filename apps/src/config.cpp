@@ -329,15 +329,19 @@ void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constrain
   std::vector<T> parsed;
   if (!node.IsNull()) {
     if (!node.IsSequence()) {
-      loader_.problem_at(path, &node, "must be a list such as [64, 64], got " + describe(node));
+      const char* example = std::is_same_v<T, std::string> ? "[a, b]" : "[64, 64]";
+      loader_.problem_at(
+          path, &node,
+          std::string("must be a list such as ") + example + ", got " + describe(node));
       return;
     }
     for (size_t i = 0; i < node.size(); ++i) {
       T element{};
-      std::string issue = read(node[i], &element);
+      const YAML::Node element_node = node[i];  // its own line, in a block list
+      std::string issue = read(element_node, &element);
       if (issue.empty()) issue = checked(element, c);
       if (!issue.empty()) {
-        loader_.problem_at(path + "[" + std::to_string(i) + "]", &node, issue);
+        loader_.problem_at(path + "[" + std::to_string(i) + "]", &element_node, issue);
         return;
       }
       parsed.push_back(element);
@@ -716,52 +720,62 @@ class EmitVisitor : public FieldVisitor {
 
 }  // namespace
 
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// The text of the config file `path`; ConfigError when it cannot be read.
+std::string config_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw ConfigError("load_config: cannot read '" + path +
                       "'; check the path (it is relative to the working directory)");
   std::ostringstream text;
   text << in.rdbuf();
-  return load_config_string(text.str(), overrides, path);
+  return text.str();
 }
 
-RunConfig load_config_string(const std::string& yaml, const std::vector<std::string>& overrides,
-                             const std::string& source) {
-  YAML::Node root;
+// The YAML document of a config; ConfigError naming the line for invalid YAML.
+YAML::Node parse_config(const std::string& yaml, const std::string& source) {
   try {
-    root = YAML::Load(yaml);
+    return YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
     throw ConfigError("invalid config " + source + ": invalid YAML at line " +
                       std::to_string(e.mark.line + 1) + ", column " +
                       std::to_string(e.mark.column + 1) + ": " + e.msg +
                       "; check the indentation and quoting there");
   }
-  return load(root, overrides, source);
+}
+
+// The top-level `plugins:` alone, declared as RunConfig declares it: what must load before the
+// rest of a config can be read (its algorithms and envs may come from the plugins).
+struct PluginsSection : Section {
+  std::vector<std::string> plugins;
+  void fields(FieldVisitor& v) override { RunConfig::declare_plugins(v, plugins); }
+};
+
+}  // namespace
+
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_config_string(config_text(path), overrides, path);
+}
+
+RunConfig load_config_string(const std::string& yaml, const std::vector<std::string>& overrides,
+                             const std::string& source) {
+  return load(parse_config(yaml, source), overrides, source);
 }
 
 std::vector<ListedPlugin> plugins_of(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError("load_config: cannot read '" + path + "'; check the path");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("invalid config " + path + ": invalid YAML at line " +
-                      std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  const YAML::Node root = parse_config(config_text(path), path);
+  // Read with the config reader's own visitor and messages; the other keys are not judged here.
+  Loader loader(Origins{path, {}});
+  PluginsSection section;
+  ApplyVisitor visitor(loader, root, "");
+  section.fields(visitor);
+  loader.finish();
+  // Each path with its line, for the messages about a plugin that cannot load.
   std::vector<ListedPlugin> out;
-  if (!root.IsMap() || !root["plugins"] || root["plugins"].IsNull()) return out;
-  const YAML::Node list = root["plugins"];
-  if (!list.IsSequence())
-    throw ConfigError("'plugins' (" + path + " line " + std::to_string(list.Mark().line + 1) +
-                      ") must be a list of shared-library paths, got " + describe(list));
-  for (const auto& e : list) {
-    if (!e.IsScalar())
-      throw ConfigError("'plugins' (" + path + ") must be a list of paths; an element is " +
-                        describe(e));
-    out.push_back({e.Scalar(), static_cast<int64_t>(e.Mark().line) + 1});
-  }
+  const YAML::Node list = root.IsMap() ? root["plugins"] : YAML::Node();
+  for (size_t i = 0; i < section.plugins.size(); ++i)
+    out.push_back({section.plugins[i], static_cast<int64_t>(list[i].Mark().line) + 1});
   return out;
 }
 

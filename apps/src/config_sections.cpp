@@ -186,8 +186,7 @@ void RunConfig::fields(FieldVisitor& v) {
   v("device", device, torch_device(),
     "where training runs: the networks, the loss and its target networks, the optimisers' "
     "state, advantages and TD targets, and the collector's policy (envs step on the CPU)");
-  v("plugins", plugins, non_empty(),
-    "shared libraries that register components (tdrl-train --plugin adds to it)");
+  declare_plugins(v, plugins);
   v.section("env", env, "the task");
   v.section("model", model, "the networks");
   v.section("algo", algo, "the algorithm; its keys depend on algo.name (see below)");
@@ -199,6 +198,11 @@ void RunConfig::fields(FieldVisitor& v) {
   v.section("logger", logger, "terminal output and the run folder");
   v.section("eval", eval, "deterministic evaluation");
   v.section("checkpoint", checkpoint, "checkpoints");
+}
+
+void RunConfig::declare_plugins(FieldVisitor& v, std::vector<std::string>& plugins) {
+  v("plugins", plugins, non_empty(),
+    "shared libraries that register components (tdrl-train --plugin adds to it)");
 }
 
 std::string RunConfig::run_name() const { return name.empty() ? algo.name + "_" + env.name : name; }

@@ -873,10 +873,15 @@ TEST_F(ConfigTest, PluginsOfReadsOnlyThePluginList) {
   tensordict::testing::write_file_bytes(path, kMinimal);
   EXPECT_THAT(plugins_of(path), IsEmpty());
   tensordict::testing::write_file_bytes(path, "plugins: libawr.so\n");
+  EXPECT_THAT(
+      error_message<ConfigError>([&] { plugins_of(path); }),
+      HasSubstr("'plugins' (" + path + " line 1) must be a list such as [a, b], got 'libawr.so'"));
+  // Read by the config reader itself: its messages, each element's line.
+  tensordict::testing::write_file_bytes(path, "seed: 1\nplugins:\n  - liba.so\n  - \"\"\n");
   EXPECT_THAT(error_message<ConfigError>([&] { plugins_of(path); }),
-              HasSubstr("'plugins' (" + path +
-                        " line 1) must be a list of shared-library paths, "
-                        "got 'libawr.so'"));
+              HasSubstr("'plugins[1]' (" + path + " line 4) is ''; must not be empty"));
+  tensordict::testing::write_file_bytes(path, "plugins:\n  - liba.so\n  - libb.so\n");
+  EXPECT_EQ(plugins_of(path).at(1).line, 3);
   EXPECT_THAT(error_message<ConfigError>([&] { plugins_of(dir / "missing.yaml"); }),
               HasSubstr("cannot read"));
   EXPECT_THAT(load_yaml(std::string("plugins: [libawr.so]\n") + kMinimal).plugins,

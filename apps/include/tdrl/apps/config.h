@@ -195,6 +195,9 @@ struct RunConfig : Section {
   const ReplaySection* replay() const { return algo.options ? algo.options->replay() : nullptr; }
   /// `name`, or `<algo>_<env>` when empty.
   std::string run_name() const;
+  /// The `plugins:` field, declared once for fields() and for plugins_of (which reads it alone,
+  /// before the plugins are loaded).
+  static void declare_plugins(FieldVisitor& v, std::vector<std::string>& plugins);
 };
 
 /// Loads and validates a YAML file, then applies `overrides` ("path=value"; the value is YAML:
