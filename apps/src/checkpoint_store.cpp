@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <tensordict/errors.h>
+#include <zlib.h>
 
 #include "detail/file_util.h"
 
@@ -79,34 +80,33 @@ void sync_tree(const fs::path& root) {
 
 constexpr const char* kManifestFile = "MANIFEST";
 
-/// A 64-bit checksum of `path`'s bytes (8 bytes at a time, mixed by multiplication): fast
-/// enough to run over a replay buffer's files at every checkpoint, and sensitive to any change.
-std::optional<uint64_t> file_checksum(const fs::path& path) {
+// A manifest's first line: its format, and the checksum its lines carry (zlib's CRC-32).
+// Manifests of tdrl 0.1 have no such line (and a 64-bit checksum of their own).
+constexpr const char* kManifestHeader = "tdrl-manifest 2 crc32";
+
+/// The CRC-32 (zlib's) of `path`'s bytes, or nullopt when it cannot be read.
+std::optional<uint32_t> file_checksum(const fs::path& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return std::nullopt;
   std::vector<unsigned char> buffer(1 << 20);
-  uint64_t h = 0x243F6A8885A308D3ull;
-  uint64_t length = 0;
-  for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0;) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, buffer.data() + i, 8);
-      h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-      h ^= h >> 31;
-    }
-    for (; i < n; ++i) h = (h ^ buffer[i]) * 0x100000001B3ull;
-    length += n;
-  }
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0;)
+    crc = crc32_z(crc, buffer.data(), n);
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) return std::nullopt;
-  h ^= length;
-  h *= 0xFF51AFD7ED558CCDull;
-  return h ^ (h >> 33);
+  return static_cast<uint32_t>(crc);
 }
 
-/// The manifest of the folder `root`: its regular files (sorted), each with checksum and size.
+/// `sum` as a manifest writes it: 8 hex digits.
+std::string checksum_text(uint32_t sum) {
+  char hex[9];
+  std::snprintf(hex, sizeof(hex), "%08x", static_cast<unsigned>(sum));
+  return hex;
+}
+
+/// The manifest of the folder `root`: its format line, then its regular files (sorted), each
+/// with checksum and size.
 std::string manifest_of(const fs::path& root) {
   std::vector<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
@@ -116,15 +116,14 @@ std::string manifest_of(const fs::path& root) {
   }
   std::sort(files.begin(), files.end());
   std::ostringstream out;
+  out << kManifestHeader << "\n";
   for (const auto& file : files) {
     const auto sum = file_checksum(root / file);
     if (!sum) {
       throw std::runtime_error("CheckpointStore::write: cannot read " +
                                in_quotes((root / file).string()) + ": " + errno_text(errno));
     }
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(*sum));
-    out << hex << " " << fs::file_size(root / file) << " " << file << "\n";
+    out << checksum_text(*sum) << " " << fs::file_size(root / file) << " " << file << "\n";
   }
   return out.str();
 }
@@ -155,10 +154,8 @@ CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir
              std::to_string(keep_));
 }
 
-std::string CheckpointStore::write(int64_t frames,
-                                   const std::function<void(const std::string&)>& fill) {
-  TDRL_CHECK(!(frames < 0), tensordict::ValueError,
-             "CheckpointStore::write: frames must be >= 0, got ", std::to_string(frames));
+void CheckpointStore::commit(const std::string& name,
+                             const std::function<void(const std::string&)>& fill) const {
   const fs::path dir(dir_);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -168,7 +165,6 @@ std::string CheckpointStore::write(int64_t frames,
   }
   remove_stale(dir);
 
-  const std::string name = ckpt_name(frames);
   const std::string pid = std::to_string(::getpid());
   const fs::path final_path = dir / name;
   const fs::path tmp = dir / (kTmpPrefix + name + "-" + pid);
@@ -192,7 +188,8 @@ std::string CheckpointStore::write(int64_t frames,
     throw;
   }
 
-  // Commit. The folder `latest` may name is replaced atomically when it already exists.
+  // Commit. A folder of the same name (the one `latest` may name, or best/) is replaced
+  // atomically.
   fs::path leftover;
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     int error = errno;
@@ -226,8 +223,30 @@ std::string CheckpointStore::write(int64_t frames,
     }
   }
   fsync_dir(dir);
-  write_file_atomically((dir / kLatestFile).string(), name + "\n");
   if (!leftover.empty()) fs::remove_all(leftover, ec);
+}
+
+std::string CheckpointStore::write_named(const std::string& name,
+                                         const std::function<void(const std::string&)>& fill) {
+  TDRL_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                 !parse_ckpt_name(name) && !starts_with(name, kTmpPrefix) &&
+                 !starts_with(name, kOldPrefix) && name != kLatestFile,
+             tensordict::ValueError, "CheckpointStore::write_named: '", name,
+             "' is not a plain folder name of its own (not ckpt-*, tmp-*, old-* or latest)");
+  commit(name, fill);
+  return (fs::path(dir_) / name).string();
+}
+
+std::string CheckpointStore::write(int64_t frames,
+                                   const std::function<void(const std::string&)>& fill) {
+  TDRL_CHECK(!(frames < 0), tensordict::ValueError,
+             "CheckpointStore::write: frames must be >= 0, got ", std::to_string(frames));
+  const std::string name = ckpt_name(frames);
+  commit(name, fill);
+  const fs::path dir(dir_);
+  const fs::path final_path = dir / name;
+  std::error_code ec;
+  write_file_atomically((dir / kLatestFile).string(), name + "\n");
 
   // Keep the newest `keep` checkpoints, counting the one just written.
   std::vector<std::pair<int64_t, fs::path>> others;
@@ -249,6 +268,9 @@ std::optional<std::string> CheckpointStore::damage(const std::string& folder) {
   std::ifstream in(fs::path(folder) / kManifestFile);
   if (!in) return std::nullopt;  // written before manifests (release 0.2): trusted until 0.3
   std::string line;
+  if (!std::getline(in, line) || line != kManifestHeader)
+    return "its MANIFEST was written by tdrl 0.1, whose checksums this tdrl does not compute; "
+           "evaluate or resume it with tdrl 0.1, or start a new run";
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string hex, file;
@@ -265,10 +287,7 @@ std::optional<std::string> CheckpointStore::damage(const std::string& folder) {
              std::to_string(size) + " when written (truncated or changed)";
     }
     const auto sum = file_checksum(path);
-    char written[17];
-    std::snprintf(written, sizeof(written), "%016llx",
-                  static_cast<unsigned long long>(sum.value_or(0)));
-    if (!sum || hex != written)
+    if (!sum || hex != checksum_text(*sum))
       return in_quotes(path.string()) + " does not hold what was written (checksum mismatch)";
   }
   return std::nullopt;

@@ -510,10 +510,11 @@ EvalResult Trainer::evaluate_now() {
 void Trainer::keep_if_best(const EvalResult& result) {
   const std::string dir = run_.file("checkpoints") + "/best";
   if (!best_eval_) {
-    // A resumed run continues from the best it saved.
+    // A resumed run continues from the best it saved, if that is intact.
     best_eval_ = -std::numeric_limits<double>::infinity();
     if (fs::exists(fs::path(dir) / "state" / "meta.json")) {
       try {
+        if (const auto damaged = CheckpointStore::damage(dir)) throw std::runtime_error(*damaged);
         best_eval_ = load_checkpoint_state(dir).get({"trainer", "eval_return"}).item<double>();
       } catch (const std::exception& e) {
         logger_->warn("checkpoints/best cannot be read ({}); the next evaluation replaces it",
@@ -530,8 +531,9 @@ void Trainer::keep_if_best(const EvalResult& result) {
   trainer.set("frames", torch::tensor(frames_, torch::kInt64));
   trainer.set("eval_return", torch::tensor(result.mean, torch::kFloat64));
   state.set("trainer", trainer);
-  fs::create_directories(dir);
-  save_checkpoint_state(state, dir);
+  // Written as the store writes checkpoints: complete or not at all, with its MANIFEST.
+  checkpoints_->write_named(
+      "best", [&](const std::string& folder) { save_checkpoint_state(state, folder); });
   logger_->info("checkpoints/best: eval return {:.2f} at {} frames", result.mean, frames_);
 }
 

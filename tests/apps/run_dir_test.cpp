@@ -453,6 +453,54 @@ TEST(CheckpointStoreTest, FlippedBytesAndADeletedFolderAreFound) {
               HasSubstr("replay/rows.memmap' is missing"));
 }
 
+// The manifest's format line and zlib's CRC-32 of each file ("a" is 0xe8b7be43).
+TEST(CheckpointStoreTest, TheManifestCarriesItsFormatAndEachFilesCrc32) {
+  TempDir tmp;
+  two_checkpoints(tmp);
+  const std::string manifest = read_file_bytes(tmp / "checkpoints/ckpt-000000001000/MANIFEST");
+  EXPECT_EQ(manifest.substr(0, manifest.find('\n')), "tdrl-manifest 2 crc32");
+  EXPECT_THAT(manifest, HasSubstr("\ne8b7be43 1 "));
+}
+
+// A manifest of tdrl 0.1 (no format line, its own 64-bit checksum) is not checked with
+// another checksum: the checkpoint is passed over, saying which version wrote it.
+TEST(CheckpointStoreTest, AManifestOfTdrl01IsRefusedNamingTheVersion) {
+  TempDir tmp;
+  const auto store = two_checkpoints(tmp);
+  const auto newest = tmp / "checkpoints/ckpt-000000002000";
+  write_file_bytes(newest + "/MANIFEST", "0123456789abcdef 2 state.txt\n");
+  EXPECT_THAT(CheckpointStore::damage(newest).value_or(""),
+              HasSubstr("its MANIFEST was written by tdrl 0.1"));
+  const auto intact = store.latest_intact();
+  ASSERT_TRUE(intact.has_value());
+  EXPECT_EQ(intact->folder, tmp / "checkpoints/ckpt-000000001000");
+}
+
+// A named checkpoint (best/) is written the same way, replaced whole, and leaves `latest` and
+// the ckpt-* folders alone; the store's own names are refused.
+TEST(CheckpointStoreTest, ANamedCheckpointIsWrittenWithItsManifestBesideTheOthers) {
+  TempDir tmp;
+  auto store = two_checkpoints(tmp);
+  const std::string best =
+      store.write_named("best", [](const std::string& f) { write_text(f, "first"); });
+  EXPECT_EQ(best, tmp / "checkpoints/best");
+  store.write_named("best", [](const std::string& f) { write_text(f, "second"); });
+  EXPECT_EQ(read_file_bytes(best + "/state.txt"), "second");
+  EXPECT_EQ(CheckpointStore::damage(best), std::nullopt);
+  EXPECT_EQ(store.latest(), tmp / "checkpoints/ckpt-000000002000");
+  EXPECT_TRUE(fs::exists(tmp / "checkpoints/ckpt-000000001000"));
+  for (const std::string name : {"ckpt-000000000005", "latest", "a/b", "", "tmp-x"})
+    EXPECT_THAT(
+        [&] { store.write_named(name, [](const std::string&) {}); },
+        ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("is not a plain folder name")))
+        << name;
+  // A fill that throws leaves the previous best as it was.
+  EXPECT_THROW(
+      store.write_named("best", [](const std::string&) { throw std::runtime_error("full"); }),
+      std::runtime_error);
+  EXPECT_EQ(read_file_bytes(best + "/state.txt"), "second");
+}
+
 TEST(CheckpointStoreTest, LatestNamingAMissingFolderFallsBackSayingSo) {
   TempDir tmp;
   const auto store = two_checkpoints(tmp);

@@ -493,6 +493,8 @@ TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {
       best_frames = row.at("frames");
     }
   }
+  EXPECT_EQ(CheckpointStore::damage(run + "/checkpoints/best"), std::nullopt);
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/best/MANIFEST"));
   const auto state = load_checkpoint_state(run + "/checkpoints/best");
   EXPECT_EQ(state.get({"trainer", "eval_return"}).item<double>(), best);
   EXPECT_EQ(state.get({"trainer", "frames"}).item<int64_t>(), static_cast<int64_t>(best_frames));

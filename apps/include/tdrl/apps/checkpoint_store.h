@@ -19,10 +19,10 @@ namespace tdrl::apps {
 /// relative to dir()); older checkpoints beyond `keep` are removed after that. A crash at any
 /// point leaves `latest` naming a complete checkpoint (or none).
 ///
-/// Each checkpoint carries a manifest (`MANIFEST`: one line per file, its 64-bit checksum, size
-/// and path) written after `fill`, so that a damaged file (truncated, flipped bytes, deleted)
-/// is found before it is loaded: latest_intact() skips such a checkpoint, naming the file, and
-/// takes the newest intact one.
+/// Each checkpoint carries a manifest (`MANIFEST`: a format line, then one line per file, its
+/// CRC-32 (zlib's), size and path) written after `fill`, so that a damaged file (truncated, flipped
+/// bytes, deleted) is found before it is loaded: latest_intact() skips such a checkpoint, naming
+/// the file, and takes the newest intact one.
 ///
 /// Files written by `fill` and the folders are fsynced before the rename. Writing the frames
 /// of an existing checkpoint replaces it (on Linux by an atomic exchange of the folders).
@@ -40,6 +40,13 @@ class CheckpointStore {
   /// tensordict::ValueError when frames < 0, std::runtime_error naming the path when a folder
   /// cannot be created, synced or renamed.
   std::string write(int64_t frames, const std::function<void(const std::string&)>& fill);
+  /// Writes the folder `dir()/<name>` the same way (temporary folder, MANIFEST, atomic
+  /// replacement of the folder of that name), without touching `latest` or the ckpt-*
+  /// folders: for a single named checkpoint such as `best`. Returns the folder. Throws
+  /// tensordict::ValueError for a name that is empty, has a '/', or is one the store uses
+  /// (ckpt-*, tmp-*, old-*, latest); otherwise as write().
+  std::string write_named(const std::string& name,
+                          const std::function<void(const std::string&)>& fill);
   /// The folder `latest` names (`dir()/<name>`), or nullopt when there is none (no `latest`
   /// file, an empty one, a name that is not a plain folder name, or a missing folder).
   std::optional<std::string> latest() const;
@@ -62,6 +69,10 @@ class CheckpointStore {
   int keep() const { return keep_; }
 
  private:
+  // Writes `fill`'s files into a temporary folder with their MANIFEST and renames it to
+  // `dir()/<name>`, replacing a folder of that name atomically.
+  void commit(const std::string& name, const std::function<void(const std::string&)>& fill) const;
+
   std::string dir_;
   int keep_;
 };
