@@ -43,33 +43,6 @@ using tensordict::NestedKey;
 
 namespace {
 
-// The run's columns (returns after reward transforms only when the env has transforms), then
-// one per entry the loss declares it writes (LossModule::out_keys).
-std::vector<std::string> metric_columns(const losses::LossModule& loss,
-                                        const std::vector<OptimizerGroup>& groups,
-                                        bool transformed) {
-  std::vector<std::string> columns{
-      "frames",      "episodes", "train_return",       "train_episode_length",
-      "eval_return", "eval_std", "eval_episode_length"};
-  if (transformed) {
-    columns.push_back("train_return_transformed");
-    columns.push_back("eval_return_transformed");
-  }
-  for (const char* c : {"updates", "fps", "wall_time", "collect_s", "optimize_s", "eval_s", "lr"})
-    columns.push_back(c);
-  for (const auto& key : loss.out_keys()) {
-    TDRL_CHECK(std::find(columns.begin(), columns.end(), key) == columns.end(),
-               tensordict::ValueError, "Trainer: the loss's out key '", key,
-               "' has the name of a metrics column of the run; rename it");
-    columns.push_back(key);
-  }
-  // Diagnostics of the updates: the gradient norm each optimiser saw (before clipping) and
-  // the update-to-data ratio.
-  for (const auto& g : groups) columns.push_back("grad_norm_" + g.name);
-  columns.push_back("updates_per_frame");
-  return columns;
-}
-
 // Each group minimises terms the loss declares (a misspelt term would silently train nothing).
 // The learning part a recipe built: a loss, at least one optimiser group, each with an
 // optimiser and terms the loss writes. A part left empty is refused naming the algorithm (a
@@ -345,9 +318,19 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     logger_->info(
         "no learning_curve.svg/png: this build of tdrl draws no pictures (configured without "
         "cairo); metrics.csv holds the same data");
-  metrics_writer_ = std::make_unique<MetricsWriter>(
-      run_.file("metrics.csv"),
-      metric_columns(*recipe_->loss, recipe_->optimizers, !config_.env.transforms.items.empty()));
+  declare_metrics();
+  // The columns, each declared once by the part that fills it.
+  std::vector<std::string> columns;
+  for (const auto& part : metrics_parts_) {
+    for (const auto& column : part.columns) {
+      TDRL_CHECK(std::find(columns.begin(), columns.end(), column) == columns.end(),
+                 tensordict::ValueError, "Trainer: the metrics column '", column,
+                 "' is written twice (", part.name,
+                 " and a part before it); a loss's out key must not take the name of a run column");
+      columns.push_back(column);
+    }
+  }
+  metrics_writer_ = std::make_unique<MetricsWriter>(run_.file("metrics.csv"), columns);
   for (const auto& name : config_.logger.backends)
     if (auto backend = make_metrics_backend(name, run_.path()))
       metrics_backends_.push_back(std::move(backend));
@@ -640,42 +623,83 @@ std::string Trainer::checkpoint() {
   return dir;
 }
 
+void Trainer::declare_metrics() {
+  const bool transformed = !config_.env.transforms.items.empty();
+  // Progress, then the training episodes of the batch and the evaluation, if any.
+  metrics_parts_.push_back({"progress", {"frames", "episodes"}, [this](MetricsRow& row) {
+                              row.values["frames"] = static_cast<double>(frames_);
+                              row.values["episodes"] = static_cast<double>(episodes_);
+                            }});
+  metrics_parts_.push_back(
+      {"training episodes", {"train_return", "train_episode_length"}, [this](MetricsRow& row) {
+         if (batch_episodes_.empty()) return;
+         std::vector<double> returns, lengths;
+         for (const auto& e : batch_episodes_) {
+           returns.push_back(e.env_return);
+           lengths.push_back(static_cast<double>(e.length));
+         }
+         row.values["train_return"] = mean_of(returns);
+         row.values["train_episode_length"] = mean_of(lengths);
+         train_curve_.emplace_back(static_cast<double>(frames_), row.values["train_return"]);
+       }});
+  metrics_parts_.push_back(
+      {"evaluation", {"eval_return", "eval_std", "eval_episode_length"}, [](MetricsRow& row) {
+         if (!row.eval) return;
+         row.values["eval_return"] = row.eval->mean;
+         row.values["eval_std"] = row.eval->std;
+         row.values["eval_episode_length"] = row.eval->mean_length;
+       }});
+  // The returns after the reward transforms, when the env has any.
+  if (transformed) {
+    metrics_parts_.push_back({"reward transforms",
+                              {"train_return_transformed", "eval_return_transformed"},
+                              [this](MetricsRow& row) {
+                                if (!batch_episodes_.empty()) {
+                                  std::vector<double> transformed_returns;
+                                  for (const auto& e : batch_episodes_)
+                                    transformed_returns.push_back(e.transformed);
+                                  row.values["train_return_transformed"] =
+                                      mean_of(transformed_returns);
+                                }
+                                if (row.eval && row.eval->mean_transformed)
+                                  row.values["eval_return_transformed"] =
+                                      *row.eval->mean_transformed;
+                              }});
+  }
+  // Where the time went.
+  metrics_parts_.push_back({"timing",
+                            {"updates", "fps", "wall_time", "collect_s", "optimize_s", "eval_s"},
+                            [this](MetricsRow& row) {
+                              row.values["updates"] = static_cast<double>(updates_);
+                              row.values["fps"] = row.fps;
+                              row.values["wall_time"] = wall_time();
+                              row.values["collect_s"] = times_.collect;
+                              row.values["optimize_s"] = times_.optimize;
+                              row.values["eval_s"] = times_.eval;
+                            }});
+  // The first optimiser's learning rate (the schedule scales every group alike).
+  metrics_parts_.push_back({"optimisers", {"lr"}, [this](MetricsRow& row) {
+                              if (recipe_->optimizers.empty()) return;
+                              const auto& pg =
+                                  recipe_->optimizers.front().optimizer->param_groups();
+                              if (!pg.empty()) row.values["lr"] = pg.front().options().get_lr();
+                            }});
+  // The loss's terms and diagnostics and the gradient norms, as the update step declares them.
+  metrics_parts_.push_back({"updates of the loss", update_->columns(), [this](MetricsRow& row) {
+                              for (const auto& [name, mean] : update_->take_means())
+                                row.values[name] = mean;
+                            }});
+  metrics_parts_.push_back({"update-to-data ratio", {"updates_per_frame"}, [this](MetricsRow& row) {
+                              if (frames_ > 0)
+                                row.values["updates_per_frame"] =
+                                    static_cast<double>(updates_) / static_cast<double>(frames_);
+                            }});
+}
+
 void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
-  metrics_.clear();
-  metrics_["frames"] = static_cast<double>(frames_);
-  metrics_["episodes"] = static_cast<double>(episodes_);
-  if (!batch_episodes_.empty()) {
-    std::vector<double> returns, transformed, lengths;
-    for (const auto& e : batch_episodes_) {
-      returns.push_back(e.env_return);
-      transformed.push_back(e.transformed);
-      lengths.push_back(static_cast<double>(e.length));
-    }
-    metrics_["train_return"] = mean_of(returns);
-    metrics_["train_episode_length"] = mean_of(lengths);
-    if (!config_.env.transforms.items.empty())
-      metrics_["train_return_transformed"] = mean_of(transformed);
-    train_curve_.emplace_back(static_cast<double>(frames_), metrics_["train_return"]);
-  }
-  if (eval) {
-    metrics_["eval_return"] = eval->mean;
-    metrics_["eval_std"] = eval->std;
-    metrics_["eval_episode_length"] = eval->mean_length;
-    if (eval->mean_transformed) metrics_["eval_return_transformed"] = *eval->mean_transformed;
-  }
-  metrics_["updates"] = static_cast<double>(updates_);
-  metrics_["fps"] = fps;
-  metrics_["wall_time"] = wall_time();
-  metrics_["collect_s"] = times_.collect;
-  metrics_["optimize_s"] = times_.optimize;
-  metrics_["eval_s"] = times_.eval;
-  if (!recipe_->optimizers.empty()) {
-    const auto& pg = recipe_->optimizers.front().optimizer->param_groups();
-    if (!pg.empty()) metrics_["lr"] = pg.front().options().get_lr();
-  }
-  for (const auto& [name, mean] : update_->take_means()) metrics_[name] = mean;
-  if (frames_ > 0)
-    metrics_["updates_per_frame"] = static_cast<double>(updates_) / static_cast<double>(frames_);
+  MetricsRow row{{}, fps, eval ? &*eval : nullptr};
+  for (const auto& part : metrics_parts_) part.fill(row);
+  metrics_ = std::move(row.values);
   metrics_writer_->write(metrics_);
   for (auto& backend : metrics_backends_) backend->write(frames_, metrics_);
   run_hooks(HookPoint::kLog);

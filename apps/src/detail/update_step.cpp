@@ -268,6 +268,12 @@ const torch::Tensor& UpdateStep::minimised_mask(const std::vector<bool>& used, b
   return it->second;
 }
 
+std::vector<std::string> UpdateStep::columns() const {
+  std::vector<std::string> out = recipe_.loss->out_keys();
+  for (const auto& g : recipe_.optimizers) out.push_back("grad_norm_" + g.name);
+  return out;
+}
+
 std::map<std::string, double> UpdateStep::take_means() {
   std::map<std::string, double> out;
   // One read of the device for all the sums.

@@ -169,6 +169,21 @@ class Trainer {
   void check_finite(int64_t first_update);
   void record_episodes(const TensorDict& batch);
   void log_row(double fps, const std::optional<EvalResult>& eval);
+  // One row being filled: the values so far, and what the row's call was given.
+  struct MetricsRow {
+    std::map<std::string, double> values;
+    double fps = 0;
+    const EvalResult* eval = nullptr;  // the evaluation of this row, if any
+  };
+  // A part of the run that writes metrics: the columns it declares, in order, and how it fills
+  // them for a row (a column it leaves out of a row is empty there).
+  struct MetricsPart {
+    std::string name;
+    std::vector<std::string> columns;
+    std::function<void(MetricsRow&)> fill;
+  };
+  // Declares metrics_parts_ (once, after the recipe and the update step exist).
+  void declare_metrics();
   void truncate_metrics();
   double wall_time() const;
   void save_checkpoint_files(const std::string& dir);
@@ -197,6 +212,7 @@ class Trainer {
   std::map<HookPoint, std::vector<std::function<void(Trainer&)>>> hooks_;
   TensorDict batch_;
   std::map<std::string, double> metrics_;
+  std::vector<MetricsPart> metrics_parts_;
   std::unique_ptr<detail::UpdateStep> update_;  // the gradient update and its running sums
   // An episode's return in the env's units, its return after reward transforms, its length.
   struct EpisodeTally {
