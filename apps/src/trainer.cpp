@@ -242,6 +242,10 @@ void check_devices(const RunConfig& config) {
 
 std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvParts& env) {
   check_devices(config);
+  // A collector key the chosen mode would ignore (num_workers for single) is refused.
+  if (const auto problems = detail::collector_mode_problems(config.collector); !problems.empty())
+    throw ConfigError(
+        detail::problems_message("the collector section does not fit its mode", problems));
   env = build_env_parts(config.env);
   check_task_fit(config, env.info);
   // The recipe, seeded as the run is: what it refuses (a part left empty, a replay option it

@@ -822,6 +822,22 @@ TEST(TrainerCheckTest, AlgorithmThatDoesNotSuitTheTaskIsRefusedNamingTheKeys) {
               HasSubstr("'optim.actor_lr' is set, but ppo trains one optimiser"));
 }
 
+// A collector key the mode does not read is refused instead of ignored, naming the modes that do.
+TEST(TrainerCheckTest, ACollectorKeyItsModeDoesNotReadIsRefused) {
+  auto single = tiny_config("ppo", {"collector.num_workers=4"});
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(single); }),
+              HasSubstr("'collector.num_workers' is set, but collector.mode single does not read "
+                        "it (sync, async and distributed do); remove it, or set collector.mode"));
+  auto sync = tiny_config("ppo", {"collector.mode=sync", "collector.num_workers=2",
+                                  "collector.port=5000", "collector.timeout_s=30"});
+  const auto message = error_message<ConfigError>([&] { Trainer::check(sync); });
+  EXPECT_THAT(message, HasSubstr("(2 problems)"));
+  EXPECT_THAT(message, HasSubstr("'collector.port' is set, but collector.mode sync does not read "
+                                 "it (distributed do)"));
+  EXPECT_THAT(message, HasSubstr("'collector.timeout_s' is set"));
+  Trainer::check(tiny_config("ppo", {"collector.mode=sync", "collector.num_workers=2"}));
+}
+
 // algo.entropy_coef weights a term that entropy_bonus turns on (the loss's own two options): a
 // weight without the term would be ignored, so it is refused naming both keys.
 TEST(TrainerCheckTest, EntropyCoefWithoutEntropyBonusIsRefused) {

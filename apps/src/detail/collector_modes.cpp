@@ -1,5 +1,7 @@
 #include "detail/collector_modes.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <filesystem>
 #include <utility>
@@ -7,6 +9,8 @@
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/collectors/multi_collector.h>
 #include <tensordict/name_table.h>
+
+#include "detail/config_text.h"
 
 namespace tdrl::apps::detail {
 
@@ -24,45 +28,56 @@ struct CollectorParts {
 
 using CollectorFactory = std::unique_ptr<collectors::CollectorBase> (*)(CollectorParts&);
 
-// The modes: the one table that both names them and builds their collectors.
-const tensordict::NameTable<CollectorFactory>& mode_table() {
-  static const tensordict::NameTable<CollectorFactory> table(
+// A mode: how it builds its collector, and which of the collector section's mode-specific keys
+// (num_workers, address, port, launch_workers, timeout_s) it reads.
+struct Mode {
+  CollectorFactory build;
+  std::vector<std::string> reads;
+};
+
+// The modes: the one table that names them, builds their collectors and says what each reads.
+const tensordict::NameTable<Mode>& mode_table() {
+  static const tensordict::NameTable<Mode> table(
       "mode",
       {
           {"single",
-           [](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-             if (!p.device.is_cpu()) p.options.policy_device(p.device).storing_device(p.device);
-             return std::make_unique<collectors::Collector>(p.env.train_env_factory,
-                                                            p.recipe.exploration_policy, p.options);
-           }},
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              if (!p.device.is_cpu()) p.options.policy_device(p.device).storing_device(p.device);
+              return std::make_unique<collectors::Collector>(
+                  p.env.train_env_factory, p.recipe.exploration_policy, p.options);
+            },
+            {}}},
           {"sync",
-           [](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-             return std::make_unique<collectors::MultiSyncCollector>(
-                 p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
-                 p.options);
-           }},
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              return std::make_unique<collectors::MultiSyncCollector>(
+                  p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
+                  p.options);
+            },
+            {"num_workers"}}},
           {"async",
-           [](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-             return std::make_unique<collectors::MultiAsyncCollector>(
-                 p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
-                 p.options);
-           }},
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              return std::make_unique<collectors::MultiAsyncCollector>(
+                  p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
+                  p.options);
+            },
+            {"num_workers"}}},
           {"distributed",
-           [](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-             const auto& c = p.section;
-             auto distributed =
-                 collectors::DistributedOptions()
-                     .address(c.address)
-                     .port(static_cast<int>(c.port))
-                     .num_workers(c.num_workers)
-                     .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
-             if (c.launch_workers) {
-               const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
-               distributed.launch_command({self, "--config", p.run.file("config.yaml")});
-             }
-             return std::make_unique<collectors::DistributedCollector>(p.recipe.exploration_policy,
-                                                                       p.options, distributed);
-           }},
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              const auto& c = p.section;
+              auto distributed =
+                  collectors::DistributedOptions()
+                      .address(c.address)
+                      .port(static_cast<int>(c.port))
+                      .num_workers(c.num_workers)
+                      .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
+              if (c.launch_workers) {
+                const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
+                distributed.launch_command({self, "--config", p.run.file("config.yaml")});
+              }
+              return std::make_unique<collectors::DistributedCollector>(p.recipe.exploration_policy,
+                                                                        p.options, distributed);
+            },
+            {"num_workers", "address", "port", "launch_workers", "timeout_s"}}},
       });
   return table;
 }
@@ -70,6 +85,33 @@ const tensordict::NameTable<CollectorFactory>& mode_table() {
 }  // namespace
 
 const std::vector<std::string>& collector_mode_names() { return mode_table().names(); }
+
+std::vector<std::string> collector_mode_problems(const CollectorSection& c) {
+  const Mode* mode = mode_table().find(c.mode);
+  if (!mode) return {};  // collector.mode's own choices report it
+  // Each mode-specific key set away from its default, and whether it is.
+  const CollectorSection defaults;
+  const std::vector<std::pair<std::string, bool>> set = {
+      {"num_workers", c.num_workers != defaults.num_workers},
+      {"address", c.address != defaults.address},
+      {"port", c.port != defaults.port},
+      {"launch_workers", c.launch_workers != defaults.launch_workers},
+      {"timeout_s", c.timeout_s != defaults.timeout_s}};
+  std::vector<std::string> problems;
+  for (const auto& [key, changed] : set) {
+    if (!changed || std::find(mode->reads.begin(), mode->reads.end(), key) != mode->reads.end())
+      continue;
+    std::vector<std::string> readers;
+    for (const auto& name : mode_table().names()) {
+      const auto& reads = mode_table().find(name)->reads;
+      if (std::find(reads.begin(), reads.end(), key) != reads.end()) readers.push_back(name);
+    }
+    problems.push_back("'collector." + key + "' is set, but collector.mode " + c.mode +
+                       " does not read it (" + word_list(readers, "and", false) +
+                       " do); remove it, or set collector.mode");
+  }
+  return problems;
+}
 
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
                                                           const EnvParts& env, Recipe& recipe,
@@ -85,7 +127,7 @@ std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection
                            .init_random_frames(c.init_random_frames)
                            .max_frames_per_traj(c.max_frames_per_traj)
                            .policy_factory(recipe.policy_factory)};
-  return mode_table().at(c.mode, "collector.mode")(parts);
+  return mode_table().at(c.mode, "collector.mode").build(parts);
 }
 
 }  // namespace tdrl::apps::detail

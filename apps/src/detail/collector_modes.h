@@ -19,6 +19,11 @@ namespace tdrl::apps::detail {
 /// collector.mode's choices: "single", "sync", "async", "distributed".
 const std::vector<std::string>& collector_mode_names();
 
+/// The mode-specific keys of `c` (num_workers, address, port, launch_workers, timeout_s) set
+/// away from their defaults although `c.mode` does not read them, one sentence each naming the
+/// key, the modes that read it and the fix; empty when there are none.
+std::vector<std::string> collector_mode_problems(const CollectorSection& c);
+
 /// The collector of `c.mode` over the run's envs and the recipe's exploration policy.
 ///
 /// The single collector runs the policy on the training `device` (the envs step on the CPU: the
