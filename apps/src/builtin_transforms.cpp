@@ -46,14 +46,6 @@ struct EmptyConfig : Section {
   void fields(FieldVisitor&) override {}
 };
 
-struct StepCounterConfig : Section {
-  int64_t max_steps = -1;
-  void fields(FieldVisitor& v) override {
-    v("max_steps", max_steps, at_least(1).or_exactly(-1),
-      "truncate after this many steps (-1: never)");
-  }
-};
-
 }  // namespace
 
 void register_builtin_transforms() {
@@ -86,13 +78,10 @@ void register_builtin_transforms() {
       [](const EmptyConfig&, const TransformContext&) -> envs::TransformPtr {
         return std::make_shared<envs::DoubleToFloat>();
       });
-  register_transform<StepCounterConfig>(
+  register_transform<OptionsSection<envs::StepCounterOptions>>(
       "step_counter", "counts steps (step_count) and truncates at max_steps",
-      [](const StepCounterConfig& c, const TransformContext&) -> envs::TransformPtr {
-        auto options = envs::StepCounterOptions();
-        if (c.max_steps > 0) options.max_steps(c.max_steps);
-        return std::make_shared<envs::StepCounter>(options);
-      });
+      [](const OptionsSection<envs::StepCounterOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::StepCounter>(c.options); });
 }
 
 }  // namespace tdrl::apps::detail

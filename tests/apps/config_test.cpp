@@ -665,7 +665,10 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
       {{"env.transforms=[{type: vec_nrom}]"}, "env.transforms[0].type", "did you mean 'vec_norm'?"},
       {{"env.transforms=[{type: step_counter, max_steps: 0}]"},
        "env.transforms[0].max_steps",
-       "it must be >= 1 or -1"},
+       "is 0; it must be >= 1"},
+      {{"env.transforms=[{type: step_counter, max_steps: -1}]"},
+       "env.transforms[0].max_steps",
+       "is -1; it must be >= 1"},
       {{"env.transforms=[{type: vec_norm, decay: 2}]"},
        "env.transforms[0].decay",
        "it must be in (0, 1]"},
@@ -719,7 +722,7 @@ TEST_F(ConfigTest, BoundaryValuesAreAccepted) {
       {{"checkpoint.interval_frames=0"}, "checkpoint.interval_frames", 0},
       {{"eval.max_steps=-1"}, "eval.max_steps", -1},
       {{"eval.episodes=100000"}, "eval.episodes", 100000},
-      {{"env.transforms=[{type: step_counter, max_steps: -1}]"}, "env.transforms[0].max_steps", -1},
+      {{"env.transforms=[{type: step_counter, max_steps: 1}]"}, "env.transforms[0].max_steps", 1},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(as_flags(row.overrides));

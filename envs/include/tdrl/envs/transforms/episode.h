@@ -12,6 +12,7 @@
 
 #include <tdrl/envs/transforms.h>
 #include <tdrl/specs/keys.h>
+#include <tensordict/fields.h>
 
 namespace tdrl::envs {
 
@@ -28,6 +29,14 @@ struct StepCounterOptions {
   TORCH_ARG(NestedKey, truncated_key){specs::kTruncated};
   /// Also set "done" at max_steps (keeping done = terminated | truncated). Default true.
   TORCH_ARG(bool, update_done) = true;
+
+ public:
+  /// max_steps and update_done (the keys are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("max_steps", max_steps_, tensordict::fields::at_least(1),
+      "truncate episodes after this many steps (null: count only)");
+    v("update_done", update_done_, "also set done when max_steps truncates");
+  }
 };
 
 /// Counts the steps of each episode (TorchRL's StepCounter) and, with max_steps, truncates
