@@ -178,38 +178,21 @@ class ApplyVisitor : public FieldVisitor {
   ApplyVisitor(Loader& loader, const YAML::Node& map, std::string prefix)
       : loader_(loader), map_(map), prefix_(std::move(prefix)) {}
 
-  void field(const char* name, bool& value, const Constraint& c, const char* doc) override {
-    scalar(name, value, c, doc);
+  // Each kind of field is read by the read_field overload for its shape (scalar, list, optional).
+#define TDRL_APPLY(T)                                                                     \
+  void field(const char* name, T& value, const Constraint& c, const char* doc) override { \
+    read_field(name, value, c, doc);                                                      \
   }
-  void field(const char* name, int64_t& value, const Constraint& c, const char* doc) override {
-    scalar(name, value, c, doc);
-  }
-  void field(const char* name, double& value, const Constraint& c, const char* doc) override {
-    scalar(name, value, c, doc);
-  }
-  void field(const char* name, std::optional<double>& value, const Constraint& c,
-             const char* doc) override {
-    optional(name, value, c, doc);
-  }
-  void field(const char* name, std::optional<int64_t>& value, const Constraint& c,
-             const char* doc) override {
-    optional(name, value, c, doc);
-  }
-  void field(const char* name, std::string& value, const Constraint& c, const char* doc) override {
-    scalar(name, value, c, doc);
-  }
-  void field(const char* name, std::vector<int64_t>& value, const Constraint& c,
-             const char* doc) override {
-    list(name, value, c, doc);
-  }
-  void field(const char* name, std::vector<double>& value, const Constraint& c,
-             const char* doc) override {
-    list(name, value, c, doc);
-  }
-  void field(const char* name, std::vector<std::string>& value, const Constraint& c,
-             const char* doc) override {
-    list(name, value, c, doc);
-  }
+  TDRL_APPLY(bool)
+  TDRL_APPLY(int64_t)
+  TDRL_APPLY(double)
+  TDRL_APPLY(std::optional<double>)
+  TDRL_APPLY(std::optional<int64_t>)
+  TDRL_APPLY(std::string)
+  TDRL_APPLY(std::vector<int64_t>)
+  TDRL_APPLY(std::vector<double>)
+  TDRL_APPLY(std::vector<std::string>)
+#undef TDRL_APPLY
   void field(const char* name, ScalarMap& value, const Constraint&, const char* doc) override;
   void section(const char* name, Section& value, const char*) override;
   void section_list(const char* name, SectionList& value, const char*) override;
@@ -228,11 +211,11 @@ class ApplyVisitor : public FieldVisitor {
   }
 
   template <class T>
-  void scalar(const char* name, T& value, const Constraint& c, const char* doc);
+  void read_field(const char* name, T& value, const Constraint& c, const char* doc);
   template <class T>
-  void list(const char* name, std::vector<T>& value, const Constraint& c, const char* doc);
+  void read_field(const char* name, std::vector<T>& value, const Constraint& c, const char* doc);
   template <class T>
-  void optional(const char* name, std::optional<T>& value, const Constraint& c, const char* doc);
+  void read_field(const char* name, std::optional<T>& value, const Constraint& c, const char* doc);
   void missing(const char* name, const char* doc);
 
   Loader& loader_;
@@ -302,7 +285,7 @@ void ApplyVisitor::missing(const char* name, const char* doc) {
 }
 
 template <class T>
-void ApplyVisitor::scalar(const char* name, T& value, const Constraint& c, const char* doc) {
+void ApplyVisitor::read_field(const char* name, T& value, const Constraint& c, const char* doc) {
   const std::string path = prefix_ + name;
   const YAML::Node node = entry(name);
   if (!node.IsDefined()) return missing(name, doc);
@@ -321,8 +304,8 @@ void ApplyVisitor::scalar(const char* name, T& value, const Constraint& c, const
 }
 
 template <class T>
-void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constraint& c,
-                        const char* doc) {
+void ApplyVisitor::read_field(const char* name, std::vector<T>& value, const Constraint& c,
+                              const char* doc) {
   const std::string path = prefix_ + name;
   const YAML::Node node = entry(name);
   if (!node.IsDefined()) return missing(name, doc);
@@ -352,8 +335,8 @@ void ApplyVisitor::list(const char* name, std::vector<T>& value, const Constrain
 
 // A number, or unset: null, or one of the constraint's words for unset ("auto").
 template <class T>
-void ApplyVisitor::optional(const char* name, std::optional<T>& value, const Constraint& c,
-                            const char* doc) {
+void ApplyVisitor::read_field(const char* name, std::optional<T>& value, const Constraint& c,
+                              const char* doc) {
   const std::string path = prefix_ + name;
   const YAML::Node node = entry(name);
   if (!node.IsDefined()) return missing(name, doc);

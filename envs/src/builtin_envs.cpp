@@ -18,25 +18,23 @@ namespace tdrl::envs {
 
 namespace {
 
-// A registry entry: the factory building `Env` from the task options its Options declare
-// (read_task_options: unknown names and wrong kinds refused), with the batch size and device.
+// A built-in task: its name, and the registration of its Env with its declared Options
+// (register_env<O>: the registry reads the given task options into O; the factory adds the
+// batch size and device).
 struct Entry {
   std::string name;
-  RegisteredEnvFactory factory;
-  OptionsDeclaration declaration;
+  std::function<void()> add;
 };
 
 template <class Env, class O>
 Entry task_entry(const std::string& name) {
-  auto factory = [name](const EnvOptions& given) -> std::shared_ptr<EnvBase> {
-    DeclaredOptions<O> declared;
-    read_task_options(name, given, declared);
-    O options = declared.options;
-    options.batch_size(given.batch_size());
-    options.device(given.device());
-    return std::make_shared<Env>(options);
-  };
-  return {name, std::move(factory), [] { return std::make_shared<DeclaredOptions<O>>(); }};
+  return {name, [name] {
+            register_env<O>(name, [](const O& task, const EnvOptions& given) {
+              O options = task;
+              return std::make_shared<Env>(
+                  options.batch_size(given.batch_size()).device(given.device()));
+            });
+          }};
 }
 
 std::vector<Entry> builtin_entries() {
@@ -73,8 +71,8 @@ void register_builtin_envs() {
                "' is already registered by someone else; built-in names "
                "cannot be replaced (register yours under another name)");
   }
-  for (auto& entry : entries) {
-    register_env(entry.name, std::move(entry.factory), std::move(entry.declaration));
+  for (const auto& entry : entries) {
+    entry.add();
   }
   registered = true;
 }
