@@ -429,7 +429,8 @@ void ApplyVisitor::section_list(const char* name, SectionList& value, const char
 // Keys that tdrl 0.2 renamed to the names of the library options they set (the off-policy
 // losses' loss_function, EGreedyModule's annealing_num_steps, RewardClipping's bounds, the
 // task's own max_episode_steps), as paths relative to their section: a config or run folder
-// written by tdrl 0.1 is refused with the new name, not a guess.
+// written by tdrl 0.1 is refused with the new name, not a guess. Only the message uses it (no
+// old key is accepted); it goes with release 0.3, as the manifest-less checkpoints do.
 const std::map<std::string, std::string> kRenamedKeys = {
     {"loss_critic_type", "loss_function"},
     {"annealing_frames", "annealing_num_steps"},

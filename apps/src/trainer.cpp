@@ -41,6 +41,22 @@ namespace tdrl::apps {
 namespace fs = std::filesystem;
 using tensordict::NestedKey;
 
+std::vector<std::string> Trainer::metric_columns(const std::vector<MetricsPart>& parts) {
+  std::vector<std::string> columns;
+  for (const auto& part : parts) {
+    for (const auto& column : part.columns) {
+      if (std::find(columns.begin(), columns.end(), column) != columns.end())
+        throw ConfigError("the metrics column '" + column + "' would be written twice (by " +
+                          part.name + " and a part before it); rename the loss's out key '" +
+                          column +
+                          "' (the run's columns are frames, episodes, returns, timing, "
+                          "lr, the loss's entries, grad_norm_<group>, updates_per_frame)");
+      columns.push_back(column);
+    }
+  }
+  return columns;
+}
+
 namespace {
 
 // Each group minimises terms the loss declares (a misspelt term would silently train nothing).
@@ -254,6 +270,7 @@ std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvPar
   auto recipe = make_acting_recipe(config, env.info);
   recipe->build_learning(recipe_context(config, env.info));
   check_learning_parts(config, *recipe);
+  metric_columns(metrics_parts(config, *recipe));  // a loss entry named like a run column
   return recipe;
 }
 
@@ -322,18 +339,8 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     logger_->info(
         "no learning_curve.svg/png: this build of tdrl draws no pictures (configured without "
         "cairo); metrics.csv holds the same data");
-  declare_metrics();
-  // The columns, each declared once by the part that fills it.
-  std::vector<std::string> columns;
-  for (const auto& part : metrics_parts_) {
-    for (const auto& column : part.columns) {
-      TDRL_CHECK(std::find(columns.begin(), columns.end(), column) == columns.end(),
-                 tensordict::ValueError, "Trainer: the metrics column '", column,
-                 "' is written twice (", part.name,
-                 " and a part before it); a loss's out key must not take the name of a run column");
-      columns.push_back(column);
-    }
-  }
+  metrics_parts_ = metrics_parts(config_, *recipe_);
+  const std::vector<std::string> columns = metric_columns(metrics_parts_);
   metrics_writer_ = std::make_unique<MetricsWriter>(run_.file("metrics.csv"), columns);
   for (const auto& name : config_.logger.backends)
     if (auto backend = make_metrics_backend(name, run_.path()))
@@ -627,82 +634,85 @@ std::string Trainer::checkpoint() {
   return dir;
 }
 
-void Trainer::declare_metrics() {
-  const bool transformed = !config_.env.transforms.items.empty();
+std::vector<Trainer::MetricsPart> Trainer::metrics_parts(const RunConfig& config,
+                                                         const Recipe& recipe) {
+  std::vector<MetricsPart> parts;
+  const bool transformed = !config.env.transforms.items.empty();
   // Progress, then the training episodes of the batch and the evaluation, if any.
-  metrics_parts_.push_back({"progress", {"frames", "episodes"}, [this](MetricsRow& row) {
-                              row.values["frames"] = static_cast<double>(frames_);
-                              row.values["episodes"] = static_cast<double>(episodes_);
-                            }});
-  metrics_parts_.push_back(
-      {"training episodes", {"train_return", "train_episode_length"}, [this](MetricsRow& row) {
-         if (batch_episodes_.empty()) return;
-         std::vector<double> returns, lengths;
-         for (const auto& e : batch_episodes_) {
-           returns.push_back(e.env_return);
-           lengths.push_back(static_cast<double>(e.length));
-         }
-         row.values["train_return"] = mean_of(returns);
-         row.values["train_episode_length"] = mean_of(lengths);
-         train_curve_.emplace_back(static_cast<double>(frames_), row.values["train_return"]);
-       }});
-  metrics_parts_.push_back(
-      {"evaluation", {"eval_return", "eval_std", "eval_episode_length"}, [](MetricsRow& row) {
-         if (!row.eval) return;
-         row.values["eval_return"] = row.eval->mean;
-         row.values["eval_std"] = row.eval->std;
-         row.values["eval_episode_length"] = row.eval->mean_length;
-       }});
+  parts.push_back({"progress", {"frames", "episodes"}, [](Trainer& t, MetricsRow& row) {
+                     row.values["frames"] = static_cast<double>(t.frames_);
+                     row.values["episodes"] = static_cast<double>(t.episodes_);
+                   }});
+  parts.push_back({"training episodes",
+                   {"train_return", "train_episode_length"},
+                   [](Trainer& t, MetricsRow& row) {
+                     if (t.batch_episodes_.empty()) return;
+                     std::vector<double> returns, lengths;
+                     for (const auto& e : t.batch_episodes_) {
+                       returns.push_back(e.env_return);
+                       lengths.push_back(static_cast<double>(e.length));
+                     }
+                     row.values["train_return"] = mean_of(returns);
+                     row.values["train_episode_length"] = mean_of(lengths);
+                     t.train_curve_.emplace_back(static_cast<double>(t.frames_),
+                                                 row.values["train_return"]);
+                   }});
+  parts.push_back({"evaluation",
+                   {"eval_return", "eval_std", "eval_episode_length"},
+                   [](Trainer&, MetricsRow& row) {
+                     if (!row.eval) return;
+                     row.values["eval_return"] = row.eval->mean;
+                     row.values["eval_std"] = row.eval->std;
+                     row.values["eval_episode_length"] = row.eval->mean_length;
+                   }});
   // The returns after the reward transforms, when the env has any.
   if (transformed) {
-    metrics_parts_.push_back({"reward transforms",
-                              {"train_return_transformed", "eval_return_transformed"},
-                              [this](MetricsRow& row) {
-                                if (!batch_episodes_.empty()) {
-                                  std::vector<double> transformed_returns;
-                                  for (const auto& e : batch_episodes_)
-                                    transformed_returns.push_back(e.transformed);
-                                  row.values["train_return_transformed"] =
-                                      mean_of(transformed_returns);
-                                }
-                                if (row.eval && row.eval->mean_transformed)
-                                  row.values["eval_return_transformed"] =
-                                      *row.eval->mean_transformed;
-                              }});
+    parts.push_back({"reward transforms",
+                     {"train_return_transformed", "eval_return_transformed"},
+                     [](Trainer& t, MetricsRow& row) {
+                       if (!t.batch_episodes_.empty()) {
+                         std::vector<double> transformed_returns;
+                         for (const auto& e : t.batch_episodes_)
+                           transformed_returns.push_back(e.transformed);
+                         row.values["train_return_transformed"] = mean_of(transformed_returns);
+                       }
+                       if (row.eval && row.eval->mean_transformed)
+                         row.values["eval_return_transformed"] = *row.eval->mean_transformed;
+                     }});
   }
   // Where the time went.
-  metrics_parts_.push_back({"timing",
-                            {"updates", "fps", "wall_time", "collect_s", "optimize_s", "eval_s"},
-                            [this](MetricsRow& row) {
-                              row.values["updates"] = static_cast<double>(updates_);
-                              row.values["fps"] = row.fps;
-                              row.values["wall_time"] = wall_time();
-                              row.values["collect_s"] = times_.collect;
-                              row.values["optimize_s"] = times_.optimize;
-                              row.values["eval_s"] = times_.eval;
-                            }});
+  parts.push_back({"timing",
+                   {"updates", "fps", "wall_time", "collect_s", "optimize_s", "eval_s"},
+                   [](Trainer& t, MetricsRow& row) {
+                     row.values["updates"] = static_cast<double>(t.updates_);
+                     row.values["fps"] = row.fps;
+                     row.values["wall_time"] = t.wall_time();
+                     row.values["collect_s"] = t.times_.collect;
+                     row.values["optimize_s"] = t.times_.optimize;
+                     row.values["eval_s"] = t.times_.eval;
+                   }});
   // The first optimiser's learning rate (the schedule scales every group alike).
-  metrics_parts_.push_back({"optimisers", {"lr"}, [this](MetricsRow& row) {
-                              if (recipe_->optimizers.empty()) return;
-                              const auto& pg =
-                                  recipe_->optimizers.front().optimizer->param_groups();
-                              if (!pg.empty()) row.values["lr"] = pg.front().options().get_lr();
-                            }});
+  parts.push_back({"optimisers", {"lr"}, [](Trainer& t, MetricsRow& row) {
+                     if (t.recipe_->optimizers.empty()) return;
+                     const auto& pg = t.recipe_->optimizers.front().optimizer->param_groups();
+                     if (!pg.empty()) row.values["lr"] = pg.front().options().get_lr();
+                   }});
   // The loss's terms and diagnostics and the gradient norms, as the update step declares them.
-  metrics_parts_.push_back({"updates of the loss", update_->columns(), [this](MetricsRow& row) {
-                              for (const auto& [name, mean] : update_->take_means())
-                                row.values[name] = mean;
-                            }});
-  metrics_parts_.push_back({"update-to-data ratio", {"updates_per_frame"}, [this](MetricsRow& row) {
-                              if (frames_ > 0)
-                                row.values["updates_per_frame"] =
-                                    static_cast<double>(updates_) / static_cast<double>(frames_);
-                            }});
+  parts.push_back(
+      {"updates of the loss", detail::UpdateStep::columns(recipe), [](Trainer& t, MetricsRow& row) {
+         for (const auto& [name, mean] : t.update_->take_means()) row.values[name] = mean;
+       }});
+  parts.push_back({"update-to-data ratio", {"updates_per_frame"}, [](Trainer& t, MetricsRow& row) {
+                     if (t.frames_ > 0)
+                       row.values["updates_per_frame"] =
+                           static_cast<double>(t.updates_) / static_cast<double>(t.frames_);
+                   }});
+  return parts;
 }
 
 void Trainer::log_row(double fps, const std::optional<EvalResult>& eval) {
   MetricsRow row{{}, fps, eval ? &*eval : nullptr};
-  for (const auto& part : metrics_parts_) part.fill(row);
+  for (const auto& part : metrics_parts_) part.fill(*this, row);
   metrics_ = std::move(row.values);
   metrics_writer_->write(metrics_);
   for (auto& backend : metrics_backends_) backend->write(frames_, metrics_);

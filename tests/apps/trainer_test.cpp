@@ -892,6 +892,65 @@ TEST(TrainerCheckTest, ARecipeThatLeavesARequiredPartEmptyIsRefusedNamingTheAlgo
   EXPECT_FALSE(fs::exists(refused.file("train.log")));
 }
 
+// A user's loss whose diagnostic takes the name of a run column ("fps"): metrics.csv would have
+// two columns of that name, so the recipe is refused before any file of the run exists.
+class FpsNamedLoss : public losses::LossModule {
+ public:
+  FpsNamedLoss()
+      : LossModule("FpsNamedLoss", {{"observation", tensordict::NestedKey("observation")}},
+                   {"observation"}) {
+    set_out_keys({"loss_x", "fps"});
+    weight_ = register_parameter("weight", torch::ones({1}));
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict&) override {
+    TensorDict out({}, {});
+    out.set("loss_x", weight_.sum());
+    out.set("fps", weight_.detach().sum());
+    return out;
+  }
+
+ private:
+  torch::Tensor weight_;
+};
+
+struct FpsNamedConfig : AlgoConfig {
+  void fields(FieldVisitor&) override {}
+};
+
+class FpsNamedRecipe : public Recipe {
+ public:
+  explicit FpsNamedRecipe(const FpsNamedConfig&) {}
+  void build_acting(const RecipeContext& context) override {
+    actor = make_acting_recipe(tiny_config("ppo"), context.env)->actor;
+  }
+  void build_learning(const RecipeContext&) override {
+    loss = std::make_shared<FpsNamedLoss>();
+    OptimizerGroup all;
+    all.name = "all";
+    all.optimizer =
+        std::make_shared<torch::optim::SGD>(loss->parameters(), torch::optim::SGDOptions(0.1));
+    optimizers.push_back(std::move(all));
+  }
+};
+
+TEST(TrainerCheckTest, ALossEntryNamedLikeARunColumnIsRefusedBeforeTheRun) {
+  register_builtin_components();
+  if (!find_algorithm("test_fps_named"))
+    register_algorithm<FpsNamedConfig, FpsNamedRecipe>("test_fps_named", "a clashing entry");
+  const RunConfig config = load_config_string(
+      "env: {name: CartPole-v1}\nalgo: {name: test_fps_named}\n"
+      "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n");
+  EXPECT_THAT(error_message<ConfigError>([&] { Trainer::check(config); }),
+              HasSubstr("the metrics column 'fps' would be written twice (by updates of the loss "
+                        "and a part before it); rename the loss's out key 'fps'"));
+  TempDir tmp;
+  const RunDir refused = RunDir::create(tmp.path().string(), "fps");
+  EXPECT_THROW(Trainer(config, refused), ConfigError);
+  EXPECT_FALSE(fs::exists(refused.file("config.yaml")));
+}
+
 // A user's off-policy recipe with a replay section that never samples by priority: its learning
 // parts are SAC's (built from a config of its own, without prioritized replay).
 struct NoPriorityConfig : AlgoConfig {

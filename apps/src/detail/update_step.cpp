@@ -268,9 +268,9 @@ const torch::Tensor& UpdateStep::minimised_mask(const std::vector<bool>& used, b
   return it->second;
 }
 
-std::vector<std::string> UpdateStep::columns() const {
-  std::vector<std::string> out = recipe_.loss->out_keys();
-  for (const auto& g : recipe_.optimizers) out.push_back("grad_norm_" + g.name);
+std::vector<std::string> UpdateStep::columns(const Recipe& recipe) {
+  std::vector<std::string> out = recipe.loss->out_keys();
+  for (const auto& g : recipe.optimizers) out.push_back("grad_norm_" + g.name);
   return out;
 }
 

@@ -43,9 +43,9 @@ class UpdateStep {
   /// under cuda_graph), which holds what the loss wrote into it (TD errors for priorities).
   TensorDict run(const TensorDict& minibatch, const std::vector<size_t>& active);
 
-  /// The metrics columns take_means fills: each entry the loss declares it writes (its
-  /// out_keys), then "grad_norm_<group>" per optimiser group.
-  std::vector<std::string> columns() const;
+  /// The metrics columns take_means fills for `recipe`: each entry the loss declares it writes
+  /// (its out_keys), then "grad_norm_<group>" per optimiser group.
+  static std::vector<std::string> columns(const Recipe& recipe);
   /// The means since the last call: per loss term, and per optimiser group its gradient norm
   /// before clipping ("grad_norm_<group>"). Reads the device once; resets the sums.
   std::map<std::string, double> take_means();

@@ -176,14 +176,18 @@ class Trainer {
     const EvalResult* eval = nullptr;  // the evaluation of this row, if any
   };
   // A part of the run that writes metrics: the columns it declares, in order, and how it fills
-  // them for a row (a column it leaves out of a row is empty there).
+  // them for a row of a trainer (a column it leaves out of a row is empty there).
   struct MetricsPart {
     std::string name;
     std::vector<std::string> columns;
-    std::function<void(MetricsRow&)> fill;
+    std::function<void(Trainer&, MetricsRow&)> fill;
   };
-  // Declares metrics_parts_ (once, after the recipe and the update step exist).
-  void declare_metrics();
+  // The parts of a run of `config` with `recipe` (a static declaration: Trainer::check reads
+  // the columns before any run exists).
+  static std::vector<MetricsPart> metrics_parts(const RunConfig& config, const Recipe& recipe);
+  // The parts' columns in order; ConfigError when two parts declare the same column (a loss
+  // entry named like a run column).
+  static std::vector<std::string> metric_columns(const std::vector<MetricsPart>& parts);
   void truncate_metrics();
   double wall_time() const;
   void save_checkpoint_files(const std::string& dir);
