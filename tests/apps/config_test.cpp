@@ -18,12 +18,9 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/trainer.h>
 #include <tdrl/envs/registry.h>
-#include <tdrl/envs/transforms/reward.h>
-#include <tdrl/losses/ppo.h>
-#include <tdrl/losses/sac.h>
-#include <tdrl/modules/egreedy.h>
 #include <torch/cuda.h>
 
+#include "config_testing.h"
 #include "support/build_paths.h"
 #include "support/count_of.h"
 #include "support/error_message.h"
@@ -38,115 +35,8 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-// ---- helpers -----------------------------------------------------------------------------------
-
-// The required keys only; lines 1 to 6.
-const char* kMinimal =
-    "env:\n"
-    "  name: CartPole-v1\n"
-    "algo:\n"
-    "  name: ppo\n"
-    "collector:\n"
-    "  total_frames: 1000\n";
-
-RunConfig load_yaml(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  return load_config_string(yaml, overrides, "run.yaml");
-}
-
-// The ConfigError message of loading `yaml` (a test failure when it loads).
-std::string problems_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  return error_message<ConfigError>([&] { load_yaml(yaml, overrides); });
-}
-
-// The problems of kMinimal with `overrides`.
-std::string override_problems(const std::vector<std::string>& overrides) {
-  return problems_of(kMinimal, overrides);
-}
-
-// "--set a=1 --set b=2", for traces.
-std::string as_flags(const std::vector<std::string>& overrides) {
-  std::string out;
-  for (const auto& o : overrides) out += (out.empty() ? "--set " : " --set ") + o;
-  return out;
-}
-
 using tdrl::testing::count_of;
-
-// The scalar values of a section and of everything nested in it, by key path ("algo.gamma",
-// "replay.capacity", "env.transforms[0].max_steps"): how the tests read the options of sections
-// they cannot name (the built-in algorithms' and transforms').
-struct Scalars {
-  std::map<std::string, double> numbers;  // ints and floats
-  std::map<std::string, std::string> strings;
-  std::map<std::string, bool> bools;
-};
-
-class ScalarCollector : public FieldVisitor {
- public:
-  explicit ScalarCollector(Scalars& out) : out_(out) {}
-
-  // A number, or "(none)" when unset.
-  template <class T>
-  void optional(const char* name, const std::optional<T>& v) {
-    if (v) {
-      out_.numbers[prefix_ + name] = static_cast<double>(*v);
-    } else {
-      out_.strings[prefix_ + name] = "(none)";
-    }
-  }
-
-  void field(const char* name, bool& v, const Constraint&, const char*) override {
-    out_.bools[prefix_ + name] = v;
-  }
-  void field(const char* name, int64_t& v, const Constraint&, const char*) override {
-    out_.numbers[prefix_ + name] = static_cast<double>(v);
-  }
-  void field(const char* name, double& v, const Constraint&, const char*) override {
-    out_.numbers[prefix_ + name] = v;
-  }
-  void field(const char* name, std::optional<double>& v, const Constraint&, const char*) override {
-    optional(name, v);
-  }
-  void field(const char* name, std::optional<int64_t>& v, const Constraint&, const char*) override {
-    optional(name, v);
-  }
-  void field(const char* name, std::string& v, const Constraint&, const char*) override {
-    out_.strings[prefix_ + name] = v;
-  }
-  void field(const char*, std::vector<int64_t>&, const Constraint&, const char*) override {}
-  void field(const char*, std::vector<double>&, const Constraint&, const char*) override {}
-  void field(const char*, std::vector<std::string>&, const Constraint&, const char*) override {}
-  void field(const char*, ScalarMap&, const Constraint&, const char*) override {}
-  void section(const char* name, Section& value, const char*) override {
-    nested(prefix_ + name + ".", value);
-  }
-  void section_list(const char* name, SectionList& list, const char*) override {
-    for (size_t i = 0; i < list.size(); ++i)
-      nested(prefix_ + name + "[" + std::to_string(i) + "].", list.at(i));
-  }
-
- private:
-  void nested(std::string prefix, Section& section) {
-    std::swap(prefix_, prefix);
-    section.fields(*this);
-    std::swap(prefix_, prefix);
-  }
-  Scalars& out_;
-  std::string prefix_;
-};
-
-Scalars scalars_of(Section& section) {
-  Scalars out;
-  ScalarCollector collector(out);
-  section.fields(collector);
-  return out;
-}
-
-// Names are checked against the registries: register the built-ins (idempotent) first.
-class ConfigTest : public ::testing::Test {
- protected:
-  void SetUp() override { register_builtin_components(); }
-};
+using namespace config_testing;
 
 // ---- defaults ----------------------------------------------------------------------------------
 
@@ -203,54 +93,6 @@ TEST_F(ConfigTest, AlgorithmOptionsHaveTheirDefaults) {
   EXPECT_TRUE(d.bools.at("algo.double_dqn"));
   EXPECT_DOUBLE_EQ(d.numbers.at("replay.capacity"), 1'000'000);
   EXPECT_EQ(d.numbers.count("algo.clip_epsilon"), 0u);
-}
-
-// The keys a library options struct declares, with their library defaults.
-template <class Options, class... Args>
-std::vector<std::string> keys_of_options(Args... args) {
-  Options options;
-  Scalars out;
-  ScalarCollector collector(out);
-  options.fields(collector, args...);
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : out.numbers) keys.push_back(k);
-  for (const auto& [k, v] : out.strings) keys.push_back(k);
-  for (const auto& [k, v] : out.bools) keys.push_back(k);
-  return keys;
-}
-
-bool has_key(const Scalars& s, const std::string& key) {
-  return s.numbers.count(key) || s.strings.count(key) || s.bools.count(key);
-}
-
-// The algorithm and transform sections hold the library parts' options, not copies: every field
-// a loss, value estimator, exploration module or transform declares is a key of its section.
-TEST_F(ConfigTest, SectionsComposeTheLibraryOptionsFields) {
-  RunConfig ppo_config = load_yaml(kMinimal);
-  const Scalars ppo = scalars_of(ppo_config);
-  for (const auto& key : keys_of_options<losses::ClipPPOLossOptions>()) {
-    SCOPED_TRACE(key);
-    EXPECT_TRUE(has_key(ppo, "algo." + key));
-  }
-  for (const auto& key :
-       keys_of_options<losses::ValueEstimatorOptions>(losses::ValueEstimatorType::kGAE))
-    EXPECT_TRUE(has_key(ppo, "algo." + key)) << key;
-  RunConfig sac_config = load_yaml(kMinimal, {"algo.name=sac", "env.name=Pendulum-v1"});
-  const Scalars sac = scalars_of(sac_config);
-  for (const auto& key : keys_of_options<losses::SACLossOptions>())
-    EXPECT_TRUE(has_key(sac, "algo." + key)) << key;
-  EXPECT_FALSE(has_key(sac, "algo.lmbda"));  // TD(0) reads gamma only
-  RunConfig dqn_config = load_yaml(kMinimal, {"algo.name=dqn"});
-  const Scalars dqn = scalars_of(dqn_config);
-  for (const auto& key : keys_of_options<modules::EGreedyModuleOptions>())
-    EXPECT_TRUE(has_key(dqn, "algo." + key)) << key;
-  RunConfig clip_config =
-      load_yaml(kMinimal, {"env.transforms=[{type: reward_clipping, clamp_min: -1}]"});
-  const Scalars clip = scalars_of(clip_config);
-  for (const auto& key : keys_of_options<envs::RewardClippingOptions>())
-    EXPECT_TRUE(has_key(clip, "env.transforms[0]." + key)) << key;
-  EXPECT_DOUBLE_EQ(clip.numbers.at("env.transforms[0].clamp_min"), -1);
-  EXPECT_EQ(clip.strings.at("env.transforms[0].clamp_max"), "(none)");
 }
 
 TEST_F(ConfigTest, ReplaySectionExistsOnlyForAlgorithmsWithAReplayBuffer) {
@@ -323,23 +165,6 @@ TEST_F(ConfigTest, UnknownKeyNamesLineAndSuggestsTheClosestKey) {
               HasSubstr("unknown key 'algo.gama' (run.yaml line 5); did you mean 'algo.gamma'?"));
   EXPECT_THAT(problems_of(std::string(kMinimal) + "sed: 3\n"),
               HasSubstr("unknown key 'sed' (run.yaml line 7); did you mean 'seed'?"));
-}
-
-// The keys renamed to the library options' names: a config written by tdrl 0.1 gets the new name,
-// where the section knows it (loss_critic_type stays ppo's: the PPO loss's own name).
-TEST_F(ConfigTest, RenamedKeyNamesItsNewName) {
-  const std::string message = problems_of(
-      "env:\n  name: CartPole-v1\nalgo:\n  name: dqn\n  loss_critic_type: l2\n"
-      "  annealing_frames: 100\ncollector:\n  total_frames: 1000\n");
-  EXPECT_THAT(message, HasSubstr("unknown key 'algo.loss_critic_type' (run.yaml line 5): it is "
-                                 "'algo.loss_function' since"));
-  EXPECT_THAT(message, HasSubstr("unknown key 'algo.annealing_frames' (run.yaml line 6): it is "
-                                 "'algo.annealing_num_steps' since"));
-  EXPECT_THAT(override_problems({"env.transforms=[{type: reward_clipping, max: 1}]"}),
-              HasSubstr("it is 'env.transforms[0].clamp_max' since"));
-  EXPECT_THAT(override_problems({"env.max_episode_steps=200"}),
-              HasSubstr("it is 'env.options.max_episode_steps' since"));
-  EXPECT_NO_THROW(load_yaml(kMinimal, {"algo.loss_critic_type=l1"}));
 }
 
 TEST_F(ConfigTest, UnknownKeyFarFromEveryKeyListsTheKeysOfItsSection) {
@@ -501,32 +326,6 @@ TEST_F(ConfigTest, TransformListProblemsNameTheElement) {
       "algo: {name: ppo}\ncollector: {total_frames: 1000}\n");
   EXPECT_THAT(untyped, HasSubstr("missing required key 'env.transforms[0].type' (the transform)"));
   EXPECT_THAT(untyped, HasSubstr("(1 problem)"));
-}
-
-// A task's options are its Options struct's declared fields: typos, wrong types and values out of
-// range are refused at load with the file's line, as for every other key.
-TEST_F(ConfigTest, DeclaredTaskOptionsAreValidatedAtLoad) {
-  const std::string message = problems_of(
-      "env:\n  name: Acrobot-v1\n  options:\n    torque_noise_max: -1\n    book_or_nips: nip\n"
-      "    gravty: 9\n    max_episode_steps: many\nalgo: {name: ppo}\n"
-      "collector: {total_frames: 1000}\n");
-  EXPECT_THAT(message, HasSubstr("(4 problems)"));
-  EXPECT_THAT(message, HasSubstr("'env.options.torque_noise_max' (run.yaml line 4) is -1; it "
-                                 "must be >= 0"));
-  EXPECT_THAT(message, HasSubstr("'env.options.book_or_nips' (run.yaml line 5) is 'nip'; the "
-                                 "choices are book and nips; did you mean 'nips'?"));
-  EXPECT_THAT(message, HasSubstr("unknown key 'env.options.gravty' (run.yaml line 6)"));
-  EXPECT_THAT(message, HasSubstr("'env.options.max_episode_steps' (run.yaml line 7) must be an "
-                                 "int"));
-  EXPECT_THAT(override_problems({"env.name=HalfCheetah-v4", "env.options={frame_skip: 0}"}),
-              HasSubstr("'env.options.frame_skip' (--set env.options={frame_skip: 0}) is 0; it "
-                        "must be >= 1"));
-  // Unset optional numbers keep the task's default; a set one reaches the env.
-  RunConfig cheetah =
-      load_yaml(kMinimal, {"env.name=HalfCheetah-v4", "env.options={reset_noise_scale: 0.2}"});
-  const Scalars s = scalars_of(cheetah);
-  EXPECT_EQ(s.strings.at("env.options.frame_skip"), "(none)");
-  EXPECT_DOUBLE_EQ(s.numbers.at("env.options.reset_noise_scale"), 0.2);
 }
 
 TEST_F(ConfigTest, ScalarGivenForASectionIsReported) {
