@@ -139,8 +139,8 @@ torch::Tensor CapturableAdam::step(LossClosure closure) {
   return loss;
 }
 
-void CapturableAdam::save(torch::serialize::OutputArchive& archive) const {
-  // Adam's state with the device step counts (the host mirror counts captured steps once).
+void CapturableAdam::sync_host_steps() const {
+  // The host mirror counts a captured step once, however often it was replayed.
   for (const auto& group : param_groups()) {
     for (const auto& p : group.params()) {
       const auto step = steps_.find(p.unsafeGetTensorImpl());
@@ -150,13 +150,16 @@ void CapturableAdam::save(torch::serialize::OutputArchive& archive) const {
           .step(static_cast<int64_t>(step->second.item<double>() + 0.5));
     }
   }
+}
+
+void CapturableAdam::save(torch::serialize::OutputArchive& archive) const {
+  sync_host_steps();
   Adam::save(archive);
 }
 
 void CapturableAdam::load(torch::serialize::InputArchive& archive) {
   Adam::load(archive);
-  // The next step reads the loaded host counts onto the devices.
-  steps_.clear();
+  forget_device_steps();
 }
 
 }  // namespace tdrl::modules

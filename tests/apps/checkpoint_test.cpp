@@ -1,4 +1,4 @@
-// Tests of the checkpoint module (module and optimiser state as TensorDicts, the state folder)
+// Tests of the checkpoint module (module state as TensorDicts, the typed records, the state folder)
 // and of plugin loading's errors.
 
 #include "tdrl/apps/checkpoint.h"
@@ -21,6 +21,7 @@ using tdrl::test_util::error_message;
 using tensordict::TensorDict;
 using tensordict::testing::TempDir;
 using tensordict::testing::write_file_bytes;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 torch::nn::Sequential two_layers() {
@@ -80,29 +81,6 @@ TEST(CheckpointTest, LoadModuleStateWithAnotherShapeThrowsNamingBothShapes) {
       torch::equal(module_state(*target).get({"0", "weight"}), before.get({"0", "weight"})));
 }
 
-TEST(CheckpointTest, OptimizerStateRoundTrips) {
-  torch::manual_seed(0);
-  auto net = torch::nn::Linear(3, 1);
-  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(0.1));
-  net->forward(torch::randn({8, 3})).sum().backward();
-  adam.step();
-  const TensorDict saved = optimizer_state(adam);
-  EXPECT_EQ(saved.get("archive").scalar_type(), torch::kUInt8);
-
-  torch::optim::Adam restored(net->parameters(), torch::optim::AdamOptions(0.1));
-  load_optimizer_state(restored, saved, "all");
-  EXPECT_TRUE(torch::equal(optimizer_state(restored).get("archive"), saved.get("archive")));
-}
-
-TEST(CheckpointTest, LoadOptimizerStateFromGarbageThrowsNamingTheGroup) {
-  auto net = torch::nn::Linear(3, 1);
-  torch::optim::Adam adam(net->parameters());
-  const TensorDict garbage({{"archive", torch::randint(0, 255, {64}, torch::kUInt8)}}, {});
-  EXPECT_THAT(
-      error_message<std::runtime_error>([&] { load_optimizer_state(adam, garbage, "critic"); }),
-      HasSubstr("the checkpoint's optimiser 'critic' does not fit"));
-}
-
 TEST(CheckpointTest, CheckpointStateRoundTripsThroughTheStateFolder) {
   TempDir tmp;
   TensorDict state = TensorDict::empty({});
@@ -119,6 +97,58 @@ TEST(CheckpointTest, LoadCheckpointStateWithoutAStateFolderNamesThePath) {
   EXPECT_THAT(
       error_message<std::runtime_error>([&] { load_checkpoint_state(tmp.path().string()); }),
       HasSubstr(tmp / "state"));
+}
+
+// A RunState as the Trainer writes it, with small made-up entries.
+RunState small_run_state() {
+  const auto counters =
+      RunCounters::make({{"frames", torch::tensor(int64_t{64})},
+                         {"updates", torch::tensor(int64_t{2})},
+                         {"episodes", torch::tensor(int64_t{3})},
+                         {"wall_time", torch::tensor(1.5, torch::kFloat64)},
+                         {"rng", torch::zeros({8}, torch::kUInt8)},
+                         {"episodes_in_flight", torch::zeros({0, 4}, torch::kFloat64)},
+                         {"recent_returns", torch::tensor({1.0, 2.0}, torch::kFloat64)}});
+  auto net = two_layers();
+  return RunState::make({{"actor", module_state(*net)},
+                         {"loss", module_state(*net)},
+                         {"optim", TensorDict::empty({})},
+                         {"exploration", TensorDict::empty({})},
+                         {"collector", TensorDict::empty({})},
+                         {"env", TensorDict::empty({})},
+                         {"trainer", counters}});
+}
+
+TEST(CheckpointTest, RunStateRoundTripsWithItsEmptyEntries) {
+  TempDir tmp;
+  const RunState state = small_run_state();
+  save_checkpoint_state(state.tensordict(), tmp.path().string());
+  const RunState loaded = load_run_state(tmp.path().string());
+  EXPECT_EQ(loaded.trainer().frames().item<int64_t>(), 64);
+  EXPECT_EQ(loaded.trainer().episodes_in_flight().sizes(), torch::IntArrayRef({0, 4}));
+  EXPECT_TRUE(loaded.exploration().keys().empty());
+  EXPECT_TRUE(
+      torch::equal(loaded.actor().get({"0", "weight"}), state.actor().get({"0", "weight"})));
+}
+
+TEST(CheckpointTest, ARunStateWithoutADeclaredEntryIsRefusedNamingIt) {
+  TempDir tmp;
+  TensorDict raw = small_run_state().tensordict().clone();
+  raw.del_("collector");
+  save_checkpoint_state(raw, tmp.path().string());
+  EXPECT_THAT(error_message<tensordict::KeyError>([&] { load_run_state(tmp.path().string()); }),
+              AllOf(HasSubstr("RunState"), HasSubstr("collector")));
+}
+
+TEST(CheckpointTest, AStateWithLibTorchArchivesIsRefusedNamingTheVersionThatWroteIt) {
+  // tdrl before 0.2 stored each optimiser's state as an opaque archive ("optim/<group>/archive").
+  TempDir tmp;
+  TensorDict raw = small_run_state().tensordict().clone();
+  raw.set({"optim", "all", "archive"}, torch::zeros({16}, torch::kUInt8));
+  save_checkpoint_state(raw, tmp.path().string());
+  EXPECT_THAT(error_message<tensordict::KeyError>([&] { load_run_state(tmp.path().string()); }),
+              AllOf(HasSubstr("written by tdrl before 0.2"), HasSubstr("'all'"),
+                    HasSubstr("tdrl-eval still evaluates its actor")));
 }
 
 TEST(PluginTest, LoadPluginRefusesAMissingFileANonLibraryAndALibraryWithoutTheHook) {

@@ -25,7 +25,7 @@
 #include <cairo.h>
 #endif
 
-#include "detail/drawing.h"
+#include "run/drawing.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::apps {

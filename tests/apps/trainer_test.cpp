@@ -951,6 +951,53 @@ TEST(TrainerCheckTest, ALossEntryNamedLikeARunColumnIsRefusedBeforeTheRun) {
   EXPECT_FALSE(fs::exists(refused.file("config.yaml")));
 }
 
+// A user's recipe whose optimiser is LBFGS, whose state (lists of past directions) checkpoints
+// cannot hold as tensors: refused before the run rather than at its first checkpoint.
+class LbfgsLoss : public losses::LossModule {
+ public:
+  LbfgsLoss()
+      : LossModule("LbfgsLoss", {{"observation", tensordict::NestedKey("observation")}},
+                   {"observation"}) {
+    set_out_keys({"loss_x"});
+    weight_ = register_parameter("weight", torch::ones({1}));
+  }
+
+ protected:
+  TensorDict forward_impl(const TensorDict&) override {
+    TensorDict out({}, {});
+    out.set("loss_x", weight_.sum());
+    return out;
+  }
+
+ private:
+  torch::Tensor weight_;
+};
+
+class LbfgsRecipe : public FpsNamedRecipe {
+ public:
+  using FpsNamedRecipe::FpsNamedRecipe;
+  void build_learning(const RecipeContext&) override {
+    loss = std::make_shared<LbfgsLoss>();
+    OptimizerGroup all;
+    all.name = "all";
+    all.optimizer = std::make_shared<torch::optim::LBFGS>(loss->parameters());
+    optimizers.push_back(std::move(all));
+  }
+};
+
+TEST(TrainerCheckTest, AnOptimiserWhoseStateCheckpointsCannotHoldIsRefusedBeforeTheRun) {
+  register_builtin_components();
+  if (!find_algorithm("test_lbfgs"))
+    register_algorithm<FpsNamedConfig, LbfgsRecipe>("test_lbfgs", "an LBFGS optimiser");
+  const RunConfig config = load_config_string(
+      "env: {name: CartPole-v1}\nalgo: {name: test_lbfgs}\n"
+      "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n");
+  EXPECT_THAT(
+      error_message<ConfigError>([&] { Trainer::check(config); }),
+      ::testing::AllOf(HasSubstr("the recipe of algorithm 'test_lbfgs': optimiser group 'all'"),
+                       HasSubstr("LBFGS"), HasSubstr("Adam, AdamW, SGD, RMSprop and Adagrad")));
+}
+
 // A user's off-policy recipe with a replay section that never samples by priority: its learning
 // parts are SAC's (built from a config of its own, without prioritized replay).
 struct NoPriorityConfig : AlgoConfig {

@@ -17,7 +17,7 @@
 #include <tdrl/apps/recipe.h>
 #include <tdrl/losses/loss_module.h>
 
-#include "detail/update_step.h"
+#include "training/update_step.h"
 
 namespace tdrl::apps::detail {
 namespace {

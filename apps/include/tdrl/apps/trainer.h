@@ -74,9 +74,10 @@ struct RunSeeds {
 /// the same seed gives the same run and changing one use never shifts another.
 RunSeeds derive_seeds(int64_t seed);
 
-/// Loads the "env" entries of a checkpoint state (checkpoint.h) into the envs' shared
-/// statistics; statistics without an entry keep their values.
-void load_env_state(const EnvState& env_state, const TensorDict& state);
+/// Loads a checkpoint's "env" entry (RunState::env, BestState::env; checkpoint.h: running
+/// statistics by name) into the envs' shared statistics; statistics without an entry keep
+/// their values.
+void load_env_state(const EnvState& env_state, const TensorDict& env);
 
 /// When hooks run (see Trainer::add_hook).
 enum class HookPoint {

@@ -39,6 +39,13 @@ class CapturableAdam : public torch::optim::Adam {
   /// Copies each group's learning rate to its device tensor where it changed since the last copy.
   void sync_hyperparameters();
 
+  /// Writes the device step counts into Adam's host state (AdamParamState::step), one host
+  /// synchronisation: what save() and modules::optimizer_state read.
+  void sync_host_steps() const;
+  /// Drops the device step counts, so that the next step reads Adam's host counts: for whoever
+  /// replaces the state (load(), modules::load_optimizer_state).
+  void forget_device_steps() { steps_.clear(); }
+
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 

@@ -17,7 +17,7 @@
 #include <tensordict/errors.h>
 #include <tensordict/name_table.h>
 
-#include "detail/file_util.h"
+#include "run/file_util.h"
 
 namespace tdrl::apps {
 

@@ -3,7 +3,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/transforms/all.h>
 
-#include "detail/builtin.h"
+#include "training/builtin.h"
 
 namespace tdrl::apps::detail {
 

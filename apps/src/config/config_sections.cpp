@@ -9,9 +9,9 @@
 #include <tdrl/envs/registry.h>
 #include <tdrl/modules/mlp_options.h>
 
-#include "detail/collector_modes.h"
-#include "detail/config_text.h"
-#include "detail/recipe_parts.h"
+#include "training/collector_modes.h"
+#include "config/config_text.h"
+#include "training/recipe_parts.h"
 
 namespace tdrl::apps {
 

@@ -26,7 +26,7 @@
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/envs/registry.h>
 
-#include "detail/command_line.h"
+#include "tools/command_line.h"
 
 namespace tdrl::apps {
 
@@ -310,7 +310,8 @@ int eval_main(int argc, char** argv) {
     const auto state = load_checkpoint_state(*latest);
     load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
     recipe->actor->to(torch::Device(config.device));
-    load_env_state(*env.env_state, state);
+    // Both records (RunState, BestState) hold "env"; tdrl 0.1 wrote it only when non-empty.
+    if (state.contains("env")) load_env_state(*env.env_state, state.get_tensordict("env"));
     auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
     const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
                                  seed ? *seed : derive_seeds(config.seed).eval);

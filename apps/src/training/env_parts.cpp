@@ -6,7 +6,7 @@
 #include <tdrl/envs/transforms/reward.h>
 #include <tdrl/specs.h>
 
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 namespace tdrl::apps {
 

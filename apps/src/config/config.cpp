@@ -15,7 +15,7 @@
 
 #include <tdrl/apps/registry.h>
 
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 namespace tdrl::apps {
 

@@ -1,4 +1,4 @@
-#include "detail/file_util.h"
+#include "run/file_util.h"
 
 #include <fcntl.h>
 #include <unistd.h>

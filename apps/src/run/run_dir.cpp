@@ -19,7 +19,7 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/file_util.h"
+#include "run/file_util.h"
 
 namespace tdrl::apps {
 

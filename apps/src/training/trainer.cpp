@@ -20,6 +20,7 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/collectors/multi_collector.h>
+#include <tdrl/modules/optimizer_state.h>
 #include <tdrl/specs/keys.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/interaction_type.h>
@@ -30,11 +31,11 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 
-#include "detail/collector_modes.h"
-#include "detail/config_text.h"
-#include "detail/file_util.h"
-#include "detail/recipe_parts.h"
-#include "detail/update_step.h"
+#include "training/collector_modes.h"
+#include "config/config_text.h"
+#include "run/file_util.h"
+#include "training/recipe_parts.h"
+#include "training/update_step.h"
 
 namespace tdrl::apps {
 
@@ -73,9 +74,17 @@ void check_learning_parts(const RunConfig& config, const Recipe& recipe) {
              " built no optimiser group (Recipe::optimizers is empty after build_learning); its "
              "build_learning must add one, e.g. {\"all\", optimiser over loss->parameters()}");
   const auto& groups = recipe.optimizers;
-  for (const auto& g : groups)
+  for (const auto& g : groups) {
     TDRL_CHECK(g.optimizer, ConfigError, who, ": optimiser group '", g.name,
                "' has no optimizer; set OptimizerGroup::optimizer in build_learning");
+    // Checkpoints store the optimiser's state as tensors: a kind without that layout is
+    // refused now rather than at the first checkpoint.
+    try {
+      modules::optimizer_state(*g.optimizer);
+    } catch (const tensordict::TypeError& e) {
+      throw ConfigError(who + ": optimiser group '" + g.name + "': " + e.what());
+    }
+  }
   const auto declared = recipe.loss->loss_terms();
   for (const auto& g : groups)
     for (const auto& term : g.terms)
@@ -97,12 +106,14 @@ void check_learning_parts(const RunConfig& config, const Recipe& recipe) {
   }
 }
 
-// The running statistics of the envs (VecNorm) under "env/<name>", as tdrl-eval reads them.
-void set_env_state(TensorDict& state, const EnvState& env_state) {
+// The running statistics of the envs (VecNorm) by name, as tdrl-eval reads them.
+TensorDict env_state_dict(const EnvState& env_state) {
+  TensorDict out = TensorDict::empty({});
   for (const auto& [name, s] : env_state) {
     const auto sd = s->state_dict();
-    if (!sd.keys().empty()) state.set({"env", name}, sd);
+    if (!sd.keys().empty()) out.set(name, sd);
   }
+  return out;
 }
 
 uint64_t splitmix64(uint64_t x) {
@@ -509,7 +520,10 @@ void Trainer::keep_if_best(const EvalResult& result) {
     if (fs::exists(fs::path(dir) / "state" / "meta.json")) {
       try {
         if (const auto damaged = CheckpointStore::damage(dir)) throw std::runtime_error(*damaged);
-        best_eval_ = load_checkpoint_state(dir).get({"trainer", "eval_return"}).item<double>();
+        best_eval_ = BestState::from_tensordict(load_checkpoint_state(dir))
+                         .trainer()
+                         .eval_return()
+                         .item<double>();
       } catch (const std::exception& e) {
         logger_->warn("checkpoints/best cannot be read ({}); the next evaluation replaces it",
                       e.what());
@@ -518,16 +532,16 @@ void Trainer::keep_if_best(const EvalResult& result) {
   }
   if (!(result.mean > *best_eval_)) return;
   best_eval_ = result.mean;
-  TensorDict state = TensorDict::empty({});
-  state.set("actor", module_state(*recipe_->actor));
-  set_env_state(state, *env_.env_state);
-  TensorDict trainer = TensorDict::empty({});
-  trainer.set("frames", torch::tensor(frames_, torch::kInt64));
-  trainer.set("eval_return", torch::tensor(result.mean, torch::kFloat64));
-  state.set("trainer", trainer);
+  const BestState state = BestState::make(
+      {{"actor", module_state(*recipe_->actor)},
+       {"env", env_state_dict(*env_.env_state)},
+       {"trainer",
+        BestCounters::make({{"frames", torch::tensor(frames_, torch::kInt64)},
+                            {"eval_return", torch::tensor(result.mean, torch::kFloat64)}})}});
   // Written as the store writes checkpoints: complete or not at all, with its MANIFEST.
-  checkpoints_->write_named(
-      "best", [&](const std::string& folder) { save_checkpoint_state(state, folder); });
+  checkpoints_->write_named("best", [&](const std::string& folder) {
+    save_checkpoint_state(state.tensordict(), folder);
+  });
   logger_->info("checkpoints/best: eval return {:.2f} at {} frames", result.mean, frames_);
 }
 
@@ -548,20 +562,11 @@ void Trainer::write_curve() {
 
 void Trainer::save_checkpoint_files(const std::string& dir) {
   auto& recipe = *recipe_;
-  TensorDict state = TensorDict::empty({});
-  state.set("actor", module_state(*recipe.actor));
-  state.set("loss", module_state(*recipe.loss));
-  for (auto& g : recipe.optimizers) state.set({"optim", g.name}, optimizer_state(*g.optimizer));
+  TensorDict optim = TensorDict::empty({});
+  for (auto& g : recipe.optimizers) optim.set(g.name, modules::optimizer_state(*g.optimizer));
+  TensorDict exploration = TensorDict::empty({});
   for (auto& [name, module] : recipe.exploration_modules)
-    state.set({"exploration", name}, module_state(*module));
-  state.set("collector", collector_->state_dict());
-  set_env_state(state, *env_.env_state);
-  TensorDict trainer = TensorDict::empty({});
-  trainer.set("frames", torch::tensor(frames_, torch::kInt64));
-  trainer.set("updates", torch::tensor(updates_, torch::kInt64));
-  trainer.set("episodes", torch::tensor(episodes_, torch::kInt64));
-  trainer.set("wall_time", torch::tensor(wall_time(), torch::kFloat64));
-  trainer.set("rng", at::detail::getDefaultCPUGenerator().get_state());
+    exploration.set(name, module_state(*module));
   // The tallies of the episodes in flight (id, env return, transformed return, length), which
   // a resumed collector continues, and the returns the progress line averages.
   std::vector<double> tallies;
@@ -569,55 +574,67 @@ void Trainer::save_checkpoint_files(const std::string& dir) {
     tallies.insert(tallies.end(), {static_cast<double>(id), tally.env_return, tally.transformed,
                                    static_cast<double>(tally.length)});
   }
-  trainer.set("episodes_in_flight", torch::tensor(tallies, torch::kFloat64).view({-1, 4}));
-  trainer.set("recent_returns", torch::tensor(recent_returns_, torch::kFloat64));
-  state.set("trainer", trainer);
-  save_checkpoint_state(state, dir);
+  const auto counters = RunCounters::make(
+      {{"frames", torch::tensor(frames_, torch::kInt64)},
+       {"updates", torch::tensor(updates_, torch::kInt64)},
+       {"episodes", torch::tensor(episodes_, torch::kInt64)},
+       {"wall_time", torch::tensor(wall_time(), torch::kFloat64)},
+       {"rng", at::detail::getDefaultCPUGenerator().get_state()},
+       {"episodes_in_flight", torch::tensor(tallies, torch::kFloat64).view({-1, 4})},
+       {"recent_returns", torch::tensor(recent_returns_, torch::kFloat64)}});
+  const auto state = RunState::make({{"actor", module_state(*recipe.actor)},
+                                     {"loss", module_state(*recipe.loss)},
+                                     {"optim", optim},
+                                     {"exploration", exploration},
+                                     {"collector", collector_->state_dict()},
+                                     {"env", env_state_dict(*env_.env_state)},
+                                     {"trainer", counters}});
+  save_checkpoint_state(state.tensordict(), dir);
   if (recipe.replay && config_.checkpoint.save_replay) recipe.replay->dumps(dir + "/replay");
 }
 
 void Trainer::load_checkpoint_files(const std::string& dir) {
   auto& recipe = *recipe_;
-  const TensorDict state = load_checkpoint_state(dir);
-  load_module_state(*recipe.loss, state.get_tensordict("loss"), "loss");
-  for (auto& g : recipe.optimizers)
-    load_optimizer_state(*g.optimizer, state.get_tensordict({"optim", g.name}), g.name);
+  const RunState state = load_run_state(dir);
+  load_module_state(*recipe.loss, state.loss(), "loss");
+  for (auto& g : recipe.optimizers) {
+    TDRL_CHECK(state.optim().contains(g.name), tensordict::KeyError, "--resume: ", dir,
+               " has no state of the optimiser group '", g.name,
+               "'; it was written by another algorithm (check algo.name)");
+    modules::load_optimizer_state(*g.optimizer, state.optim().get_tensordict(g.name),
+                                  "the checkpoint's optimiser '" + g.name + "'");
+  }
   for (auto& [name, module] : recipe.exploration_modules)
-    load_module_state(*module, state.get_tensordict({"exploration", name}), name);
+    load_module_state(*module, state.exploration().get_tensordict(name), name);
   if (recipe.replay && config_.checkpoint.save_replay) {
     // A run that saves its buffer resumes with it, never silently with an empty one.
     TDRL_CHECK(fs::exists(dir + "/replay"), tensordict::Error, "--resume: the checkpoint ", dir,
                " has no replay/ folder although checkpoint.save_replay is on; it is incomplete");
     recipe.replay->loads(dir + "/replay");
   }
-  collector_->load_state_dict(state.get_tensordict("collector"));
-  load_env_state(*env_.env_state, state);
-  const TensorDict trainer = state.get_tensordict("trainer");
-  frames_ = trainer.get("frames").item<int64_t>();
-  updates_ = trainer.get("updates").item<int64_t>();
-  episodes_ = trainer.get("episodes").item<int64_t>();
-  wall_offset_ = trainer.get("wall_time").item<double>();
+  collector_->load_state_dict(state.collector());
+  load_env_state(*env_.env_state, state.env());
+  const RunCounters counters = state.trainer();
+  frames_ = counters.frames().item<int64_t>();
+  updates_ = counters.updates().item<int64_t>();
+  episodes_ = counters.episodes().item<int64_t>();
+  wall_offset_ = counters.wall_time().item<double>();
   running_.clear();
-  if (const auto tallies = trainer.find("episodes_in_flight")) {
-    const auto rows = tallies->to(torch::kFloat64).contiguous().view({-1, 4});
-    const double* t = rows.data_ptr<double>();
-    for (int64_t i = 0; i < rows.size(0); ++i, t += 4) {
-      running_[static_cast<int64_t>(t[0])] = {t[1], t[2], static_cast<int64_t>(t[3])};
-    }
-  }
-  if (const auto recent = trainer.find("recent_returns")) {
-    const auto values = recent->to(torch::kFloat64).contiguous();
-    recent_returns_.assign(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
-  }
+  const auto rows = counters.episodes_in_flight().to(torch::kFloat64).contiguous().view({-1, 4});
+  const double* t = rows.data_ptr<double>();
+  for (int64_t i = 0; i < rows.size(0); ++i, t += 4)
+    running_[static_cast<int64_t>(t[0])] = {t[1], t[2], static_cast<int64_t>(t[3])};
+  const auto recent = counters.recent_returns().to(torch::kFloat64).contiguous();
+  recent_returns_.assign(recent.data_ptr<double>(), recent.data_ptr<double>() + recent.numel());
   at::Generator generator = at::detail::getDefaultCPUGenerator();
-  generator.set_state(trainer.get("rng"));
+  generator.set_state(counters.rng());
   recipe.on_resume(frames_);
   collector_->update_policy_weights_();
 }
 
-void load_env_state(const EnvState& env_state, const TensorDict& state) {
+void load_env_state(const EnvState& env_state, const TensorDict& env) {
   for (const auto& [name, s] : env_state)
-    if (state.contains({"env", name})) s->load_state_dict(state.get_tensordict({"env", name}));
+    if (env.contains(name)) s->load_state_dict(env.get_tensordict(name));
 }
 
 double Trainer::wall_time() const {

@@ -1,4 +1,4 @@
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 #include <algorithm>
 #include <cctype>

@@ -20,9 +20,9 @@
 #include <tensordict/name_table.h>
 #include <tensordict/nn/tensordict_sequential.h>
 
-#include "detail/builtin.h"
-#include "detail/config_text.h"
-#include "detail/recipe_parts.h"
+#include "training/builtin.h"
+#include "config/config_text.h"
+#include "training/recipe_parts.h"
 
 namespace tdrl::apps::detail {
 

@@ -1,6 +1,6 @@
-#include "detail/update_step.h"
+#include "training/update_step.h"
 
-#include "detail/cuda_headers.h"
+#include "training/cuda_headers.h"
 
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/modules/capturable_adam.h>

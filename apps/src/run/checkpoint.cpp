@@ -1,9 +1,6 @@
 #include <tdrl/apps/checkpoint.h>
 
-#include <cstring>
 #include <filesystem>
-
-#include <torch/serialize.h>
 
 #include <tensordict/errors.h>
 #include <tensordict/nn/functional.h>
@@ -36,42 +33,6 @@ void load_module_state(torch::nn::Module& module, const tensordict::TensorDict& 
   for (auto& [tensor, source] : copies) tensor.copy_(source);
 }
 
-tensordict::TensorDict optimizer_state(torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::string bytes;
-  archive.save_to([&bytes](const void* data, size_t size) -> size_t {
-    bytes.append(static_cast<const char*>(data), size);
-    return size;
-  });
-  auto tensor = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
-  std::memcpy(tensor.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-  return tensordict::TensorDict({{"archive", tensor}}, {});
-}
-
-void load_optimizer_state(torch::optim::Optimizer& optimizer, const tensordict::TensorDict& state,
-                          const std::string& what) {
-  const torch::Tensor bytes = state.get("archive").contiguous();
-  torch::serialize::InputArchive archive;
-  // The state goes where the optimiser's parameters are, whichever device wrote it (a GPU run
-  // resumed with --set device=cpu).
-  c10::optional<torch::Device> device;  // load_from's type: LibTorch 1.x's own optional
-  for (const auto& group : optimizer.param_groups()) {
-    if (!group.params().empty()) {
-      device = group.params().front().device();
-      break;
-    }
-  }
-  try {
-    archive.load_from(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
-                      static_cast<size_t>(bytes.numel()), device);
-    optimizer.load(archive);
-  } catch (const c10::Error& e) {
-    throw std::runtime_error("load_optimizer_state: the checkpoint's optimiser '" + what +
-                             "' does not fit this run's optimiser: " + e.what_without_backtrace());
-  }
-}
-
 void save_checkpoint_state(const tensordict::TensorDict& state, const std::string& folder) {
   state.save((std::filesystem::path(folder) / "state").string());
 }
@@ -83,6 +44,22 @@ tensordict::TensorDict load_checkpoint_state(const std::string& folder) {
                              " is missing; the checkpoint folder is incomplete or of an older "
                              "format");
   return tensordict::TensorDict::load(path).clone();
+}
+
+RunState load_run_state(const std::string& folder) {
+  const tensordict::TensorDict state = load_checkpoint_state(folder);
+  if (state.contains("optim")) {
+    const tensordict::TensorDict optim = state.get_tensordict("optim");
+    for (const auto& group : optim.keys()) {
+      TDRL_CHECK(!optim.contains({group.join_parts("/"), "archive"}), tensordict::KeyError,
+                 "--resume: ", folder, " was written by tdrl before 0.2 (its optimiser state '",
+                 group.join_parts("/"),
+                 "' is a LibTorch archive; this tdrl stores it as "
+                 "tensors): resume it with the tdrl that wrote it, or start a new run; tdrl-eval "
+                 "still evaluates its actor");
+    }
+  }
+  return RunState::from_tensordict(state);
 }
 
 }  // namespace tdrl::apps

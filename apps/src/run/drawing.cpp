@@ -1,7 +1,7 @@
 // The plot renderer (see drawing.h): one painting routine over a cairo context, on cairo's SVG
 // surface and on an image surface written as PNG.
 
-#include "detail/drawing.h"
+#include "run/drawing.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -1,6 +1,6 @@
-#include "detail/device_memory.h"
+#include "training/device_memory.h"
 
-#include "detail/cuda_headers.h"
+#include "training/cuda_headers.h"
 
 #include <torch/cuda.h>
 

@@ -19,7 +19,7 @@
 #include <tensordict/dtype.h>
 #include <tensordict/errors.h>
 
-#include "detail/command_line.h"
+#include "tools/command_line.h"
 
 namespace tdrl::apps {
 

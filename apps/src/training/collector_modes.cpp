@@ -1,4 +1,4 @@
-#include "detail/collector_modes.h"
+#include "training/collector_modes.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include <tdrl/collectors/multi_collector.h>
 #include <tensordict/name_table.h>
 
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 namespace tdrl::apps::detail {
 

@@ -8,9 +8,9 @@
 #include <tensordict/errors.h>
 #include <tensordict/name_table.h>
 
-#include "detail/builtin.h"
-#include "detail/config_text.h"
-#include "detail/device_memory.h"
+#include "training/builtin.h"
+#include "config/config_text.h"
+#include "training/device_memory.h"
 
 namespace tdrl::apps {
 

@@ -1,7 +1,7 @@
 // The config layer's reading of a field's Constraint: a value checked against it, and the
 // constraint described in words for messages and docs/config.md.
 
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 #include <algorithm>
 #include <charconv>

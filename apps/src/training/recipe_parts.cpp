@@ -1,4 +1,4 @@
-#include "detail/recipe_parts.h"
+#include "training/recipe_parts.h"
 
 #include <algorithm>
 #include <cmath>

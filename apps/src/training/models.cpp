@@ -4,7 +4,7 @@
 
 #include <tensordict/nn.h>
 
-#include "detail/recipe_parts.h"
+#include "training/recipe_parts.h"
 
 namespace tdrl::apps {
 

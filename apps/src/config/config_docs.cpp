@@ -10,7 +10,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
 
-#include "detail/config_text.h"
+#include "config/config_text.h"
 
 namespace tdrl::apps {
 

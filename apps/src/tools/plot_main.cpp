@@ -16,7 +16,7 @@
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/metrics.h>
 
-#include "detail/command_line.h"
+#include "tools/command_line.h"
 
 namespace tdrl::apps {
 

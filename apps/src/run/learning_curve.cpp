@@ -16,8 +16,8 @@
 
 #include <tensordict/errors.h>
 
-#include "detail/drawing.h"
-#include "detail/file_util.h"
+#include "run/drawing.h"
+#include "run/file_util.h"
 
 namespace tdrl::apps {
 

@@ -25,7 +25,7 @@
 #include <tensordict/errors.h>
 #include <zlib.h>
 
-#include "detail/file_util.h"
+#include "run/file_util.h"
 
 namespace tdrl::apps {
 
