@@ -59,8 +59,8 @@ TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
   EXPECT_EQ(config.model.layers.activation(), "tanh");
   EXPECT_EQ(config.algo.name, "ppo");
   EXPECT_NE(config.algo.options, nullptr);
-  EXPECT_EQ(config.collector.total_frames, 1000);
-  EXPECT_EQ(config.collector.frames_per_batch, 1000);
+  EXPECT_EQ(config.collector.limits.total_frames(), 1000);
+  EXPECT_EQ(config.collector.limits.frames_per_batch(), 1000);
   EXPECT_EQ(config.collector.mode, "single");
   EXPECT_EQ(config.collector.port, 0);
   EXPECT_DOUBLE_EQ(config.collector.timeout_s, 120);
@@ -240,7 +240,8 @@ TEST_F(ConfigTest, IntRefusesNumbersThatAreNotWholeSuggestingTheInteger) {
 }
 
 TEST_F(ConfigTest, IntIsNeverNarrowed) {
-  EXPECT_EQ(load_yaml(kMinimal, {"collector.total_frames=9007199254740993"}).collector.total_frames,
+  EXPECT_EQ(load_yaml(kMinimal, {"collector.total_frames=9007199254740993"})
+                .collector.limits.total_frames(),
             int64_t{9007199254740993});
   EXPECT_EQ(load_yaml(kMinimal, {"seed=9223372036854775807"}).seed,
             std::numeric_limits<int64_t>::max());
@@ -349,7 +350,7 @@ TEST_F(ConfigTest, MissingRequiredKeysAreNamedWithTheirDoc) {
                                "lists them)) in run.yaml"));
   EXPECT_THAT(empty, HasSubstr("missing required key 'algo.name' (the algorithm) in run.yaml"));
   EXPECT_THAT(empty, HasSubstr("missing required key 'collector.total_frames' (frames to collect "
-                               "in all) in run.yaml"));
+                               "in all (-1: never end)) in run.yaml"));
   const std::string no_env = problems_of("algo: {name: ppo}\ncollector: {total_frames: 10}\n");
   EXPECT_THAT(no_env, HasSubstr("(1 problem)"));
   EXPECT_THAT(no_env, HasSubstr("missing required key 'env.name'"));
@@ -374,7 +375,7 @@ TEST_F(ConfigTest, EveryProblemIsReportedAtOnce) {
   EXPECT_THAT(message, HasSubstr("\n  - unknown key 'algo.gama' (run.yaml line 5)"));
   EXPECT_THAT(message, HasSubstr("\n  - 'algo.num_epochs' (run.yaml line 6) must be an int"));
   EXPECT_THAT(message, HasSubstr("\n  - 'collector.total_frames' (run.yaml line 8) is -5; it "
-                                 "must be >= 1"));
+                                 "must be >= 1 or -1"));
 }
 
 // One row per field: a value out of its range (or not among its choices) is refused, naming the
@@ -386,7 +387,9 @@ TEST_F(ConfigTest, ValuesOutsideTheirRangeOrChoicesAreRefused) {
     std::string expected;
   };
   const std::vector<Row> rows = {
-      {{"collector.total_frames=-1000"}, "collector.total_frames", "is -1000; it must be >= 1"},
+      {{"collector.total_frames=-1000"},
+       "collector.total_frames",
+       "is -1000; it must be >= 1 or -1"},
       {{"collector.frames_per_batch=-64"}, "collector.frames_per_batch", "it must be >= 1"},
       {{"collector.init_random_frames=-1"}, "collector.init_random_frames", "it must be >= 0"},
       {{"collector.max_frames_per_traj=0"},
@@ -546,7 +549,7 @@ TEST_F(ConfigTest, OverridesSetPathsToYamlValues) {
       load_yaml(kMinimal, {"collector.frames_per_batch=64", "model.actor_cells=[256, 256]",
                            "env.parallel=true", "model.activation=relu", "env.options={gravity: 3}",
                            "name=my run=1", "env.transforms=[{type: step_counter, max_steps: 5}]"});
-  EXPECT_EQ(config.collector.frames_per_batch, 64);
+  EXPECT_EQ(config.collector.limits.frames_per_batch(), 64);
   EXPECT_THAT(config.model.actor_cells, ElementsAre(256, 256));
   EXPECT_TRUE(config.env.parallel);
   EXPECT_EQ(config.model.layers.activation(), "relu");
@@ -587,7 +590,7 @@ TEST_F(ConfigTest, LastOverrideOfAKeyWins) {
       "collector:\n  total_frames: 1000\n",
       {"algo.gamma=0.5", "collector.total_frames=2000", "algo.gamma=0.25"});
   EXPECT_DOUBLE_EQ(scalars_of(config).numbers.at("algo.gamma"), 0.25);
-  EXPECT_EQ(config.collector.total_frames, 2000);
+  EXPECT_EQ(config.collector.limits.total_frames(), 2000);
 }
 
 TEST_F(ConfigTest, OverrideSuppliesARequiredKey) {
@@ -807,7 +810,7 @@ TEST_F(ConfigTest, ReferenceMentionsEveryRegisteredAlgorithmTransformAndKey) {
   }
   EXPECT_THAT(reference, HasSubstr("`collector.frames_per_batch`"));
   EXPECT_THAT(reference, HasSubstr("| `collector.frames_per_batch` | int | `1000` | >= 1 |"));
-  EXPECT_THAT(reference, HasSubstr("| `collector.total_frames` | int | required | >= 1 |"));
+  EXPECT_THAT(reference, HasSubstr("| `collector.total_frames` | int | required | >= 1 or -1 |"));
   EXPECT_THAT(reference, HasSubstr("`algo.clip_epsilon`"));
   EXPECT_THAT(reference, HasSubstr("`replay.capacity`"));
   EXPECT_THAT(reference, HasSubstr("## `env.name: CartPole-v1`"));

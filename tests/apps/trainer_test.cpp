@@ -353,6 +353,30 @@ TEST(TrainerTest, StopSignalEndsTheRunAfterTheBatchWithACheckpoint) {
   EXPECT_EQ(resumed.updates(), 16);
 }
 
+// collector.total_frames: -1 (the collector's own "never end") trains until a signal stops it,
+// with the checkpoint a stop writes; a linear learning-rate decay, which needs an end, is
+// refused before the run.
+TEST(TrainerTest, AnEndlessRunTrainsUntilASignalStopsIt) {
+  StopSignalGuard guard;
+  TempDir tmp;
+  const RunConfig endless = tiny_config("ppo", {"collector.total_frames=-1"});
+  Trainer trainer(endless, RunDir::create(tmp.path().string(), "t"));
+  trainer.add_hook(HookPoint::kBatch, [](Trainer& t) {
+    if (t.frames() == 320) ::raise(SIGINT);
+  });
+  EXPECT_FALSE(trainer.train());
+  EXPECT_EQ(trainer.frames(), 320);  // past the 256 frames tiny configs otherwise stop at
+  EXPECT_EQ(checkpoint_frames(latest_checkpoint(trainer.run_dir().path())), 320);
+
+  EXPECT_THAT(
+      error_message<ConfigError>([] {
+        Trainer::check(
+            tiny_config("ppo", {"collector.total_frames=-1", "optim.lr_schedule=linear"}));
+      }),
+      HasSubstr("'optim.lr_schedule' is linear, which decays to 0 at collector.total_frames, and "
+                "'collector.total_frames' is -1 (never end)"));
+}
+
 TEST(TrainerTest, AnErrorInTrainIsLoggedAndTheStateReachedIsKept) {
   TempDir tmp;
   // No periodic checkpoints (the default): before this, an error lost the whole run.

@@ -9,8 +9,8 @@
 #include <tdrl/envs/registry.h>
 #include <tdrl/modules/mlp_options.h>
 
-#include "training/collector_modes.h"
 #include "config/config_text.h"
+#include "training/collector_modes.h"
 #include "training/recipe_parts.h"
 
 namespace tdrl::apps {
@@ -115,12 +115,7 @@ void ModelSection::fields(FieldVisitor& v) {
 }
 
 void CollectorSection::fields(FieldVisitor& v) {
-  v("frames_per_batch", frames_per_batch, at_least(1), "frames per collected batch (all sub-envs)");
-  v.required()("total_frames", total_frames, at_least(1), "frames to collect in all");
-  v("init_random_frames", init_random_frames, at_least(0),
-    "random actions first (off-policy warm-up)");
-  v("max_frames_per_traj", max_frames_per_traj, at_least(1).or_exactly(-1),
-    "cut trajectories longer than this (-1: never)");
+  v.requiring({"total_frames"}, [&] { limits.fields(v); });
   v("mode", mode, one_of(detail::collector_mode_names()),
     "one Collector, MultiSync/MultiAsync worker threads, or worker processes");
   v("num_workers", num_workers, in_range(1, kMaxWorkers),

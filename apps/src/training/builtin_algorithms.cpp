@@ -91,7 +91,7 @@ struct OffPolicyConfig : AlgoConfig {
   }
   // frames_per_batch when -1.
   int64_t updates(const CollectorSection& collector) const {
-    return updates_per_batch > 0 ? updates_per_batch : collector.frames_per_batch;
+    return updates_per_batch > 0 ? updates_per_batch : collector.limits.frames_per_batch();
   }
 };
 

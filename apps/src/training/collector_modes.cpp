@@ -116,17 +116,9 @@ std::vector<std::string> collector_mode_problems(const CollectorSection& c) {
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,
                                                           const EnvParts& env, Recipe& recipe,
                                                           const RunDir& run, torch::Device device) {
-  CollectorParts parts{c,
-                       env,
-                       recipe,
-                       run,
-                       device,
-                       collectors::CollectorOptions()
-                           .frames_per_batch(c.frames_per_batch)
-                           .total_frames(c.total_frames)
-                           .init_random_frames(c.init_random_frames)
-                           .max_frames_per_traj(c.max_frames_per_traj)
-                           .policy_factory(recipe.policy_factory)};
+  collectors::CollectorOptions options;
+  static_cast<collectors::CollectionLimits&>(options) = c.limits;
+  CollectorParts parts{c, env, recipe, run, device, options.policy_factory(recipe.policy_factory)};
   return mode_table().at(c.mode, "collector.mode").build(parts);
 }
 

@@ -31,9 +31,9 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 
-#include "training/collector_modes.h"
 #include "config/config_text.h"
 #include "run/file_util.h"
+#include "training/collector_modes.h"
 #include "training/recipe_parts.h"
 #include "training/update_step.h"
 
@@ -260,6 +260,11 @@ void check_devices(const RunConfig& config) {
                          "'; a captured update needs optim.name: adam (CapturableAdam keeps its "
                          "step on the device), or set train.cuda_graph: false");
   }
+  if (config.collector.limits.total_frames() < 0 && config.optim.lr_schedule == "linear")
+    problems.push_back(
+        "'optim.lr_schedule' is linear, which decays to 0 at collector.total_frames, and "
+        "'collector.total_frames' is -1 (never end); set collector.total_frames, or "
+        "optim.lr_schedule: constant");
   if (!problems.empty())
     throw ConfigError(detail::problems_message(
         "the config's devices and train options do not fit together", problems));
@@ -472,7 +477,7 @@ void Trainer::optimize_batch(const TensorDict& batch) {
     // keeps the structure of its first write.
     replay.extend(batch.select(replay_keys_, /*strict=*/false).reshape({-1}));
     const auto learning_starts =
-        std::max(config_.collector.init_random_frames, config_.replay()->batch_size);
+        std::max(config_.collector.limits.init_random_frames(), config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;
     for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u)
       update_on(on_device(replay.sample(), device_));

@@ -232,23 +232,46 @@ class FieldVisitor {
     return *this;
   }
 
+  /// Marks the fields named `names` required while `declare` runs: for a section that composes
+  /// an options struct whose default suits the library but not the section (a collector's
+  /// total_frames defaults to "never end"; a config must say how long to train).
+  template <class F>
+  void requiring(std::vector<std::string> names, F&& declare) {
+    std::swap(required_names_, names);
+    try {
+      declare();
+    } catch (...) {
+      std::swap(required_names_, names);
+      throw;
+    }
+    std::swap(required_names_, names);
+  }
+
   template <class T>
   void operator()(const char* name, T& value, const Constraint& c, const char* doc) {
+    mark_if_named(name);
     field(name, value, c, doc);
     required_ = false;
   }
   template <class T>
   void operator()(const char* name, T& value, const char* doc) {
+    mark_if_named(name);
     field(name, value, Constraint(), doc);
     required_ = false;
   }
 
  protected:
-  /// True while visiting a field marked with required().
+  /// True while visiting a field marked with required() or named by requiring().
   bool is_required() const { return required_; }
 
  private:
+  void mark_if_named(const char* name) {
+    for (const auto& n : required_names_)
+      if (n == name) required_ = true;
+  }
+
   bool required_ = false;
+  std::vector<std::string> required_names_;
 };
 
 }  // namespace tensordict::fields

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <tdrl/apps/config_fields.h>
+#include <tdrl/collectors/collection_limits.h>
 #include <tdrl/modules/mlp_options.h>
 #include <tdrl/replay/prioritized_sampler_options.h>
 
@@ -115,10 +116,9 @@ struct ModelSection : Section {
 
 /// `collector:`.
 struct CollectorSection : Section {
-  int64_t frames_per_batch = 1000;
-  int64_t total_frames = 0;
-  int64_t init_random_frames = 0;
-  int64_t max_frames_per_traj = -1;
+  /// The collector's own limits (frames_per_batch, total_frames, init_random_frames,
+  /// max_frames_per_traj), total_frames required.
+  collectors::CollectionLimits limits = collectors::CollectionLimits().frames_per_batch(1000);
   std::string mode = "single";
   int64_t num_workers = 1;
   std::string address = "127.0.0.1";

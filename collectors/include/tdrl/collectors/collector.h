@@ -15,6 +15,7 @@
 #include <torch/arg.h>
 #include <torch/types.h>
 
+#include <tdrl/collectors/collection_limits.h>
 #include <tdrl/collectors/policy.h>
 #include <tdrl/envs/batched_envs.h>
 #include <tdrl/envs/env_base.h>
@@ -33,23 +34,26 @@ inline NestedKey traj_ids_key() { return NestedKey({"collector", "traj_ids"}); }
 inline NestedKey mask_key() { return NestedKey({"collector", "mask"}); }
 
 /// Options of Collector (and, for each worker, of the multi-process and multi-thread
-/// collectors). Names follow TorchRL's collector arguments.
+/// collectors): the limits (collection_limits.h: frames_per_batch, total_frames,
+/// init_random_frames, max_frames_per_traj) and how batches are made. Names follow TorchRL's
+/// collector arguments.
 /// Example: `CollectorOptions().frames_per_batch(1000).total_frames(100000)`
-struct CollectorOptions {
-  /// Frames (env steps of one sub-env) per yielded batch. With an env of batch size `[*B]`
-  /// (numel N), each batch holds `T = frames_per_batch / N` steps of every sub-env, and
-  /// frames_per_batch is rounded up to a multiple of N (with a warning). Required, >= 1.
-  TORCH_ARG(int64_t, frames_per_batch) = 0;
-  /// Frames to collect in all; iteration ends after them. -1 (default) never ends. Rounded
-  /// up to a multiple of frames_per_batch (with a warning), so every batch is full.
-  TORCH_ARG(int64_t, total_frames) = -1;
-  /// While fewer than this many frames have been collected (counted at the start of a
-  /// batch), the batch uses random actions from the action spec instead of the policy.
-  /// Default 0.
-  TORCH_ARG(int64_t, init_random_frames) = 0;
-  /// A trajectory is cut after this many steps: its last step gets ("next", "truncated") and
-  /// ("next", "done") true and the sub-env is reset. -1 (default): no limit.
-  TORCH_ARG(int64_t, max_frames_per_traj) = -1;
+struct CollectorOptions : CollectionLimits {
+  // The limits' setters return CollectorOptions, so that a chain goes on with the options
+  // below.
+#define TDRL_COLLECTOR_LIMIT(name)                                          \
+  CollectorOptions& name(const int64_t& value) {                            \
+    CollectionLimits::name(value);                                          \
+    return *this;                                                           \
+  }                                                                         \
+  const int64_t& name() const noexcept { return CollectionLimits::name(); } \
+  int64_t& name() noexcept { return CollectionLimits::name(); }
+  TDRL_COLLECTOR_LIMIT(frames_per_batch)
+  TDRL_COLLECTOR_LIMIT(total_frames)
+  TDRL_COLLECTOR_LIMIT(init_random_frames)
+  TDRL_COLLECTOR_LIMIT(max_frames_per_traj)
+#undef TDRL_COLLECTOR_LIMIT
+
   /// Reset every sub-env at the start of each batch (new trajectory ids). Default false:
   /// episodes continue across batches.
   TORCH_ARG(bool, reset_at_each_iter) = false;
