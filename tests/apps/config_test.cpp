@@ -64,10 +64,10 @@ TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
   EXPECT_EQ(config.collector.mode, "single");
   EXPECT_EQ(config.collector.port, 0);
   EXPECT_DOUBLE_EQ(config.collector.timeout_s, 120);
-  EXPECT_EQ(config.optim.name, "adam");
-  EXPECT_DOUBLE_EQ(config.optim.lr, 3e-4);
+  EXPECT_EQ(config.optim.optimizer.name(), "adam");
+  EXPECT_DOUBLE_EQ(config.optim.optimizer.lr(), 3e-4);
   EXPECT_DOUBLE_EQ(config.optim.actor_lr, -1);
-  EXPECT_DOUBLE_EQ(config.optim.eps, 1e-8);
+  EXPECT_DOUBLE_EQ(config.optim.optimizer.eps(), 1e-8);
   EXPECT_EQ(config.optim.lr_schedule, "constant");
   EXPECT_EQ(config.logger.dir, "runs");
   EXPECT_EQ(config.logger.progress, "auto");
@@ -255,8 +255,8 @@ TEST_F(ConfigTest, IntIsNeverNarrowed) {
 }
 
 TEST_F(ConfigTest, FloatAcceptsIntegersAndExponentsButOnlyFiniteNumbers) {
-  EXPECT_DOUBLE_EQ(load_yaml(kMinimal, {"optim.lr=1e-4"}).optim.lr, 1e-4);
-  EXPECT_DOUBLE_EQ(load_yaml(kMinimal, {"optim.lr=3"}).optim.lr, 3.0);
+  EXPECT_DOUBLE_EQ(load_yaml(kMinimal, {"optim.lr=1e-4"}).optim.optimizer.lr(), 1e-4);
+  EXPECT_DOUBLE_EQ(load_yaml(kMinimal, {"optim.lr=3"}).optim.optimizer.lr(), 3.0);
   for (const std::string bad : {".inf", "-.inf", "nan", ".nan", "1e999"}) {
     SCOPED_TRACE(bad);
     EXPECT_THAT(
@@ -760,7 +760,7 @@ TEST_F(ConfigTest, ToYamlRoundTripsForEveryAlgorithm) {
     EXPECT_EQ(after.numbers.at("env.options.gravity"), 9.5);
     EXPECT_THAT(again.model.actor_cells, ElementsAre(32, 16));
     EXPECT_EQ(again.env.transforms.size(), 3u);
-    EXPECT_DOUBLE_EQ(again.optim.lr, 1e-4);
+    EXPECT_DOUBLE_EQ(again.optim.optimizer.lr(), 1e-4);
   }
 }
 

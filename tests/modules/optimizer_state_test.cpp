@@ -16,6 +16,7 @@
 #include "support/temp_dir.h"
 #include "tdrl/modules/capturable_adam.h"
 #include "tdrl/modules/optimizer_state.h"
+#include "tdrl/modules/optimizers.h"
 
 namespace {
 
@@ -197,6 +198,33 @@ TEST(OptimizerStateTest, AnotherKindOrAnotherModelIsRefused) {
   torch::optim::LBFGS lbfgs(net->parameters());
   EXPECT_THAT(error_message<tensordict::TypeError>([&] { optimizer_state(lbfgs); }),
               AllOf(HasSubstr("LBFGS"), HasSubstr("Adam, AdamW, SGD, RMSprop and Adagrad")));
+}
+
+// make_optimizer builds the kind its choice names with the choice's options, at the rate given
+// (a separate actor rate) or the choice's own; an unknown name is refused naming the closest.
+TEST(MakeOptimizerTest, BuildsTheNamedKindWithTheChoicesOptions) {
+  auto net = small_net();
+  using tdrl::modules::make_optimizer;
+  using tdrl::modules::OptimizerChoice;
+  const auto choice = OptimizerChoice().name("adamw").lr(1e-3).weight_decay(0.1).eps(1e-6);
+  const auto adamw = make_optimizer(choice, net->parameters());
+  const auto& options =
+      static_cast<const torch::optim::AdamWOptions&>(adamw->param_groups()[0].options());
+  EXPECT_NE(dynamic_cast<torch::optim::AdamW*>(adamw.get()), nullptr);
+  EXPECT_DOUBLE_EQ(options.lr(), 1e-3);
+  EXPECT_DOUBLE_EQ(options.weight_decay(), 0.1);
+  EXPECT_DOUBLE_EQ(options.eps(), 1e-6);
+  const auto actor = make_optimizer(choice, net->parameters(), 3e-4);
+  EXPECT_DOUBLE_EQ(actor->param_groups()[0].options().get_lr(), 3e-4);
+  for (const auto& name : tdrl::modules::optimizer_names()) {
+    SCOPED_TRACE(name);
+    // Every kind it builds has its state written as tensors (checkpoints rely on it).
+    EXPECT_NO_THROW(
+        optimizer_state(*make_optimizer(OptimizerChoice().name(name), net->parameters())));
+  }
+  EXPECT_THAT(error_message<tensordict::ValueError>(
+                  [&] { make_optimizer(OptimizerChoice().name("adma"), net->parameters()); }),
+              AllOf(HasSubstr("make_optimizer"), HasSubstr("'adma'"), HasSubstr("adam")));
 }
 
 }  // namespace

@@ -130,14 +130,11 @@ void CollectorSection::fields(FieldVisitor& v) {
 }
 
 void OptimSection::fields(FieldVisitor& v) {
-  v("name", name, one_of(detail::optimizer_names()), "optimiser");
-  v("lr", lr, greater_than(0), "learning rate");
+  optimizer.fields(v);
   v("actor_lr", actor_lr, greater_than(0).or_exactly(-1),
     "actor learning rate of ddpg, td3, sac (-1: lr)");
   v("critic_lr", critic_lr, greater_than(0).or_exactly(-1),
     "critic learning rate of ddpg, td3, sac (-1: lr)");
-  v("weight_decay", weight_decay, at_least(0), "weight decay");
-  v("eps", eps, greater_than(0), "Adam/RMSprop epsilon");
   v("max_grad_norm", max_grad_norm, at_least(0), "clip the gradient norm (0: off)");
   v("lr_schedule", lr_schedule, one_of(detail::lr_schedule_names()),
     "linear: decay to 0 at total_frames");

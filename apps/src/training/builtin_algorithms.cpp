@@ -20,8 +20,8 @@
 #include <tensordict/name_table.h>
 #include <tensordict/nn/tensordict_sequential.h>
 
-#include "training/builtin.h"
 #include "config/config_text.h"
+#include "training/builtin.h"
 #include "training/recipe_parts.h"
 
 namespace tdrl::apps::detail {
@@ -188,7 +188,8 @@ class PolicyGradientRecipe : public Recipe {
     }
     pg_->make_value_estimator(losses::ValueEstimatorType::kGAE, config_.gae);
     loss = pg_;
-    optimizers.push_back(group(context.optim, "all", pg_->parameters(), context.optim.lr, {}));
+    optimizers.push_back(
+        group(context.optim, "all", pg_->parameters(), context.optim.optimizer.lr(), {}));
   }
 
   int64_t epochs_per_batch() const override { return config_.num_epochs; }
@@ -277,7 +278,8 @@ class DQNRecipe : public OffPolicyRecipe {
     auto dqn = std::make_shared<losses::DQNLoss>(qnet_, config_.loss);
     set_td0(*dqn, config_);
     loss = dqn;
-    optimizers.push_back(group(context.optim, "all", loss->parameters(), context.optim.lr, {}));
+    optimizers.push_back(
+        group(context.optim, "all", loss->parameters(), context.optim.optimizer.lr(), {}));
     finish_learning(config_, context);
   }
 

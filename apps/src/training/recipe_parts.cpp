@@ -5,12 +5,9 @@
 
 #include <torch/nn/init.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/rmsprop.h>
-#include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include <tdrl/modules/optimizers.h>
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/samplers.h>
 #include <tdrl/replay/storages.h>
@@ -72,48 +69,6 @@ modules::ValueOperator state_action_critic(const RecipeContext& context) {
 
 namespace {
 
-// The optimisers: the one table that both names them (optim.name's choices) and builds them.
-using OptimizerFactory = std::shared_ptr<torch::optim::Optimizer> (*)(const OptimSection&,
-                                                                      std::vector<torch::Tensor>,
-                                                                      double lr);
-const tensordict::NameTable<OptimizerFactory>& optimizer_table() {
-  static const tensordict::NameTable<OptimizerFactory> table(
-      "optimiser",
-      {
-          {"adam",
-           [](const OptimSection& o, std::vector<torch::Tensor> params,
-              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
-             return std::make_shared<torch::optim::Adam>(
-                 params, torch::optim::AdamOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
-           }},
-          {"adamw",
-           [](const OptimSection& o, std::vector<torch::Tensor> params,
-              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
-             return std::make_shared<torch::optim::AdamW>(
-                 params, torch::optim::AdamWOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
-           }},
-          {"sgd",
-           [](const OptimSection& o, std::vector<torch::Tensor> params,
-              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
-             return std::make_shared<torch::optim::SGD>(
-                 params, torch::optim::SGDOptions(lr).weight_decay(o.weight_decay));
-           }},
-          {"rmsprop",
-           [](const OptimSection& o, std::vector<torch::Tensor> params,
-              double lr) -> std::shared_ptr<torch::optim::Optimizer> {
-             return std::make_shared<torch::optim::RMSprop>(
-                 params, torch::optim::RMSpropOptions(lr).weight_decay(o.weight_decay).eps(o.eps));
-           }},
-      });
-  return table;
-}
-
-}  // namespace
-
-const std::vector<std::string>& optimizer_names() { return optimizer_table().names(); }
-
-namespace {
-
 // The learning-rate schedules (optim.lr_schedule): the one table that both names them and
 // gives each one's factor on the base rate after `frames` of `total`.
 const tensordict::NameTable<double (*)(double frames, double total)>& schedule_table() {
@@ -135,13 +90,15 @@ double lr_schedule_factor(const std::string& schedule, int64_t frames, int64_t t
                                                             static_cast<double>(total_frames));
 }
 
-double lr_or_default(const OptimSection& optim, double lr) { return lr > 0 ? lr : optim.lr; }
+double lr_or_default(const OptimSection& optim, double lr) {
+  return lr > 0 ? lr : optim.optimizer.lr();
+}
 
 OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
                      double lr, std::vector<std::string> terms, int64_t period) {
   OptimizerGroup g;
   g.name = std::move(name);
-  g.optimizer = optimizer_table().at(optim.name, "optim.name")(optim, std::move(params), lr);
+  g.optimizer = modules::make_optimizer(optim.optimizer, std::move(params), lr);
   g.terms = std::move(terms);
   g.period = period;
   g.base_lr = lr;

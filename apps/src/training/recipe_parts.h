@@ -31,10 +31,8 @@ modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
 /// writing "state_action_value".
 modules::ValueOperator state_action_critic(const RecipeContext& context);
 
-/// The optimisers `group` builds (optim.name's choices, from the table that builds them).
-const std::vector<std::string>& optimizer_names();
-
-/// An optimiser group over `params` with `optim`'s optimiser at learning rate `lr`.
+/// An optimiser group over `params` with `optim`'s optimiser (modules::make_optimizer) at
+/// learning rate `lr`.
 OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
                      double lr, std::vector<std::string> terms, int64_t period = 1);
 

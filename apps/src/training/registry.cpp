@@ -8,8 +8,8 @@
 #include <tensordict/errors.h>
 #include <tensordict/name_table.h>
 
-#include "training/builtin.h"
 #include "config/config_text.h"
+#include "training/builtin.h"
 #include "training/device_memory.h"
 
 namespace tdrl::apps {

@@ -255,8 +255,9 @@ void check_devices(const RunConfig& config) {
       problems.push_back(
           "'train.cuda_graph' is true and this build of tdrl has no CUDA graphs "
           "(its LibTorch was built without CUDA); set train.cuda_graph: false");
-    if (config.optim.name != "adam")
-      problems.push_back("'train.cuda_graph' is true and 'optim.name' is '" + config.optim.name +
+    if (config.optim.optimizer.name() != "adam")
+      problems.push_back("'train.cuda_graph' is true and 'optim.name' is '" +
+                         config.optim.optimizer.name() +
                          "'; a captured update needs optim.name: adam (CapturableAdam keeps its "
                          "step on the device), or set train.cuda_graph: false");
   }

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <torch/arg.h>
-#include <torch/optim/adam.h>
 #include <torch/types.h>
 
 #include <tdrl/apps/models.h>
@@ -24,6 +23,7 @@
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/modules/optimizers.h>
 #include <tdrl/replay.h>
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
@@ -210,11 +210,9 @@ class DriftRecipe : public apps::Recipe {
     loss = std::make_shared<DriftPGLoss>(actor_, config_.loss);
     apps::OptimizerGroup all;
     all.name = "all";
-    all.base_lr = context.optim.lr;
-    all.optimizer = std::make_shared<torch::optim::Adam>(
-        loss->parameters(), torch::optim::AdamOptions(context.optim.lr)
-                                .eps(context.optim.eps)
-                                .weight_decay(context.optim.weight_decay));
+    all.base_lr = context.optim.optimizer.lr();
+    // optim.name, lr, weight_decay and eps, as the built-in recipes read them.
+    all.optimizer = tdrl::modules::make_optimizer(context.optim.optimizer, loss->parameters());
     optimizers.push_back(std::move(all));
   }
 
@@ -242,9 +240,6 @@ std::vector<std::string> check_drift_pg(const apps::RunConfig& config, const app
         "'algo.name' is drift_pg, which needs a continuous (Bounded) action "
         "space, but 'env.name' " +
         env.name + " has the action spec " + env.action_spec->to_string() + "; use ppo");
-  if (config.optim.name != "adam")
-    problems.push_back("'optim.name' is " + config.optim.name +
-                       ", but drift_pg trains with Adam only; set optim.name: adam");
   return problems;
 }
 
@@ -388,18 +383,17 @@ class DriftDPGRecipe : public apps::Recipe {
                                    .num_cells(context.model.critic_cells))),
         tdrl::modules::ValueOperatorOptions().in_keys({"observation", "action"}));
     loss = std::make_shared<DriftDPGLoss>(actor_, critic, config_.loss);
-    // One Adam per network, each minimising its own term.
-    auto adam = [&](const char* name, const char* term, std::vector<torch::Tensor> params) {
+    // One optimiser (optim.name) per network, each minimising its own term.
+    auto optimise = [&](const char* name, const char* term, std::vector<torch::Tensor> params) {
       apps::OptimizerGroup group;
       group.name = name;
       group.terms = {term};
-      group.base_lr = context.optim.lr;
-      group.optimizer = std::make_shared<torch::optim::Adam>(
-          std::move(params), torch::optim::AdamOptions(context.optim.lr));
+      group.base_lr = context.optim.optimizer.lr();
+      group.optimizer = tdrl::modules::make_optimizer(context.optim.optimizer, std::move(params));
       optimizers.push_back(std::move(group));
     };
-    adam("actor", "loss_actor", actor_->parameters());
-    adam("critic", "loss_value", critic->parameters());
+    optimise("actor", "loss_actor", actor_->parameters());
+    optimise("critic", "loss_value", critic->parameters());
     replay = std::make_shared<tdrl::replay::TensorDictReplayBuffer>(
         std::make_shared<tdrl::replay::LazyTensorStorage>(context.replay->capacity),
         tdrl::replay::ReplayBufferOptions().batch_size(context.replay->batch_size));

@@ -28,6 +28,7 @@
 #include <tdrl/apps/config_fields.h>
 #include <tdrl/collectors/collection_limits.h>
 #include <tdrl/modules/mlp_options.h>
+#include <tdrl/modules/optimizer_choice.h>
 #include <tdrl/replay/prioritized_sampler_options.h>
 
 namespace tdrl::apps {
@@ -130,12 +131,11 @@ struct CollectorSection : Section {
 
 /// `optim:`.
 struct OptimSection : Section {
-  std::string name = "adam";
-  double lr = 3e-4;
+  /// The optimiser and its shared options (name, lr, weight_decay, eps): modules::make_optimizer
+  /// builds it.
+  modules::OptimizerChoice optimizer;
   double actor_lr = -1;
   double critic_lr = -1;
-  double weight_decay = 0;
-  double eps = 1e-8;
   double max_grad_norm = 0;
   std::string lr_schedule = "constant";
   void fields(FieldVisitor& v) override;
