@@ -1022,6 +1022,43 @@ TEST(TrainerCheckTest, AnOptimiserWhoseStateCheckpointsCannotHoldIsRefusedBefore
                        HasSubstr("LBFGS"), HasSubstr("Adam, AdamW, SGD, RMSprop and Adagrad")));
 }
 
+// A user's recipe that builds its networks and optimiser without reading the model or optim
+// sections: model and optimiser keys set for it would be ignored, so they are refused (the
+// Trainer's own optim.max_grad_norm and lr_schedule are not).
+class ReadsNothingRecipe : public FpsNamedRecipe {
+ public:
+  using FpsNamedRecipe::FpsNamedRecipe;
+  void build_learning(const RecipeContext&) override {
+    loss = std::make_shared<LbfgsLoss>();
+    OptimizerGroup all;
+    all.name = "all";
+    all.optimizer =
+        std::make_shared<torch::optim::SGD>(loss->parameters(), torch::optim::SGDOptions(0.1));
+    optimizers.push_back(std::move(all));
+  }
+};
+
+TEST(TrainerCheckTest, ModelAndOptimiserKeysARecipeNeverReadsAreRefusedBeforeTheRun) {
+  register_builtin_components();
+  if (!find_algorithm("test_reads_nothing"))
+    register_algorithm<FpsNamedConfig, ReadsNothingRecipe>("test_reads_nothing", "no sections");
+  const std::string yaml =
+      "env: {name: CartPole-v1}\nalgo: {name: test_reads_nothing}\n"
+      "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
+  Trainer::check(load_config_string(yaml, {"optim.max_grad_norm=0.5"}));
+  const std::string message = error_message<ConfigError>([&] {
+    Trainer::check(load_config_string(
+        yaml, {"model.actor_cells=[32]", "model.activation=relu", "optim.name=adamw"}));
+  });
+  EXPECT_THAT(message, HasSubstr("'model.activation' and 'model.actor_cells' are set, but the "
+                                 "recipe of algorithm 'test_reads_nothing' never reads the model "
+                                 "section (RecipeContext::model())"));
+  EXPECT_THAT(message, HasSubstr("'optim.name' is set, but the recipe of algorithm "
+                                 "'test_reads_nothing' never reads the optim section"));
+  // A recipe that reads them (every built-in one) takes the same keys.
+  Trainer::check(tiny_config("ppo", {"model.actor_cells=[32]", "optim.name=adamw"}));
+}
+
 // A user's off-policy recipe with a replay section that never samples by priority: its learning
 // parts are SAC's (built from a config of its own, without prioritized replay).
 struct NoPriorityConfig : AlgoConfig {

@@ -167,6 +167,80 @@ std::vector<std::string> names_of(Section& section) {
   return c.names;
 }
 
+// ---- the keys a section sets apart from another -------------------------------------------
+
+// Every scalar key path of a section with its value as text, so that two sections compare key
+// by key (changed_keys).
+class ValueTexts : public FieldVisitor {
+ public:
+  explicit ValueTexts(std::string prefix) : prefix_(std::move(prefix)) {}
+  std::map<std::string, std::string> texts;
+
+  void field(const char* name, bool& v, const Constraint&, const char*) override {
+    put(name, detail::text_of(v));
+  }
+  void field(const char* name, int64_t& v, const Constraint&, const char*) override {
+    put(name, detail::text_of(v));
+  }
+  void field(const char* name, double& v, const Constraint&, const char*) override {
+    put(name, detail::text_of(v));
+  }
+  void field(const char* name, std::optional<double>& v, const Constraint&, const char*) override {
+    put(name, v ? detail::text_of(*v) : "null");
+  }
+  void field(const char* name, std::optional<int64_t>& v, const Constraint&, const char*) override {
+    put(name, v ? detail::text_of(*v) : "null");
+  }
+  void field(const char* name, std::string& v, const Constraint&, const char*) override {
+    put(name, v);
+  }
+  void field(const char* name, std::vector<int64_t>& v, const Constraint&, const char*) override {
+    put(name, joined(v));
+  }
+  void field(const char* name, std::vector<double>& v, const Constraint&, const char*) override {
+    put(name, joined(v));
+  }
+  void field(const char* name, std::vector<std::string>& v, const Constraint&,
+             const char*) override {
+    put(name, joined(v));
+  }
+  void field(const char* name, ScalarMap& v, const Constraint&, const char*) override {
+    std::string text;
+    for (const auto& [key, value] : v) text += key + "=" + value + ";";
+    put(name, text);
+  }
+  void section(const char* name, Section& value, const char*) override {
+    ValueTexts inner(prefix_ + name + ".");
+    value.fields(inner);
+    texts.insert(inner.texts.begin(), inner.texts.end());
+  }
+  void section_list(const char* name, SectionList& value, const char*) override {
+    put(name, std::to_string(value.size()) + " items");
+    for (size_t i = 0; i < value.size(); ++i) {
+      ValueTexts inner(prefix_ + name + "[" + std::to_string(i) + "].");
+      value.at(i).fields(inner);
+      texts.insert(inner.texts.begin(), inner.texts.end());
+    }
+  }
+
+ private:
+  void put(const char* name, std::string text) { texts[prefix_ + name] = std::move(text); }
+  template <class T>
+  static std::string joined(const std::vector<T>& items) {
+    std::string out;
+    for (const auto& item : items) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        out += item;
+      } else {
+        out += detail::text_of(item);
+      }
+      out += ",";
+    }
+    return out;
+  }
+  std::string prefix_;
+};
+
 // ---- YAML into sections -----------------------------------------------------------------------
 
 class Loader;
@@ -771,6 +845,18 @@ std::string to_yaml(const RunConfig& config) {
   const_cast<RunConfig&>(config).fields(emit);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::string> detail::changed_keys(Section& a, Section& b, const std::string& prefix) {
+  ValueTexts texts_a(prefix), texts_b(prefix);
+  a.fields(texts_a);
+  b.fields(texts_b);
+  std::vector<std::string> out;
+  for (const auto& [path, text] : texts_a.texts) {
+    const auto other = texts_b.texts.find(path);
+    if (other == texts_b.texts.end() || other->second != text) out.push_back(path);
+  }
+  return out;
 }
 
 }  // namespace tdrl::apps

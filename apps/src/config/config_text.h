@@ -55,4 +55,10 @@ std::string describe_optional(const tensordict::fields::Constraint& c);
 /// one "  - problem" line each.
 std::string problems_message(const std::string& subject, const std::vector<std::string>& problems);
 
+/// The key paths (`prefix` + name; nested sections dotted, list items as `name[i].`) whose
+/// values differ between `a` and `b`, two sections of one type, in path order: e.g. what a
+/// config set apart from a default-constructed section.
+std::vector<std::string> changed_keys(tensordict::fields::Section& a,
+                                      tensordict::fields::Section& b, const std::string& prefix);
+
 }  // namespace tdrl::apps::detail

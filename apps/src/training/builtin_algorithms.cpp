@@ -157,10 +157,10 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
 // The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling.
 void build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
                              const RecipeContext& context) {
-  actor = make_stochastic_actor(context.model, context.env);
+  actor = make_stochastic_actor(context.model(), context.env);
   recipe.actor = actor;
   recipe.exploration_policy = actor;
-  const ModelSection model = context.model;
+  const ModelSection model = context.model();
   const EnvInfo env = context.env;
   recipe.policy_factory = [model, env] {
     return collectors::CollectorPolicy(make_stochastic_actor(model, env));
@@ -180,7 +180,7 @@ class PolicyGradientRecipe : public Recipe {
 
   void build_learning(const RecipeContext& context) override {
     modules::ValueOperator critic(
-        mlp(context.model, context.env.obs_dim, 1, context.model.critic_cells));
+        mlp(context.model(), context.env.obs_dim, 1, context.model().critic_cells));
     if constexpr (std::is_same_v<Config, PPOConfig>) {
       pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {
@@ -189,7 +189,7 @@ class PolicyGradientRecipe : public Recipe {
     pg_->make_value_estimator(losses::ValueEstimatorType::kGAE, config_.gae);
     loss = pg_;
     optimizers.push_back(
-        group(context.optim, "all", pg_->parameters(), context.optim.optimizer.lr(), {}));
+        group(context.optim(), "all", pg_->parameters(), context.optim().optimizer.lr(), {}));
   }
 
   int64_t epochs_per_batch() const override { return config_.num_epochs; }
@@ -251,7 +251,7 @@ class DQNRecipe : public OffPolicyRecipe {
   explicit DQNRecipe(const DQNConfig& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    const ModelSection model = context.model;
+    const ModelSection model = context.model();
     const EnvInfo env = context.env;
     auto make_qnet = [model, env] {
       return modules::QValueActor(mlp(model, env.obs_dim, *env.num_actions, model.actor_cells),
@@ -279,7 +279,7 @@ class DQNRecipe : public OffPolicyRecipe {
     set_td0(*dqn, config_);
     loss = dqn;
     optimizers.push_back(
-        group(context.optim, "all", loss->parameters(), context.optim.optimizer.lr(), {}));
+        group(context.optim(), "all", loss->parameters(), context.optim().optimizer.lr(), {}));
     finish_learning(config_, context);
   }
 
@@ -304,7 +304,7 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
   explicit DeterministicActorRecipe(const Config& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    const ModelSection model = context.model;
+    const ModelSection model = context.model();
     const EnvInfo env = context.env;
     auto make_actor = [model, env] {
       return tdnn::TensorDictModule(
@@ -332,16 +332,17 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
   void build_learning(const RecipeContext& context) override {
     const auto& env = context.env;
     auto make_critic = [&] { return state_action_critic(context); };
-    const double actor_lr = lr_or_default(context.optim, context.optim.actor_lr);
-    const double critic_lr = lr_or_default(context.optim, context.optim.critic_lr);
+    const double actor_lr = lr_or_default(context.optim(), context.optim().actor_lr);
+    const double critic_lr = lr_or_default(context.optim(), context.optim().critic_lr);
     if constexpr (std::is_same_v<Config, DDPGConfig>) {
       auto ddpg = std::make_shared<losses::DDPGLoss>(actor_, make_critic(), config_.loss);
       set_td0(*ddpg, config_);
       loss = ddpg;
-      optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
+      optimizers.push_back(group(context.optim(), "actor", network_params(*loss, {"actor_network"}),
                                  actor_lr, {"loss_actor"}));
-      optimizers.push_back(group(context.optim, "critic", network_params(*loss, {"value_network"}),
-                                 critic_lr, {"loss_value"}));
+      optimizers.push_back(group(context.optim(), "critic",
+                                 network_params(*loss, {"value_network"}), critic_lr,
+                                 {"loss_value"}));
     } else {
       std::vector<modules::ValueOperator> critics{make_critic(), make_critic()};
       auto options = config_.loss;
@@ -349,10 +350,11 @@ class DeterministicActorRecipe : public OffPolicyRecipe {
           std::make_shared<losses::TD3Loss>(actor_, critics, options.action_spec(env.action_spec));
       set_td0(*td3, config_);
       loss = td3;
-      optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
+      optimizers.push_back(group(context.optim(), "actor", network_params(*loss, {"actor_network"}),
                                  actor_lr, {"loss_actor"}, config_.policy_delay));
-      optimizers.push_back(group(context.optim, "critic", network_params(*loss, {"qvalue_network"}),
-                                 critic_lr, {"loss_qvalue"}));
+      optimizers.push_back(group(context.optim(), "critic",
+                                 network_params(*loss, {"qvalue_network"}), critic_lr,
+                                 {"loss_qvalue"}));
     }
     finish_learning(config_, context);
   }
@@ -379,17 +381,18 @@ class SACRecipe : public OffPolicyRecipe {
         std::make_shared<losses::SACLoss>(actor_, critics, options.action_spec(env.action_spec));
     set_td0(*sac, config_);
     loss = sac;
-    optimizers.push_back(group(context.optim, "actor", network_params(*loss, {"actor_network"}),
-                               lr_or_default(context.optim, context.optim.actor_lr),
+    optimizers.push_back(group(context.optim(), "actor", network_params(*loss, {"actor_network"}),
+                               lr_or_default(context.optim(), context.optim().actor_lr),
                                {"loss_actor"}));
-    optimizers.push_back(group(context.optim, "critic", network_params(*loss, {"qvalue_network"}),
-                               lr_or_default(context.optim, context.optim.critic_lr),
+    optimizers.push_back(group(context.optim(), "critic", network_params(*loss, {"qvalue_network"}),
+                               lr_or_default(context.optim(), context.optim().critic_lr),
                                {"loss_qvalue"}));
     if (!config_.loss.fixed_alpha()) {
       std::vector<torch::Tensor> alpha;
       for (const auto& item : loss->named_parameters(/*recurse=*/false))
         if (item.key() == "log_alpha") alpha.push_back(item.value());
-      optimizers.push_back(group(context.optim, "alpha", alpha, config_.alpha_lr, {"loss_alpha"}));
+      optimizers.push_back(
+          group(context.optim(), "alpha", alpha, config_.alpha_lr, {"loss_alpha"}));
     }
     finish_learning(config_, context);
   }

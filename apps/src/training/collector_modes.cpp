@@ -89,23 +89,19 @@ const std::vector<std::string>& collector_mode_names() { return mode_table().nam
 std::vector<std::string> collector_mode_problems(const CollectorSection& c) {
   const Mode* mode = mode_table().find(c.mode);
   if (!mode) return {};  // collector.mode's own choices report it
-  // Each mode-specific key set away from its default, and whether it is.
-  const CollectorSection defaults;
-  const std::vector<std::pair<std::string, bool>> set = {
-      {"num_workers", c.num_workers != defaults.num_workers},
-      {"address", c.address != defaults.address},
-      {"port", c.port != defaults.port},
-      {"launch_workers", c.launch_workers != defaults.launch_workers},
-      {"timeout_s", c.timeout_s != defaults.timeout_s}};
+  // Each key set away from its default that some mode reads (a mode-specific key), where the
+  // chosen mode does not.
+  CollectorSection section = c, defaults;
   std::vector<std::string> problems;
-  for (const auto& [key, changed] : set) {
-    if (!changed || std::find(mode->reads.begin(), mode->reads.end(), key) != mode->reads.end())
-      continue;
+  for (const auto& key : changed_keys(section, defaults, "")) {
     std::vector<std::string> readers;
     for (const auto& name : mode_table().names()) {
       const auto& reads = mode_table().find(name)->reads;
       if (std::find(reads.begin(), reads.end(), key) != reads.end()) readers.push_back(name);
     }
+    if (readers.empty() ||
+        std::find(mode->reads.begin(), mode->reads.end(), key) != mode->reads.end())
+      continue;
     problems.push_back("'collector." + key + "' is set, but collector.mode " + c.mode +
                        " does not read it (" + word_list(readers, "and", false) +
                        " do); remove it, or set collector.mode");

@@ -62,9 +62,10 @@ modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
 
 modules::ValueOperator state_action_critic(const RecipeContext& context) {
   const EnvInfo& env = context.env;
-  return modules::ValueOperator(modules::ConcatMLP(mlp(context.model, env.obs_dim + env.action_dim,
-                                                       1, context.model.critic_cells)),
-                                modules::ValueOperatorOptions().in_keys({"observation", "action"}));
+  return modules::ValueOperator(
+      modules::ConcatMLP(
+          mlp(context.model(), env.obs_dim + env.action_dim, 1, context.model().critic_cells)),
+      modules::ValueOperatorOptions().in_keys({"observation", "action"}));
 }
 
 namespace {

@@ -61,23 +61,22 @@ torch::Device resolve_replay_device(const RunConfig& config, const EnvInfo& env)
 }  // namespace
 
 RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env) {
-  return RecipeContext{env,
-                       config.model,
-                       config.optim,
-                       config.collector,
-                       config.replay(),
-                       torch::Device(config.device),
-                       resolve_replay_device(config, env)};
+  return RecipeContext(env, config.model, config.optim, config.collector, config.replay(),
+                       torch::Device(config.device), resolve_replay_device(config, env));
 }
 
 std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env) {
+  return make_acting_recipe(config, recipe_context(config, env));
+}
+
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const RecipeContext& context) {
   const AlgorithmInfo* info = find_algorithm(config.algo.name);
   if (!info || !config.algo.options)
     throw ConfigError("'algo.name' is '" + config.algo.name +
                       "', which is not a registered algorithm; register it (or load its plugin) "
                       "before loading the config");
   auto recipe = info->make_recipe(*config.algo.options);
-  recipe->build_acting(recipe_context(config, env));
+  recipe->build_acting(context);
   // Evaluation and tdrl-eval run the actor: a recipe without one is refused here, not crashed on.
   TDRL_CHECK(recipe->actor, ConfigError, "the recipe of algorithm '", config.algo.name,
              "' built no actor (Recipe::actor is empty after build_acting); its build_acting "

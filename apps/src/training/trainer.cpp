@@ -116,6 +116,35 @@ TensorDict env_state_dict(const EnvState& env_state) {
   return out;
 }
 
+// The model and optimiser keys a config sets for a recipe that never read that section would
+// be ignored: refused, naming them. The optimiser's clipping and schedule are the Trainer's.
+void check_sections_read(const RunConfig& config, const RecipeContext& context) {
+  const std::string who = "the recipe of algorithm '" + config.algo.name + "'";
+  std::vector<std::string> problems;
+  const auto refuse = [&](std::vector<std::string> keys, const char* section, const char* how) {
+    if (keys.empty()) return;
+    problems.push_back(detail::word_list(keys, "and", true) + (keys.size() == 1 ? " is" : " are") +
+                       " set, but " + who + " never reads the " + section + " section (" + how +
+                       "), so " + (keys.size() == 1 ? "it" : "they") +
+                       " would be ignored; remove " + (keys.size() == 1 ? "it" : "them") +
+                       ", or have the recipe read it");
+  };
+  if (!context.read_model()) {
+    ModelSection model = config.model, defaults;
+    refuse(detail::changed_keys(model, defaults, "model."), "model", "RecipeContext::model()");
+  }
+  if (!context.read_optim()) {
+    OptimSection optim = config.optim, defaults;
+    std::vector<std::string> keys;
+    for (auto& k : detail::changed_keys(optim, defaults, "optim."))
+      if (k != "optim.max_grad_norm" && k != "optim.lr_schedule") keys.push_back(std::move(k));
+    refuse(keys, "optim", "RecipeContext::optim()");
+  }
+  if (!problems.empty())
+    throw ConfigError(
+        detail::problems_message("the config sets options " + who + " does not read", problems));
+}
+
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -284,9 +313,11 @@ std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvPar
   // The recipe, seeded as the run is: what it refuses (a part left empty, a replay option it
   // would ignore) is refused before the run folder holds anything.
   torch::manual_seed(derive_seeds(config.seed).networks);
-  auto recipe = make_acting_recipe(config, env.info);
-  recipe->build_learning(recipe_context(config, env.info));
+  const RecipeContext context = recipe_context(config, env.info);
+  auto recipe = make_acting_recipe(config, context);
+  recipe->build_learning(context);
   check_learning_parts(config, *recipe);
+  check_sections_read(config, context);
   metric_columns(metrics_parts(config, *recipe));  // a loss entry named like a run column
   return recipe;
 }

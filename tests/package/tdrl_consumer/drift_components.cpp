@@ -197,11 +197,11 @@ class DriftRecipe : public apps::Recipe {
   explicit DriftRecipe(const DriftAlgoConfig& config) : config_(config) {}
 
   void build_acting(const apps::RecipeContext& context) override {
-    actor_ = apps::make_stochastic_actor(context.model, context.env);
+    actor_ = apps::make_stochastic_actor(context.model(), context.env);
     actor = actor_;
     exploration_policy = actor_;
     // Collector workers build their own copy; the lambda outlives the context.
-    policy_factory = [model = context.model, env = context.env] {
+    policy_factory = [model = context.model(), env = context.env] {
       return tdrl::collectors::CollectorPolicy(apps::make_stochastic_actor(model, env));
     };
   }
@@ -210,9 +210,9 @@ class DriftRecipe : public apps::Recipe {
     loss = std::make_shared<DriftPGLoss>(actor_, config_.loss);
     apps::OptimizerGroup all;
     all.name = "all";
-    all.base_lr = context.optim.optimizer.lr();
+    all.base_lr = context.optim().optimizer.lr();
     // optim.name, lr, weight_decay and eps, as the built-in recipes read them.
-    all.optimizer = tdrl::modules::make_optimizer(context.optim.optimizer, loss->parameters());
+    all.optimizer = tdrl::modules::make_optimizer(context.optim().optimizer, loss->parameters());
     optimizers.push_back(std::move(all));
   }
 
@@ -350,7 +350,7 @@ class DriftDPGRecipe : public apps::Recipe {
 
   void build_acting(const apps::RecipeContext& context) override {
     const apps::EnvInfo env = context.env;
-    const std::vector<int64_t> cells = context.model.actor_cells;
+    const std::vector<int64_t> cells = context.model().actor_cells;
     auto make_actor = [env, cells] {
       return tdnn::TensorDictModule(
           tdrl::modules::TanhBoundedMLP(
@@ -380,7 +380,7 @@ class DriftDPGRecipe : public apps::Recipe {
     tdrl::modules::ValueOperator critic(
         tdrl::modules::ConcatMLP(
             tdrl::modules::MLP(tdrl::modules::MLPOptions(env.obs_dim + env.action_dim, 1)
-                                   .num_cells(context.model.critic_cells))),
+                                   .num_cells(context.model().critic_cells))),
         tdrl::modules::ValueOperatorOptions().in_keys({"observation", "action"}));
     loss = std::make_shared<DriftDPGLoss>(actor_, critic, config_.loss);
     // One optimiser (optim.name) per network, each minimising its own term.
@@ -388,8 +388,8 @@ class DriftDPGRecipe : public apps::Recipe {
       apps::OptimizerGroup group;
       group.name = name;
       group.terms = {term};
-      group.base_lr = context.optim.optimizer.lr();
-      group.optimizer = tdrl::modules::make_optimizer(context.optim.optimizer, std::move(params));
+      group.base_lr = context.optim().optimizer.lr();
+      group.optimizer = tdrl::modules::make_optimizer(context.optim().optimizer, std::move(params));
       optimizers.push_back(std::move(group));
     };
     optimise("actor", "loss_actor", actor_->parameters());

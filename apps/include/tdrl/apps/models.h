@@ -16,7 +16,7 @@ namespace tdrl::apps {
 /// layer_norm). Writes "action" and "sample_log_prob" (and "logits", or "loc" and
 /// "scale"). The caller checks the task first (an unbounded continuous action spec is a
 /// programming error here).
-/// Example: `auto actor = make_stochastic_actor(context.model, context.env);`
+/// Example: `auto actor = make_stochastic_actor(context.model(), context.env);`
 modules::ProbabilisticActor make_stochastic_actor(const ModelSection& model, const EnvInfo& env);
 
 }  // namespace tdrl::apps

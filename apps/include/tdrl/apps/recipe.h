@@ -48,10 +48,25 @@ struct EnvInfo {
 
 /// What a recipe's builders read: the task's shapes and the sections that concern networks,
 /// optimisers and data. Builders never see the whole config.
+///
+/// The model and optimiser sections are reached through model() and optim(), which record that
+/// the recipe read them: a config that sets model keys (or the optimiser's name, lr,
+/// weight_decay, eps, actor_lr, critic_lr) for a recipe that never reads that section is
+/// refused before the run (Trainer::check), since the keys would be ignored. Copies share the
+/// record, so a context captured by a builder's lambda still counts.
 struct RecipeContext {
+  RecipeContext(const EnvInfo& env, const ModelSection& model, const OptimSection& optim,
+                const CollectorSection& collector, const ReplaySection* replay,
+                torch::Device device, torch::Device replay_device)
+      : env(env),
+        collector(collector),
+        replay(replay),
+        device(device),
+        replay_device(replay_device),
+        model_(model),
+        optim_(optim) {}
+
   const EnvInfo& env;
-  const ModelSection& model;
-  const OptimSection& optim;
   const CollectorSection& collector;
   /// Null for algorithms without a replay section.
   const ReplaySection* replay;
@@ -61,6 +76,29 @@ struct RecipeContext {
   torch::Device device = torch::kCPU;
   /// Where the replay buffer lives (`replay.device` resolved: never "auto").
   torch::Device replay_device = torch::kCPU;
+
+  /// The `model:` section (networks' sizes, activation, init); marks it read.
+  const ModelSection& model() const {
+    reads_->model = true;
+    return model_;
+  }
+  /// The `optim:` section (the optimiser, its rates); marks it read.
+  const OptimSection& optim() const {
+    reads_->optim = true;
+    return optim_;
+  }
+  /// Whether a builder read model() / optim() through this context or a copy of it.
+  bool read_model() const { return reads_->model; }
+  bool read_optim() const { return reads_->optim; }
+
+ private:
+  struct Reads {
+    bool model = false;
+    bool optim = false;
+  };
+  const ModelSection& model_;
+  const OptimSection& optim_;
+  std::shared_ptr<Reads> reads_ = std::make_shared<Reads>();
 };
 
 /// One optimiser and the loss terms it minimises. The Trainer sums the `terms` of the groups

@@ -77,6 +77,9 @@ RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env);
 /// workers need; the Trainer then calls build_learning). Seed the generator first for
 /// reproducible weights. Throws ConfigError when algo.name is not registered.
 std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env);
+/// The same with `context` (recipe_context of `config`): the Trainer passes the context it
+/// then builds the learning part with, so that it sees every section the recipe read.
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const RecipeContext& context);
 /// The registered algorithm names, sorted.
 std::vector<std::string> algorithm_names();
 
