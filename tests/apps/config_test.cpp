@@ -62,8 +62,8 @@ TEST_F(ConfigTest, MinimalConfigHasTheSectionDefaults) {
   EXPECT_EQ(config.collector.limits.total_frames(), 1000);
   EXPECT_EQ(config.collector.limits.frames_per_batch(), 1000);
   EXPECT_EQ(config.collector.mode, "single");
-  EXPECT_EQ(config.collector.port, 0);
-  EXPECT_DOUBLE_EQ(config.collector.timeout_s, 120);
+  EXPECT_EQ(config.collector.workers.port(), 0);
+  EXPECT_EQ(config.collector.workers.timeout(), std::chrono::seconds(120));
   EXPECT_EQ(config.optim.optimizer.name(), "adam");
   EXPECT_DOUBLE_EQ(config.optim.optimizer.lr(), 3e-4);
   EXPECT_DOUBLE_EQ(config.optim.actor_lr, -1);

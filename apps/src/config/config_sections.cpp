@@ -19,7 +19,6 @@ namespace {
 // Far above any real run, far below what a conversion to milliseconds or frames overflows.
 constexpr double kMaxSeconds = 1e7;
 constexpr double kMaxThreads = 1024;
-constexpr double kMaxWorkers = 1024;
 
 // A choice section's choose(): the registered component `info` (null when `choice` names
 // none, which leaves the section empty) sets the section's name and fresh options.
@@ -118,15 +117,9 @@ void CollectorSection::fields(FieldVisitor& v) {
   v.requiring({"total_frames"}, [&] { limits.fields(v); });
   v("mode", mode, one_of(detail::collector_mode_names()),
     "one Collector, MultiSync/MultiAsync worker threads, or worker processes");
-  v("num_workers", num_workers, in_range(1, kMaxWorkers),
-    "workers for sync, async and distributed");
-  v("address", address, non_empty(), "distributed: the trainer's host");
-  v("port", port, in_range(0, 65535),
-    "distributed: the TCPStore port (0: any, local workers only)");
+  workers.fields(v);
   v("launch_workers", launch_workers,
     "distributed: start the workers on this host (else start them by hand)");
-  v("timeout_s", timeout_s, in_range(0.001, kMaxSeconds),
-    "distributed: timeout of every exchange, in seconds");
 }
 
 void OptimSection::fields(FieldVisitor& v) {

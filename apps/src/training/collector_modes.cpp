@@ -38,47 +38,42 @@ struct Mode {
 // The modes: the one table that names them, builds their collectors and says what each reads.
 const tensordict::NameTable<Mode>& mode_table() {
   static const tensordict::NameTable<Mode> table(
-      "mode",
-      {
-          {"single",
-           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-              if (!p.device.is_cpu()) p.options.policy_device(p.device).storing_device(p.device);
-              return std::make_unique<collectors::Collector>(
-                  p.env.train_env_factory, p.recipe.exploration_policy, p.options);
-            },
-            {}}},
-          {"sync",
-           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-              return std::make_unique<collectors::MultiSyncCollector>(
-                  p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
-                  p.options);
-            },
-            {"num_workers"}}},
-          {"async",
-           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-              return std::make_unique<collectors::MultiAsyncCollector>(
-                  p.env.train_env_factory, p.section.num_workers, p.recipe.exploration_policy,
-                  p.options);
-            },
-            {"num_workers"}}},
-          {"distributed",
-           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-              const auto& c = p.section;
-              auto distributed =
-                  collectors::DistributedOptions()
-                      .address(c.address)
-                      .port(static_cast<int>(c.port))
-                      .num_workers(c.num_workers)
-                      .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)));
-              if (c.launch_workers) {
-                const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
-                distributed.launch_command({self, "--config", p.run.file("config.yaml")});
-              }
-              return std::make_unique<collectors::DistributedCollector>(p.recipe.exploration_policy,
-                                                                        p.options, distributed);
-            },
-            {"num_workers", "address", "port", "launch_workers", "timeout_s"}}},
-      });
+      "mode", {
+                  {"single",
+                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+                      if (!p.device.is_cpu())
+                        p.options.policy_device(p.device).storing_device(p.device);
+                      return std::make_unique<collectors::Collector>(
+                          p.env.train_env_factory, p.recipe.exploration_policy, p.options);
+                    },
+                    {}}},
+                  {"sync",
+                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+                      return std::make_unique<collectors::MultiSyncCollector>(
+                          p.env.train_env_factory, p.section.workers.num_workers(),
+                          p.recipe.exploration_policy, p.options);
+                    },
+                    {"num_workers"}}},
+                  {"async",
+                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+                      return std::make_unique<collectors::MultiAsyncCollector>(
+                          p.env.train_env_factory, p.section.workers.num_workers(),
+                          p.recipe.exploration_policy, p.options);
+                    },
+                    {"num_workers"}}},
+                  {"distributed",
+                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+                      const auto& c = p.section;
+                      auto distributed = c.workers;
+                      if (c.launch_workers) {
+                        const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
+                        distributed.launch_command({self, "--config", p.run.file("config.yaml")});
+                      }
+                      return std::make_unique<collectors::DistributedCollector>(
+                          p.recipe.exploration_policy, p.options, distributed);
+                    },
+                    {"num_workers", "address", "port", "launch_workers", "timeout_s"}}},
+              });
   return table;
 }
 

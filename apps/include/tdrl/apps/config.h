@@ -27,6 +27,7 @@
 
 #include <tdrl/apps/config_fields.h>
 #include <tdrl/collectors/collection_limits.h>
+#include <tdrl/collectors/distributed_options.h>
 #include <tdrl/modules/mlp_options.h>
 #include <tdrl/modules/optimizer_choice.h>
 #include <tdrl/replay/prioritized_sampler_options.h>
@@ -121,11 +122,10 @@ struct CollectorSection : Section {
   /// max_frames_per_traj), total_frames required.
   collectors::CollectionLimits limits = collectors::CollectionLimits().frames_per_batch(1000);
   std::string mode = "single";
-  int64_t num_workers = 1;
-  std::string address = "127.0.0.1";
-  int64_t port = 0;
+  /// The workers (num_workers, also of the sync and async modes) and where the distributed
+  /// mode's trainer and workers meet (address, port, timeout_s): the collector's own options.
+  collectors::DistributedOptions workers;
   bool launch_workers = true;
-  double timeout_s = 120;
   void fields(FieldVisitor& v) override;
 };
 

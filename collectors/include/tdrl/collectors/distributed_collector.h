@@ -14,43 +14,9 @@
 #include <vector>
 
 #include <tdrl/collectors/collector.h>
+#include <tdrl/collectors/distributed_options.h>
 
 namespace tdrl::collectors {
-
-/// Where and how the trainer (rank 0) and the workers (ranks 1..num_workers) meet.
-/// Example: `DistributedOptions().address("10.0.0.1").port(29500).num_workers(4)`
-struct DistributedOptions {
-  /// The trainer's host, where its TCPStore listens. Default "127.0.0.1".
-  TORCH_ARG(std::string, address) = "127.0.0.1";
-  /// The TCPStore port. 0 (default) lets the trainer pick a free port; only possible when
-  /// the trainer launches its workers itself (launch_command), as they must be told it.
-  TORCH_ARG(int, port) = 0;
-  /// Worker processes (world size is num_workers + 1). Default 1.
-  TORCH_ARG(int64_t, num_workers) = 1;
-  /// Timeout of the rendezvous and of every wait of the trainer: a worker that does not
-  /// answer within it (dead, unreachable, stuck) makes the trainer's call throw. The trainer
-  /// waits for a batch with it, so it must exceed the time a worker takes to collect one
-  /// batch. Workers wait for the trainer's next request without a limit (the trainer may
-  /// train for long between batches); they end when its connection closes. Default 120 s.
-  TORCH_ARG(std::chrono::milliseconds, timeout){std::chrono::seconds(120)};
-  /// Yield each worker's batch as it arrives (async) instead of one stacked batch from all
-  /// workers (sync, default).
-  TORCH_ARG(bool, sync) = true;
-  /// When not empty, the trainer starts num_workers local processes running this command
-  /// (argv; argv[0] a path, not searched in PATH), with this process's environment plus the
-  /// worker variables (see worker_identity_from_env); typically the trainer's own executable
-  /// and arguments. When empty, workers are started by hand (on any host) with those
-  /// variables. Launched workers run in process groups of their own (a terminal's Ctrl-C
-  /// reaches the trainer only) and are killed when the thread that built the collector ends
-  /// (PR_SET_PDEATHSIG): build it on a thread that outlives it, e.g. the main thread.
-  TORCH_ARG(std::vector<std::string>, launch_command);
-  /// The host name or address of the network interface Gloo binds to on this process (the
-  /// peers connect to it). Default: on the trainer, address(); on a worker, address() when it
-  /// is a loopback address (everything on one host), else this machine's host name; set it
-  /// on a worker whose host name resolves to a loopback address (e.g. Debian's 127.0.1.1).
-  /// Workers started by launch_command bind where the trainer does.
-  TORCH_ARG(std::string, gloo_hostname);
-};
 
 /// The environment variables a worker process reads (set by the trainer's launch_command,
 /// or by hand on other hosts): TDRL_COLLECTOR_RANK (1..num_workers),
