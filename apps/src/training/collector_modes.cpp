@@ -35,6 +35,13 @@ struct Mode {
   std::vector<std::string> reads;
 };
 
+// The worker-thread modes: `num_workers` threads, each with its own env and policy copy.
+template <class MultiCollector>
+std::unique_ptr<collectors::CollectorBase> worker_threads(CollectorParts& p) {
+  return std::make_unique<MultiCollector>(p.env.train_env_factory, p.section.workers.num_workers(),
+                                          p.recipe.exploration_policy, p.options);
+}
+
 // The modes: the one table that names them, builds their collectors and says what each reads.
 const tensordict::NameTable<Mode>& mode_table() {
   static const tensordict::NameTable<Mode> table(
@@ -47,20 +54,8 @@ const tensordict::NameTable<Mode>& mode_table() {
                           p.env.train_env_factory, p.recipe.exploration_policy, p.options);
                     },
                     {}}},
-                  {"sync",
-                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-                      return std::make_unique<collectors::MultiSyncCollector>(
-                          p.env.train_env_factory, p.section.workers.num_workers(),
-                          p.recipe.exploration_policy, p.options);
-                    },
-                    {"num_workers"}}},
-                  {"async",
-                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-                      return std::make_unique<collectors::MultiAsyncCollector>(
-                          p.env.train_env_factory, p.section.workers.num_workers(),
-                          p.recipe.exploration_policy, p.options);
-                    },
-                    {"num_workers"}}},
+                  {"sync", {worker_threads<collectors::MultiSyncCollector>, {"num_workers"}}},
+                  {"async", {worker_threads<collectors::MultiAsyncCollector>, {"num_workers"}}},
                   {"distributed",
                    {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
                       const auto& c = p.section;
