@@ -916,14 +916,18 @@ TEST(TrainerCheckTest, ARecipeThatLeavesARequiredPartEmptyIsRefusedNamingTheAlgo
   EXPECT_FALSE(fs::exists(refused.file("train.log")));
 }
 
-// A user's loss whose diagnostic takes the name of a run column ("fps"): metrics.csv would have
-// two columns of that name, so the recipe is refused before any file of the run exists.
-class FpsNamedLoss : public losses::LossModule {
+// User recipes of one weight: the built-in ppo actor (built from the task alone, reading no
+// section), a loss writing `loss_x` and the entries `extra` names, and an optimiser of their
+// own (SGD). Each variant below trips one check of Trainer::check.
+class OneWeightLoss : public losses::LossModule {
  public:
-  FpsNamedLoss()
-      : LossModule("FpsNamedLoss", {{"observation", tensordict::NestedKey("observation")}},
-                   {"observation"}) {
-    set_out_keys({"loss_x", "fps"});
+  explicit OneWeightLoss(std::vector<std::string> extra)
+      : LossModule("OneWeightLoss", {{"observation", tensordict::NestedKey("observation")}},
+                   {"observation"}),
+        extra_(std::move(extra)) {
+    std::vector<std::string> out_keys = {"loss_x"};
+    out_keys.insert(out_keys.end(), extra_.begin(), extra_.end());
+    set_out_keys(out_keys);
     weight_ = register_parameter("weight", torch::ones({1}));
   }
 
@@ -931,38 +935,55 @@ class FpsNamedLoss : public losses::LossModule {
   TensorDict forward_impl(const TensorDict&) override {
     TensorDict out({}, {});
     out.set("loss_x", weight_.sum());
-    out.set("fps", weight_.detach().sum());
+    for (const auto& key : extra_) out.set(key, weight_.detach().sum());
     return out;
   }
 
  private:
+  std::vector<std::string> extra_;
   torch::Tensor weight_;
 };
 
-struct FpsNamedConfig : AlgoConfig {
+struct OneWeightConfig : AlgoConfig {
   void fields(FieldVisitor&) override {}
 };
 
-class FpsNamedRecipe : public Recipe {
+class OneWeightRecipe : public Recipe {
  public:
-  explicit FpsNamedRecipe(const FpsNamedConfig&) {}
+  explicit OneWeightRecipe(const OneWeightConfig&) {}
   void build_acting(const RecipeContext& context) override {
     actor = make_acting_recipe(tiny_config("ppo"), context.env)->actor;
   }
   void build_learning(const RecipeContext&) override {
-    loss = std::make_shared<FpsNamedLoss>();
+    loss = std::make_shared<OneWeightLoss>(extra_entries());
     OptimizerGroup all;
     all.name = "all";
-    all.optimizer =
-        std::make_shared<torch::optim::SGD>(loss->parameters(), torch::optim::SGDOptions(0.1));
+    all.optimizer = optimizer(loss->parameters());
     optimizers.push_back(std::move(all));
   }
+
+ protected:
+  virtual std::vector<std::string> extra_entries() const { return {}; }
+  virtual std::shared_ptr<torch::optim::Optimizer> optimizer(
+      std::vector<torch::Tensor> params) const {
+    return std::make_shared<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(0.1));
+  }
+};
+
+// A loss whose diagnostic takes the name of a run column ("fps"): metrics.csv would have two
+// columns of that name, so the recipe is refused before any file of the run exists.
+class FpsNamedRecipe : public OneWeightRecipe {
+ public:
+  using OneWeightRecipe::OneWeightRecipe;
+
+ protected:
+  std::vector<std::string> extra_entries() const override { return {"fps"}; }
 };
 
 TEST(TrainerCheckTest, ALossEntryNamedLikeARunColumnIsRefusedBeforeTheRun) {
   register_builtin_components();
   if (!find_algorithm("test_fps_named"))
-    register_algorithm<FpsNamedConfig, FpsNamedRecipe>("test_fps_named", "a clashing entry");
+    register_algorithm<OneWeightConfig, FpsNamedRecipe>("test_fps_named", "a clashing entry");
   const RunConfig config = load_config_string(
       "env: {name: CartPole-v1}\nalgo: {name: test_fps_named}\n"
       "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n");
@@ -975,44 +996,23 @@ TEST(TrainerCheckTest, ALossEntryNamedLikeARunColumnIsRefusedBeforeTheRun) {
   EXPECT_FALSE(fs::exists(refused.file("config.yaml")));
 }
 
-// A user's recipe whose optimiser is LBFGS, whose state (lists of past directions) checkpoints
-// cannot hold as tensors: refused before the run rather than at its first checkpoint.
-class LbfgsLoss : public losses::LossModule {
+// An LBFGS optimiser, whose state (lists of past directions) checkpoints cannot hold as
+// tensors: refused before the run rather than at its first checkpoint.
+class LbfgsRecipe : public OneWeightRecipe {
  public:
-  LbfgsLoss()
-      : LossModule("LbfgsLoss", {{"observation", tensordict::NestedKey("observation")}},
-                   {"observation"}) {
-    set_out_keys({"loss_x"});
-    weight_ = register_parameter("weight", torch::ones({1}));
-  }
+  using OneWeightRecipe::OneWeightRecipe;
 
  protected:
-  TensorDict forward_impl(const TensorDict&) override {
-    TensorDict out({}, {});
-    out.set("loss_x", weight_.sum());
-    return out;
-  }
-
- private:
-  torch::Tensor weight_;
-};
-
-class LbfgsRecipe : public FpsNamedRecipe {
- public:
-  using FpsNamedRecipe::FpsNamedRecipe;
-  void build_learning(const RecipeContext&) override {
-    loss = std::make_shared<LbfgsLoss>();
-    OptimizerGroup all;
-    all.name = "all";
-    all.optimizer = std::make_shared<torch::optim::LBFGS>(loss->parameters());
-    optimizers.push_back(std::move(all));
+  std::shared_ptr<torch::optim::Optimizer> optimizer(
+      std::vector<torch::Tensor> params) const override {
+    return std::make_shared<torch::optim::LBFGS>(std::move(params));
   }
 };
 
 TEST(TrainerCheckTest, AnOptimiserWhoseStateCheckpointsCannotHoldIsRefusedBeforeTheRun) {
   register_builtin_components();
   if (!find_algorithm("test_lbfgs"))
-    register_algorithm<FpsNamedConfig, LbfgsRecipe>("test_lbfgs", "an LBFGS optimiser");
+    register_algorithm<OneWeightConfig, LbfgsRecipe>("test_lbfgs", "an LBFGS optimiser");
   const RunConfig config = load_config_string(
       "env: {name: CartPole-v1}\nalgo: {name: test_lbfgs}\n"
       "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n");
@@ -1022,26 +1022,13 @@ TEST(TrainerCheckTest, AnOptimiserWhoseStateCheckpointsCannotHoldIsRefusedBefore
                        HasSubstr("LBFGS"), HasSubstr("Adam, AdamW, SGD, RMSprop and Adagrad")));
 }
 
-// A user's recipe that builds its networks and optimiser without reading the model or optim
-// sections: model and optimiser keys set for it would be ignored, so they are refused (the
-// Trainer's own optim.max_grad_norm and lr_schedule are not).
-class ReadsNothingRecipe : public FpsNamedRecipe {
- public:
-  using FpsNamedRecipe::FpsNamedRecipe;
-  void build_learning(const RecipeContext&) override {
-    loss = std::make_shared<LbfgsLoss>();
-    OptimizerGroup all;
-    all.name = "all";
-    all.optimizer =
-        std::make_shared<torch::optim::SGD>(loss->parameters(), torch::optim::SGDOptions(0.1));
-    optimizers.push_back(std::move(all));
-  }
-};
-
+// OneWeightRecipe reads neither the model nor the optim section: model and optimiser keys set
+// for it would be ignored, so they are refused (the Trainer's own optim.max_grad_norm and
+// lr_schedule are not).
 TEST(TrainerCheckTest, ModelAndOptimiserKeysARecipeNeverReadsAreRefusedBeforeTheRun) {
   register_builtin_components();
   if (!find_algorithm("test_reads_nothing"))
-    register_algorithm<FpsNamedConfig, ReadsNothingRecipe>("test_reads_nothing", "no sections");
+    register_algorithm<OneWeightConfig, OneWeightRecipe>("test_reads_nothing", "no sections");
   const std::string yaml =
       "env: {name: CartPole-v1}\nalgo: {name: test_reads_nothing}\n"
       "collector: {frames_per_batch: 64, total_frames: 128}\nlogger: {progress: none}\n";
