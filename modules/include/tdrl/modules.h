@@ -1,7 +1,8 @@
 #pragma once
 
 /// Umbrella header of tdrl::modules: models (MLP, ConvNet), actors and critics, Q-value
-/// policies and exploration modules.
+/// policies, exploration modules, and optimisers (CapturableAdam, make_optimizer, the
+/// optimiser state as tensors).
 
 #include <tdrl/modules/actors.h>
 #include <tdrl/modules/additive_gaussian.h>
@@ -10,5 +11,7 @@
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/exploration.h>
 #include <tdrl/modules/mlp.h>
+#include <tdrl/modules/optimizer_state.h>
+#include <tdrl/modules/optimizers.h>
 #include <tdrl/modules/ornstein_uhlenbeck.h>
 #include <tdrl/modules/q_value.h>
