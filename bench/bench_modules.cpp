@@ -12,6 +12,12 @@
 // - QValueActor: MLP(17 -> 64 -> 64 -> 6) -> greedy one-hot action and chosen value, against
 //   the same MLP call, argmax, one_hot and gather.
 //
+// - LSTMModule/Step and /Sequence at batch 1 and 256 (input 64, hidden 128, one layer,
+//   float32): a step under NoGrad (a collector's call: is_init, the state read from and written
+//   to the TensorDict) and a 64-step sequence with autograd on (a loss's forward); against
+//   torch::nn::LSTM's forward on the same weights with the state zeroed by hand where is_init
+//   is set (no reset inside the sequence, which is the case LibTorch's module covers).
+//
 // Both sides call the same module instances. One intra-op thread (see bench_nn.cpp).
 
 #include <cmath>
@@ -112,9 +118,93 @@ void qvalue_raw(benchmark::State& state) {
   }
 }
 
+constexpr int64_t kRecurrentIn = 64, kRecurrentHidden = 128, kSequenceLength = 64;
+
+// An LSTMModule and its inputs at batch `batch`: one step, and a [batch, T] sequence.
+struct RecurrentFixture {
+  modules::LSTMModule lstm{modules::RecurrentModuleOptions(kRecurrentIn, kRecurrentHidden)
+                               .in_key("embed")
+                               .out_key("embed")};
+  TensorDict step, sequence;
+  torch::Tensor x, h, c, keep, xs, h0, c0;
+  explicit RecurrentFixture(int64_t batch) {
+    x = torch::randn({batch, kRecurrentIn});
+    h = torch::randn({batch, 1, kRecurrentHidden});
+    c = torch::randn({batch, 1, kRecurrentHidden});
+    const auto is_init = torch::zeros({batch, 1}, torch::kBool);
+    keep = 1 - is_init.to(torch::kFloat32);
+    step = TensorDict(
+        {{"embed", x}, {"is_init", is_init}, {"recurrent_state_h", h}, {"recurrent_state_c", c}},
+        {batch});
+    xs = torch::randn({batch, kSequenceLength, kRecurrentIn});
+    auto seq_init = torch::zeros({batch, kSequenceLength, 1}, torch::kBool);
+    seq_init.select(1, 0).fill_(true);
+    sequence = TensorDict({{"embed", xs}, {"is_init", seq_init}}, {batch, kSequenceLength});
+    h0 = torch::zeros({1, batch, kRecurrentHidden});
+    c0 = torch::zeros({1, batch, kRecurrentHidden});
+  }
+};
+
+template <int64_t Batch>
+RecurrentFixture& recurrent_fixture() {
+  static RecurrentFixture fixture(Batch);
+  return fixture;
+}
+
+template <int64_t Batch>
+void lstm_step_keyed(benchmark::State& state) {
+  auto& f = recurrent_fixture<Batch>();
+  f.lstm->set_recurrent_mode(false);
+  torch::NoGradGuard no_grad;
+  for (auto _ : state) {
+    TensorDict td = f.step.clone(/*recurse=*/false);
+    f.lstm(td);
+    benchmark::DoNotOptimize(td.get({"next", "recurrent_state_c"}).data_ptr());
+  }
+}
+
+template <int64_t Batch>
+void lstm_step_raw(benchmark::State& state) {
+  auto& f = recurrent_fixture<Batch>();
+  torch::NoGradGuard no_grad;
+  for (auto _ : state) {
+    // [B, 1, H] -> [1, B, H], zeroed where is_init, one step, back to [B, 1, H].
+    const auto h = (f.h * f.keep.unsqueeze(2)).transpose(0, 1);
+    const auto c = (f.c * f.keep.unsqueeze(2)).transpose(0, 1);
+    const auto out = f.lstm->lstm()->forward(f.x.unsqueeze(1), std::make_tuple(h, c));
+    const auto y = std::get<0>(out).squeeze(1);
+    const auto c_next = std::get<1>(std::get<1>(out)).transpose(0, 1);
+    benchmark::DoNotOptimize(y.data_ptr());
+    benchmark::DoNotOptimize(c_next.data_ptr());
+  }
+}
+
+template <int64_t Batch>
+void lstm_sequence_keyed(benchmark::State& state) {
+  auto& f = recurrent_fixture<Batch>();
+  f.lstm->set_recurrent_mode(true);
+  for (auto _ : state) {
+    TensorDict td = f.sequence.clone(/*recurse=*/false);
+    f.lstm(td);
+    benchmark::DoNotOptimize(td.get("embed").data_ptr());
+  }
+  f.lstm->set_recurrent_mode(false);
+}
+
+template <int64_t Batch>
+void lstm_sequence_raw(benchmark::State& state) {
+  auto& f = recurrent_fixture<Batch>();
+  for (auto _ : state) {
+    const auto out = f.lstm->lstm()->forward(f.xs, std::make_tuple(f.h0, f.c0));
+    benchmark::DoNotOptimize(std::get<0>(out).data_ptr());
+  }
+}
+
 const std::vector<std::string>& case_names() {
-  static const std::vector<std::string> names = {"ProbabilisticActor/NoGrad",
-                                                 "ProbabilisticActor/Grad", "QValueActor/NoGrad"};
+  static const std::vector<std::string> names = {
+      "ProbabilisticActor/NoGrad", "ProbabilisticActor/Grad", "QValueActor/NoGrad",
+      "LSTMModule/Step/B1",        "LSTMModule/Step/B256",    "LSTMModule/Sequence/B1",
+      "LSTMModule/Sequence/B256"};
   return names;
 }
 
@@ -128,6 +218,14 @@ void register_benchmarks() {
   add("ProbabilisticActor/Grad/Raw", [](benchmark::State& s) { actor_raw(s, true); });
   add("QValueActor/NoGrad/Ours", qvalue_keyed);
   add("QValueActor/NoGrad/Raw", qvalue_raw);
+  add("LSTMModule/Step/B1/Ours", lstm_step_keyed<1>);
+  add("LSTMModule/Step/B1/Raw", lstm_step_raw<1>);
+  add("LSTMModule/Step/B256/Ours", lstm_step_keyed<256>);
+  add("LSTMModule/Step/B256/Raw", lstm_step_raw<256>);
+  add("LSTMModule/Sequence/B1/Ours", lstm_sequence_keyed<1>);
+  add("LSTMModule/Sequence/B1/Raw", lstm_sequence_raw<1>);
+  add("LSTMModule/Sequence/B256/Ours", lstm_sequence_keyed<256>);
+  add("LSTMModule/Sequence/B256/Raw", lstm_sequence_raw<256>);
 }
 
 void print_tables(const RatioReporter& reporter, std::ostream& os) {

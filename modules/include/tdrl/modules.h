@@ -15,3 +15,4 @@
 #include <tdrl/modules/optimizers.h>
 #include <tdrl/modules/ornstein_uhlenbeck.h>
 #include <tdrl/modules/q_value.h>
+#include <tdrl/modules/recurrent.h>

@@ -1,0 +1,145 @@
+#pragma once
+// LSTMModule and GRUModule: LibTorch's LSTM and GRU as TensorDict modules that carry their
+// hidden state in the TensorDict (TorchRL's LSTMModule / GRUModule).
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <torch/arg.h>
+#include <torch/nn/modules/rnn.h>
+#include <torch/nn/pimpl.h>
+
+#include <tdrl/specs/composite.h>
+#include <tensordict/nested_key.h>
+#include <tensordict/nn/tensordict_module.h>
+
+namespace tdrl::modules {
+
+using tensordict::NestedKey;
+
+/// Options of LSTMModule and GRUModule. Names follow TorchRL's.
+/// Example: `RecurrentModuleOptions(64, 128).in_key("embed").out_key("embed")`
+struct RecurrentModuleOptions {
+  RecurrentModuleOptions(int64_t input_size, int64_t hidden_size)
+      : input_size_(input_size), hidden_size_(hidden_size) {}
+  /// Features of the input entry (its last dim), >= 1.
+  TORCH_ARG(int64_t, input_size);
+  /// Features of the hidden state and of the output, >= 1.
+  TORCH_ARG(int64_t, hidden_size);
+  /// Stacked layers, >= 1. Default 1.
+  TORCH_ARG(int64_t, num_layers) = 1;
+  /// Biases in the cells. Default true.
+  TORCH_ARG(bool, bias) = true;
+  /// The input entry: `[*B, input_size]` a step, `[*B, T, input_size]` in sequence mode.
+  /// Default "embed".
+  TORCH_ARG(NestedKey, in_key) = NestedKey("embed");
+  /// The output entry (the last layer's hidden state): `[*B, hidden_size]` / `[*B, T,
+  /// hidden_size]`. Default "embed" (the output replaces the embedding, as in TorchRL's
+  /// recurrent examples).
+  TORCH_ARG(NestedKey, out_key) = NestedKey("embed");
+  /// The hidden-state entries, `[*B, num_layers, hidden_size]` each: LSTM (h, c), GRU (h).
+  /// Empty (default): LSTM {"recurrent_state_h", "recurrent_state_c"}, GRU
+  /// {"recurrent_state"}.
+  TORCH_ARG(std::vector<NestedKey>, hidden_keys);
+  /// The bool entry marking a trajectory's first step (InitTracker writes it), `[*B, 1]` or
+  /// `[*B]` (`[*B, T(, 1)]` in sequence mode): the state is zero there. Default "is_init".
+  TORCH_ARG(NestedKey, is_init_key) = NestedKey("is_init");
+  /// Sequence mode only: a bool entry `[*B, T]` or `[*B, T, 1]` marking the valid steps of
+  /// padded sequences (split_trajectories' ("collector", "mask")); a padded step keeps the
+  /// state and outputs zeros. Default none: every step is valid.
+  TORCH_ARG(std::optional<NestedKey>, mask_key);
+  /// Start in sequence mode (see RecurrentModuleImpl). Default false: step mode.
+  TORCH_ARG(bool, recurrent_mode) = false;
+};
+
+/// A recurrent core over LibTorch's LSTM or GRU (its parameters, `lstm.weight_ih_l0`, ...,
+/// are the module's) that reads and writes its state in the TensorDict.
+///
+/// Step mode (the default; what a collector's policy runs): the TensorDict is one step of a
+/// batch `[*B]`. Reads the input `[*B, input_size]`, `is_init` and the hidden state
+/// `[*B, num_layers, hidden_size]` (zeros when absent, and zeroed where `is_init` is set);
+/// writes the output `[*B, hidden_size]` and the next state under ("next", <hidden key>).
+///
+/// Sequence mode (`set_recurrent_mode(true)`; what a loss runs on a collected `[*B, T]`
+/// batch): the last batch dim is time. Reads the input `[*B, T, input_size]`, `is_init`
+/// `[*B, T(, 1)]`, the hidden state at each sequence's first step (`[*B, T, L, H]`, only
+/// `[..., 0, :, :]` is read; zeros when absent) and the optional mask; the state is zeroed
+/// inside a sequence wherever `is_init` is set; writes the output `[*B, T, hidden_size]` and
+/// ("next", <hidden key>) `[*B, T, L, H]`, the state after every step. Both modes give the same
+/// outputs and states on the same data (tested), since sequence mode runs the same cell step by
+/// step over the time dim (the input projection of all steps in one matrix product).
+///
+/// Keys: in `[in_key, is_init_key, hidden keys... (, mask_key)]`; out `[out_key, ("next",
+/// hidden key)...]`.
+/// Errors: the constructor throws ValueError for a size < 1 or a wrong number of hidden keys;
+/// forward throws KeyError when the input or `is_init` is missing, ShapeError naming the key
+/// with the expected and actual shapes (the input, `is_init`, a hidden state, the mask; a
+/// sequence-mode TensorDict without a time dim), TypeError for an `is_init` or mask that is not
+/// bool; nothing is written on failure.
+class RecurrentModuleImpl : public tensordict::nn::TensorDictModuleBase {
+ public:
+  enum class Kind { kLSTM, kGRU };
+
+  RecurrentModuleImpl(Kind kind, RecurrentModuleOptions options);
+
+  /// Switches between step mode (false) and sequence mode (true); returns this module.
+  RecurrentModuleImpl& set_recurrent_mode(bool on);
+  bool recurrent_mode() const { return options_.recurrent_mode(); }
+
+  /// The hidden-state entries of a step of batch `batch`: float32 Unbounded
+  /// `[*batch, num_layers, hidden_size]` under each hidden key, batch shape `batch`: what
+  /// a TensorDictPrimer adds to an env's reset and step outputs.
+  specs::CompositePtr hidden_specs(const std::vector<int64_t>& batch = {}) const;
+
+  Kind kind() const { return kind_; }
+  const RecurrentModuleOptions& options() const { return options_; }
+  /// The hidden keys in use (the kind's defaults when the options named none).
+  const std::vector<NestedKey>& hidden_keys() const { return hidden_keys_; }
+
+ protected:
+  void forward_impl(const tensordict::TensorDict& tensordict,
+                    const tensordict::TensorDict& tensordict_out) override;
+  void print_to(std::ostream& stream) const override;
+
+  // The wrapped module: lstm_ for kLSTM, gru_ for kGRU.
+  torch::nn::LSTM lstm_{nullptr};
+  torch::nn::GRU gru_{nullptr};
+
+ private:
+  // One layer's weights, the wrapped module's own tensors.
+  struct Layer {
+    torch::Tensor w_ih, w_hh, b_ih, b_hh;
+  };
+
+  Kind kind_;
+  RecurrentModuleOptions options_;
+  std::vector<NestedKey> hidden_keys_;
+  std::vector<Layer> layers_;
+};
+
+/// LSTMModule: RecurrentModuleImpl over torch::nn::LSTM (hidden state h and c).
+/// Example:
+/// `LSTMModule lstm(RecurrentModuleOptions(4, 32).in_key("observation").out_key("embed"));`
+class LSTMModuleImpl : public RecurrentModuleImpl {
+ public:
+  explicit LSTMModuleImpl(RecurrentModuleOptions options)
+      : RecurrentModuleImpl(Kind::kLSTM, std::move(options)) {}
+  /// The wrapped LibTorch module.
+  torch::nn::LSTM& lstm() { return lstm_; }
+};
+TORCH_MODULE(LSTMModule);
+
+/// GRUModule: RecurrentModuleImpl over torch::nn::GRU (hidden state h).
+class GRUModuleImpl : public RecurrentModuleImpl {
+ public:
+  explicit GRUModuleImpl(RecurrentModuleOptions options)
+      : RecurrentModuleImpl(Kind::kGRU, std::move(options)) {}
+  /// The wrapped LibTorch module.
+  torch::nn::GRU& gru() { return gru_; }
+};
+TORCH_MODULE(GRUModule);
+
+}  // namespace tdrl::modules

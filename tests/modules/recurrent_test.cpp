@@ -1,0 +1,211 @@
+// LSTMModule and GRUModule: LibTorch's LSTM/GRU arithmetic, step and sequence modes giving the
+// same outputs and states, the state zeroed exactly at is_init, padded steps, and bad input.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <tensordict/errors.h>
+
+#include "support/error_message.h"
+#include "tdrl/modules/recurrent.h"
+
+namespace {
+
+using tdrl::modules::GRUModule;
+using tdrl::modules::LSTMModule;
+using tdrl::modules::RecurrentModuleImpl;
+using tdrl::modules::RecurrentModuleOptions;
+using tdrl::test_util::error_message;
+using tensordict::NestedKey;
+using tensordict::TensorDict;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr int64_t kB = 3, kT = 7, kIn = 5, kH = 6, kLayers = 2;
+
+// Both kinds, as the base class the tests drive.
+std::vector<std::shared_ptr<RecurrentModuleImpl>> both_kinds(int64_t layers = kLayers) {
+  torch::manual_seed(0);
+  const auto options = RecurrentModuleOptions(kIn, kH).num_layers(layers).in_key("x").out_key("y");
+  return {LSTMModule(options).ptr(), GRUModule(options).ptr()};
+}
+
+// A [B, T] batch: inputs, is_init at each sequence's start and at a few steps inside.
+TensorDict sequence_batch() {
+  torch::manual_seed(1);
+  auto is_init = torch::zeros({kB, kT, 1}, torch::kBool);
+  is_init.index_put_({torch::indexing::Slice(), 0}, true);
+  is_init.index_put_({0, 3}, true);
+  is_init.index_put_({2, 5}, true);
+  return TensorDict({{"x", torch::randn({kB, kT, kIn})}, {"is_init", is_init}}, {kB, kT});
+}
+
+TEST(RecurrentModuleTest, SequenceModeWithoutResetsIsLibTorchsModule) {
+  for (const auto& module : both_kinds()) {
+    SCOPED_TRACE(module->name());
+    TensorDict batch = sequence_batch();
+    batch.set("is_init", torch::zeros({kB, kT, 1}, torch::kBool));
+    const auto h0 = torch::randn({kB, kT, kLayers, kH});
+    const auto c0 = torch::randn({kB, kT, kLayers, kH});
+    batch.set(module->hidden_keys()[0], h0);
+    if (module->kind() == RecurrentModuleImpl::Kind::kLSTM) batch.set(module->hidden_keys()[1], c0);
+    module->set_recurrent_mode(true);
+    const TensorDict out = module->forward(batch.clone());
+    // LibTorch's own module on the same weights: [L, B, H] states, batch first.
+    const auto first = [](const torch::Tensor& s) {
+      return s.select(1, 0).transpose(0, 1).contiguous();
+    };
+    torch::Tensor expected;
+    if (auto* lstm = dynamic_cast<tdrl::modules::LSTMModuleImpl*>(module.get())) {
+      expected =
+          std::get<0>(lstm->lstm()->forward(batch.get("x"), std::make_tuple(first(h0), first(c0))));
+    } else {
+      auto* gru = dynamic_cast<tdrl::modules::GRUModuleImpl*>(module.get());
+      expected = std::get<0>(gru->gru()->forward(batch.get("x"), first(h0)));
+    }
+    EXPECT_TRUE(torch::allclose(out.get("y"), expected, 1e-5, 1e-6));
+  }
+}
+
+// Step by step, carrying ("next", state) into the next step, gives the sequence mode's outputs
+// and states, resets inside the sequences included.
+TEST(RecurrentModuleTest, StepAndSequenceModesGiveTheSameOutputsAndStates) {
+  for (const auto& module : both_kinds()) {
+    SCOPED_TRACE(module->name());
+    const TensorDict batch = sequence_batch();
+    module->set_recurrent_mode(true);
+    const TensorDict sequence = module->forward(batch.clone());
+    module->set_recurrent_mode(false);
+    TensorDict carried = TensorDict::empty({kB});
+    for (int64_t t = 0; t < kT; ++t) {
+      TensorDict step = batch.index({torch::indexing::Slice(), t}).clone();
+      for (const auto& key : module->hidden_keys())
+        if (carried.contains(key)) step.set(key, carried.get(key));
+      module->forward(step);
+      EXPECT_TRUE(torch::allclose(step.get("y"), sequence.get("y").select(1, t), 1e-5, 1e-6))
+          << "t=" << t;
+      for (const auto& key : module->hidden_keys()) {
+        const auto next = step.get(NestedKey("next").join(key));
+        EXPECT_TRUE(torch::allclose(next, sequence.get(NestedKey("next").join(key)).select(1, t),
+                                    1e-5, 1e-6))
+            << key.to_string() << " t=" << t;
+        carried.set(key, next);
+      }
+    }
+  }
+}
+
+// Where is_init is set inside a sequence, the outputs from there are those of a sequence that
+// starts there from a zero state, whatever came before.
+TEST(RecurrentModuleTest, TheStateIsZeroExactlyAtIsInit) {
+  for (const auto& module : both_kinds()) {
+    SCOPED_TRACE(module->name());
+    module->set_recurrent_mode(true);
+    const TensorDict batch = sequence_batch();  // row 0 restarts at t = 3
+    const TensorDict whole = module->forward(batch.clone());
+    TensorDict tail =
+        batch.index({torch::indexing::Slice(0, 1), torch::indexing::Slice(3)}).clone();
+    const TensorDict fresh = module->forward(tail);
+    EXPECT_TRUE(torch::allclose(
+        fresh.get("y"),
+        whole.get("y").index({torch::indexing::Slice(0, 1), torch::indexing::Slice(3)}), 1e-5,
+        1e-6));
+    // Before the reset, the state carried from t = 0 matters: the outputs differ.
+    TensorDict shifted =
+        batch.index({torch::indexing::Slice(0, 1), torch::indexing::Slice(1)}).clone();
+    shifted.set("is_init", torch::zeros({1, kT - 1, 1}, torch::kBool));
+    const TensorDict no_reset = module->forward(shifted);
+    EXPECT_FALSE(torch::allclose(no_reset.get("y").select(1, 2), whole.get("y")[0][3], 1e-3, 1e-4));
+    // A missing state is a zero state.
+    TensorDict zeros = batch.clone();
+    for (const auto& key : module->hidden_keys())
+      zeros.set(key, torch::zeros({kB, kT, kLayers, kH}));
+    EXPECT_TRUE(torch::allclose(module->forward(zeros).get("y"), whole.get("y")));
+  }
+}
+
+// A padded step (mask false) keeps the state and outputs zeros: a sequence padded at its end
+// gives the unpadded outputs and ends in the unpadded state.
+TEST(RecurrentModuleTest, PaddedStepsKeepTheStateAndOutputZeros) {
+  torch::manual_seed(0);
+  auto options = RecurrentModuleOptions(kIn, kH).in_key("x").out_key("y").mask_key(
+      NestedKey({"collector", "mask"}));
+  LSTMModule lstm(options.recurrent_mode(true));
+  TensorDict batch = sequence_batch();
+  auto mask = torch::ones({kB, kT}, torch::kBool);
+  mask.index_put_({1, torch::indexing::Slice(4)}, false);
+  batch.set({"collector", "mask"}, mask);
+  const TensorDict out = lstm->forward(batch.clone());
+  EXPECT_TRUE(torch::all(out.get("y")[1].slice(0, 4) == 0).item<bool>());
+  const auto c = out.get({"next", "recurrent_state_c"})[1];
+  EXPECT_TRUE(torch::equal(c[6], c[3]));  // kept from the last valid step
+  TensorDict unpadded =
+      batch.index({torch::indexing::Slice(1, 2), torch::indexing::Slice(0, 4)}).clone();
+  unpadded.set({"collector", "mask"}, torch::ones({1, 4}, torch::kBool));
+  EXPECT_TRUE(torch::allclose(lstm->forward(unpadded).get("y")[0], out.get("y")[1].slice(0, 0, 4)));
+}
+
+TEST(RecurrentModuleTest, GradientsReachTheWeightsThroughTheSequence) {
+  for (const auto& module : both_kinds()) {
+    SCOPED_TRACE(module->name());
+    module->set_recurrent_mode(true);
+    module->forward(sequence_batch()).get("y").pow(2).sum().backward();
+    for (const auto& p : module->named_parameters())
+      EXPECT_TRUE(p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0)
+          << p.key();
+  }
+}
+
+TEST(RecurrentModuleTest, AnUnbatchedStepAndTheHiddenSpecs) {
+  torch::manual_seed(0);
+  LSTMModule lstm(RecurrentModuleOptions(kIn, kH).in_key("x").out_key("y"));
+  TensorDict step({{"x", torch::randn({kIn})}, {"is_init", torch::ones({1}, torch::kBool)}}, {});
+  lstm->forward(step);
+  EXPECT_EQ(step.get("y").sizes(), torch::IntArrayRef({kH}));
+  EXPECT_EQ(step.get({"next", "recurrent_state_h"}).sizes(), torch::IntArrayRef({1, kH}));
+  const auto specs = lstm->hidden_specs({4});
+  EXPECT_EQ(specs->get("recurrent_state_c")->shape(), (std::vector<int64_t>{4, 1, kH}));
+  GRUModule gru(RecurrentModuleOptions(kIn, kH).num_layers(2));
+  EXPECT_EQ(gru->hidden_specs()->get("recurrent_state")->shape(), (std::vector<int64_t>{2, kH}));
+  EXPECT_THAT(error_message<tensordict::ValueError>(
+                  [] { LSTMModule(RecurrentModuleOptions(kIn, kH).hidden_keys({"h"})); }),
+              HasSubstr("an LSTM's state is two (h, c)"));
+}
+
+TEST(RecurrentModuleTest, BadInputIsRefusedNamingTheKeyAndBothShapesAndWritesNothing) {
+  torch::manual_seed(0);
+  LSTMModule lstm(RecurrentModuleOptions(kIn, kH).num_layers(kLayers).in_key("x").out_key("y"));
+  TensorDict step({{"x", torch::randn({kB, kIn})},
+                   {"is_init", torch::zeros({kB, 1}, torch::kBool)},
+                   {"recurrent_state_h", torch::zeros({kB, kH})}},
+                  {kB});
+  EXPECT_THAT(error_message<tensordict::ShapeError>([&] { lstm->forward(step); }),
+              AllOf(HasSubstr("LSTMModule: the hidden state 'recurrent_state_h' has shape [3, 6]"),
+                    HasSubstr("expected [3, 2, 6]")));
+  EXPECT_FALSE(step.contains("y"));
+  step.del_("recurrent_state_h");
+  step.del_("is_init");
+  EXPECT_THAT(error_message<tensordict::KeyError>([&] { lstm->forward(step); }),
+              AllOf(HasSubstr("no 'is_init' entry"), HasSubstr("add InitTracker")));
+  step.set("is_init", torch::zeros({kB, 1}, torch::kUInt8));
+  EXPECT_THAT(error_message<tensordict::TypeError>([&] { lstm->forward(step); }),
+              HasSubstr("is_init 'is_init' is Byte; it must be bool"));
+  step.set("is_init", torch::zeros({kB, 1}, torch::kBool));
+  step.set("x", torch::randn({kB, kIn + 1}));
+  EXPECT_THAT(error_message<tensordict::ShapeError>([&] { lstm->forward(step); }),
+              HasSubstr("the input 'x' has shape [3, 6]; expected [3, 5]"));
+  lstm->set_recurrent_mode(true);
+  TensorDict unbatched({{"x", torch::randn({kIn})}, {"is_init", torch::ones({1}, torch::kBool)}},
+                       {});
+  EXPECT_THAT(error_message<tensordict::ShapeError>([&] { lstm->forward(unbatched); }),
+              HasSubstr("sequence mode reads a [*B, T] TensorDict"));
+  EXPECT_FALSE(step.contains("y"));
+}
+
+}  // namespace
