@@ -817,6 +817,50 @@ TEST(InitTrackerTest, MarksTheFirstStepOfEachEpisode) {
   check_env_specs(env);
 }
 
+// ---- TensorDictPrimer ----------------------------------------------------------------------
+
+// A recurrent policy's state as LSTMModule::hidden_specs() gives it: [1, 3] per step.
+specs::CompositePtr hidden_primers() {
+  return specs::Composite::make({{"h", std::make_shared<specs::Unbounded>(Shape{1, 3})}});
+}
+
+TEST(TensorDictPrimerTest, ResetZeroesOnlyTheRowsBeingResetAndStepCarriesThePolicysState) {
+  TransformedEnv env(std::make_shared<CountingEnv>(Shape{2}),
+                     std::make_shared<TensorDictPrimer>(hidden_primers()));
+  auto td = env.reset();
+  EXPECT_TRUE(torch::equal(td.get("h"), torch::zeros({2, 1, 3})));
+  // The policy writes its next state; the step output carries it, step_mdp moves it to the root.
+  td.set(specs::kAction, counting_action({2}));
+  td.set({"next", "h"}, torch::ones({2, 1, 3}));
+  auto stepped = env.step(td);
+  EXPECT_TRUE(torch::equal(stepped.get({"next", "h"}), torch::ones({2, 1, 3})));
+  auto root = step_mdp(stepped);
+  EXPECT_TRUE(torch::equal(root.get("h"), torch::ones({2, 1, 3})));
+  // A partial reset zeroes sub-env 1 only.
+  root.set("_reset", torch::tensor({{false}, {true}}));
+  env.reset(root);
+  EXPECT_TRUE(torch::equal(root.get("h")[0], torch::ones({1, 3})));
+  EXPECT_TRUE(torch::equal(root.get("h")[1], torch::zeros({1, 3})));
+  // A policy that writes no next state keeps the state as it is.
+  root.set(specs::kAction, counting_action({2}));
+  EXPECT_TRUE(torch::equal(env.step(root).get({"next", "h"}), root.get("h")));
+  EXPECT_EQ(env.observation_spec()->get("h")->shape(), (Shape{2, 1, 3}));
+  check_env_specs(env);
+}
+
+TEST(TensorDictPrimerTest, ABadStateOrNoPrimersAreRefused) {
+  TransformedEnv env(std::make_shared<CountingEnv>(Shape{2}),
+                     std::make_shared<TensorDictPrimer>(hidden_primers()));
+  auto td = env.reset();
+  td.set(specs::kAction, counting_action({2}));
+  td.set({"next", "h"}, torch::ones({2, 3}));
+  EXPECT_THAT([&] { env.step(td); },
+              ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("TensorDictPrimer::step: 'h' has shape [2, 3]; expected [2, 1, 3]")));
+  EXPECT_THAT([] { TensorDictPrimer p(specs::Composite::make({})); },
+              ThrowsMessage<ValueError>(HasSubstr("the primers spec has no entries")));
+}
+
 // ---- FrameSkipTransform --------------------------------------------------------------------
 
 TEST(FrameSkipTransformTest, RepeatsTheActionAndSumsRewards) {

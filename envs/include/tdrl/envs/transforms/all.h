@@ -6,5 +6,6 @@
 #include <tdrl/envs/transforms/episode.h>
 #include <tdrl/envs/transforms/keys.h>
 #include <tdrl/envs/transforms/normalization.h>
+#include <tdrl/envs/transforms/primer.h>
 #include <tdrl/envs/transforms/reward.h>
 #include <tdrl/envs/transforms/values.h>
