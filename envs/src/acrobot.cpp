@@ -48,6 +48,7 @@ ClassicControlEnv::Layout acrobot_layout() {
   ClassicControlEnv::Layout layout;
   layout.state_dim = 4;
   layout.obs_dim = 6;
+  layout.velocity_obs = {4, 5};  // theta1_dot, theta2_dot
   layout.state_names = {"theta1", "theta2", "theta1_dot", "theta2_dot"};
   layout.state_low = {-kInf, -kInf, -AcrobotEnv::kMaxVel1, -AcrobotEnv::kMaxVel2};
   layout.state_high = {kInf, kInf, AcrobotEnv::kMaxVel1, AcrobotEnv::kMaxVel2};
@@ -98,9 +99,9 @@ AcrobotEnv::AcrobotEnv(const AcrobotEnvOptions& options)
   TDRL_CHECK(options.torque_noise_max() >= 0.0 && std::isfinite(options.torque_noise_max()),
              ValueError, name(), ": option torque_noise_max is ",
              number(options.torque_noise_max()), "; it must be finite and >= 0");
-  set_observation_spec(bounded_observation(batch_size(), device(),
-                                           {-1.0, -1.0, -1.0, -1.0, -kMaxVel1, -kMaxVel2},
-                                           {1.0, 1.0, 1.0, 1.0, kMaxVel1, kMaxVel2}));
+  set_task_observation_spec(bounded_observation(batch_size(), device(),
+                                                {-1.0, -1.0, -1.0, -1.0, -kMaxVel1, -kMaxVel2},
+                                                {1.0, 1.0, 1.0, 1.0, kMaxVel1, kMaxVel2}));
   set_action_spec(categorical_action(3, batch_size(), device()));
   reset_all();
 }

@@ -37,6 +37,7 @@ ClassicControlEnv::Layout cartpole_layout() {
   ClassicControlEnv::Layout layout;
   layout.state_dim = 4;
   layout.obs_dim = 4;
+  layout.velocity_obs = {1, 3};  // x_dot, theta_dot
   layout.state_names = {"x", "x_dot", "theta", "theta_dot"};
   layout.state_low = {-kInf, -kInf, -kInf, -kInf};
   layout.state_high = {kInf, kInf, kInf, kInf};
@@ -55,7 +56,7 @@ CartPoleEnv::CartPoleEnv(const CartPoleEnvOptions& options)
   require_positive(name(), "tau", options.tau());
   require_positive(name(), "theta_threshold_radians", options.theta_threshold_radians());
   require_positive(name(), "x_threshold", options.x_threshold());
-  set_observation_spec(specs::Composite::make(
+  set_task_observation_spec(specs::Composite::make(
       {{specs::kObservation,
         std::make_shared<specs::Unbounded>(append(batch_size(), 4),
                                            specs::UnboundedOptions().device(device()))}},

@@ -26,9 +26,10 @@ using detail::device_str;
 using detail::number;
 
 ClassicControlEnv::ClassicControlEnv(std::string name, const EnvBaseOptions& options,
-                                     int64_t max_episode_steps, Layout layout)
+                                     int64_t max_episode_steps, Layout layout, bool mask_velocity)
     : EnvBase(std::move(name), options),
       layout_(std::move(layout)),
+      mask_velocity_(mask_velocity),
       max_episode_steps_(max_episode_steps),
       num_envs_(1) {
   TDRL_CHECK(!(max_episode_steps < 0), ValueError, this->name(), ": option max_episode_steps is ",
@@ -37,6 +38,12 @@ ClassicControlEnv::ClassicControlEnv(std::string name, const EnvBaseOptions& opt
   TORCH_INTERNAL_ASSERT(layout_.state_names.size() == dim && layout_.state_low.size() == dim &&
                         layout_.state_high.size() == dim && layout_.init_low.size() == dim &&
                         layout_.init_high.size() == dim);
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < layout_.obs_dim; ++i) {
+    const auto& v = layout_.velocity_obs;
+    if (!mask_velocity_ || std::find(v.begin(), v.end(), i) == v.end()) kept.push_back(i);
+  }
+  kept_obs_ = torch::tensor(kept, torch::kInt64);
   for (auto d : batch_size()) num_envs_ *= d;
   state_.assign(static_cast<size_t>(num_envs_ * layout_.state_dim), 0.0);
   elapsed_.assign(static_cast<size_t>(num_envs_), 0);
@@ -110,7 +117,31 @@ void ClassicControlEnv::set_state(const torch::Tensor& state) {
 torch::Tensor ClassicControlEnv::observe_all() const {
   auto obs = torch::empty(with_trailing(layout_.obs_dim), torch::kFloat32);
   observe(state_.data(), num_envs_, obs.data_ptr<float>());
-  return obs;
+  return mask_velocity_ ? obs.index_select(-1, kept_obs_) : obs;
+}
+
+int64_t ClassicControlEnv::observation_dim() const { return kept_obs_.numel(); }
+
+void ClassicControlEnv::set_task_observation_spec(const specs::CompositePtr& full) {
+  if (!mask_velocity_) {
+    set_observation_spec(full);
+    return;
+  }
+  const auto spec = full->get(specs::kObservation);
+  const auto shape = with_trailing(observation_dim());
+  specs::TensorSpecPtr kept;
+  if (const auto bounded = std::dynamic_pointer_cast<specs::Bounded>(spec)) {
+    kept = std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                                .low(bounded->low().index_select(-1, kept_obs_))
+                                                .high(bounded->high().index_select(-1, kept_obs_))
+                                                .shape(shape)
+                                                .dtype(spec->dtype())
+                                                .device(device()));
+  } else {
+    kept = std::make_shared<specs::Unbounded>(
+        shape, specs::UnboundedOptions().dtype(spec->dtype()).device(device()));
+  }
+  set_observation_spec(specs::Composite::make({{specs::kObservation, kept}}, batch_size()));
 }
 
 torch::Tensor ClassicControlEnv::observation() const { return observe_all().to(device()); }
@@ -121,7 +152,8 @@ torch::Tensor ClassicControlEnv::elapsed_steps() const {
 
 std::string ClassicControlEnv::repr_prefix() const {
   return name() + "(batch_size=" + shape_str(batch_size()) + ", device=" + device_str(device()) +
-         ", max_episode_steps=" + std::to_string(max_episode_steps_);
+         ", max_episode_steps=" + std::to_string(max_episode_steps_) +
+         (mask_velocity_ ? ", mask_velocity=true" : "");
 }
 
 void ClassicControlEnv::reset_all() { reset_selected(nullptr); }

@@ -47,6 +47,7 @@ ClassicControlEnv::Layout mountain_car_layout() {
   ClassicControlEnv::Layout layout;
   layout.state_dim = 2;
   layout.obs_dim = 2;
+  layout.velocity_obs = {1};  // velocity
   layout.state_names = {"position", "velocity"};
   layout.state_low = {Track::kMinPosition, -Track::kMaxSpeed};
   layout.state_high = {Track::kMaxPosition, Track::kMaxSpeed};
@@ -89,7 +90,7 @@ MountainCarEnv::MountainCarEnv(const MountainCarEnvOptions& options)
   require_finite(name(), "goal_position", options.goal_position());
   require_finite(name(), "force", options.force());
   require_finite(name(), "gravity", options.gravity());
-  set_observation_spec(mountain_car_observation(batch_size(), device()));
+  set_task_observation_spec(mountain_car_observation(batch_size(), device()));
   set_action_spec(categorical_action(3, batch_size(), device()));
   reset_all();
 }
@@ -120,7 +121,7 @@ MountainCarContinuousEnv::MountainCarContinuousEnv(const MountainCarContinuousEn
   require_finite(name(), "goal_velocity", options.goal_velocity());
   require_finite(name(), "goal_position", options.goal_position());
   require_finite(name(), "power", options.power());
-  set_observation_spec(mountain_car_observation(batch_size(), device()));
+  set_task_observation_spec(mountain_car_observation(batch_size(), device()));
   set_action_spec(bounded_action(1.0, batch_size(), device()));
   reset_all();
 }

@@ -49,6 +49,7 @@ ClassicControlEnv::Layout pendulum_layout(const PendulumEnvOptions& o) {
   ClassicControlEnv::Layout layout;
   layout.state_dim = 2;
   layout.obs_dim = 3;
+  layout.velocity_obs = {2};  // theta_dot
   layout.state_names = {"theta", "theta_dot"};
   layout.state_low = {-kInf, -o.max_speed()};
   layout.state_high = {kInf, o.max_speed()};
@@ -68,7 +69,7 @@ PendulumEnv::PendulumEnv(const PendulumEnvOptions& options)
   require_positive(name(), "dt", options.dt());
   require_positive(name(), "max_speed", options.max_speed());
   require_positive(name(), "max_torque", options.max_torque());
-  set_observation_spec(bounded_observation(
+  set_task_observation_spec(bounded_observation(
       batch_size(), device(), {-1.0, -1.0, -options.max_speed()}, {1.0, 1.0, options.max_speed()}));
   set_action_spec(bounded_action(options.max_torque(), batch_size(), device()));
   reset_all();

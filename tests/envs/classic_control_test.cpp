@@ -1,4 +1,5 @@
 #include <tdrl/envs/classic_control.h>
+#include <tdrl/envs/registry.h>
 
 #include <cmath>
 #include <functional>
@@ -546,11 +547,12 @@ TEST(CartPoleTest, PrintsItselfAndItsOptions) {
             "sutton_barto_reward=false)");
   std::ostringstream os;
   os << CartPoleEnvOptions().batch_size({8});
-  EXPECT_EQ(os.str(),
-            "CartPoleEnvOptions(batch_size=[8], device=cpu, max_episode_steps=500, "
-            "sutton_barto_reward=false, gravity=9.8, masscart=1, masspole=0.1, length=0.5, "
-            "force_mag=10, tau=0.02, theta_threshold_radians=0.20943951023931953, "
-            "x_threshold=2.4)");
+  EXPECT_EQ(
+      os.str(),
+      "CartPoleEnvOptions(batch_size=[8], device=cpu, max_episode_steps=500, mask_velocity=false, "
+      "sutton_barto_reward=false, gravity=9.8, masscart=1, masspole=0.1, length=0.5, "
+      "force_mag=10, tau=0.02, theta_threshold_radians=0.20943951023931953, "
+      "x_threshold=2.4)");
 }
 
 // ---- Pendulum-v1 -------------------------------------------------------------------------------
@@ -624,7 +626,8 @@ TEST(PendulumTest, PrintsItselfAndItsOptions) {
   std::ostringstream os;
   os << PendulumEnvOptions().g(9.81);
   EXPECT_EQ(os.str(),
-            "PendulumEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, g=9.81, m=1, "
+            "PendulumEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, "
+            "mask_velocity=false, g=9.81, m=1, "
             "l=1, dt=0.05, max_speed=8, max_torque=2)");
 }
 
@@ -700,6 +703,7 @@ TEST(MountainCarTest, PrintsItselfAndItsOptions) {
   os << MountainCarEnvOptions();
   EXPECT_EQ(os.str(),
             "MountainCarEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, "
+            "mask_velocity=false, "
             "goal_velocity=0, goal_position=0.5, force=0.001, gravity=0.0025)");
 }
 
@@ -746,7 +750,8 @@ TEST(MountainCarContinuousTest, PrintsItselfAndItsOptions) {
   os << MountainCarContinuousEnvOptions().batch_size({2, 3});
   EXPECT_EQ(os.str(),
             "MountainCarContinuousEnvOptions(batch_size=[2, 3], device=cpu, "
-            "max_episode_steps=999, goal_velocity=0, goal_position=0.45, power=0.0015)");
+            "max_episode_steps=999, mask_velocity=false, goal_velocity=0, goal_position=0.45, "
+            "power=0.0015)");
 }
 
 // ---- Acrobot-v1 --------------------------------------------------------------------------------
@@ -883,9 +888,44 @@ TEST(AcrobotTest, PrintsItselfAndItsOptions) {
             "book_or_nips=book)");
   std::ostringstream os;
   os << AcrobotEnvOptions().torque_noise_max(0.1);
-  EXPECT_EQ(os.str(),
-            "AcrobotEnvOptions(batch_size=[], device=cpu, max_episode_steps=500, "
-            "torque_noise_max=0.1, book_or_nips=book)");
+  EXPECT_EQ(
+      os.str(),
+      "AcrobotEnvOptions(batch_size=[], device=cpu, max_episode_steps=500, mask_velocity=false, "
+      "torque_noise_max=0.1, book_or_nips=book)");
+}
+
+// mask_velocity: every classic task drops exactly its velocity components, from the
+// observations (the same states otherwise) and from the spec (bounds kept for the others).
+TEST(MaskVelocityTest, EveryClassicTaskDropsItsVelocitiesFromObservationAndSpec) {
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> kept = {
+      {"CartPole-v1", {0, 2}},
+      {"Pendulum-v1", {0, 1}},
+      {"MountainCar-v0", {0}},
+      {"MountainCarContinuous-v0", {0}},
+      {"Acrobot-v1", {0, 1, 2, 3}}};
+  register_builtin_envs();
+  for (const auto& [name, columns] : kept) {
+    SCOPED_TRACE(name);
+    const auto index = torch::tensor(columns, torch::kInt64);
+    auto full = make_env(name, EnvOptions().batch_size({3}).seed(5));
+    auto masked = make_env(name, EnvOptions().batch_size({3}).seed(5).set("mask_velocity", true));
+    const auto spec = masked->observation_spec()->get("observation");
+    EXPECT_EQ(spec->shape(), (Shape{3, static_cast<int64_t>(columns.size())}));
+    if (const auto bounded = std::dynamic_pointer_cast<specs::Bounded>(spec)) {
+      const auto full_bounded =
+          std::dynamic_pointer_cast<specs::Bounded>(full->observation_spec()->get("observation"));
+      EXPECT_TRUE(torch::equal(bounded->low(), full_bounded->low().index_select(-1, index)));
+    }
+    EXPECT_TRUE(torch::equal(masked->reset().get("observation"),
+                             full->reset().get("observation").index_select(-1, index)));
+    const auto action = full->rand_action().get("action");
+    const auto a = full->step(TensorDict({{"action", action}}, {3}));
+    const auto b = masked->step(TensorDict({{"action", action}}, {3}));
+    EXPECT_TRUE(torch::equal(b.get({"next", "observation"}),
+                             a.get({"next", "observation"}).index_select(-1, index)));
+    EXPECT_TRUE(torch::equal(b.get({"next", "reward"}), a.get({"next", "reward"})));
+    check_env_specs(*masked);  // after the comparisons: its rollouts draw from the generator
+  }
 }
 
 }  // namespace

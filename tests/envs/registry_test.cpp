@@ -382,7 +382,8 @@ TEST(BuiltinEnvsTest, EveryBuiltinTaskDeclaresTheOptionsItAccepts) {
       if (option == "book_or_nips") continue;
       if (option == "max_episode_steps" || option == "num_threads" || option == "frame_skip") {
         with_option.set(option, 5);
-      } else if (option == "sutton_barto_reward" || option == "terminate_when_unhealthy") {
+      } else if (option == "sutton_barto_reward" || option == "terminate_when_unhealthy" ||
+                 option == "mask_velocity") {
         with_option.set(option, true);
       } else {
         with_option.set(option, 0.5);

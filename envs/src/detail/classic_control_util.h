@@ -52,14 +52,16 @@ inline void require_positive(const std::string& env, const char* field, double v
              number(value), "; it must be finite and > 0");
 }
 
-// Starts printing a task's options: `<type>(batch_size=[...], device=..., max_episode_steps=N`;
+// Starts printing a task's options: `<type>(batch_size=[...], device=..., max_episode_steps=N,
+// mask_velocity=false`;
 // the caller adds the task's own fields and the closing parenthesis.
 template <class Options>
 std::ostream& print_options_head(std::ostream& os, const char* type,
                                  const ClassicControlEnvOptions<Options>& options) {
   return os << type << "(batch_size=" << tensordict::shape_str(options.batch_size())
             << ", device=" << device_str(options.device())
-            << ", max_episode_steps=" << options.max_episode_steps();
+            << ", max_episode_steps=" << options.max_episode_steps()
+            << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false");
 }
 
 inline std::vector<int64_t> append(std::vector<int64_t> shape, int64_t dim) {

@@ -30,13 +30,18 @@ struct ClassicControlEnvOptions {
   TDRL_CRTP_ARG(Derived, torch::Device, device) = torch::kCPU;
   /// Steps after which a sub-env is truncated (0 = no limit, >= 0). Default: the task's.
   TDRL_CRTP_ARG(Derived, int64_t, max_episode_steps);
+  /// Drop the velocity components from the observation: a partially observed task, which a
+  /// policy solves only with memory (a recurrent core, or frame stacking). Default false.
+  TDRL_CRTP_ARG(Derived, bool, mask_velocity) = false;
 
  public:
-  /// max_episode_steps (batch_size and device are the caller's, not task options); each
-  /// task's options add their own fields after it.
+  /// max_episode_steps and mask_velocity (batch_size and device are the caller's, not task
+  /// options); each task's options add their own fields after them.
   void fields(tensordict::fields::FieldVisitor& v) {
     v("max_episode_steps", max_episode_steps_, tensordict::fields::at_least(0),
       "steps after which a sub-env is truncated (0: no limit)");
+    v("mask_velocity", mask_velocity_,
+      "drop the velocities from the observation (partially observed: needs memory)");
   }
 
  protected:
@@ -83,6 +88,8 @@ class ClassicControlEnv : public EnvBase {
     /// The initial-state box, per component.
     std::vector<double> init_low;
     std::vector<double> init_high;
+    /// The observation components that are velocities (mask_velocity drops them).
+    std::vector<int64_t> velocity_obs;
   };
 
   /// A copy of the physical state: `[*batch, state_dim]` float64 on the CPU.
@@ -95,7 +102,8 @@ class ClassicControlEnv : public EnvBase {
   /// non-finite value or one outside the task's state bounds (naming the sub-env, the
   /// component and the bounds); nothing changes then.
   void set_state(const torch::Tensor& state);
-  /// The observation of the current state: `[*batch, obs_dim]` float32 on device().
+  /// The observation of the current state: `[*batch, obs_dim]` float32 on device() (without
+  /// the velocities under mask_velocity).
   torch::Tensor observation() const;
   /// The steps each sub-env has taken since its last reset: `[*batch]` int64 on the CPU.
   torch::Tensor elapsed_steps() const;
@@ -103,8 +111,10 @@ class ClassicControlEnv : public EnvBase {
   int64_t max_episode_steps() const override { return max_episode_steps_; }
   /// The number of state components.
   int64_t state_dim() const { return layout_.state_dim; }
-  /// The number of observation components.
-  int64_t observation_dim() const { return layout_.obs_dim; }
+  /// The number of observation components (without the velocities under mask_velocity).
+  int64_t observation_dim() const;
+  /// Whether the velocities are dropped from the observation.
+  bool mask_velocity() const { return mask_velocity_; }
   /// The names of the state components, e.g. {"x", "x_dot", "theta", "theta_dot"}.
   const std::vector<std::string>& state_names() const { return layout_.state_names; }
 
@@ -113,15 +123,19 @@ class ClassicControlEnv : public EnvBase {
   /// state to the batch. Subclasses set their specs and fill the state with a first reset
   /// draw (`reset_all()`), so that `state()` is defined before the first reset().
   ClassicControlEnv(std::string name, const EnvBaseOptions& options, int64_t max_episode_steps,
-                    Layout layout);
-  /// The same, from a task's options (batch_size, device, max_episode_steps).
+                    Layout layout, bool mask_velocity = false);
+  /// The same, from a task's options (batch_size, device, max_episode_steps, mask_velocity).
   template <class Options>
   ClassicControlEnv(std::string name, const ClassicControlEnvOptions<Options>& options,
                     Layout layout)
       : ClassicControlEnv(
             std::move(name),
             EnvBaseOptions().batch_size(options.batch_size()).device(options.device()),
-            options.max_episode_steps(), std::move(layout)) {}
+            options.max_episode_steps(), std::move(layout), options.mask_velocity()) {}
+
+  /// Sets the observation spec from the task's full one (`{"observation": Unbounded or
+  /// Bounded [*batch, obs_dim]}`), without the velocity components under mask_velocity.
+  void set_task_observation_spec(const specs::CompositePtr& full);
 
   /// Steps every sub-env once: `action` is the checked action on the CPU, contiguous, of the
   /// action spec's dtype and shape. Updates `states()` in place and writes one reward and one
@@ -160,6 +174,9 @@ class ClassicControlEnv : public EnvBase {
   std::vector<int64_t> with_trailing(int64_t dim) const;
 
   Layout layout_;
+  bool mask_velocity_ = false;
+  // The observation components kept (all but the velocities under mask_velocity).
+  torch::Tensor kept_obs_;
   int64_t max_episode_steps_;
   int64_t num_envs_;
   std::vector<double> state_;
