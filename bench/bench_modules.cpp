@@ -14,7 +14,9 @@
 //
 // - LSTMModule/Step and /Sequence at batch 1 and 256 (input 64, hidden 128, one layer,
 //   float32): a step under NoGrad (a collector's call: is_init, the state read from and written
-//   to the TensorDict) and a 64-step sequence with autograd on (a loss's forward); against
+//   to the TensorDict) and a 64-step sequence with autograd on (a loss's forward: Sequence
+//   with sequence_states false, LibTorch's fused call; SequenceStates, the step loop that gives
+//   every step's state); against
 //   torch::nn::LSTM's forward on the same weights with the state zeroed by hand where is_init
 //   is set (no reset inside the sequence, which is the case LibTorch's module covers).
 //
@@ -179,10 +181,11 @@ void lstm_step_raw(benchmark::State& state) {
   }
 }
 
-template <int64_t Batch>
+template <int64_t Batch, bool States>
 void lstm_sequence_keyed(benchmark::State& state) {
   auto& f = recurrent_fixture<Batch>();
   f.lstm->set_recurrent_mode(true);
+  f.lstm->set_sequence_states(States);
   for (auto _ : state) {
     TensorDict td = f.sequence.clone(/*recurse=*/false);
     f.lstm(td);
@@ -201,10 +204,15 @@ void lstm_sequence_raw(benchmark::State& state) {
 }
 
 const std::vector<std::string>& case_names() {
-  static const std::vector<std::string> names = {
-      "ProbabilisticActor/NoGrad", "ProbabilisticActor/Grad", "QValueActor/NoGrad",
-      "LSTMModule/Step/B1",        "LSTMModule/Step/B256",    "LSTMModule/Sequence/B1",
-      "LSTMModule/Sequence/B256"};
+  static const std::vector<std::string> names = {"ProbabilisticActor/NoGrad",
+                                                 "ProbabilisticActor/Grad",
+                                                 "QValueActor/NoGrad",
+                                                 "LSTMModule/Step/B1",
+                                                 "LSTMModule/Step/B256",
+                                                 "LSTMModule/Sequence/B1",
+                                                 "LSTMModule/Sequence/B256",
+                                                 "LSTMModule/SequenceStates/B1",
+                                                 "LSTMModule/SequenceStates/B256"};
   return names;
 }
 
@@ -222,10 +230,14 @@ void register_benchmarks() {
   add("LSTMModule/Step/B1/Raw", lstm_step_raw<1>);
   add("LSTMModule/Step/B256/Ours", lstm_step_keyed<256>);
   add("LSTMModule/Step/B256/Raw", lstm_step_raw<256>);
-  add("LSTMModule/Sequence/B1/Ours", lstm_sequence_keyed<1>);
+  add("LSTMModule/Sequence/B1/Ours", lstm_sequence_keyed<1, false>);
   add("LSTMModule/Sequence/B1/Raw", lstm_sequence_raw<1>);
-  add("LSTMModule/Sequence/B256/Ours", lstm_sequence_keyed<256>);
+  add("LSTMModule/Sequence/B256/Ours", lstm_sequence_keyed<256, false>);
   add("LSTMModule/Sequence/B256/Raw", lstm_sequence_raw<256>);
+  add("LSTMModule/SequenceStates/B1/Ours", lstm_sequence_keyed<1, true>);
+  add("LSTMModule/SequenceStates/B1/Raw", lstm_sequence_raw<1>);
+  add("LSTMModule/SequenceStates/B256/Ours", lstm_sequence_keyed<256, true>);
+  add("LSTMModule/SequenceStates/B256/Raw", lstm_sequence_raw<256>);
 }
 
 void print_tables(const RatioReporter& reporter, std::ostream& os) {

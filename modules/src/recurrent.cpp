@@ -167,6 +167,49 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
     state.push_back(h.reshape({N, L, H}).transpose(0, 1));
   }
 
+  // Sequence mode without per-step states: LibTorch's fused call over each stretch that no row
+  // resets inside; the rows that reset at a stretch's start start it from zero.
+  if (sequence && !options_.sequence_states() && !valid.defined()) {
+    const torch::Tensor any_reset = (keep < 1).any(0).cpu();
+    const bool* reset_at = any_reset.data_ptr<bool>();
+    const torch::Tensor xs = x.reshape({N, T, options_.input_size()});
+    torch::Tensor h = state[0];
+    torch::Tensor c = lstm ? state[1] : torch::Tensor();
+    std::vector<torch::Tensor> outputs;
+    for (int64_t start = 0; start < T;) {
+      int64_t end = start + 1;
+      while (end < T && !reset_at[end]) ++end;
+      const torch::Tensor k = keep.select(1, start).view({1, N, 1});
+      h = h * k;
+      const torch::Tensor stretch = xs.slice(1, start, end);
+      if (lstm) {
+        c = c * k;
+        auto [out, hc] = lstm_->forward(stretch, std::make_tuple(h, c));
+        outputs.push_back(out);
+        h = std::get<0>(hc);
+        c = std::get<1>(hc);
+      } else {
+        auto [out, hn] = gru_->forward(stretch, h);
+        outputs.push_back(out);
+        h = hn;
+      }
+      start = end;
+    }
+    const torch::Tensor output = outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 1);
+    tensordict_out.set(options_.out_key(), output.reshape(concat(batch, {H})));
+    std::vector<torch::Tensor> finals{h};
+    if (lstm) finals.push_back(c);
+    for (size_t i = 0; i < hidden_keys_.size(); ++i) {
+      // [L, N, H] -> [N, T, L, H], the final state at the last step.
+      const torch::Tensor next = torch::cat({torch::zeros({N, T - 1, L, H}, output.options()),
+                                             finals[i].transpose(0, 1).unsqueeze(1)},
+                                            1);
+      tensordict_out.set(NestedKey("next").join(hidden_keys_[i]),
+                         next.reshape(concat(batch, {L, H})));
+    }
+    return;
+  }
+
   // Which steps reset some row. On the CPU it is read once, so that steps without a reset skip
   // the multiply; on a GPU every step multiplies (a read would synchronise each call).
   std::vector<uint8_t> resets(static_cast<size_t>(T), 1);

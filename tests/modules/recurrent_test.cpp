@@ -30,9 +30,12 @@ using ::testing::HasSubstr;
 constexpr int64_t kB = 3, kT = 7, kIn = 5, kH = 6, kLayers = 2;
 
 // Both kinds, as the base class the tests drive.
-std::vector<std::shared_ptr<RecurrentModuleImpl>> both_kinds(int64_t layers = kLayers) {
-  torch::manual_seed(0);
-  const auto options = RecurrentModuleOptions(kIn, kH).num_layers(layers).in_key("x").out_key("y");
+std::vector<std::shared_ptr<RecurrentModuleImpl>> both_kinds(int64_t layers = kLayers,
+                                                             bool sequence_states = true) {
+  torch::manual_seed(0);  // the same weights for every call
+  const auto options =
+      RecurrentModuleOptions(kIn, kH).num_layers(layers).in_key("x").out_key("y").sequence_states(
+          sequence_states);
   return {LSTMModule(options).ptr(), GRUModule(options).ptr()};
 }
 
@@ -127,6 +130,29 @@ TEST(RecurrentModuleTest, TheStateIsZeroExactlyAtIsInit) {
     for (const auto& key : module->hidden_keys())
       zeros.set(key, torch::zeros({kB, kT, kLayers, kH}));
     EXPECT_TRUE(torch::allclose(module->forward(zeros).get("y"), whole.get("y")));
+  }
+}
+
+// Without per-step states, sequence mode runs LibTorch's fused call over each reset-free
+// stretch: the same outputs as the step loop, and the final state at the last step.
+TEST(RecurrentModuleTest, FusedSequencesGiveTheStepLoopsOutputsAndFinalState) {
+  const auto loops = both_kinds();
+  const auto fuseds = both_kinds(kLayers, /*sequence_states=*/false);
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const auto& module = loops[i];
+    SCOPED_TRACE(module->name());
+    module->set_recurrent_mode(true);
+    fuseds[i]->set_recurrent_mode(true);
+    const TensorDict batch = sequence_batch();  // resets inside rows 0 and 2
+    const TensorDict loop = module->forward(batch.clone());
+    const TensorDict fused = fuseds[i]->forward(batch.clone());
+    EXPECT_TRUE(torch::allclose(fused.get("y"), loop.get("y"), 1e-5, 1e-6));
+    for (const auto& key : module->hidden_keys()) {
+      const auto next = NestedKey("next").join(key);
+      EXPECT_TRUE(torch::allclose(fused.get(next).select(1, kT - 1),
+                                  loop.get(next).select(1, kT - 1), 1e-5, 1e-6));
+      EXPECT_TRUE(torch::all(fused.get(next).slice(1, 0, kT - 1) == 0).item<bool>());
+    }
   }
 }
 

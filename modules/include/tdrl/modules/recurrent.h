@@ -53,6 +53,13 @@ struct RecurrentModuleOptions {
   TORCH_ARG(std::optional<NestedKey>, mask_key);
   /// Start in sequence mode (see RecurrentModuleImpl). Default false: step mode.
   TORCH_ARG(bool, recurrent_mode) = false;
+  /// Sequence mode: write the state after every step under ("next", <hidden key>) (default
+  /// true). False (what a loss that reads only the outputs wants): each stretch of the
+  /// sequence without a reset runs through LibTorch's fused LSTM/GRU call (oneDNN on the CPU,
+  /// cuDNN on a GPU; one host read of is_init per call to find the stretches), and ("next",
+  /// <hidden key>) holds the final state at the last step and zeros before it, as TorchRL's
+  /// recurrent mode. Ignored with a mask_key (padded steps need the step loop).
+  TORCH_ARG(bool, sequence_states) = true;
 };
 
 /// A recurrent core over LibTorch's LSTM or GRU (its parameters, `lstm.weight_ih_l0`, ...,
@@ -88,6 +95,11 @@ class RecurrentModuleImpl : public tensordict::nn::TensorDictModuleBase {
   /// Switches between step mode (false) and sequence mode (true); returns this module.
   RecurrentModuleImpl& set_recurrent_mode(bool on);
   bool recurrent_mode() const { return options_.recurrent_mode(); }
+  /// Sets RecurrentModuleOptions::sequence_states; returns this module.
+  RecurrentModuleImpl& set_sequence_states(bool on) {
+    options_.sequence_states(on);
+    return *this;
+  }
 
   /// The hidden-state entries of a step of batch `batch`: float32 Unbounded
   /// `[*batch, num_layers, hidden_size]` under each hidden key, batch shape `batch`: what
