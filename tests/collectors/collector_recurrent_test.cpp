@@ -1,7 +1,8 @@
-// A recurrent policy in a Collector: TensorDictPrimer and InitTracker give it its state at
-// every step; the state runs on from step to step and from batch to batch, restarts from zero
-// exactly where a sub-env resets, and leaves the other sub-envs' states alone.
+// A recurrent policy in a collector: TensorDictPrimer and InitTracker give it its state at every
+// step; the state runs on from step to step and from batch to batch, restarts from zero exactly
+// where a sub-env resets, and leaves the other sub-envs' (and workers') states alone.
 
+#include <tdrl/collectors/multi_collector.h>
 #include <tdrl/envs/transforms/all.h>
 #include <tdrl/modules/q_value.h>
 #include <tdrl/modules/recurrent.h>
@@ -11,71 +12,96 @@
 namespace tdrl::collectors {
 namespace {
 
-// CartPole with the two transforms a recurrent policy needs, and a greedy recurrent Q-policy:
-// LSTM over the observation, a linear head, argmax.
-struct RecurrentSetup {
+// CartPole with the two transforms a recurrent policy needs.
+std::shared_ptr<envs::TransformedEnv> recurrent_cartpole(Shape batch,
+                                                         const modules::LSTMModule& lstm) {
+  auto env = std::make_shared<envs::TransformedEnv>(make("CartPole-v1", batch));
+  env->append_transform(std::make_shared<envs::InitTracker>());
+  env->append_transform(std::make_shared<envs::TensorDictPrimer>(lstm->hidden_specs()));
+  return env;
+}
+
+// A greedy recurrent Q-policy for CartPole: LSTM over the observation, a linear head, argmax.
+struct RecurrentPolicy {
   modules::LSTMModule lstm{
       modules::RecurrentModuleOptions(4, 8).in_key("observation").out_key("embed")};
-  std::shared_ptr<envs::TransformedEnv> env;
   tdnn::TensorDictSequential policy{nullptr};
-
-  explicit RecurrentSetup(Shape batch) {
-    torch::manual_seed(0);
-    env = std::make_shared<envs::TransformedEnv>(make("CartPole-v1", batch));
-    env->append_transform(std::make_shared<envs::InitTracker>());
-    env->append_transform(std::make_shared<envs::TensorDictPrimer>(lstm->hidden_specs()));
+  RecurrentPolicy() {
     torch::nn::Linear head(8, 2);
     policy = tdnn::TensorDictSequential(
         lstm,
         tdnn::TensorDictModule(
             head, tdnn::TensorDictModuleOptions().in_keys({"embed"}).out_keys({"action_value"})),
-        modules::QValueModule(modules::QValueModuleOptions().spec(env->action_spec())));
+        modules::QValueModule(modules::QValueModuleOptions().action_space("categorical")));
   }
 };
 
-TEST(CollectorRecurrentTest, ThePrimedEnvPassesTheSpecChecksWithTheStateInItsSpecs) {
-  RecurrentSetup setup({3});
-  envs::check_env_specs(*setup.env);
-  EXPECT_EQ(setup.env->observation_spec()->get("recurrent_state_h")->shape(), (Shape{3, 1, 8}));
-}
-
-TEST(CollectorRecurrentTest, TheStateRunsOnAcrossStepsAndBatchesAndRestartsAtResets) {
-  RecurrentSetup setup({3});
-  Collector collector(setup.env, setup.policy, options(3 * 40));
-  collector.set_seed(1);
-  std::optional<TensorDict> previous;
+// Consecutive `[E, T]` batches of one collector: at each step the state is zero where the
+// sub-env (re)starts, else the state the policy wrote at the step before (in the same batch or
+// at the end of the previous one); resets happen inside the batches, and the state moves (a
+// state stuck at zero would pass the rest vacuously).
+void expect_state_runs_on(const std::vector<TensorDict>& batches) {
   int64_t resets_inside = 0;
-  for (int b = 0; b < 3; ++b) {
-    const auto batch = collector.next();
-    ASSERT_TRUE(batch.has_value());
-    const auto h = batch->get("recurrent_state_h");                 // [3, T, 1, 8]
-    const auto h_next = batch->get({"next", "recurrent_state_h"});  // [3, T, 1, 8]
-    const auto init = batch->get("is_init").squeeze(-1);            // [3, T]
-    const int64_t T = h.size(1);
-    for (int64_t e = 0; e < 3; ++e) {
-      for (int64_t t = 0; t < T; ++t) {
-        const bool first = init[e][t].item<bool>();
-        if (first) {
-          // Where a sub-env (re)starts, its state is zero.
-          EXPECT_TRUE(torch::all(h[e][t] == 0).item<bool>()) << "e=" << e << " t=" << t;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const auto h = batches[b].get("recurrent_state_h");
+    const auto h_next = batches[b].get({"next", "recurrent_state_h"});
+    const auto init = batches[b].get("is_init").squeeze(-1);
+    for (int64_t e = 0; e < h.size(0); ++e) {
+      for (int64_t t = 0; t < h.size(1); ++t) {
+        if (init[e][t].item<bool>()) {
+          EXPECT_TRUE(torch::all(h[e][t] == 0).item<bool>()) << "b=" << b << " e=" << e;
           if (t > 0) ++resets_inside;
           continue;
         }
-        // Otherwise it is the state the policy wrote at the step before, in this batch or at
-        // the end of the one before.
+        if (t == 0 && b == 0) continue;
         const auto before =
-            t > 0 ? h_next[e][t - 1] : previous->get({"next", "recurrent_state_h"})[e][-1];
-        if (t == 0 && !previous) continue;
+            t > 0 ? h_next[e][t - 1] : batches[b - 1].get({"next", "recurrent_state_h"})[e][-1];
         EXPECT_TRUE(torch::equal(h[e][t], before)) << "b=" << b << " e=" << e << " t=" << t;
       }
     }
-    previous = batch;
   }
-  // CartPole's greedy episodes end within the batches: resets happened inside them. The state
-  // moved (a state stuck at zero would pass the checks above vacuously).
   EXPECT_GT(resets_inside, 0);
-  EXPECT_GT(previous->get("recurrent_state_h").abs().sum().item<double>(), 0);
-  EXPECT_GT(previous->get("recurrent_state_c").abs().sum().item<double>(), 0);
+  EXPECT_GT(batches.back().get("recurrent_state_c").abs().sum().item<double>(), 0);
+}
+
+TEST(CollectorRecurrentTest, ThePrimedEnvPassesTheSpecChecksWithTheStateInItsSpecs) {
+  RecurrentPolicy p;
+  auto env = recurrent_cartpole({3}, p.lstm);
+  envs::check_env_specs(*env);
+  EXPECT_EQ(env->observation_spec()->get("recurrent_state_h")->shape(), (Shape{3, 1, 8}));
+}
+
+TEST(CollectorRecurrentTest, TheStateRunsOnAcrossStepsAndBatchesAndRestartsAtResets) {
+  torch::manual_seed(0);
+  RecurrentPolicy p;
+  Collector collector(recurrent_cartpole({3}, p.lstm), p.policy, options(3 * 40));
+  collector.set_seed(1);
+  std::vector<TensorDict> batches;
+  for (int b = 0; b < 3; ++b) batches.push_back(*collector.next());
+  expect_state_runs_on(batches);
+}
+
+// Each worker thread steps its own env with its own policy copy: each carries its own state.
+TEST(CollectorRecurrentTest, EachWorkerCarriesItsOwnState) {
+  torch::manual_seed(0);
+  envs::register_builtin_envs();
+  RecurrentPolicy p;
+  const auto hidden = p.lstm->hidden_specs();
+  MultiSyncCollector collector(
+      [hidden] {
+        auto env = std::make_shared<envs::TransformedEnv>(envs::make_env("CartPole-v1"));
+        env->append_transform(std::make_shared<envs::InitTracker>());
+        env->append_transform(std::make_shared<envs::TensorDictPrimer>(hidden));
+        return env;
+      },
+      2, p.policy, CollectorOptions().frames_per_batch(2 * 40).policy_factory([] {
+        return CollectorPolicy(RecurrentPolicy().policy);
+      }));
+  collector.set_seed(3);
+  std::vector<TensorDict> batches;
+  for (int b = 0; b < 3; ++b) batches.push_back(*collector.next());
+  EXPECT_EQ(batches[0].batch_size(), (Shape{2, 40}));
+  expect_state_runs_on(batches);
 }
 
 }  // namespace
