@@ -167,18 +167,26 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
     state.push_back(h.reshape({N, L, H}).transpose(0, 1));
   }
 
+  // Which steps reset some row, read on the host once: the fused path splits the sequence
+  // there, and on the CPU the step loop skips the multiply at the other steps (on a GPU it
+  // multiplies at every step rather than synchronise each call).
+  const bool fused = sequence && !options_.sequence_states() && !valid.defined();
+  std::vector<uint8_t> resets(static_cast<size_t>(T), 1);
+  if (fused || keep.is_cpu()) {
+    const torch::Tensor any = (keep < 1).any(0).cpu();
+    std::copy(any.data_ptr<bool>(), any.data_ptr<bool>() + T, resets.begin());
+  }
+
   // Sequence mode without per-step states: LibTorch's fused call over each stretch that no row
   // resets inside; the rows that reset at a stretch's start start it from zero.
-  if (sequence && !options_.sequence_states() && !valid.defined()) {
-    const torch::Tensor any_reset = (keep < 1).any(0).cpu();
-    const bool* reset_at = any_reset.data_ptr<bool>();
+  if (fused) {
     const torch::Tensor xs = x.reshape({N, T, options_.input_size()});
     torch::Tensor h = state[0];
     torch::Tensor c = lstm ? state[1] : torch::Tensor();
     std::vector<torch::Tensor> outputs;
     for (int64_t start = 0; start < T;) {
       int64_t end = start + 1;
-      while (end < T && !reset_at[end]) ++end;
+      while (end < T && !resets[static_cast<size_t>(end)]) ++end;
       const torch::Tensor k = keep.select(1, start).view({1, N, 1});
       h = h * k;
       const torch::Tensor stretch = xs.slice(1, start, end);
@@ -208,14 +216,6 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
                          next.reshape(concat(batch, {L, H})));
     }
     return;
-  }
-
-  // Which steps reset some row. On the CPU it is read once, so that steps without a reset skip
-  // the multiply; on a GPU every step multiplies (a read would synchronise each call).
-  std::vector<uint8_t> resets(static_cast<size_t>(T), 1);
-  if (keep.is_cpu()) {
-    const torch::Tensor any = (keep < 1).any(0).contiguous();
-    std::copy(any.data_ptr<bool>(), any.data_ptr<bool>() + T, resets.begin());
   }
 
   // Layer by layer: the input projection of every step in one product (with the hidden bias of

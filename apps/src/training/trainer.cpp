@@ -134,11 +134,11 @@ void check_sections_read(const RunConfig& config, const RecipeContext& context) 
     refuse(detail::changed_keys(model, defaults, "model."), "model", "RecipeContext::model()");
   }
   if (!context.read_optim()) {
+    // Clipping and the schedule are the Trainer's own: compared at their defaults.
     OptimSection optim = config.optim, defaults;
-    std::vector<std::string> keys;
-    for (auto& k : detail::changed_keys(optim, defaults, "optim."))
-      if (k != "optim.max_grad_norm" && k != "optim.lr_schedule") keys.push_back(std::move(k));
-    refuse(keys, "optim", "RecipeContext::optim()");
+    optim.max_grad_norm = defaults.max_grad_norm;
+    optim.lr_schedule = defaults.lr_schedule;
+    refuse(detail::changed_keys(optim, defaults, "optim."), "optim", "RecipeContext::optim()");
   }
   if (!problems.empty())
     throw ConfigError(
