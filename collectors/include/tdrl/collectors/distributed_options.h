@@ -58,7 +58,8 @@ struct DistributedOptions {
     v("num_workers", num_workers_, in_range(1, 1024),
       "workers: processes (distributed), threads (sync, async)");
     v("address", address_, non_empty(), "distributed: the trainer's host");
-    // The visitor reads and writes numbers as int64_t and double: through copies.
+    // The visitor reads and writes numbers as int64_t and double: through copies. A value out
+    // of range is refused by the reader; the clamps only keep the conversions defined for it.
     int64_t port = port_;
     v("port", port, in_range(0, 65535),
       "distributed: the TCPStore port (0: any, local workers only)");
