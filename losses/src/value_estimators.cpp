@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include <tdrl/losses/functional/value.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/errors.h>
 
 namespace tdrl::losses {
@@ -107,6 +108,44 @@ void ValueEstimatorBase::update_declared_keys() {
   TensorDictModuleBase::set_keys(std::move(in_keys), {key("advantage"), key("value_target")});
 }
 
+ValueEstimatorBase& ValueEstimatorBase::set_recurrent_cores(
+    std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> cores) {
+  for (size_t i = 0; i < cores.size(); ++i)
+    TDRL_CHECK(cores[i], ValueError, name(), ": recurrent core ", i, " is null");
+  recurrent_cores_ = std::move(cores);
+  return *this;
+}
+
+void ValueEstimatorBase::run_value_network(const TensorDict& td) const {
+  torch::NoGradGuard no_grad;
+  if (recurrent_cores_.empty()) {
+    value_network_->forward(td);
+    value_network_->forward(td.get_tensordict("next"));
+    return;
+  }
+  // The modes the cores came in with, restored on every way out.
+  struct Mode {
+    modules::RecurrentModuleImpl* core;
+    bool recurrent, sequence_states;
+  };
+  std::vector<Mode> modes;
+  for (const auto& core : recurrent_cores_)
+    modes.push_back({core.get(), core->recurrent_mode(), core->options().sequence_states()});
+  struct Restore {
+    std::vector<Mode>& modes;
+    ~Restore() {
+      for (auto& m : modes)
+        m.core->set_recurrent_mode(m.recurrent).set_sequence_states(m.sequence_states);
+    }
+  } restore{modes};
+  // Sequence mode over the rollout: the state after every step lands under ("next", hidden).
+  for (auto& m : modes) m.core->set_recurrent_mode(true).set_sequence_states(true);
+  value_network_->forward(td);
+  // Step mode over the next observations, each from the state after its own step.
+  for (auto& m : modes) m.core->set_recurrent_mode(false);
+  value_network_->forward(td.get_tensordict("next"));
+}
+
 torch::Tensor ValueEstimatorBase::read(const TensorDict& td, const std::string& key_name,
                                        const NestedKey& k) const {
   auto value = td.find(k);
@@ -122,11 +161,7 @@ void ValueEstimatorBase::forward_impl(const TensorDict& tensordict,
              "time dim (batch [*B, T], e.g. a rollout)");
   const NestedKey& value_key = key("value");
   const NestedKey next_value_key{"next", value_key};
-  if (value_network_) {
-    torch::NoGradGuard no_grad;
-    value_network_->forward(tensordict);
-    value_network_->forward(tensordict.get_tensordict("next"));
-  }
+  if (value_network_) run_value_network(tensordict);
   const auto value = read(tensordict, "value", value_key);
   const auto next_value = read(tensordict, "value", next_value_key);
   const auto reward = read(tensordict, "reward", key("reward"));

@@ -303,4 +303,17 @@ void RecurrentModuleImpl::print_to(std::ostream& stream) const {
          << ", recurrent_mode=" << (options_.recurrent_mode() ? "True" : "False") << ")";
 }
 
+const std::vector<std::string>& recurrent_core_names() {
+  static const std::vector<std::string> names{"lstm", "gru"};
+  return names;
+}
+
+std::shared_ptr<RecurrentModuleImpl> make_recurrent_module(const std::string& core,
+                                                           RecurrentModuleOptions options) {
+  if (core == "lstm") return std::make_shared<LSTMModuleImpl>(std::move(options));
+  if (core == "gru") return std::make_shared<GRUModuleImpl>(std::move(options));
+  throw tensordict::ValueError("make_recurrent_module: no recurrent core '" + core +
+                               "'; the cores are lstm, gru");
+}
+
 }  // namespace tdrl::modules

@@ -1,5 +1,6 @@
 #include <tdrl/losses/functional/value.h>
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/modules/recurrent.h>
 
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include <tensordict/errors.h>
 #include <tensordict/nn/tensordict_module.h>
+#include <tensordict/nn/tensordict_sequential.h>
 
 #include "support/test_names.h"
 
@@ -250,6 +252,81 @@ TEST(ValueEstimatorModuleTest, RewardWithoutTrailingDimIsAShapeError) {
   TensorDict td({{"state_value", d.value}, {"next", next}}, {2, 4});
   GAE gae;
   EXPECT_THROW(gae(td), tensordict::ShapeError);
+}
+
+// A recurrent critic (an LSTM core and a linear head) over a rollout [B, T] with an episode
+// that terminates, one that is truncated and one that runs on from a stored state: each value
+// is the critic's step along its env's trajectory from the stored first state (zeroed at each
+// is_init), and each next value its step on the next observation from the state after its own
+// step, the truncated step's too, whose next observation is not the following root's.
+TEST(ValueEstimatorModuleTest, RecurrentCriticValuesFollowEachTrajectoryStepByStep) {
+  namespace tdnn = tensordict::nn;
+  torch::manual_seed(0);
+  const int64_t B = 3, T = 7, kObs = 4, H = 8;
+  auto core = std::make_shared<modules::LSTMModuleImpl>(
+      modules::RecurrentModuleOptions(kObs, H).in_key("observation").out_key("embed"));
+  tdnn::TensorDictModule head(
+      torch::nn::Linear(H, 1),
+      tdnn::TensorDictModuleOptions().in_keys({"embed"}).out_keys({"state_value"}));
+  tdnn::TensorDictSequential critic(tdnn::TensorDictSequentialImpl::Modules{core, head.ptr()});
+  GAE gae(critic, ValueEstimatorOptions().gamma(0.9).lmbda(0.8));
+  gae->set_recurrent_cores({core});
+
+  // Env 0 starts an episode at t=0 and terminates at t=2; env 1 is truncated at t=4; env 2 runs
+  // on from the state stored at t=0.
+  auto terminated = torch::zeros({B, T, 1}, torch::kBool);
+  auto done = torch::zeros({B, T, 1}, torch::kBool);
+  terminated[0][2] = true;
+  done[0][2] = true;
+  done[1][4] = true;
+  auto is_init = torch::zeros({B, T, 1}, torch::kBool);
+  is_init[0][0] = true;
+  is_init.slice(1, 1) = done.slice(1, 0, T - 1);
+  const auto obs = torch::randn({B, T, kObs});
+  // The next observation is the following root's, except after a done step.
+  auto next_obs = torch::randn({B, T, kObs});
+  next_obs.slice(1, 0, T - 1) =
+      torch::where(done.slice(1, 0, T - 1), next_obs.slice(1, 0, T - 1), obs.slice(1, 1));
+  const auto h0 = torch::randn({B, T, 1, H}), c0 = torch::randn({B, T, 1, H});
+  auto td = TensorDict({{"observation", obs},
+                        {"is_init", is_init},
+                        {"recurrent_state_h", h0},
+                        {"recurrent_state_c", c0}},
+                       {B, T});
+  td.set(NestedKey{"next", "observation"}, next_obs);
+  td.set(NestedKey{"next", "is_init"}, torch::zeros({B, T, 1}, torch::kBool));
+  td.set(NestedKey{"next", "reward"}, torch::randn({B, T, 1}));
+  td.set(NestedKey{"next", "done"}, done);
+  td.set(NestedKey{"next", "terminated"}, terminated);
+  gae(td);
+  EXPECT_FALSE(core->recurrent_mode());
+  EXPECT_TRUE(core->options().sequence_states());
+
+  torch::NoGradGuard no_grad;
+  for (int64_t b = 0; b < B; ++b) {
+    auto h = h0[b][0].unsqueeze(0), c = c0[b][0].unsqueeze(0);
+    for (int64_t t = 0; t < T; ++t) {
+      SCOPED_TRACE("env " + std::to_string(b) + " step " + std::to_string(t));
+      auto step = [&](const torch::Tensor& o, bool init) {
+        auto s = TensorDict({{"observation", o.unsqueeze(0)},
+                             {"is_init", torch::full({1, 1}, init)},
+                             {"recurrent_state_h", h},
+                             {"recurrent_state_c", c}},
+                            {1});
+        critic(s);
+        return s;
+      };
+      const auto root = step(obs[b][t], is_init[b][t][0].item<bool>());
+      EXPECT_TRUE(
+          torch::allclose(td.get("state_value")[b][t], root.get("state_value")[0], 1e-5, 1e-6));
+      h = root.get(NestedKey{"next", "recurrent_state_h"});
+      c = root.get(NestedKey{"next", "recurrent_state_c"});
+      const auto next = step(next_obs[b][t], false);
+      EXPECT_TRUE(torch::allclose(td.get(NestedKey{"next", "state_value"})[b][t],
+                                  next.get("state_value")[0], 1e-5, 1e-6));
+    }
+  }
+  EXPECT_THROW(gae->set_recurrent_cores({nullptr}), tensordict::ValueError);
 }
 
 TEST(ValueEstimatorModuleTest, TypesParseFromConfigNames) {

@@ -20,6 +20,13 @@ namespace {
 constexpr double kMaxSeconds = 1e7;
 constexpr double kMaxThreads = 1024;
 
+// model.core's choices: "mlp", then the recurrent cores.
+std::vector<std::string> core_names() {
+  std::vector<std::string> names{"mlp"};
+  for (const auto& n : modules::recurrent_core_names()) names.push_back(n);
+  return names;
+}
+
 // A choice section's choose(): the registered component `info` (null when `choice` names
 // none, which leaves the section empty) sets the section's name and fresh options.
 template <class Info, class Options>
@@ -111,6 +118,10 @@ void ModelSection::fields(FieldVisitor& v) {
   v("init", init, one_of(detail::init_names()),
     "weights: LibTorch's default, or orthogonal (gain sqrt(2) for the hidden layers; 0.01 for a "
     "policy's last layer, 1 otherwise) with zero biases, as SB3 and CleanRL initialise PPO");
+  v("core", core, one_of(core_names()),
+    "mlp, or a recurrent core (lstm, gru) that reads the observation before the networks, one "
+    "for the actor and one for the critic (ppo, a2c)");
+  recurrent.fields(v);
 }
 
 void CollectorSection::fields(FieldVisitor& v) {

@@ -17,6 +17,7 @@
 #include <tdrl/modules/additive_gaussian.h>
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/q_value.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/name_table.h>
 #include <tensordict/nn/tensordict_sequential.h>
 
@@ -50,11 +51,15 @@ struct PolicyGradientConfig : AlgoConfig {
                          .normalize_advantage(true);
   int64_t num_epochs = 10;
   int64_t minibatch_size = 64;
+  int64_t sequence_length = -1;
   void fields(FieldVisitor& v) override {
     gae.fields(v, losses::ValueEstimatorType::kGAE);
     loss.fields(v);
     v("num_epochs", num_epochs, at_least(1), "optimisation passes over each collected batch");
     v("minibatch_size", minibatch_size, at_least(1), "frames per minibatch (the batch if larger)");
+    v("sequence_length", sequence_length, at_least(1).or_exactly(-1),
+      "with a recurrent model.core: steps of one env per training sequence, minibatches being "
+      "whole sequences (-1: the collected batch's steps per env)");
   }
 };
 
@@ -154,17 +159,39 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
   return out;
 }
 
-// The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling.
-void build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
-                             const RecipeContext& context) {
-  actor = make_stochastic_actor(context.model(), context.env);
-  recipe.actor = actor;
-  recipe.exploration_policy = actor;
+// The recurrent cores of an actor and its critic (null with model.core mlp).
+struct RecurrentCores {
+  std::shared_ptr<modules::RecurrentModuleImpl> actor, critic;
+};
+
+// What the collectors run: the actor, then the critic's core when it has one, so that the
+// critic's state is carried through the episodes as the actor's is.
+collectors::CollectorPolicy exploring(const modules::ProbabilisticActor& actor,
+                                      const RecurrentCores& cores) {
+  if (!cores.critic) return collectors::CollectorPolicy(actor);
+  return collectors::CollectorPolicy(tensordict::nn::TensorDictSequential(
+      tensordict::nn::TensorDictSequentialImpl::Modules{actor.ptr(), cores.critic}));
+}
+
+RecurrentCores make_cores(const ModelSection& model, const EnvInfo& env) {
+  return {make_recurrent_core(model, env), make_recurrent_core(model, env, "critic")};
+}
+
+// The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling, after the
+// model's recurrent core if it has one (the cores are returned, null for mlp).
+RecurrentCores build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
+                                       const RecipeContext& context) {
   const ModelSection model = context.model();
   const EnvInfo env = context.env;
+  const RecurrentCores cores = make_cores(model, env);
+  actor = make_stochastic_actor(model, env, cores.actor);
+  recipe.actor = actor;
+  recipe.exploration_policy = exploring(actor, cores);
   recipe.policy_factory = [model, env] {
-    return collectors::CollectorPolicy(make_stochastic_actor(model, env));
+    const RecurrentCores own = make_cores(model, env);
+    return exploring(make_stochastic_actor(model, env, own.actor), own);
   };
+  return cores;
 }
 
 // ---- PPO and A2C -----------------------------------------------------------------------------
@@ -175,18 +202,18 @@ class PolicyGradientRecipe : public Recipe {
   explicit PolicyGradientRecipe(const Config& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    build_stochastic_acting(*this, actor_, context);
+    cores_ = build_stochastic_acting(*this, actor_, context);
   }
 
   void build_learning(const RecipeContext& context) override {
-    modules::ValueOperator critic(
-        mlp(context.model(), context.env.obs_dim, 1, context.model().critic_cells));
+    auto critic = make_state_value(context.model(), context.env, cores_.critic);
     if constexpr (std::is_same_v<Config, PPOConfig>) {
       pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {
       pg_ = std::make_shared<losses::A2CLoss>(actor_, critic, config_.loss);
     }
     pg_->make_value_estimator(losses::ValueEstimatorType::kGAE, config_.gae);
+    if (cores_.critic) pg_->value_estimator()->set_recurrent_cores({cores_.critic});
     loss = pg_;
     optimizers.push_back(
         group(context.optim(), "all", pg_->parameters(), context.optim().optimizer.lr(), {}));
@@ -194,15 +221,26 @@ class PolicyGradientRecipe : public Recipe {
 
   int64_t epochs_per_batch() const override { return config_.num_epochs; }
   int64_t minibatch_size() const override { return config_.minibatch_size; }
+  int64_t sequence_length() const override { return cores_.actor ? config_.sequence_length : 0; }
 
+  // The cores run in sequence mode over the batch's sequences while the batch is optimised and
+  // in step mode again (as the collector's and evaluation's policy) after it.
   void before_epoch(const TensorDict& batch) override {
     torch::NoGradGuard no_grad;
+    for (const auto& core : {cores_.actor, cores_.critic})
+      if (core) core->set_recurrent_mode(true).set_sequence_states(false);
     pg_->value_estimator()->forward(batch);
+  }
+  void after_batch(int64_t frames) override {
+    (void)frames;
+    for (const auto& core : {cores_.actor, cores_.critic})
+      if (core) core->set_recurrent_mode(false);
   }
 
  private:
   Config config_;
   modules::ProbabilisticActor actor_{nullptr};
+  RecurrentCores cores_;
   std::shared_ptr<losses::PolicyGradientLoss> pg_;
 };
 
@@ -414,17 +452,45 @@ std::vector<std::string> check_policy_gradient(const RunConfig& config, const En
     out.push_back("'algo.entropy_coef' is " + format_number(pg->loss.entropy_coef()) +
                   ", but 'algo.entropy_bonus' is false, so no entropy term would be added; set "
                   "algo.entropy_bonus: true (or entropy_coef: 0)");
+  if (pg && config.model.core == "mlp" && pg->sequence_length != -1)
+    out.push_back("'algo.sequence_length' is " + std::to_string(pg->sequence_length) +
+                  ", but model.core is mlp, which trains on single frames; set model.core to "
+                  "lstm or gru, or leave sequence_length out");
+  if (pg && config.model.core != "mlp") {
+    const int64_t steps = config.collector.limits.frames_per_batch() / config.env.num_envs;
+    if (pg->sequence_length > 0 && steps % pg->sequence_length != 0)
+      out.push_back("'algo.sequence_length' is " + std::to_string(pg->sequence_length) +
+                    ", which does not divide the " + std::to_string(steps) +
+                    " steps per env of a batch (collector.frames_per_batch / env.num_envs); set "
+                    "it to a divisor of " +
+                    std::to_string(steps));
+    if (config.train.cuda_graph)
+      out.push_back("'train.cuda_graph' is true, but model.core is " + config.model.core +
+                    ", whose sequence mode reads is_init on the host in each update; set "
+                    "train.cuda_graph: false");
+  }
   return out;
+}
+
+// The algorithms without a recurrent variant refuse a recurrent core instead of ignoring it.
+std::vector<std::string> feedforward_only_problems(const RunConfig& config) {
+  if (config.model.core == "mlp") return {};
+  return {"'model.core' is " + config.model.core + ", but " + config.algo.name +
+          " builds feed-forward networks only; the recurrent cores train with ppo and a2c. Set "
+          "model.core: mlp"};
 }
 
 std::vector<std::string> check_dqn(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems("dqn", env, true, false);
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
+  for (auto& p : feedforward_only_problems(config)) out.push_back(std::move(p));
   return out;
 }
 
 std::vector<std::string> check_continuous(const RunConfig& config, const EnvInfo& env) {
-  return action_space_problems(config.algo.name, env, false, true);
+  auto out = action_space_problems(config.algo.name, env, false, true);
+  for (auto& p : feedforward_only_problems(config)) out.push_back(std::move(p));
+  return out;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/envs/transforms.h>
+#include <tdrl/envs/transforms/episode.h>
+#include <tdrl/envs/transforms/primer.h>
 #include <tdrl/envs/transforms/reward.h>
 #include <tdrl/specs.h>
 
@@ -36,23 +38,30 @@ envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_s
 
 }  // namespace
 
-EnvParts build_env_parts(const EnvSection& env) {
+EnvParts build_env_parts(const EnvSection& env, specs::CompositePtr policy_state) {
   EnvParts parts;
   parts.env_state = std::make_shared<EnvState>();
   const auto state = parts.env_state;
   // The transform sections are copied into the factories: they outlive the config.
   std::vector<TransformSection> transforms = env.transforms.items;
-  auto wrap = [state, transforms](std::shared_ptr<envs::EnvBase> base, bool eval) {
-    if (transforms.empty()) return base;
+  auto wrap = [state, transforms, policy_state](std::shared_ptr<envs::EnvBase> base, bool eval) {
+    if (transforms.empty() && !policy_state) return base;
+    std::vector<envs::TransformPtr> built;
     // The episode's return in the env's units, summed before any transform changes "reward".
-    std::vector<envs::TransformPtr> built{
-        std::make_shared<envs::RewardSum>(envs::RewardSumOptions().out_keys({kEpisodeRewardKey}))};
+    if (!transforms.empty())
+      built.push_back(std::make_shared<envs::RewardSum>(
+          envs::RewardSumOptions().out_keys({kEpisodeRewardKey})));
     for (size_t i = 0; i < transforms.size(); ++i) {
       TransformContext context;
       context.eval = eval;
       context.env_state = state.get();
       context.index = i;
       built.push_back(find_transform(transforms[i].type)->build(*transforms[i].options, context));
+    }
+    // A recurrent policy's state: zeros where an episode starts, carried through every step.
+    if (policy_state) {
+      built.push_back(std::make_shared<envs::InitTracker>());
+      built.push_back(std::make_shared<envs::TensorDictPrimer>(policy_state));
     }
     return std::static_pointer_cast<envs::EnvBase>(
         std::make_shared<envs::TransformedEnv>(base, std::make_shared<envs::Compose>(built)));

@@ -27,6 +27,7 @@
 
 #include <tdrl/apps/checkpoint.h>
 #include <tdrl/apps/learning_curve.h>
+#include <tdrl/apps/models.h>
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
@@ -308,7 +309,7 @@ std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvPar
   if (const auto problems = detail::collector_mode_problems(config.collector); !problems.empty())
     throw ConfigError(
         detail::problems_message("the collector section does not fit its mode", problems));
-  env = build_env_parts(config.env);
+  env = build_env_parts(config.env, recurrent_state_specs(config.model));
   check_task_fit(config, env.info);
   // The recipe, seeded as the run is: what it refuses (a part left empty, a replay option it
   // would ignore) is refused before the run folder holds anything.
@@ -515,14 +516,26 @@ void Trainer::optimize_batch(const TensorDict& batch) {
       update_on(on_device(replay.sample(), device_));
     return;
   }
+  // The units a minibatch is drawn from: frames, or sequences of `length` steps.
+  const int64_t time = batch.batch_size().back();
+  int64_t length = recipe_->sequence_length();
+  if (length < 0) length = time;
+  if (length > 0 && time % length != 0)
+    throw tensordict::ValueError("Trainer: the collected batch has " + std::to_string(time) +
+                                 " steps per env, which sequences of " + std::to_string(length) +
+                                 " steps do not divide; set algo.sequence_length to a divisor of " +
+                                 std::to_string(time) +
+                                 " (collector.frames_per_batch / env.num_envs)");
+  const int64_t per_unit = std::max<int64_t>(length, 1);
   for (int64_t epoch = 0; epoch < recipe_->epochs_per_batch(); ++epoch) {
     recipe_->before_epoch(batch);
-    const TensorDict flat = batch.reshape({-1});
-    const int64_t n = flat.batch_size()[0];
-    const int64_t size = recipe_->minibatch_size() > 0 ? std::min(recipe_->minibatch_size(), n) : n;
+    const TensorDict units = length > 0 ? batch.reshape({-1, length}) : batch.reshape({-1});
+    const int64_t n = units.batch_size()[0];
+    const int64_t wanted = recipe_->minibatch_size() > 0 ? recipe_->minibatch_size() / per_unit : n;
+    const int64_t size = std::clamp<int64_t>(wanted, 1, n);
     const auto perm = torch::randperm(n, torch::kInt64);
     for (int64_t start = 0; start + size <= n; start += size) {
-      update_on(flat.index({perm.slice(0, start, start + size)}));
+      update_on(units.index({perm.slice(0, start, start + size)}));
     }
   }
 }

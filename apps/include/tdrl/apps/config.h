@@ -30,6 +30,7 @@
 #include <tdrl/collectors/distributed_options.h>
 #include <tdrl/modules/mlp_options.h>
 #include <tdrl/modules/optimizer_choice.h>
+#include <tdrl/modules/recurrent_options.h>
 #include <tdrl/replay/prioritized_sampler_options.h>
 
 namespace tdrl::apps {
@@ -113,6 +114,13 @@ struct ModelSection : Section {
   /// sizes are set per network.
   modules::MLPOptions layers{1, 1};
   std::string init = "default";
+  /// "mlp": the networks read the observation; "lstm" / "gru": a recurrent core reads it and
+  /// the networks read its output (make_recurrent_core), one for the actor and one for the
+  /// critic.
+  std::string core = "mlp";
+  /// The recurrent core's settings (hidden_size, num_layers: RecurrentModuleOptions' declared
+  /// fields); the input size and keys are set per network.
+  modules::RecurrentModuleOptions recurrent{1, 64};
   void fields(FieldVisitor& v) override;
 };
 

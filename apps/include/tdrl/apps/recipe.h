@@ -167,6 +167,12 @@ class Recipe {
   virtual int64_t epochs_per_batch() const { return 1; }
   /// On-policy: frames per minibatch. Default: the whole batch.
   virtual int64_t minibatch_size() const { return -1; }
+  /// On-policy: what a minibatch is made of. 0 (default): single frames, shuffled across the
+  /// batch. > 0: sequences of this many consecutive steps of one env (the batch's time dim T
+  /// must be a multiple of it), minibatch_size / sequence_length of them `[N, L]`, shuffled as
+  /// wholes, for a recurrent loss in sequence mode (which starts each sequence from the state
+  /// stored at its first step). -1: whole sequences of the batch's T steps.
+  virtual int64_t sequence_length() const { return 0; }
   /// Off-policy: gradient steps per collected batch.
   virtual int64_t updates_per_batch() const { return 1; }
   /// On-policy: prepares the batch `[..., T]` before each epoch (e.g. writes advantages).

@@ -20,6 +20,10 @@
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
+namespace tdrl::modules {
+class RecurrentModuleImpl;
+}  // namespace tdrl::modules
+
 namespace tdrl::losses {
 
 using tensordict::NestedKey;
@@ -60,6 +64,8 @@ struct ValueEstimatorOptions {
 /// last batch dim):
 /// 1. with a value network, runs it on `td` (writing the value key) and on `td["next"]`
 ///    (writing ("next", value key)), without gradient;
+///    With recurrent cores in the network (set_recurrent_cores), the first run is in sequence
+///    mode and the second in step mode (see there);
 /// 2. reads value `[*B, T, 1]`, ("next", value), reward, done, terminated (the last three under
 ///    "next" by default) and writes `advantage` and `value_target` `[*B, T, 1]`.
 ///
@@ -81,6 +87,19 @@ class ValueEstimatorBase : public tensordict::nn::TensorDictModuleBase {
     return value_network_;
   }
   const ValueEstimatorOptions& options() const { return options_; }
+  /// The recurrent cores (LSTMModule, GRUModule) inside the value network, for a recurrent
+  /// critic over a collected `[*B, T]` batch: the network then runs in sequence mode over `td`
+  /// (from the stored state at each sequence's first step, reset wherever is_init is set; each
+  /// core writes its state after every step under ("next", <hidden key>), replacing the stored
+  /// ones), then in step mode over `td["next"]` from those states, so that each step's next
+  /// value continues its own trajectory with the current weights (after a truncation too,
+  /// where `td`'s next step belongs to another episode). The cores' modes are restored after.
+  /// Throws ValueError for a null core.
+  ValueEstimatorBase& set_recurrent_cores(
+      std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> cores);
+  const std::vector<std::shared_ptr<modules::RecurrentModuleImpl>>& recurrent_cores() const {
+    return recurrent_cores_;
+  }
   /// The advantage and value target for `[*, T, *F]` tensors with time at `time_dim`.
   virtual std::pair<torch::Tensor, torch::Tensor> estimate(
       const torch::Tensor& value, const torch::Tensor& next_value, const torch::Tensor& reward,
@@ -95,7 +114,11 @@ class ValueEstimatorBase : public tensordict::nn::TensorDictModuleBase {
   void update_declared_keys();
   torch::Tensor read(const TensorDict& td, const std::string& key_name, const NestedKey& key) const;
 
+  // Runs the value network on `td` and its "next" (see the class comment).
+  void run_value_network(const TensorDict& td) const;
+
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
+  std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> recurrent_cores_;
   ValueEstimatorOptions options_;
   std::vector<std::pair<std::string, NestedKey>> keys_;
 };

@@ -3,6 +3,7 @@
 // hidden state in the TensorDict (TorchRL's LSTMModule / GRUModule).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -12,6 +13,7 @@
 #include <torch/nn/modules/rnn.h>
 #include <torch/nn/pimpl.h>
 
+#include <tdrl/modules/recurrent_options.h>
 #include <tdrl/specs/composite.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -19,48 +21,6 @@
 namespace tdrl::modules {
 
 using tensordict::NestedKey;
-
-/// Options of LSTMModule and GRUModule. Names follow TorchRL's.
-/// Example: `RecurrentModuleOptions(64, 128).in_key("embed").out_key("embed")`
-struct RecurrentModuleOptions {
-  RecurrentModuleOptions(int64_t input_size, int64_t hidden_size)
-      : input_size_(input_size), hidden_size_(hidden_size) {}
-  /// Features of the input entry (its last dim), >= 1.
-  TORCH_ARG(int64_t, input_size);
-  /// Features of the hidden state and of the output, >= 1.
-  TORCH_ARG(int64_t, hidden_size);
-  /// Stacked layers, >= 1. Default 1.
-  TORCH_ARG(int64_t, num_layers) = 1;
-  /// Biases in the cells. Default true.
-  TORCH_ARG(bool, bias) = true;
-  /// The input entry: `[*B, input_size]` a step, `[*B, T, input_size]` in sequence mode.
-  /// Default "embed".
-  TORCH_ARG(NestedKey, in_key) = NestedKey("embed");
-  /// The output entry (the last layer's hidden state): `[*B, hidden_size]` / `[*B, T,
-  /// hidden_size]`. Default "embed" (the output replaces the embedding, as in TorchRL's
-  /// recurrent examples).
-  TORCH_ARG(NestedKey, out_key) = NestedKey("embed");
-  /// The hidden-state entries, `[*B, num_layers, hidden_size]` each: LSTM (h, c), GRU (h).
-  /// Empty (default): LSTM {"recurrent_state_h", "recurrent_state_c"}, GRU
-  /// {"recurrent_state"}.
-  TORCH_ARG(std::vector<NestedKey>, hidden_keys);
-  /// The bool entry marking a trajectory's first step (InitTracker writes it), `[*B, 1]` or
-  /// `[*B]` (`[*B, T(, 1)]` in sequence mode): the state is zero there. Default "is_init".
-  TORCH_ARG(NestedKey, is_init_key) = NestedKey("is_init");
-  /// Sequence mode only: a bool entry `[*B, T]` or `[*B, T, 1]` marking the valid steps of
-  /// padded sequences (split_trajectories' ("collector", "mask")); a padded step keeps the
-  /// state and outputs zeros. Default none: every step is valid.
-  TORCH_ARG(std::optional<NestedKey>, mask_key);
-  /// Start in sequence mode (see RecurrentModuleImpl). Default false: step mode.
-  TORCH_ARG(bool, recurrent_mode) = false;
-  /// Sequence mode: write the state after every step under ("next", <hidden key>) (default
-  /// true). False (what a loss that reads only the outputs wants): each stretch of the
-  /// sequence without a reset runs through LibTorch's fused LSTM/GRU call (oneDNN on the CPU,
-  /// cuDNN on a GPU; one host read of is_init per call to find the stretches), and ("next",
-  /// <hidden key>) holds the final state at the last step and zeros before it, as TorchRL's
-  /// recurrent mode. Ignored with a mask_key (padded steps need the step loop).
-  TORCH_ARG(bool, sequence_states) = true;
-};
 
 /// A recurrent core over LibTorch's LSTM or GRU (its parameters, `lstm.weight_ih_l0`, ...,
 /// are the module's) that reads and writes its state in the TensorDict.
@@ -153,5 +113,10 @@ class GRUModuleImpl : public RecurrentModuleImpl {
   torch::nn::GRU& gru() { return gru_; }
 };
 TORCH_MODULE(GRUModule);
+
+/// The recurrent core named `core` (recurrent_core_names()): an LSTMModule or a GRUModule with
+/// `options`. Throws ValueError listing the names for another name.
+std::shared_ptr<RecurrentModuleImpl> make_recurrent_module(const std::string& core,
+                                                           RecurrentModuleOptions options);
 
 }  // namespace tdrl::modules

@@ -1,0 +1,205 @@
+// Tests of recurrent training in the apps: model.core lstm / gru with ppo and a2c (sequence
+// minibatches, the collected log-probabilities recomputed in sequence mode, the envs' primer, a
+// mid-episode resume), and the configs refused around it.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <tdrl/apps/models.h>
+#include <tdrl/apps/trainer.h>
+#include <tdrl/modules/recurrent.h>
+#include <tensordict/nn/probabilistic.h>
+
+#include "apps/trainer_test_util.h"
+#include "support/temp_dir.h"
+
+namespace tdrl::apps {
+namespace {
+
+using namespace tdrl::apps::trainer_testing;
+using ::testing::HasSubstr;
+
+// The recurrent cores inside `net`, in order.
+std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> cores_of(torch::nn::Module& net) {
+  std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> out;
+  for (const auto& m : net.modules())
+    if (auto core = std::dynamic_pointer_cast<modules::RecurrentModuleImpl>(m)) out.push_back(core);
+  return out;
+}
+
+// The recurrent core inside `net` (the first).
+std::shared_ptr<modules::RecurrentModuleImpl> core_of(torch::nn::Module& net) {
+  const auto cores = cores_of(net);
+  return cores.empty() ? nullptr : cores.front();
+}
+
+std::vector<torch::Tensor> copies(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.detach().clone());
+  return out;
+}
+
+// How many of `now` differ from `before`.
+size_t changed(const std::vector<torch::Tensor>& before, const std::vector<torch::Tensor>& now) {
+  size_t n = 0;
+  for (size_t i = 0; i < now.size(); ++i) n += !torch::equal(before[i], now[i]);
+  return n;
+}
+
+// The tiny on-policy run (tiny_yaml) on masked-velocity CartPole with a recurrent core:
+// 64-frame batches of one env, so T = 64 steps per batch.
+RunConfig recurrent_config(const std::string& algo, const std::string& core,
+                           std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.begin(),
+                   {"model.core=" + core, "model.hidden_size=8", "env.options.mask_velocity=true"});
+  return tiny_config(algo, overrides);
+}
+
+// Sequence minibatches of 16 steps, 2 per minibatch of 32 frames: 2 epochs x 2 updates a
+// batch as with frames; both cores (the actor's, and the critic's that the collectors' policy
+// carries) train, end each batch in step mode, and the checkpointed actor holds its weights.
+TEST(RecurrentTrainingTest, PpoAndA2cTrainARecurrentCoreOnSequences) {
+  for (const std::string algo : {"ppo", "a2c"}) {
+    for (const std::string core : {"lstm", "gru"}) {
+      SCOPED_TRACE(algo + " " + core);
+      TempDir tmp;
+      Trainer trainer(recurrent_config(algo, core, {"algo.sequence_length=16"}),
+                      RunDir::create(tmp.path().string(), "t"));
+      auto actor_core = core_of(*trainer.recipe().actor);
+      ASSERT_TRUE(actor_core);
+      EXPECT_EQ(actor_core->kind(), core == "lstm" ? modules::RecurrentModuleImpl::Kind::kLSTM
+                                                   : modules::RecurrentModuleImpl::Kind::kGRU);
+      // The critic has a core of its own, carried by the collectors' policy after the actor.
+      const auto policy_cores = cores_of(*trainer.recipe().exploration_policy.weights_module());
+      ASSERT_EQ(policy_cores.size(), 2u);
+      EXPECT_EQ(policy_cores[0], actor_core);
+      auto critic_core = policy_cores[1];
+      EXPECT_EQ(critic_core->hidden_keys().front().back().rfind("critic_", 0), 0u);
+      const auto actor_before = copies(actor_core->parameters());
+      const auto critic_before = copies(critic_core->parameters());
+      ASSERT_TRUE(trainer.train());
+      EXPECT_EQ(trainer.updates(), 16);
+      EXPECT_FALSE(actor_core->recurrent_mode());
+      EXPECT_FALSE(critic_core->recurrent_mode());
+      EXPECT_EQ(changed(actor_before, actor_core->parameters()), actor_before.size());
+      EXPECT_EQ(changed(critic_before, critic_core->parameters()), critic_before.size());
+      const auto state = load_checkpoint_state(latest_checkpoint(trainer.run_dir().path()));
+      bool found = false;
+      for (const auto& key : state.get_tensordict("actor").keys(true, true)) {
+        const auto name = key.to_string();
+        found = found || (name.find(core) != std::string::npos &&
+                          name.find("weight_hh_l0") != std::string::npos);
+      }
+      EXPECT_TRUE(found);
+    }
+  }
+}
+
+// What the collector's policy acted with (step by step, the state carried through the envs'
+// primer) is what the loss sees in sequence mode before any update: the log-probability of
+// each collected action, recomputed over the batch's sequences from their stored first states,
+// equals the one recorded at collection.
+TEST(RecurrentTrainingTest, SequenceModeRecomputesTheCollectedLogProbabilities) {
+  for (const std::string core : {"lstm", "gru"}) {
+    SCOPED_TRACE(core);
+    TempDir tmp;
+    Trainer trainer(recurrent_config("ppo", core, {"env.num_envs=4"}),
+                    RunDir::create(tmp.path().string(), "t"));
+    int checked = 0;
+    trainer.add_hook(HookPoint::kBatch, [&](Trainer& t) {
+      torch::NoGradGuard no_grad;
+      const TensorDict batch = t.batch().clone();
+      ASSERT_EQ(batch.batch_size(), (std::vector<int64_t>{4, 16}));
+      // Several episodes, and states carried in from the batch before.
+      EXPECT_TRUE(batch.get("is_init").any().item<bool>());
+      auto actor_core = core_of(*t.recipe().actor);
+      actor_core->set_recurrent_mode(true);
+      auto& actor =
+          dynamic_cast<tensordict::nn::ProbabilisticTensorDictSequentialImpl&>(*t.recipe().actor);
+      const auto log_prob = actor.get_dist(batch)->log_prob(batch.get("action"));
+      actor_core->set_recurrent_mode(false);
+      EXPECT_TRUE(torch::allclose(log_prob, batch.get("sample_log_prob"), 1e-4, 1e-5))
+          << (log_prob - batch.get("sample_log_prob")).abs().max();
+      ++checked;
+    });
+    ASSERT_TRUE(trainer.train());
+    EXPECT_EQ(checked, 4);
+  }
+}
+
+// Stopped at 192 frames and resumed from the checkpoint at 128, mid-episode, a recurrent run
+// writes the same metrics as the run that never stopped: the hidden state of the episodes in
+// flight is in the checkpoint with them.
+TEST(RecurrentTrainingTest, AResumedRunContinuesTheRecurrentStateBitForBit) {
+  TempDir tmp;
+  const std::vector<std::string> overrides{"model.core=lstm", "model.hidden_size=8",
+                                           "env.num_envs=2", "eval.interval_frames=64",
+                                           "checkpoint.interval_frames=64"};
+  Trainer crashed(tiny_config("ppo", overrides), RunDir::create(tmp.path().string(), "t"));
+  crashed.add_hook(HookPoint::kLog, [](Trainer& t) {
+    if (t.frames() == 192) throw std::runtime_error("simulated crash");
+  });
+  EXPECT_THROW(crashed.train(), std::runtime_error);
+  const std::string run = crashed.run_dir().path();
+  fs::remove_all(latest_checkpoint(run));
+  write_file_bytes(run + "/checkpoints/latest", ckpt_name(128) + "\n");
+  // The checkpoint holds the episodes in flight with their hidden state.
+  const auto state = load_checkpoint_state(latest_checkpoint(run));
+  const auto current = state.get_tensordict("collector").get_tensordict("current");
+  for (const std::string key : {"recurrent_state_h", "critic_recurrent_state_c"}) {
+    ASSERT_TRUE(current.contains(key)) << key;
+    EXPECT_GT(current.get(key).abs().sum().item<double>(), 0) << key;
+  }
+
+  Trainer whole(tiny_config("ppo", overrides), RunDir::create(tmp.path().string(), "whole"));
+  ASSERT_TRUE(whole.train());
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  ASSERT_TRUE(resumed.train());
+  const auto expected = untimed_metrics(whole.run_dir().path());
+  const auto got = untimed_metrics(run);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "row " << i;
+}
+
+// The envs of a recurrent model carry its state: is_init and the hidden entries in the specs.
+TEST(RecurrentTrainingTest, TheEnvsOfARecurrentModelCarryItsState) {
+  const auto config = recurrent_config("ppo", "gru");
+  const auto acting = acting_of(config);
+  auto env = acting.env.eval_env_factory();
+  const auto spec = env->observation_spec();
+  EXPECT_TRUE(spec->find("is_init"));
+  ASSERT_TRUE(spec->find("recurrent_state"));
+  EXPECT_EQ(spec->find("recurrent_state")->shape(), (std::vector<int64_t>{1, 8}));
+  EXPECT_TRUE(spec->find("critic_recurrent_state"));
+  EXPECT_EQ(acting.env.info.obs_dim, 2);  // the velocities masked
+  const auto mlp = acting_of(tiny_config("ppo"));
+  EXPECT_FALSE(mlp.env.eval_env_factory()->observation_spec()->find("is_init"));
+}
+
+TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
+  EXPECT_THAT(error_message<ConfigError>(
+                  [] { Trainer::check(tiny_config("ppo", {"algo.sequence_length=16"})); }),
+              HasSubstr("'algo.sequence_length' is 16, but model.core is mlp"));
+  EXPECT_THAT(error_message<ConfigError>([] {
+                Trainer::check(recurrent_config("ppo", "lstm", {"algo.sequence_length=24"}));
+              }),
+              HasSubstr("'algo.sequence_length' is 24, which does not divide the 64 steps per "
+                        "env of a batch"));
+  for (const std::string algo : {"dqn", "sac", "td3", "ddpg"}) {
+    SCOPED_TRACE(algo);
+    EXPECT_THAT(
+        error_message<ConfigError>([&] { Trainer::check(tiny_config(algo, {"model.core=lstm"})); }),
+        HasSubstr("'model.core' is lstm, but " + algo + " builds feed-forward networks only"));
+  }
+  EXPECT_THAT(
+      error_message<ConfigError>([] { Trainer::check(tiny_config("ppo", {"model.core=rnn"})); }),
+      HasSubstr("model.core"));
+}
+
+}  // namespace
+}  // namespace tdrl::apps
