@@ -153,6 +153,7 @@ std::ostream& operator<<(std::ostream& stream, const MujocoEnvOptions& options) 
          << ", reset_noise_scale=" << or_default(options.reset_noise_scale())
          << ", max_episode_steps=" << or_default(options.max_episode_steps())
          << ", terminate_when_unhealthy=" << (options.terminate_when_unhealthy() ? "true" : "false")
+         << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false")
          << ", device=" << options.device() << ")";
   return stream;
 }
@@ -190,11 +191,19 @@ struct MujocoEnv::Impl {
   std::vector<MujocoMemo> memo;
   std::vector<int64_t> steps;
   int64_t n = 1;
+  // The whole observation's size (what write_observation writes), and under mask_velocity the
+  // components kept (undefined otherwise) and their number.
   int64_t obs_dim = 0;
+  torch::Tensor kept_obs;
+  int64_t visible_dim = 0;
   int64_t frame_skip = 1;
   int64_t max_episode_steps = 0;
   double reset_noise_scale = 0.0;
   bool post_constraint = false;
+  // `obs` `[n, obs_dim]` without the masked components.
+  torch::Tensor visible(const torch::Tensor& obs) const {
+    return kept_obs.defined() ? obs.index_select(1, kept_obs) : obs;
+  }
   // The caller's thread plus num_threads - 1 workers, started once.
   std::unique_ptr<detail::SpinWorkerPool> pool;
   std::atomic<int64_t> instabilities{0};
@@ -273,6 +282,20 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   }
   const mjModel* m = s.model.get();
   s.obs_dim = config.observation_dim >= 0 ? config.observation_dim : m->nq + m->nv;
+  s.visible_dim = s.obs_dim;
+  if (options.mask_velocity()) {
+    std::vector<int64_t> velocities = config.velocity_obs;
+    if (velocities.empty() && config.observation_dim < 0)
+      for (int64_t i = 0; i < m->nv; ++i) velocities.push_back(m->nq + i);
+    TDRL_CHECK(!velocities.empty(), ValueError, op,
+               ": mask_velocity is set, but this task's observation declares no velocity "
+               "components (MujocoTaskConfig::velocity_obs); unset mask_velocity");
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < s.obs_dim; ++i)
+      if (std::find(velocities.begin(), velocities.end(), i) == velocities.end()) kept.push_back(i);
+    s.kept_obs = torch::tensor(kept, torch::kInt64);
+    s.visible_dim = static_cast<int64_t>(kept.size());
+  }
 
   // One simulation state per sub-env, and the worker pool stepping them.
   s.data.reserve(static_cast<size_t>(s.n));
@@ -292,7 +315,7 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   const torch::Device device = options.device();
   set_observation_spec(specs::Composite::make(
       {{specs::kObservation, std::make_shared<specs::Unbounded>(
-                                 with_tail(batch, s.obs_dim),
+                                 with_tail(batch, s.visible_dim),
                                  specs::UnboundedOptions().dtype(torch::kFloat32).device(device))}},
       batch, device));
   bool all_limited = m->nu > 0;
@@ -322,7 +345,7 @@ int64_t MujocoEnv::nq() const { return impl_->model->nq; }
 int64_t MujocoEnv::nv() const { return impl_->model->nv; }
 int64_t MujocoEnv::nu() const { return impl_->model->nu; }
 int64_t MujocoEnv::nbody() const { return impl_->model->nbody; }
-int64_t MujocoEnv::observation_dim() const { return impl_->obs_dim; }
+int64_t MujocoEnv::observation_dim() const { return impl_->visible_dim; }
 int64_t MujocoEnv::frame_skip() const { return impl_->frame_skip; }
 double MujocoEnv::dt() const {
   return impl_->model->opt.timestep * static_cast<double>(impl_->frame_skip);
@@ -462,7 +485,7 @@ torch::Tensor MujocoEnv::current_observation() {
   s.parallel(s.n, [&](int64_t i) {
     write_observation(MujocoView(s.model.get(), s.data[i].get()), out + i * s.obs_dim);
   });
-  return obs.view(with_tail(batch_size(), s.obs_dim));
+  return s.visible(obs).view(with_tail(batch_size(), s.visible_dim));
 }
 
 void MujocoEnv::write_observation(const MujocoView& sim, float* out) const {
@@ -599,7 +622,7 @@ TensorDict MujocoEnv::step_impl(const TensorDict& tensordict) {
 
   // The outputs in the env's batch shape.
   const auto& batch = batch_size();
-  return TensorDict({{specs::kObservation, obs.view(with_tail(batch, s.obs_dim))},
+  return TensorDict({{specs::kObservation, s.visible(obs).view(with_tail(batch, s.visible_dim))},
                      {specs::kReward, reward.view(with_tail(batch, 1))},
                      {specs::kTerminated, terminated.view(with_tail(batch, 1))},
                      {specs::kTruncated, truncated.view(with_tail(batch, 1))},
@@ -616,7 +639,7 @@ std::string MujocoEnv::to_string() const {
      << ", frame_skip=" << impl_->frame_skip << ", dt=" << dt()
      << ", max_episode_steps=" << impl_->max_episode_steps
      << ", reset_noise_scale=" << impl_->reset_noise_scale << ", num_threads=" << num_threads()
-     << ")";
+     << (impl_->kept_obs.defined() ? ", mask_velocity=true" : "") << ")";
   return os.str();
 }
 

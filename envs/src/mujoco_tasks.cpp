@@ -7,16 +7,22 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <tensordict/errors.h>
 
 namespace tdrl::envs {
 namespace {
 
+// `velocities`: the observation components [first, first + count) that are velocities (several
+// ranges for a task that observes velocities in more than one place).
 MujocoTaskConfig task_config(const char* model_file, int64_t observation_dim, int64_t frame_skip,
                              double reset_noise_scale, int64_t max_episode_steps,
+                             std::vector<std::pair<int64_t, int64_t>> velocities,
                              bool post_constraint = false) {
   MujocoTaskConfig config;
+  for (const auto& [first, count] : velocities)
+    for (int64_t i = 0; i < count; ++i) config.velocity_obs.push_back(first + i);
   config.model_file = model_file;
   config.observation_dim = observation_dim;
   config.frame_skip = frame_skip;
@@ -60,7 +66,7 @@ void planar_walker_observation(const MujocoView& sim, float* out) {
 
 InvertedPendulumEnv::InvertedPendulumEnv(const MujocoEnvOptions& options)
     : MujocoEnv("InvertedPendulum-v4", options,
-                task_config("InvertedPendulum.xml", 4, 2, 0.01, 1000)) {
+                task_config("InvertedPendulum.xml", 4, 2, 0.01, 1000, {{2, 2}})) {
   check_model_dims(2, 2, 1);
 }
 
@@ -73,7 +79,7 @@ MujocoStepOutcome InvertedPendulumEnv::after_step(const MujocoView& sim, const f
 
 InvertedDoublePendulumEnv::InvertedDoublePendulumEnv(const MujocoEnvOptions& options)
     : MujocoEnv("InvertedDoublePendulum-v4", options,
-                task_config("InvertedDoublePendulum.xml", 11, 5, 0.1, 1000)) {
+                task_config("InvertedDoublePendulum.xml", 11, 5, 0.1, 1000, {{5, 3}})) {
   check_model_dims(3, 3, 1);
   tip_site_ = site_id("tip");
 }
@@ -109,7 +115,7 @@ void InvertedDoublePendulumEnv::sample_reset_state(torch::Generator& generator, 
 // ---- Reacher ------------------------------------------------------------------------------------
 
 ReacherEnv::ReacherEnv(const MujocoEnvOptions& options)
-    : MujocoEnv("Reacher-v4", options, task_config("Reacher.xml", 11, 2, 0.1, 50)) {
+    : MujocoEnv("Reacher-v4", options, task_config("Reacher.xml", 11, 2, 0.1, 50, {{6, 2}})) {
   check_model_dims(4, 4, 2);
   fingertip_ = body_id("fingertip");
   target_ = body_id("target");
@@ -196,7 +202,8 @@ MujocoStepOutcome LocomotionEnv::after_step(const MujocoView& sim, const float* 
 // ---- HalfCheetah --------------------------------------------------------------------------------
 
 HalfCheetahEnv::HalfCheetahEnv(const MujocoEnvOptions& options)
-    : LocomotionEnv("HalfCheetah-v4", options, task_config("HalfCheetah.xml", 17, 5, 0.1, 1000),
+    : LocomotionEnv("HalfCheetah-v4", options,
+                    task_config("HalfCheetah.xml", 17, 5, 0.1, 1000, {{8, 9}}),
                     {/*forward_reward_weight=*/1.0, /*healthy_reward=*/0.0,
                      /*ctrl_cost_weight=*/0.1}) {
   check_model_dims(9, 9, 6);
@@ -215,7 +222,7 @@ void HalfCheetahEnv::sample_reset_state(torch::Generator& generator, torch::Tens
 // ---- Hopper -------------------------------------------------------------------------------------
 
 HopperEnv::HopperEnv(const MujocoEnvOptions& options)
-    : LocomotionEnv("Hopper-v4", options, task_config("Hopper.xml", 11, 4, 5e-3, 1000),
+    : LocomotionEnv("Hopper-v4", options, task_config("Hopper.xml", 11, 4, 5e-3, 1000, {{5, 6}}),
                     {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
                      /*ctrl_cost_weight=*/1e-3}) {
   check_model_dims(6, 6, 3);
@@ -238,7 +245,8 @@ bool HopperEnv::is_healthy(const MujocoView& sim) const {
 // ---- Walker2d -----------------------------------------------------------------------------------
 
 Walker2dEnv::Walker2dEnv(const MujocoEnvOptions& options)
-    : LocomotionEnv("Walker2d-v4", options, task_config("Walker2d.xml", 17, 4, 5e-3, 1000),
+    : LocomotionEnv("Walker2d-v4", options,
+                    task_config("Walker2d.xml", 17, 4, 5e-3, 1000, {{8, 9}}),
                     {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
                      /*ctrl_cost_weight=*/1e-3}) {
   check_model_dims(9, 9, 6);
@@ -257,7 +265,7 @@ bool Walker2dEnv::is_healthy(const MujocoView& sim) const {
 // ---- Ant ----------------------------------------------------------------------------------------
 
 AntEnv::AntEnv(const MujocoEnvOptions& options)
-    : LocomotionEnv("Ant-v4", options, task_config("Ant.xml", 27, 5, 0.1, 1000),
+    : LocomotionEnv("Ant-v4", options, task_config("Ant.xml", 27, 5, 0.1, 1000, {{13, 14}}),
                     {/*forward_reward_weight=*/1.0, /*healthy_reward=*/1.0,
                      /*ctrl_cost_weight=*/0.5}) {
   check_model_dims(15, 14, 8);
@@ -304,8 +312,10 @@ double mass_center_x(const MujocoView& sim) {
 
 HumanoidEnv::HumanoidEnv(const MujocoEnvOptions& options)
     : LocomotionEnv("Humanoid-v4", options,
+                    // Velocities: qvel after qpos[2:], and the bodies' cvel after their cinert.
                     task_config("Humanoid.xml", 22 + 23 + 14 * 10 + 14 * 6 + 23 + 14 * 6, 5, 1e-2,
-                                1000, /*post_constraint=*/true),
+                                1000, {{22, 23}, {22 + 23 + 14 * 10, 14 * 6}},
+                                /*post_constraint=*/true),
                     {/*forward_reward_weight=*/1.25, /*healthy_reward=*/5.0,
                      /*ctrl_cost_weight=*/0.1}) {
   check_model_dims(24, 23, 17, 14);

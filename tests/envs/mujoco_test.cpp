@@ -62,6 +62,8 @@ struct MujocoTaskCase {
   int64_t frame_skip;
   double timestep;
   int64_t max_episode_steps;
+  // The observation components that are velocities (what mask_velocity drops).
+  int64_t velocity_dim;
 };
 
 std::ostream& operator<<(std::ostream& os, const MujocoTaskCase& task) { return os << task.name; }
@@ -73,14 +75,14 @@ std::function<std::unique_ptr<MujocoEnv>(const MujocoEnvOptions&)> maker() {
 
 std::vector<MujocoTaskCase> mujoco_task_cases() {
   return {
-      {"InvertedPendulum", maker<InvertedPendulumEnv>(), 4, 1, 3.0, 2, 0.02, 1000},
-      {"InvertedDoublePendulum", maker<InvertedDoublePendulumEnv>(), 11, 1, 1.0, 5, 0.01, 1000},
-      {"Reacher", maker<ReacherEnv>(), 11, 2, 1.0, 2, 0.01, 50},
-      {"HalfCheetah", maker<HalfCheetahEnv>(), 17, 6, 1.0, 5, 0.01, 1000},
-      {"Hopper", maker<HopperEnv>(), 11, 3, 1.0, 4, 0.002, 1000},
-      {"Walker2d", maker<Walker2dEnv>(), 17, 6, 1.0, 4, 0.002, 1000},
-      {"Ant", maker<AntEnv>(), 27, 8, 1.0, 5, 0.01, 1000},
-      {"Humanoid", maker<HumanoidEnv>(), 376, 17, 0.4, 5, 0.003, 1000},
+      {"InvertedPendulum", maker<InvertedPendulumEnv>(), 4, 1, 3.0, 2, 0.02, 1000, 2},
+      {"InvertedDoublePendulum", maker<InvertedDoublePendulumEnv>(), 11, 1, 1.0, 5, 0.01, 1000, 3},
+      {"Reacher", maker<ReacherEnv>(), 11, 2, 1.0, 2, 0.01, 50, 2},
+      {"HalfCheetah", maker<HalfCheetahEnv>(), 17, 6, 1.0, 5, 0.01, 1000, 9},
+      {"Hopper", maker<HopperEnv>(), 11, 3, 1.0, 4, 0.002, 1000, 6},
+      {"Walker2d", maker<Walker2dEnv>(), 17, 6, 1.0, 4, 0.002, 1000, 9},
+      {"Ant", maker<AntEnv>(), 27, 8, 1.0, 5, 0.01, 1000, 14},
+      {"Humanoid", maker<HumanoidEnv>(), 376, 17, 0.4, 5, 0.003, 1000, 23 + 14 * 6},
   };
 }
 
@@ -115,6 +117,38 @@ TEST_P(MujocoTaskTest, HasTheTaskDimensionsAndSettings) {
   EXPECT_EQ(env->frame_skip(), task.frame_skip);
   EXPECT_DOUBLE_EQ(env->dt(), task.timestep * static_cast<double>(task.frame_skip));
   EXPECT_EQ(env->max_episode_steps(), task.max_episode_steps);
+}
+
+// mask_velocity: the same rollout's observation without the velocity components, which are
+// found as the columns of the whole observation that the masked one skips, in order.
+TEST_P(MujocoTaskTest, MaskVelocityDropsExactlyTheVelocityComponents) {
+  const auto& task = GetParam();
+  auto full = make(MujocoEnvOptions().batch_size({2}));
+  auto masked = make(MujocoEnvOptions().batch_size({2}).mask_velocity(true));
+  EXPECT_EQ(masked->observation_dim(), task.obs_dim - task.velocity_dim);
+  EXPECT_EQ(masked->observation_spec()->get(specs::kObservation)->shape(),
+            (Shape{2, task.obs_dim - task.velocity_dim}));
+  EXPECT_NO_THROW(check_env_specs(*masked, 3));
+  EXPECT_THAT(masked->to_string(), HasSubstr("mask_velocity=true"));
+  full->set_seed(3);
+  masked->set_seed(3);
+  std::vector<torch::Tensor> seen_full{full->reset().get(specs::kObservation)};
+  std::vector<torch::Tensor> seen_masked{masked->reset().get(specs::kObservation)};
+  torch::manual_seed(0);
+  for (int step = 0; step < 3; ++step) {
+    const auto action = (torch::rand({2, task.action_dim}) * 2 - 1) * task.action_bound;
+    auto a = TensorDict({{specs::kAction, action}}, {2});
+    auto b = TensorDict({{specs::kAction, action.clone()}}, {2});
+    full->step(a);
+    masked->step(b);
+    seen_full.push_back(a.get({specs::kNext, specs::kObservation}));
+    seen_masked.push_back(b.get({specs::kNext, specs::kObservation}));
+  }
+  const auto whole = torch::cat(seen_full), part = torch::cat(seen_masked);
+  int64_t j = 0;
+  for (int64_t i = 0; i < whole.size(1) && j < part.size(1); ++i)
+    j += torch::equal(whole.select(1, i), part.select(1, j)) ? 1 : 0;
+  EXPECT_EQ(j, part.size(1)) << "the masked observation is not the whole one less some columns";
 }
 
 TEST_P(MujocoTaskTest, SameSeedSameRolloutBitForBit) {
@@ -369,6 +403,13 @@ TEST_F(MujocoTaskRuleTest, HalfCheetahObservationIsQposWithoutXThenQvel) {
   const TensorDict td = env.reset();
   const auto expected = torch::cat({env.qpos().slice(1, 1), env.qvel()}, 1).to(torch::kFloat32);
   EXPECT_TRUE(torch::equal(td.get(specs::kObservation), expected));
+}
+
+TEST_F(MujocoTaskRuleTest, MaskedInvertedPendulumObservesTheCartPositionAndPoleAngle) {
+  InvertedPendulumEnv env(MujocoEnvOptions().batch_size({2}).mask_velocity(true));
+  env.set_seed(0);
+  const TensorDict td = env.reset();
+  EXPECT_TRUE(torch::equal(td.get(specs::kObservation), env.qpos().to(torch::kFloat32)));
 }
 
 TEST_F(MujocoTaskRuleTest, HumanoidObservationStartsWithQposWithoutXYThenQvel) {
@@ -791,7 +832,7 @@ TEST_F(MujocoEnvTest, PrintsItsSettings) {
   EXPECT_EQ(os.str(),
             "MujocoEnvOptions(model_path=default, asset_dir=default, batch_size=[4], "
             "num_threads=2, frame_skip=3, reset_noise_scale=default, max_episode_steps=default, "
-            "terminate_when_unhealthy=true, device=cpu)");
+            "terminate_when_unhealthy=true, mask_velocity=false, device=cpu)");
 }
 
 TEST_F(MujocoEnvTest, DefaultAssetDirHoldsEveryTaskModel) {

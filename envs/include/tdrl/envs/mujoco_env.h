@@ -51,6 +51,11 @@ struct MujocoEnvOptions {
   /// When false, the healthy reward is paid every step and episodes only end by truncation.
   /// Default true.
   TORCH_ARG(bool, terminate_when_unhealthy) = true;
+  /// Drop the velocity components from the observation (the task's
+  /// MujocoTaskConfig::velocity_obs), so that only a policy with memory sees the velocities:
+  /// a partially observed task (InvertedPendulum keeps the cart position and the pole angle).
+  /// A task whose observation declares no velocities throws ValueError. Default false.
+  TORCH_ARG(bool, mask_velocity) = false;
   /// Where the outputs live. Default CPU (simulation always runs on the CPU).
   TORCH_ARG(torch::Device, device) = torch::kCPU;
 
@@ -68,6 +73,8 @@ struct MujocoEnvOptions {
       "steps after which an episode is truncated, 0: no limit (null: the task's)");
     v("terminate_when_unhealthy", terminate_when_unhealthy_,
       "an unhealthy state ends the episode (Hopper, Walker2d, Ant, Humanoid)");
+    v("mask_velocity", mask_velocity_,
+      "drop the velocities from the observation (a partially observed task)");
   }
 };
 
@@ -155,6 +162,9 @@ struct MujocoTaskConfig {
   int64_t max_episode_steps = 0;
   /// Run mj_rnePostConstraint after stepping, so cfrc_ext holds the contact forces.
   bool post_constraint = false;
+  /// The observation components that are velocities, which MujocoEnvOptions::mask_velocity
+  /// drops. Empty: qvel's with the default observation (observation_dim -1), none otherwise.
+  std::vector<int64_t> velocity_obs;
 };
 
 /// A MuJoCo environment over any MJCF model (TorchRL's MujocoEnv / Gymnasium's MujocoEnv),
@@ -208,7 +218,7 @@ class MujocoEnv : public EnvBase {
   int64_t nv() const;
   int64_t nu() const;
   int64_t nbody() const;
-  /// The size of one simulation's observation.
+  /// The size of one simulation's observation (without the velocities under mask_velocity).
   int64_t observation_dim() const;
   /// MuJoCo steps per env step.
   int64_t frame_skip() const;
@@ -259,8 +269,9 @@ class MujocoEnv : public EnvBase {
   /// `<asset_dir>/<config.model_file>`, options overriding the config's defaults.
   MujocoEnv(std::string name, const MujocoEnvOptions& options, const MujocoTaskConfig& config);
 
-  /// Writes one simulation's observation into `out` `[observation_dim()]`. Default: qpos then
-  /// qvel. Runs on pool threads.
+  /// Writes one simulation's whole observation (the velocities included, which mask_velocity
+  /// drops after) into `out`, of the config's observation_dim. Default: qpos then qvel. Runs on
+  /// pool threads.
   virtual void write_observation(const MujocoView& sim, float* out) const;
   /// Called before the frame_skip steps with the simulation's action `[nu]`; may save values
   /// into `memo` for after_step. Default: nothing. Runs on pool threads.
