@@ -7,7 +7,7 @@
 # the median and the interquartile band, the target) to docs/results/<config>.svg, drawn by
 # tdrl-plot (the runs' own learning curves' drawing).
 #
-#   scripts/learning_suite.sh                          every config with a target, 5 seeds
+#   scripts/learning_suite.sh                          every config of the table (order), 5 seeds
 #   scripts/learning_suite.sh --seeds 10 ppo_cartpole  10 seeds (0..9) of one config
 #   scripts/learning_suite.sh --resume RUN_DIR         continue one seed's stopped run, then
 #                                                      report its config again
@@ -36,6 +36,9 @@ declare -A target anchor budget budget_target budget_seeds
 target[ppo_cartpole]=475;          anchor[ppo_cartpole]="SB3 zoo 500 @ 100k"
 target[dqn_cartpole]=475;          anchor[dqn_cartpole]="SB3 zoo 500 @ 50k"
 target[a2c_cartpole]=475;          anchor[a2c_cartpole]="SB3 zoo 500 @ 500k"
+target[ppo_cartpole_lstm]=475;     anchor[ppo_cartpole_lstm]="SB3 zoo RecurrentPPO 500 @ 100k (CartPoleNoVel)"
+# No target: the same masked task without memory, beside ppo_cartpole_lstm in the table.
+anchor[ppo_cartpole_masked_mlp]="- (memoryless control)"
 target[sac_pendulum]=-200;         anchor[sac_pendulum]="SB3 zoo -157 @ 20k"
 target[td3_pendulum]=-200;         anchor[td3_pendulum]="SB3 zoo -152 @ 20k"
 target[ddpg_pendulum]=-200;        anchor[ddpg_pendulum]="SB3 zoo -152 @ 20k"
@@ -46,8 +49,9 @@ target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
 # The reduced budgets: frames, the target at that budget, seeds.
 budget[sac_halfcheetah]=100000;    budget_target[sac_halfcheetah]=3000;  budget_seeds[sac_halfcheetah]=3
 budget[td3_hopper]=200000;         budget_target[td3_hopper]=1500;       budget_seeds[td3_hopper]=5
-order=(ppo_cartpole dqn_cartpole a2c_cartpole sac_pendulum td3_pendulum ddpg_pendulum
-  ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah td3_hopper)
+order=(ppo_cartpole dqn_cartpole a2c_cartpole ppo_cartpole_lstm ppo_cartpole_masked_mlp
+  sac_pendulum td3_pendulum ddpg_pendulum ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah
+  td3_hopper)
 
 seeds=5
 full_budget=false

@@ -214,6 +214,19 @@ std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
       out.data.set(keys->weight,
                    device ? detail::to_device_async(out.info.weight, *device) : out.info.weight);
   }
+  // The sampler's flags, or-ed into the sample's own entry of the same key.
+  for (const auto& [key, flag] : out.info.flags) {
+    const auto device = out.data.device();
+    auto value = device ? flag.to(*device) : flag;
+    if (const auto own = out.data.find(key)) {
+      TDRL_CHECK(own->numel() == value.numel(), ShapeError, class_name(), "::sample: the entry ",
+                 key.to_string(), " has shape ", tensordict::shape_str(own->sizes()),
+                 "; the sampler's flag for it has ", std::to_string(value.numel()),
+                 " elements (one per sampled step)");
+      value = own->to(torch::kBool).logical_or(value.view(own->sizes()));
+    }
+    out.data.set(key, value);
+  }
   for (const auto& transform : transforms) out.data = transform(out.data);
   return out;
 }

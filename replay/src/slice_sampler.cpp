@@ -2,7 +2,9 @@
 
 #include <tdrl/replay/slice_sampler.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include "detail/checks.h"
@@ -26,6 +28,10 @@ SliceSampler::SliceSampler(SliceSamplerOptions options)
              std::to_string(value));
   TDRL_CHECK(!(options_.end_key() && options_.traj_key()), ValueError,
              "SliceSampler: set end_key or traj_key, not both");
+  TDRL_CHECK(!(options_.burn_in() < 0) && !(by_len && options_.burn_in() >= value), ValueError,
+             "SliceSampler: burn_in must be in [0, slice_len), got ",
+             std::to_string(options_.burn_in()), by_len ? " with slice_len " : "",
+             by_len ? std::to_string(value) : "");
   if (options_.traj_key()) {
     key_ = *options_.traj_key();
     by_traj_ids_ = true;
@@ -42,7 +48,10 @@ std::string SliceSampler::to_string() const {
   else
     os << "num_slices=" << *options_.num_slices();
   os << ", " << (by_traj_ids_ ? "traj_key=" : "end_key=") << key_.to_string()
-     << ", strict_length=" << (options_.strict_length() ? "True" : "False") << ")";
+     << ", strict_length=" << (options_.strict_length() ? "True" : "False");
+  if (options_.is_init_key()) os << ", is_init_key=" << options_.is_init_key()->to_string();
+  if (options_.burn_in() > 0) os << ", burn_in=" << options_.burn_in();
+  os << ")";
   return os.str();
 }
 
@@ -117,7 +126,9 @@ SampleInfo SliceSampler::sample_impl(const Storage& storage, int64_t batch_size)
     auto offset = (torch::rand({num_slices}, torch::kDouble) * span).floor().to(torch::kLong);
     offset = torch::minimum(offset, span - 1);
     const auto begin = starts_.index_select(0, pick) + offset;
-    return {(begin.unsqueeze(1) + torch::arange(slice_len, torch::kLong)).reshape({-1}), {}};
+    return {(begin.unsqueeze(1) + torch::arange(slice_len, torch::kLong)).reshape({-1}),
+            {},
+            flags(std::vector<int64_t>(static_cast<size_t>(num_slices), slice_len), where)};
   }
   // Without strict_length a short trajectory gives a slice of its whole length.
   const auto pick = torch::randint(lengths_.numel(), {num_slices}, torch::kLong);
@@ -126,7 +137,7 @@ SampleInfo SliceSampler::sample_impl(const Storage& storage, int64_t batch_size)
   const double* pu = u.data_ptr<double>();
   const int64_t* st = starts_.data_ptr<int64_t>();
   const int64_t* len = lengths_.data_ptr<int64_t>();
-  std::vector<int64_t> index;
+  std::vector<int64_t> index, lengths;
   index.reserve(static_cast<size_t>(batch_size));
   for (int64_t s = 0; s < num_slices; ++s) {
     const int64_t t = pk[s];
@@ -135,8 +146,33 @@ SampleInfo SliceSampler::sample_impl(const Storage& storage, int64_t batch_size)
     const int64_t offset =
         std::min(static_cast<int64_t>(pu[s] * static_cast<double>(span)), span - 1);
     for (int64_t k = 0; k < take; ++k) index.push_back(st[t] + offset + k);
+    lengths.push_back(take);
   }
-  return {torch::tensor(index, torch::kLong), {}};
+  return {torch::tensor(index, torch::kLong), {}, flags(lengths, where)};
+}
+
+std::vector<std::pair<NestedKey, torch::Tensor>> SliceSampler::flags(
+    const std::vector<int64_t>& lengths, const std::string& where) const {
+  std::vector<std::pair<NestedKey, torch::Tensor>> out;
+  const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
+  const int64_t burn_in = options_.burn_in();
+  auto first = torch::zeros({total}, torch::kBool);
+  auto warm = torch::zeros({total}, torch::kBool);
+  bool* f = first.data_ptr<bool>();
+  bool* w = warm.data_ptr<bool>();
+  int64_t at = 0;
+  for (const int64_t length : lengths) {
+    // A slice made only of burn-in would train on nothing.
+    TDRL_CHECK(!(burn_in > 0 && length <= burn_in), ValueError, where, "a slice of ",
+               std::to_string(length), " steps is not longer than burn_in ",
+               std::to_string(burn_in), "; sample longer slices or lower burn_in");
+    if (length > 0) f[at] = true;
+    for (int64_t k = 0; k < std::min(burn_in, length); ++k) w[at + k] = true;
+    at += length;
+  }
+  if (options_.is_init_key()) out.emplace_back(*options_.is_init_key(), first);
+  if (burn_in > 0) out.emplace_back(options_.burn_in_key(), warm);
+  return out;
 }
 
 }  // namespace tdrl::replay

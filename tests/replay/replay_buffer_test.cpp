@@ -197,6 +197,47 @@ TEST(ReplayBufferTest, SliceSamplerGivesSlicesOfTrajectories) {
                   .item<bool>());
 }
 
+// The SliceSampler's flags land in the sample: is_init true at each slice's first step, or-ed
+// with the stored is_init (a trajectory's own start inside a slice stays marked), and burn_in
+// true on each slice's first steps; with is_init_key unset the stored is_init is left as it is.
+TEST(ReplayBufferTest, SliceSamplesMarkEachSliceStartAndItsBurnIn) {
+  torch::manual_seed(6);
+  auto data = transitions(40);
+  auto done = torch::zeros({40, 1}, torch::kBool);
+  auto is_init = torch::zeros({40, 1}, torch::kBool);
+  for (int64_t end : {19, 39}) done[end][0] = true;
+  for (int64_t start : {0, 20}) is_init[start][0] = true;
+  data.set({"next", "done"}, done);
+  data.set("is_init", is_init);
+  TensorDictReplayBuffer rb(
+      lazy(40), std::make_shared<SliceSampler>(SliceSamplerOptions().slice_len(5).burn_in(2)));
+  rb.extend(data);
+  for (int i = 0; i < 20; ++i) {
+    const auto batch = rb.sample(20).reshape({4, 5});
+    const auto rows = row_values(batch);
+    const auto flags = batch.get("is_init").squeeze(-1);
+    EXPECT_EQ(batch.get("is_init").sizes(), (std::vector<int64_t>{4, 5, 1}));
+    EXPECT_TRUE(flags.select(1, 0).all().item<bool>());
+    // Later steps are marked exactly where a trajectory starts (rows 0 and 20).
+    EXPECT_TRUE(flags.slice(1, 1).eq(rows.slice(1, 1).remainder(20).eq(0)).all().item<bool>());
+    const auto burn_in = batch.get("burn_in");
+    EXPECT_EQ(burn_in.dtype(), torch::kBool);
+    EXPECT_TRUE(burn_in.slice(1, 0, 2).all().item<bool>());
+    EXPECT_FALSE(burn_in.slice(1, 2).any().item<bool>());
+  }
+  TensorDictReplayBuffer stored(
+      lazy(40),
+      std::make_shared<SliceSampler>(SliceSamplerOptions().slice_len(5).is_init_key(std::nullopt)));
+  stored.extend(data);
+  const auto batch = stored.sample(20);
+  EXPECT_TRUE(batch.get("is_init")
+                  .squeeze(-1)
+                  .eq(row_values(batch).remainder(20).eq(0))
+                  .all()
+                  .item<bool>());
+  EXPECT_FALSE(batch.contains("burn_in"));
+}
+
 TEST(ReplayBufferTest, MaxValueWriterKeepsTheBestTransitions) {
   ReplayBuffer rb(lazy(3), nullptr,
                   std::make_shared<TensorDictMaxValueWriter>(NestedKey{"next", "reward"}));

@@ -265,6 +265,43 @@ TEST(SliceSamplerTest, RejectsABatchSizeThatIsNotAMultiple) {
               ThrowsMessage<ValueError>(HasSubstr("not a multiple of num_slices 3")));
 }
 
+// The flags come with the indices: one is_init per slice start, burn_in on the first steps of
+// every slice, the short slices of strict_length(false) included; a slice no longer than the
+// burn-in is refused.
+TEST(SliceSamplerTest, FlagsMarkEachSliceStartAndItsBurnIn) {
+  torch::manual_seed(11);
+  auto storage = trajectories({2, 6});
+  SliceSampler sampler(SliceSamplerOptions().slice_len(4).burn_in(1).strict_length(false));
+  for (int i = 0; i < 20; ++i) {
+    const auto info = sampler.sample(*storage, 12);
+    ASSERT_EQ(info.flags.size(), 2u);
+    EXPECT_EQ(info.flags[0].first, NestedKey("is_init"));
+    EXPECT_EQ(info.flags[1].first, NestedKey("burn_in"));
+    const auto index = values_of(info.index);
+    const auto first = info.flags[0].second, warm = info.flags[1].second;
+    ASSERT_EQ(first.numel(), static_cast<int64_t>(index.size()));
+    // The slices are the whole short trajectory [0, 1] or 4 steps of the other.
+    for (size_t k = 0; k < index.size();) {
+      const size_t length = index[k] == 0 ? 2 : 4;
+      for (size_t j = 0; j < length; ++j) {
+        EXPECT_EQ(first[k + j].item<bool>(), j == 0) << k + j;
+        EXPECT_EQ(warm[k + j].item<bool>(), j == 0) << k + j;
+      }
+      k += length;
+    }
+  }
+  SliceSampler too_short(SliceSamplerOptions().slice_len(4).burn_in(2).strict_length(false));
+  EXPECT_THAT(
+      [&] {
+        for (int i = 0; i < 50; ++i) too_short.sample(*storage, 12);
+      },
+      ThrowsMessage<ValueError>(HasSubstr("is not longer than burn_in 2")));
+  EXPECT_THAT([] { SliceSampler(SliceSamplerOptions().slice_len(4).burn_in(4)); },
+              ThrowsMessage<ValueError>(HasSubstr("burn_in must be in [0, slice_len), got 4")));
+  EXPECT_THAT(SliceSampler(SliceSamplerOptions().slice_len(4).burn_in(1)).to_string(),
+              HasSubstr("is_init_key='is_init', burn_in=1"));
+}
+
 TEST(SliceSamplerTest, RejectsInconsistentOptions) {
   EXPECT_THAT([] { SliceSampler sampler{SliceSamplerOptions()}; },
               ThrowsMessage<ValueError>(HasSubstr("exactly one of slice_len and num_slices")));
@@ -289,7 +326,8 @@ TEST(SliceSamplerTest, AStorageWithoutTheEndKeyThrowsKeyError) {
 
 TEST(SliceSamplerTest, PrintsItsOptions) {
   EXPECT_EQ(printed(SliceSampler(SliceSamplerOptions().slice_len(8))),
-            "SliceSampler(slice_len=8, end_key=('next', 'done'), strict_length=True)");
+            "SliceSampler(slice_len=8, end_key=('next', 'done'), strict_length=True, "
+            "is_init_key='is_init')");
 }
 
 }  // namespace

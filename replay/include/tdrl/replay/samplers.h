@@ -8,6 +8,8 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/arg.h>
 #include <torch/types.h>
@@ -24,6 +26,10 @@ struct SampleInfo {
   /// Importance-sampling weights, float32 `[B]`, from samplers with priorities; undefined
   /// otherwise.
   torch::Tensor weight;
+  /// Flags the sampler writes into the sample, bool `[B]` each (a SliceSampler's is_init at
+  /// each slice's first step, its burn-in steps): ReplayBuffer::sample sets each under its key,
+  /// or-ed with the sample's own entry there (in that entry's shape) when it has one.
+  std::vector<std::pair<NestedKey, torch::Tensor>> flags;
 };
 
 /// Chooses the elements a sample reads, and keeps whatever state that needs (epochs,

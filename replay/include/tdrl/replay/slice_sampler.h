@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/arg.h>
 #include <torch/types.h>
@@ -30,6 +32,19 @@ struct SliceSamplerOptions {
   /// drawn). When false, a trajectory shorter than slice_len gives a slice of its whole
   /// length and the batch is smaller than asked. Default true.
   TORCH_ARG(bool, strict_length) = true;
+  /// Written into each sample (bool `[B]`, or-ed into the stored entry when the sample has one,
+  /// in its shape): true at each slice's first step, so that a recurrent module in sequence
+  /// mode (LSTMModule, GRUModule) starts every slice from zeros instead of carrying a state
+  /// across slices. Unset it (std::nullopt) to start each slice from the hidden state stored at
+  /// its first step instead (R2D2's stored state). Default "is_init".
+  TORCH_ARG(std::optional<NestedKey>, is_init_key) = NestedKey("is_init");
+  /// Steps at the start of each slice that only warm a recurrent state up (R2D2's burn-in):
+  /// flagged true under burn_in_key, which a loss leaves out of its terms. In [0, slice_len)
+  /// (with num_slices, checked against each batch's slice length); slices are drawn as usual
+  /// (the burn-in counts in their length). Default 0: none, and nothing is written.
+  TORCH_ARG(int64_t, burn_in) = 0;
+  /// The burn-in flags' key (bool `[B]`). Default "burn_in".
+  TORCH_ARG(NestedKey, burn_in_key) = NestedKey("burn_in");
 };
 
 /// Draws slices of consecutive steps that never cross the end of a trajectory.
@@ -43,10 +58,14 @@ struct SliceSamplerOptions {
 /// `[num_slices, slice_len]`). Trajectory bounds are recomputed only when the storage
 /// changed (Storage::version).
 ///
+/// Flags: is_init_key true at each slice's first step, burn_in_key true on its first burn_in
+/// steps (SampleInfo::flags; ReplayBuffer::sample writes them into the sample).
+///
 /// Errors: the constructor throws ValueError unless exactly one of slice_len / num_slices
-/// is set and positive, or when both end_key and traj_key are set; sample throws ValueError
-/// when the batch size is not a multiple of slice_len / num_slices, KeyError when the
-/// storage lacks the key, ValueError when no trajectory is slice_len long (strict_length).
+/// is set and positive, when both end_key and traj_key are set, or for a burn_in outside
+/// [0, slice_len); sample throws ValueError when the batch size is not a multiple of
+/// slice_len / num_slices or a slice is not longer than burn_in, KeyError when the storage
+/// lacks the key, ValueError when no trajectory is slice_len long (strict_length).
 ///
 /// Example:
 /// ```
@@ -70,6 +89,9 @@ class SliceSampler final : public Sampler {
  private:
   /// Recomputes starts_/lengths_ when the storage changed since the last call.
   void refresh(const Storage& storage);
+  /// The flags of a sample whose slices have the given lengths, in order.
+  std::vector<std::pair<NestedKey, torch::Tensor>> flags(const std::vector<int64_t>& lengths,
+                                                         const std::string& where) const;
 
   SliceSamplerOptions options_;
   NestedKey key_;
