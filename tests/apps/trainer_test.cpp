@@ -887,7 +887,8 @@ class PartialRecipe : public Recipe {
  public:
   explicit PartialRecipe(const PartialAlgoConfig& config) : with_actor_(config.with_actor) {}
   void build_acting(const RecipeContext& context) override {
-    if (with_actor_) actor = make_acting_recipe(tiny_config("ppo"), context.env)->actor;
+    const auto ppo = tiny_config("ppo");
+    if (with_actor_) actor = make_acting_recipe(ppo, recipe_context(ppo, context.env))->actor;
   }
   void build_learning(const RecipeContext&) override {}
 
@@ -952,7 +953,8 @@ class OneWeightRecipe : public Recipe {
  public:
   explicit OneWeightRecipe(const OneWeightConfig&) {}
   void build_acting(const RecipeContext& context) override {
-    actor = make_acting_recipe(tiny_config("ppo"), context.env)->actor;
+    const auto ppo = tiny_config("ppo");
+    actor = make_acting_recipe(ppo, recipe_context(ppo, context.env))->actor;
   }
   void build_learning(const RecipeContext&) override {
     loss = std::make_shared<OneWeightLoss>(extra_entries());
@@ -1058,7 +1060,7 @@ class NoPriorityRecipe : public Recipe {
  public:
   explicit NoPriorityRecipe(const NoPriorityConfig&) {}
   void build_acting(const RecipeContext& context) override {
-    sac_ = make_acting_recipe(sac_config_, context.env);
+    sac_ = make_acting_recipe(sac_config_, recipe_context(sac_config_, context.env));
     actor = sac_->actor;
     exploration_policy = sac_->exploration_policy;
     policy_factory = sac_->policy_factory;

@@ -19,7 +19,6 @@
 #include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/env_parts.h>
 #include <tdrl/apps/metrics.h>
-#include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
 #include <tdrl/apps/trainer.h>
@@ -81,8 +80,8 @@ struct Acting {
 
 inline Acting acting_of(const RunConfig& config) {
   Acting a;
-  a.env = build_env_parts(config.env, recurrent_state_specs(config.model));
-  a.recipe = make_acting_recipe(config, a.env.info);
+  a.env = build_env_parts(config.env);
+  a.recipe = make_acting_recipe(config, a.env);
   return a;
 }
 

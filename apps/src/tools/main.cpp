@@ -20,7 +20,6 @@
 #include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/env_parts.h>
-#include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/run_dir.h>
 #include <tdrl/apps/trainer.h>
@@ -222,8 +221,8 @@ int train_main(int argc, char** argv) {
       if (auto identity = collectors::worker_identity_from_env()) {
         // A collector worker: the acting part only.
         apply_threads(config);
-        EnvParts env = build_env_parts(config.env, recurrent_state_specs(config.model));
-        auto recipe = make_acting_recipe(config, env.info);
+        EnvParts env = build_env_parts(config.env);
+        auto recipe = make_acting_recipe(config, env);
         collectors::run_distributed_worker(*identity, env.train_env_factory,
                                            recipe->exploration_policy);
         return 0;
@@ -306,8 +305,8 @@ int eval_main(int argc, char** argv) {
       latest = intact->folder;
     }
     // The run's actor and env state (e.g. VecNorm statistics) from it, then the episodes.
-    EnvParts env = build_env_parts(config.env, recurrent_state_specs(config.model));
-    auto recipe = make_acting_recipe(config, env.info);
+    EnvParts env = build_env_parts(config.env);
+    auto recipe = make_acting_recipe(config, env);
     const auto state = load_checkpoint_state(*latest);
     load_module_state(*recipe->actor, state.get_tensordict("actor"), "actor");
     recipe->actor->to(torch::Device(config.device));

@@ -187,6 +187,7 @@ RecurrentCores build_stochastic_acting(Recipe& recipe, modules::ProbabilisticAct
   actor = make_stochastic_actor(model, env, cores.actor);
   recipe.actor = actor;
   recipe.exploration_policy = exploring(actor, cores);
+  recipe.policy_state = hidden_state_specs({cores.actor, cores.critic});
   recipe.policy_factory = [model, env] {
     const RecurrentCores own = make_cores(model, env);
     return exploring(make_stochastic_actor(model, env, own.actor), own);

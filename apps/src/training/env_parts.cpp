@@ -36,32 +36,37 @@ envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_s
   return options;
 }
 
+// Bytes of one step as `env` writes it (its tensor entries and "next").
+int64_t frame_bytes(envs::EnvBase& env) {
+  const auto step = env.fake_tensordict();
+  const int64_t steps = std::max<int64_t>(1, step.numel());
+  int64_t bytes = 0;
+  for (const auto& [key, value] : step.items(true, true)) {
+    if (const auto* t = std::get_if<torch::Tensor>(&value))
+      bytes += t->numel() * static_cast<int64_t>(t->element_size()) / steps;
+  }
+  return bytes;
+}
+
 }  // namespace
 
-EnvParts build_env_parts(const EnvSection& env, specs::CompositePtr policy_state) {
+EnvParts build_env_parts(const EnvSection& env) {
   EnvParts parts;
   parts.env_state = std::make_shared<EnvState>();
   const auto state = parts.env_state;
   // The transform sections are copied into the factories: they outlive the config.
   std::vector<TransformSection> transforms = env.transforms.items;
-  auto wrap = [state, transforms, policy_state](std::shared_ptr<envs::EnvBase> base, bool eval) {
-    if (transforms.empty() && !policy_state) return base;
-    std::vector<envs::TransformPtr> built;
+  auto wrap = [state, transforms](std::shared_ptr<envs::EnvBase> base, bool eval) {
+    if (transforms.empty()) return base;
     // The episode's return in the env's units, summed before any transform changes "reward".
-    if (!transforms.empty())
-      built.push_back(std::make_shared<envs::RewardSum>(
-          envs::RewardSumOptions().out_keys({kEpisodeRewardKey})));
+    std::vector<envs::TransformPtr> built{
+        std::make_shared<envs::RewardSum>(envs::RewardSumOptions().out_keys({kEpisodeRewardKey}))};
     for (size_t i = 0; i < transforms.size(); ++i) {
       TransformContext context;
       context.eval = eval;
       context.env_state = state.get();
       context.index = i;
       built.push_back(find_transform(transforms[i].type)->build(*transforms[i].options, context));
-    }
-    // A recurrent policy's state: zeros where an episode starts, carried through every step.
-    if (policy_state) {
-      built.push_back(std::make_shared<envs::InitTracker>());
-      built.push_back(std::make_shared<envs::TensorDictPrimer>(policy_state));
     }
     return std::static_pointer_cast<envs::EnvBase>(
         std::make_shared<envs::TransformedEnv>(base, std::make_shared<envs::Compose>(built)));
@@ -109,14 +114,24 @@ EnvParts build_env_parts(const EnvSection& env, specs::CompositePtr policy_state
   if (auto o = std::dynamic_pointer_cast<specs::OneHot>(info.action_spec))
     info.num_actions = o->n();
   info.action_dim = info.action_spec->numel();
-  const auto step = probe->fake_tensordict();
-  const int64_t steps = std::max<int64_t>(1, step.numel());
-  for (const auto& [key, value] : step.items(true, true)) {
-    if (const auto* t = std::get_if<torch::Tensor>(&value))
-      info.frame_bytes += t->numel() * static_cast<int64_t>(t->element_size()) / steps;
-  }
+  info.frame_bytes = frame_bytes(*probe);
   parts.probe = std::move(probe);
   return parts;
+}
+
+void carry_policy_state(EnvParts& parts, const specs::CompositePtr& policy_state) {
+  if (!policy_state || policy_state->is_empty()) return;
+  auto carry =
+      [policy_state](std::shared_ptr<envs::EnvBase> env) -> std::shared_ptr<envs::EnvBase> {
+    return std::make_shared<envs::TransformedEnv>(
+        std::move(env), std::make_shared<envs::Compose>(std::vector<envs::TransformPtr>{
+                            std::make_shared<envs::InitTracker>(),
+                            std::make_shared<envs::TensorDictPrimer>(policy_state)}));
+  };
+  parts.train_env_factory = [inner = parts.train_env_factory, carry] { return carry(inner()); };
+  parts.eval_env_factory = [inner = parts.eval_env_factory, carry] { return carry(inner()); };
+  parts.probe = parts.probe ? carry(parts.probe) : parts.eval_env_factory();
+  parts.info.frame_bytes = frame_bytes(*parts.probe);
 }
 
 void check_task_fit(const RunConfig& config, const EnvInfo& info) {

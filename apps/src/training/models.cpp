@@ -50,14 +50,18 @@ std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSec
   return modules::make_recurrent_module(model.core, options);
 }
 
-specs::CompositePtr recurrent_state_specs(const ModelSection& model) {
-  if (model.core == "mlp") return nullptr;
-  EnvInfo any;
-  any.obs_dim = 1;
-  auto specs = make_recurrent_core(model, any)->hidden_specs();
-  for (const auto& [key, spec] : make_recurrent_core(model, any, "critic")->hidden_specs()->items())
-    specs->set(key, spec);
-  return specs;
+specs::CompositePtr hidden_state_specs(
+    const std::vector<std::shared_ptr<modules::RecurrentModuleImpl>>& cores) {
+  specs::CompositePtr out;
+  for (const auto& core : cores) {
+    if (!core) continue;
+    if (!out) {
+      out = core->hidden_specs();
+      continue;
+    }
+    for (const auto& [key, spec] : core->hidden_specs()->items()) out->set(key, spec);
+  }
+  return out;
 }
 
 modules::ProbabilisticActor make_stochastic_actor(

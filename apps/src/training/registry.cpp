@@ -2,6 +2,8 @@
 
 #include <tdrl/apps/registry.h>
 
+#include <tdrl/apps/env_parts.h>
+
 #include <mutex>
 
 #include <tdrl/envs/registry.h>
@@ -65,8 +67,10 @@ RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env) {
                        torch::Device(config.device), resolve_replay_device(config, env));
 }
 
-std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env) {
-  return make_acting_recipe(config, recipe_context(config, env));
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, EnvParts& env) {
+  auto recipe = make_acting_recipe(config, recipe_context(config, env.info));
+  carry_policy_state(env, recipe->policy_state);
+  return recipe;
 }
 
 std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const RecipeContext& context) {

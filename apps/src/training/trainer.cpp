@@ -27,7 +27,6 @@
 
 #include <tdrl/apps/checkpoint.h>
 #include <tdrl/apps/learning_curve.h>
-#include <tdrl/apps/models.h>
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
@@ -309,13 +308,16 @@ std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvPar
   if (const auto problems = detail::collector_mode_problems(config.collector); !problems.empty())
     throw ConfigError(
         detail::problems_message("the collector section does not fit its mode", problems));
-  env = build_env_parts(config.env, recurrent_state_specs(config.model));
+  env = build_env_parts(config.env);
   check_task_fit(config, env.info);
   // The recipe, seeded as the run is: what it refuses (a part left empty, a replay option it
   // would ignore) is refused before the run folder holds anything.
   torch::manual_seed(derive_seeds(config.seed).networks);
-  const RecipeContext context = recipe_context(config, env.info);
+  RecipeContext context = recipe_context(config, env.info);
   auto recipe = make_acting_recipe(config, context);
+  // The envs carry the policy's state; the replay device is chosen again from frames counting it.
+  carry_policy_state(env, recipe->policy_state);
+  context.replay_device = recipe_context(config, env.info).replay_device;
   recipe->build_learning(context);
   check_learning_parts(config, *recipe);
   check_sections_read(config, context);

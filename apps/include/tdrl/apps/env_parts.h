@@ -1,6 +1,6 @@
 #pragma once
 
-/// The envs of a run, built from the `env:` section (and the state a recurrent model carries):
+/// The envs of a run, built from the `env:` section (and the state the recipe's policy carries):
 /// the training env (batched over env.num_envs, serial or on threads), the evaluation env (one,
 /// unbatched) and the running statistics the two share, with the task's shapes.
 
@@ -42,13 +42,16 @@ struct EnvParts {
   std::shared_ptr<envs::EnvBase> probe;
 };
 
-/// Builds the env factories of `env` and probes one env for its shapes. `policy_state`: the
-/// entries a recurrent policy carries from step to step (recurrent_state_specs(config.model),
-/// null for none); every env then ends with an InitTracker ("is_init") and a TensorDictPrimer
-/// of them, so the state is zero where an episode starts and runs on through steps and
-/// batches. Throws ConfigError naming the key when the task cannot be built as configured (an
-/// unknown task option, no flat "observation" entry), with the task's own message.
-EnvParts build_env_parts(const EnvSection& env, specs::CompositePtr policy_state = nullptr);
+/// Builds the env factories of `env` and probes one env for its shapes. Throws ConfigError
+/// naming the key when the task cannot be built as configured (an unknown task option, no
+/// flat "observation" entry), with the task's own message.
+EnvParts build_env_parts(const EnvSection& env);
+
+/// Makes every env `parts` builds (and its probe) end with an InitTracker ("is_init") and a
+/// TensorDictPrimer of `policy_state` (Recipe::policy_state), so that a recurrent policy's
+/// state is zero where an episode starts and runs on through steps and batches; the probe's
+/// frame_bytes then count the state. Nothing for a null or empty `policy_state`.
+void carry_policy_state(EnvParts& parts, const specs::CompositePtr& policy_state);
 
 /// Checks that `config` suits the task (the algorithm's own check, e.g. dqn needs discrete
 /// actions). Throws ConfigError naming the keys, listing every problem.

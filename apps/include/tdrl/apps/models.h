@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <tdrl/apps/config.h>
 #include <tdrl/apps/recipe.h>
@@ -29,11 +30,11 @@ std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSec
                                                                   const EnvInfo& env,
                                                                   const std::string& role = "");
 
-/// The hidden-state entries of one step of the recurrent cores the built-in recipes build for
-/// `model` (the actor's and the critic's, see make_recurrent_core): what the apps' envs carry
-/// for a recurrent model (an InitTracker and a TensorDictPrimer of these, see
-/// build_env_parts); null for "mlp".
-specs::CompositePtr recurrent_state_specs(const ModelSection& model);
+/// The hidden-state entries of one unbatched step of `cores` together (their hidden_specs; null
+/// cores are skipped), what Recipe::policy_state is for a policy running them; null when there
+/// is none.
+specs::CompositePtr hidden_state_specs(
+    const std::vector<std::shared_ptr<modules::RecurrentModuleImpl>>& cores);
 
 /// The stochastic actor of the built-in ppo, a2c and sac: for a discrete task (env.num_actions
 /// set), categorical logits from an MLP; for a Bounded continuous one, a TanhNormal on the

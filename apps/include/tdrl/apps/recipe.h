@@ -19,6 +19,7 @@
 #include <tdrl/collectors/policy.h>
 #include <tdrl/losses/loss_module.h>
 #include <tdrl/replay/replay_buffer.h>
+#include <tdrl/specs/composite.h>
 #include <tdrl/specs/tensor_spec.h>
 #include <tensordict/nn/module_ptr.h>
 #include <tensordict/nn/tensordict_module.h>
@@ -148,6 +149,12 @@ class Recipe {
   /// in checkpoints.
   std::vector<std::pair<std::string, tensordict::nn::ModulePtr<torch::nn::Module>>>
       exploration_modules;
+  /// The entries the exploration policy carries from one step to the next (a recurrent core's
+  /// hidden state: RecurrentModuleImpl::hidden_specs, for one unbatched step), or null. Every
+  /// env of the run then ends with an InitTracker ("is_init") and a TensorDictPrimer of them
+  /// (carry_policy_state): zeros where an episode starts, the policy's next state after each
+  /// step, kept through batches, workers and checkpoints.
+  specs::CompositePtr policy_state;
 
   /// After each batch's optimisation: exploration annealing, given the frames so far.
   virtual void after_batch(int64_t frames) { (void)frames; }

@@ -32,6 +32,8 @@
 
 namespace tdrl::apps {
 
+struct EnvParts;
+
 /// A registered algorithm.
 struct AlgorithmInfo {
   std::string name;
@@ -73,12 +75,14 @@ const AlgorithmInfo* find_algorithm(const std::string& name);
 /// What `config`'s recipe builders read on the task `env`. `config` and `env` must outlive it.
 RecipeContext recipe_context(const RunConfig& config, const EnvInfo& env);
 
-/// The recipe of `config`'s algorithm with its acting part built (what tdrl-eval and collector
-/// workers need; the Trainer then calls build_learning). Seed the generator first for
-/// reproducible weights. Throws ConfigError when algo.name is not registered.
-std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const EnvInfo& env);
-/// The same with `context` (recipe_context of `config`): the Trainer passes the context it
-/// then builds the learning part with, so that it sees every section the recipe read.
+/// The recipe of `config`'s algorithm with its acting part built on the task of `env` (what
+/// tdrl-eval and collector workers need; the Trainer then calls build_learning), and `env`'s
+/// envs made to carry the recipe's policy_state (carry_policy_state). Seed the generator first
+/// for reproducible weights. Throws ConfigError when algo.name is not registered.
+std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, EnvParts& env);
+/// The acting part alone, with `context` (recipe_context of `config`): the Trainer passes the
+/// context it then builds the learning part with, so that it sees every section the recipe
+/// read, and carries the policy state itself.
 std::unique_ptr<Recipe> make_acting_recipe(const RunConfig& config, const RecipeContext& context);
 /// The registered algorithm names, sorted.
 std::vector<std::string> algorithm_names();
