@@ -5,6 +5,7 @@
 
 #include <tdrl/losses/functional/distance.h>
 #include <tdrl/modules/q_value.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/errors.h>
 
 #include "detail/off_policy.h"
@@ -17,7 +18,8 @@ namespace tdnn = tensordict::nn;
 DQNLoss::DQNLoss(NetworkPtr value_network, DQNLossOptions options)
     : LossModule("DQNLoss",
                  detail::off_policy_default_keys({{"action_value", NestedKey("action_value")},
-                                                  {"value", NestedKey("chosen_action_value")}}),
+                                                  {"value", NestedKey("chosen_action_value")},
+                                                  {"burn_in", NestedKey("burn_in")}}),
                  detail::off_policy_in_key_names()),
       value_network_(std::move(value_network)),
       options_(std::move(options)) {
@@ -36,6 +38,7 @@ DQNLoss::DQNLoss(NetworkPtr value_network, DQNLossOptions options)
   }
   convert_to_functional("value_network", value_network_, options_.delay_value());
   make_value_estimator(ValueEstimatorType::kTD0);
+  recurrent_cores_ = modules::recurrent_cores(*value_network_);
 }
 
 void DQNLoss::pretty_print(std::ostream& stream) const {
@@ -59,7 +62,7 @@ torch::Tensor action_values(const std::string& where, const TensorDict& td, cons
 
 }  // namespace
 
-torch::Tensor DQNLoss::next_value(const TensorDict& batch) {
+torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& online) {
   torch::NoGradGuard no_grad;
   const auto next = detail::next_tensordict(name(), batch);
   const auto& in_keys = value_network_->in_keys();
@@ -69,11 +72,32 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch) {
   auto run = [&](bool use_target) {
     auto td = detail::network_inputs(name(), "the value_network on the next state", next, in_keys,
                                      {}, "next");
-    if (use_target) {
-      with_target("value_network", [&] { value_network_->forward(td); });
-    } else {
-      value_network_->forward(td);
+    auto forward = [&](const TensorDict& inputs) {
+      if (use_target) {
+        with_target("value_network", [&] { value_network_->forward(inputs); });
+      } else {
+        value_network_->forward(inputs);
+      }
+    };
+    if (!recurrent_cores_.empty()) {
+      // Each next observation continues from the state after its own step: the online pass's,
+      // or the target network's own pass over the sequences.
+      TensorDict states = online;
+      if (use_target) {
+        states = detail::network_inputs(name(), "the value_network", batch, in_keys);
+        modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+                                             /*sequence_states=*/true);
+        forward(states);
+      }
+      for (const auto& core : recurrent_cores_) {
+        for (const auto& hidden : core->hidden_keys())
+          td.set(hidden, states.get(NestedKey{"next", hidden}));
+      }
+      modules::RecurrentModeGuard step(recurrent_cores_, /*recurrent_mode=*/false);
+      forward(td);
+      return td;
     }
+    forward(td);
     return td;
   };
   const auto target_td = run(options_.delay_value());
@@ -95,7 +119,18 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch) {
 TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   detail::check_batched(name(), batch);
   auto td = detail::network_inputs(name(), "the value_network", batch, value_network_->in_keys());
-  value_network_->forward(td);
+  if (recurrent_cores_.empty()) {
+    value_network_->forward(td);
+  } else {
+    TDRL_CHECK(batch.batch_dims() >= 2, tensordict::ShapeError, name(),
+               ": the value_network is recurrent, so the batch must be sequences [N, L] (time "
+               "last), got batch_size ",
+               tensordict::shape_str(batch.batch_size()),
+               "; sample with a SliceSampler and reshape to [-1, slice_len]");
+    modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+                                         /*sequence_states=*/true);
+    value_network_->forward(td);
+  }
   const auto values = action_values(name(), td, key("action_value"), value_network_->out_keys());
   std::optional<detail::ActionSpace> space;
   if (!action_space_.empty()) space = detail::parse_action_space(name(), action_space_);
@@ -103,16 +138,19 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
       detail::chosen_value(name(), values, get(batch, "action"), batch.batch_size(), space);
 
   const auto t = checked_transition(batch, pred);
-  const auto next = next_value(batch);
+  const auto next = next_value(batch, td);
   const auto target = td_target(batch, t, pred, next, "the next state's value");
 
+  // Burn-in steps only warm a recurrent state up: out of the loss and the diagnostics.
+  const auto trained = detail::trained_steps(name(), batch, key("burn_in"), pred);
   const auto loss = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),
-      batch.find(key("priority_weight")));
+      batch.find(key("priority_weight")), trained);
   const auto td_error = (pred.detach() - target).abs().squeeze(-1);
-  TensorDict out(
-      {{"loss_value", loss}, {"pred_value", pred.detach().mean()}, {"target_value", target.mean()}},
-      {});
+  TensorDict out({{"loss_value", loss},
+                  {"pred_value", detail::masked_mean(pred.detach(), trained)},
+                  {"target_value", detail::masked_mean(target, trained)}},
+                 {});
   batch.set(key("priority"), td_error);
   return out;
 }

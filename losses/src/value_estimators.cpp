@@ -74,7 +74,10 @@ ValueEstimatorBase::ValueEstimatorBase(std::string name, NetworkPtr value_networ
     TDRL_CHECK(value >= 0.0 && value <= 1.0, ValueError, this->name(), ": ", what, " is ",
                std::to_string(value), "; it must be in [0, 1]");
   }
-  if (value_network_) register_module("value_network", value_network_);
+  if (value_network_) {
+    register_module("value_network", value_network_);
+    recurrent_cores_ = modules::recurrent_cores(*value_network_);
+  }
   update_declared_keys();
 }
 
@@ -108,14 +111,6 @@ void ValueEstimatorBase::update_declared_keys() {
   TensorDictModuleBase::set_keys(std::move(in_keys), {key("advantage"), key("value_target")});
 }
 
-ValueEstimatorBase& ValueEstimatorBase::set_recurrent_cores(
-    std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> cores) {
-  for (size_t i = 0; i < cores.size(); ++i)
-    TDRL_CHECK(cores[i], ValueError, name(), ": recurrent core ", i, " is null");
-  recurrent_cores_ = std::move(cores);
-  return *this;
-}
-
 void ValueEstimatorBase::run_value_network(const TensorDict& td) const {
   torch::NoGradGuard no_grad;
   if (recurrent_cores_.empty()) {
@@ -123,26 +118,14 @@ void ValueEstimatorBase::run_value_network(const TensorDict& td) const {
     value_network_->forward(td.get_tensordict("next"));
     return;
   }
-  // The modes the cores came in with, restored on every way out.
-  struct Mode {
-    modules::RecurrentModuleImpl* core;
-    bool recurrent, sequence_states;
-  };
-  std::vector<Mode> modes;
-  for (const auto& core : recurrent_cores_)
-    modes.push_back({core.get(), core->recurrent_mode(), core->options().sequence_states()});
-  struct Restore {
-    std::vector<Mode>& modes;
-    ~Restore() {
-      for (auto& m : modes)
-        m.core->set_recurrent_mode(m.recurrent).set_sequence_states(m.sequence_states);
-    }
-  } restore{modes};
   // Sequence mode over the rollout: the state after every step lands under ("next", hidden).
-  for (auto& m : modes) m.core->set_recurrent_mode(true).set_sequence_states(true);
-  value_network_->forward(td);
+  {
+    modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+                                         /*sequence_states=*/true);
+    value_network_->forward(td);
+  }
   // Step mode over the next observations, each from the state after its own step.
-  for (auto& m : modes) m.core->set_recurrent_mode(false);
+  modules::RecurrentModeGuard step(recurrent_cores_, /*recurrent_mode=*/false);
   value_network_->forward(td.get_tensordict("next"));
 }
 

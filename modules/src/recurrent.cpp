@@ -303,6 +303,28 @@ void RecurrentModuleImpl::print_to(std::ostream& stream) const {
          << ", recurrent_mode=" << (options_.recurrent_mode() ? "True" : "False") << ")";
 }
 
+std::vector<std::shared_ptr<RecurrentModuleImpl>> recurrent_cores(
+    const torch::nn::Module& network) {
+  std::vector<std::shared_ptr<RecurrentModuleImpl>> out;
+  for (const auto& m : network.modules(/*include_self=*/true))
+    if (auto core = std::dynamic_pointer_cast<RecurrentModuleImpl>(m)) out.push_back(core);
+  return out;
+}
+
+RecurrentModeGuard::RecurrentModeGuard(std::vector<std::shared_ptr<RecurrentModuleImpl>> cores,
+                                       bool recurrent_mode, std::optional<bool> sequence_states) {
+  for (auto& core : cores) {
+    saved_.push_back({core, core->recurrent_mode(), core->options().sequence_states()});
+    core->set_recurrent_mode(recurrent_mode);
+    if (sequence_states) core->set_sequence_states(*sequence_states);
+  }
+}
+
+RecurrentModeGuard::~RecurrentModeGuard() {
+  for (auto& s : saved_)
+    s.core->set_recurrent_mode(s.recurrent_mode).set_sequence_states(s.sequence_states);
+}
+
 const std::vector<std::string>& recurrent_core_names() {
   static const std::vector<std::string> names{"lstm", "gru"};
   return names;

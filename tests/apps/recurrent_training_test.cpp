@@ -12,6 +12,7 @@
 
 #include <tdrl/apps/models.h>
 #include <tdrl/apps/trainer.h>
+#include <tdrl/collectors/collector.h>
 #include <tdrl/modules/recurrent.h>
 #include <tensordict/nn/probabilistic.h>
 
@@ -181,6 +182,68 @@ TEST(RecurrentTrainingTest, TheEnvsOfARecurrentModelCarryItsState) {
   EXPECT_FALSE(mlp.env.eval_env_factory()->observation_spec()->find("is_init"));
 }
 
+// A recurrent dqn (R2D2-style): its envs carry the Q-network's state, the replay buffer keeps it
+// and samples sequences that start from it, and the updates train the core; the burn-in is in
+// each sampled sequence.
+TEST(RecurrentTrainingTest, DqnTrainsARecurrentQNetworkOnStoredSequences) {
+  const std::vector<std::string> overrides{
+      "model.core=gru",         "model.hidden_size=8", "env.options.mask_velocity=true",
+      "algo.sequence_length=8", "algo.burn_in=2",      "replay.batch_size=32"};
+  TempDir tmp;
+  Trainer trainer(tiny_config("dqn", overrides), RunDir::create(tmp.path().string(), "t"));
+  auto core = core_of(*trainer.recipe().actor);
+  ASSERT_TRUE(core);
+  EXPECT_EQ(trainer.recipe().sequence_length(), 8);
+  const auto before = copies(core->parameters());
+  int sampled = 0;
+  trainer.add_hook(HookPoint::kBatch, [&](Trainer& t) {
+    if (t.recipe().replay->size() < 64) return;
+    const auto sample = t.recipe().replay->sample().reshape({-1, 8});
+    ASSERT_EQ(sample.batch_size(), (std::vector<int64_t>{4, 8}));
+    EXPECT_TRUE(sample.contains("recurrent_state"));
+    EXPECT_TRUE(sample.get("burn_in").slice(1, 0, 2).all().item<bool>());
+    EXPECT_FALSE(sample.get("burn_in").slice(1, 2).any().item<bool>());
+    // Each sequence is one env's consecutive steps, across its episode ends (where the stored
+    // is_init resets the core) but never past the end of a batch's stretch.
+    const auto ids = sample.get(collectors::traj_ids_key());
+    const auto step = ids.slice(1, 1) - ids.slice(1, 0, -1);
+    EXPECT_TRUE(step.ge(0).all().item<bool>());
+    EXPECT_TRUE(
+        step.gt(0).eq(sample.get("is_init").reshape({4, 8}).slice(1, 1)).all().item<bool>());
+    EXPECT_FALSE(sample.get(stream_end_key()).slice(1, 0, -1).any().item<bool>());
+    ++sampled;
+  });
+  ASSERT_TRUE(trainer.train());
+  EXPECT_EQ(trainer.updates(), 6);
+  EXPECT_GT(sampled, 0);
+  EXPECT_FALSE(core->recurrent_mode());
+  EXPECT_EQ(changed(before, core->parameters()), before.size());
+}
+
+// Stopped and resumed, a recurrent dqn run repeats the uninterrupted one bit for bit.
+TEST(RecurrentTrainingTest, ARecurrentDqnRunResumesBitForBit) {
+  TempDir tmp;
+  const std::vector<std::string> overrides{
+      "model.core=lstm",      "model.hidden_size=8",     "algo.sequence_length=8",
+      "replay.batch_size=32", "eval.interval_frames=64", "checkpoint.interval_frames=64"};
+  Trainer crashed(tiny_config("dqn", overrides), RunDir::create(tmp.path().string(), "t"));
+  crashed.add_hook(HookPoint::kLog, [](Trainer& t) {
+    if (t.frames() == 192) throw std::runtime_error("simulated crash");
+  });
+  EXPECT_THROW(crashed.train(), std::runtime_error);
+  const std::string run = crashed.run_dir().path();
+  fs::remove_all(latest_checkpoint(run));
+  write_file_bytes(run + "/checkpoints/latest", ckpt_name(128) + "\n");
+  Trainer whole(tiny_config("dqn", overrides), RunDir::create(tmp.path().string(), "whole"));
+  ASSERT_TRUE(whole.train());
+  Trainer resumed(load_config(run + "/config.yaml"), RunDir::open(run), /*resume=*/true);
+  ASSERT_TRUE(resumed.train());
+  const auto expected = untimed_metrics(whole.run_dir().path());
+  const auto got = untimed_metrics(run);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "row " << i;
+}
+
 TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
   EXPECT_THAT(error_message<ConfigError>(
                   [] { Trainer::check(tiny_config("ppo", {"algo.sequence_length=16"})); }),
@@ -190,7 +253,7 @@ TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
               }),
               HasSubstr("'algo.sequence_length' is 24, which does not divide the 64 steps per "
                         "env of a batch"));
-  for (const std::string algo : {"dqn", "sac", "td3", "ddpg"}) {
+  for (const std::string algo : {"sac", "td3", "ddpg"}) {
     SCOPED_TRACE(algo);
     EXPECT_THAT(
         error_message<ConfigError>([&] { Trainer::check(tiny_config(algo, {"model.core=lstm"})); }),
@@ -199,6 +262,22 @@ TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
   EXPECT_THAT(
       error_message<ConfigError>([] { Trainer::check(tiny_config("ppo", {"model.core=rnn"})); }),
       HasSubstr("model.core"));
+  EXPECT_THAT(
+      error_message<ConfigError>([] { Trainer::check(tiny_config("dqn", {"algo.burn_in=2"})); }),
+      HasSubstr("'algo.burn_in' is 2, but model.core is mlp"));
+  const auto message = error_message<ConfigError>([] {
+    Trainer::check(tiny_config("dqn", {"model.core=lstm", "algo.sequence_length=10",
+                                       "algo.burn_in=10", "replay.prioritized=true"}));
+  });
+  EXPECT_THAT(message, HasSubstr("'algo.burn_in' is 10, which leaves nothing"));
+  EXPECT_THAT(message, HasSubstr("'replay.batch_size' is 32, not a multiple of "
+                                 "algo.sequence_length 10"));
+  EXPECT_THAT(message, HasSubstr("'replay.prioritized' is true, but a recurrent dqn"));
+  EXPECT_THAT(error_message<ConfigError>([] {
+                Trainer::check(tiny_config("dqn", {"model.core=lstm", "algo.sequence_length=128",
+                                                   "replay.batch_size=128"}));
+              }),
+              HasSubstr("'algo.sequence_length' is 128, longer than the 64 steps per env"));
 }
 
 }  // namespace

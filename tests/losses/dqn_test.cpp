@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 
 #include <tdrl/modules/q_value.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/errors.h>
+#include <tensordict/nn/tensordict_sequential.h>
 
 #include "losses/off_policy_fixtures.h"
 #include "support/test_names.h"
@@ -492,6 +494,90 @@ TEST(DistributionalDQNLossTest, PrintsItsOptions) {
 }
 
 }  // namespace distributional
+
+}  // namespace
+}  // namespace tdrl::losses
+
+namespace tdrl::losses {
+namespace {
+
+// R2D2-style: a recurrent Q-network over sequences [N, L] with stored first states, an episode
+// start inside a sequence and a burn-in step. Each Q(s, a) is the network's step along the
+// sequence (zero state at is_init), each next value its step on the next observation from the
+// state after its own step, and the burn-in step is out of the loss and its diagnostics.
+TEST(DQNLossTest, RecurrentQNetworkValuesEachStepFromItsOwnState) {
+  namespace tdnn = tensordict::nn;
+  torch::manual_seed(0);
+  const int64_t N = 2, L = 5, kObs = 3, H = 6, kActions = 2;
+  auto core = std::make_shared<modules::GRUModuleImpl>(
+      modules::RecurrentModuleOptions(kObs, H).in_key("observation").out_key("embed"));
+  modules::QValueActor head(torch::nn::Linear(H, kActions),
+                            modules::QValueActorOptions().in_keys({"embed"}));
+  tdnn::TensorDictSequential qnet(tdnn::TensorDictSequentialImpl::Modules{core, head.ptr()});
+  DQNLoss loss(qnet, DQNLossOptions().loss_function("l2").double_dqn(false).action_space(
+                         std::string("categorical")));
+  loss.make_value_estimator(ValueEstimatorType::kTD0, ValueEstimatorOptions().gamma(0.9));
+
+  auto is_init = torch::zeros({N, L, 1}, torch::kBool);
+  is_init[1][2] = true;  // an episode of sequence 1 ends at step 1
+  auto done = torch::zeros({N, L, 1}, torch::kBool);
+  done[1][1] = true;
+  const auto obs = torch::randn({N, L, kObs}), next_obs = torch::randn({N, L, kObs});
+  const auto action = torch::randint(kActions, {N, L});
+  const auto reward = torch::randn({N, L, 1});
+  const auto h0 = torch::randn({N, L, 1, H});
+  auto burn_in = torch::zeros({N, L}, torch::kBool);
+  burn_in.select(1, 0).fill_(true);
+  TensorDict batch({{"observation", obs},
+                    {"is_init", is_init},
+                    {"recurrent_state", h0},
+                    {"action", action},
+                    {"burn_in", burn_in}},
+                   {N, L});
+  batch.set(NestedKey{"next", "observation"}, next_obs);
+  batch.set(NestedKey{"next", "is_init"}, torch::zeros({N, L, 1}, torch::kBool));
+  batch.set(NestedKey{"next", "recurrent_state"}, torch::zeros({N, L, 1, H}));  // stale
+  batch.set(NestedKey{"next", "reward"}, reward);
+  batch.set(NestedKey{"next", "done"}, done);
+  batch.set(NestedKey{"next", "terminated"}, done);
+  const auto out = loss.forward(batch);
+  EXPECT_FALSE(core->recurrent_mode());
+
+  // The reference: every step alone, in step mode, carrying the state by hand.
+  torch::NoGradGuard no_grad;
+  double sq = 0, pred_sum = 0, target_sum = 0;
+  int trained = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    auto h = h0[n][0].unsqueeze(0);
+    for (int64_t t = 0; t < L; ++t) {
+      auto step = [&](const torch::Tensor& o, bool init) {
+        auto s = TensorDict({{"observation", o.unsqueeze(0)},
+                             {"is_init", torch::full({1, 1}, init)},
+                             {"recurrent_state", h}},
+                            {1});
+        qnet(s);
+        return s;
+      };
+      const auto root = step(obs[n][t], is_init[n][t][0].item<bool>());
+      const double q = root.get("action_value")[0][action[n][t].item<int64_t>()].item<double>();
+      h = root.get(NestedKey{"next", "recurrent_state"});
+      const double next_max = step(next_obs[n][t], false).get("action_value").max().item<double>();
+      const double y =
+          reward[n][t][0].item<double>() + 0.9 * (done[n][t][0].item<bool>() ? 0.0 : next_max);
+      if (t == 0) continue;  // burn-in
+      sq += (q - y) * (q - y);
+      pred_sum += q;
+      target_sum += y;
+      ++trained;
+    }
+  }
+  EXPECT_NEAR(out.get("loss_value").item<double>(), sq / trained, 1e-5);
+  EXPECT_NEAR(out.get("pred_value").item<double>(), pred_sum / trained, 1e-5);
+  EXPECT_NEAR(out.get("target_value").item<double>(), target_sum / trained, 1e-5);
+
+  // A recurrent network needs sequences.
+  EXPECT_THROW(loss.forward(batch.reshape({-1})), tensordict::ShapeError);
+}
 
 }  // namespace
 }  // namespace tdrl::losses

@@ -1,11 +1,14 @@
 // The built-in algorithms: each a config section and a recipe whose acting part builds the
 // policy and whose learning part builds the loss, optimisers and replay buffer around it.
 
+#include <tuple>
+
 #include <torch/types.h>
 #include <torch/utils.h>
 
 #include <tdrl/apps/models.h>
 #include <tdrl/apps/registry.h>
+#include <tdrl/collectors/collector.h>
 #include <tdrl/losses/a2c.h>
 #include <tdrl/losses/ddpg.h>
 #include <tdrl/losses/dqn.h>
@@ -18,6 +21,7 @@
 #include <tdrl/modules/egreedy.h>
 #include <tdrl/modules/q_value.h>
 #include <tdrl/modules/recurrent.h>
+#include <tdrl/replay/slice_sampler.h>
 #include <tensordict/name_table.h>
 #include <tensordict/nn/tensordict_sequential.h>
 
@@ -104,10 +108,20 @@ struct DQNConfig : OffPolicyConfig {
   losses::DQNLossOptions loss = losses::DQNLossOptions().double_dqn(true);
   modules::EGreedyModuleOptions exploration =
       modules::EGreedyModuleOptions().eps_init(1.0).eps_end(0.05).annealing_num_steps(10000);
+  // A recurrent Q-network's replay (R2D2): sequences and their burn-in.
+  int64_t sequence_length = 16;
+  int64_t burn_in = 0;
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
     loss.fields(v);
     exploration.fields(v);
+    v("sequence_length", sequence_length, at_least(2),
+      "with a recurrent model.core: steps per sequence sampled from the replay buffer, which "
+      "starts from the hidden state stored at its first step (replay.batch_size counts steps "
+      "and must be a multiple)");
+    v("burn_in", burn_in, at_least(0),
+      "with a recurrent model.core: steps at the start of each sequence that only warm the "
+      "state up and are left out of the loss (below sequence_length)");
   }
 };
 
@@ -214,7 +228,6 @@ class PolicyGradientRecipe : public Recipe {
       pg_ = std::make_shared<losses::A2CLoss>(actor_, critic, config_.loss);
     }
     pg_->make_value_estimator(losses::ValueEstimatorType::kGAE, config_.gae);
-    if (cores_.critic) pg_->value_estimator()->set_recurrent_cores({cores_.critic});
     loss = pg_;
     optimizers.push_back(
         group(context.optim(), "all", pg_->parameters(), context.optim().optimizer.lr(), {}));
@@ -261,8 +274,10 @@ class OffPolicyRecipe : public Recipe {
   bool updates_priorities() const override { return prioritized_; }
 
  protected:
-  void finish_learning(const OffPolicyConfig& config, const RecipeContext& context) {
-    replay = make_replay(*context.replay, context.replay_device);
+  // `sampler`: the replay buffer's own (null: uniform, or prioritized as replay.prioritized).
+  void finish_learning(const OffPolicyConfig& config, const RecipeContext& context,
+                       std::shared_ptr<replay::Sampler> sampler = nullptr) {
+    replay = make_replay(*context.replay, context.replay_device, std::move(sampler));
     prioritized_ = context.replay->prioritized;
     switch (target_updates().at(config.target_update, "algo.target_update")) {
       case TargetUpdate::kHard:
@@ -292,24 +307,38 @@ class DQNRecipe : public OffPolicyRecipe {
   void build_acting(const RecipeContext& context) override {
     const ModelSection model = context.model();
     const EnvInfo env = context.env;
-    auto make_qnet = [model, env] {
-      return modules::QValueActor(mlp(model, env.obs_dim, *env.num_actions, model.actor_cells),
-                                  modules::QValueActorOptions().qvalue(
-                                      modules::QValueModuleOptions().spec(env.action_spec)));
+    // The Q-network, after a recurrent core when the model has one; and the core.
+    using QNet = std::pair<tdnn::ModulePtr<tdnn::TensorDictModuleBase>,
+                           std::shared_ptr<modules::RecurrentModuleImpl>>;
+    auto make_qnet = [model, env]() -> QNet {
+      auto core = make_recurrent_core(model, env);
+      const tensordict::NestedKey in = core ? core->options().out_key() : "observation";
+      modules::QValueActor head(mlp(model, core ? model.recurrent.hidden_size() : env.obs_dim,
+                                    *env.num_actions, model.actor_cells),
+                                modules::QValueActorOptions().in_keys({in}).qvalue(
+                                    modules::QValueModuleOptions().spec(env.action_spec)));
+      if (!core) return {head, nullptr};
+      return {tdnn::TensorDictSequential(tdnn::TensorDictSequentialImpl::Modules{core, head.ptr()}),
+              core};
     };
     const auto eps = config_.exploration;
-    auto make_policy = [eps, env](modules::QValueActor qnet) {
+    auto make_policy = [eps, env](const tdnn::ModulePtr<tdnn::TensorDictModuleBase>& qnet) {
       modules::EGreedyModule greedy(env.action_spec, eps);
-      return std::make_pair(tdnn::TensorDictSequential(qnet, greedy), greedy);
+      return std::make_pair(
+          tdnn::TensorDictSequential(tdnn::TensorDictSequentialImpl::Modules{qnet, greedy.ptr()}),
+          greedy);
     };
-    qnet_ = make_qnet();
+    const auto [qnet, core] = make_qnet();
+    qnet_ = qnet;
+    core_ = core;
     auto [policy, greedy] = make_policy(qnet_);
     greedy_ = greedy.ptr();
     actor = qnet_;
     exploration_policy = policy;
     exploration_modules.emplace_back("exploration", greedy);
+    policy_state = hidden_state_specs({core_});
     policy_factory = [make_qnet, make_policy] {
-      return collectors::CollectorPolicy(make_policy(make_qnet()).first);
+      return collectors::CollectorPolicy(make_policy(make_qnet().first).first);
     };
   }
 
@@ -319,8 +348,18 @@ class DQNRecipe : public OffPolicyRecipe {
     loss = dqn;
     optimizers.push_back(
         group(context.optim(), "all", loss->parameters(), context.optim().optimizer.lr(), {}));
-    finish_learning(config_, context);
+    // A recurrent Q-network learns from sequences that start from their stored states.
+    std::shared_ptr<replay::Sampler> sampler;
+    if (core_)
+      sampler = std::make_shared<replay::SliceSampler>(replay::SliceSamplerOptions()
+                                                           .slice_len(config_.sequence_length)
+                                                           .end_key(stream_end_key())
+                                                           .is_init_key(std::nullopt)
+                                                           .burn_in(config_.burn_in));
+    finish_learning(config_, context, sampler);
   }
+
+  int64_t sequence_length() const override { return core_ ? config_.sequence_length : 0; }
 
   void after_batch(int64_t frames) override {
     greedy_->step(frames - annealed_);
@@ -331,7 +370,8 @@ class DQNRecipe : public OffPolicyRecipe {
 
  private:
   DQNConfig config_;
-  modules::QValueActor qnet_{nullptr};
+  tdnn::ModulePtr<tdnn::TensorDictModuleBase> qnet_;
+  std::shared_ptr<modules::RecurrentModuleImpl> core_;
   std::shared_ptr<modules::EGreedyModuleImpl> greedy_;
   int64_t annealed_ = 0;
 };
@@ -477,14 +517,54 @@ std::vector<std::string> check_policy_gradient(const RunConfig& config, const En
 std::vector<std::string> feedforward_only_problems(const RunConfig& config) {
   if (config.model.core == "mlp") return {};
   return {"'model.core' is " + config.model.core + ", but " + config.algo.name +
-          " builds feed-forward networks only; the recurrent cores train with ppo and a2c. Set "
-          "model.core: mlp"};
+          " builds feed-forward networks only; the recurrent cores train with ppo, a2c and dqn. "
+          "Set model.core: mlp"};
+}
+
+// A recurrent DQN samples sequences: what its replay must allow.
+std::vector<std::string> recurrent_dqn_problems(const RunConfig& config, const DQNConfig& dqn) {
+  std::vector<std::string> out;
+  const DQNConfig defaults;
+  if (config.model.core == "mlp") {
+    for (const auto& [key, value, default_value] :
+         {std::tuple<const char*, int64_t, int64_t>{"sequence_length", dqn.sequence_length,
+                                                    defaults.sequence_length},
+          {"burn_in", dqn.burn_in, defaults.burn_in}})
+      if (value != default_value)
+        out.push_back("'algo." + std::string(key) + "' is " + std::to_string(value) +
+                      ", but model.core is mlp, which learns from single transitions; set "
+                      "model.core to lstm or gru, or leave " +
+                      key + " out");
+    return out;
+  }
+  const int64_t length = dqn.sequence_length;
+  const int64_t steps = config.collector.limits.frames_per_batch() / config.env.num_envs;
+  if (dqn.burn_in >= length)
+    out.push_back("'algo.burn_in' is " + std::to_string(dqn.burn_in) +
+                  ", which leaves nothing of a sequence of algo.sequence_length " +
+                  std::to_string(length) + " to train on; set it below sequence_length");
+  if (config.replay() && config.replay()->batch_size % length != 0)
+    out.push_back("'replay.batch_size' is " + std::to_string(config.replay()->batch_size) +
+                  ", not a multiple of algo.sequence_length " + std::to_string(length) +
+                  " (a recurrent dqn samples whole sequences); set it to a multiple");
+  if (length > steps)
+    out.push_back("'algo.sequence_length' is " + std::to_string(length) + ", longer than the " +
+                  std::to_string(steps) +
+                  " steps per env of a batch (collector.frames_per_batch / env.num_envs), the "
+                  "longest stretch the replay buffer holds of one env; lower it or collect more "
+                  "frames per batch");
+  if (config.replay() && config.replay()->prioritized)
+    out.push_back(
+        "'replay.prioritized' is true, but a recurrent dqn samples sequences, which "
+        "have no priorities here; set replay.prioritized: false");
+  return out;
 }
 
 std::vector<std::string> check_dqn(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems("dqn", env, true, false);
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
-  for (auto& p : feedforward_only_problems(config)) out.push_back(std::move(p));
+  if (const auto* dqn = dynamic_cast<const DQNConfig*>(config.algo.options.get()))
+    for (auto& p : recurrent_dqn_problems(config, *dqn)) out.push_back(std::move(p));
   return out;
 }
 

@@ -120,11 +120,14 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
   return out;
 }
 
-std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay,
-                                                            torch::Device device) {
+std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(
+    const ReplaySection& replay, torch::Device device, std::shared_ptr<replay::Sampler> sampler) {
   auto storage = std::make_shared<replay::LazyTensorStorage>(
       replay.capacity, replay::StorageOptions().device(device));
   const auto options = replay::ReplayBufferOptions().batch_size(replay.batch_size);
+  if (sampler)
+    return std::make_shared<replay::TensorDictReplayBuffer>(storage, std::move(sampler), nullptr,
+                                                            options);
   if (replay.prioritized)
     return std::make_shared<replay::TensorDictPrioritizedReplayBuffer>(storage, replay.priority,
                                                                        options);

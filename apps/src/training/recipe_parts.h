@@ -50,9 +50,11 @@ std::vector<torch::Tensor> network_params(const losses::LossModule& loss,
                                           const std::vector<std::string>& prefixes);
 
 /// A replay buffer from the replay section (lazy tensor storage on `device`, replay.device
-/// resolved; prioritized when asked).
-std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(const ReplaySection& replay,
-                                                            torch::Device device);
+/// resolved; prioritized when asked), sampling with `sampler` when given (e.g. a SliceSampler
+/// for a recurrent network's sequences; the caller refuses replay.prioritized with it).
+std::shared_ptr<replay::TensorDictReplayBuffer> make_replay(
+    const ReplaySection& replay, torch::Device device,
+    std::shared_ptr<replay::Sampler> sampler = nullptr);
 
 /// The problems of running an algorithm that needs `need` actions on `env`.
 std::vector<std::string> action_space_problems(const std::string& algo, const EnvInfo& env,

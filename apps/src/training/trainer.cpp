@@ -362,6 +362,7 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   if (recipe_->replay) {
     replay_keys_ = eval_env_->fake_tensordict().keys(true, true);
     replay_keys_.push_back(collectors::traj_ids_key());
+    if (recipe_->sequence_length() > 0) replay_keys_.push_back(stream_end_key());
   }
   checkpoints_ = std::make_unique<CheckpointStore>(run_.file("checkpoints"));
   if (resume) {
@@ -510,12 +511,26 @@ void Trainer::optimize_batch(const TensorDict& batch) {
     auto& replay = *recipe_->replay;
     // Only what the env wrote: random warm-up batches carry no policy outputs, and the storage
     // keeps the structure of its first write.
-    replay.extend(batch.select(replay_keys_, /*strict=*/false).reshape({-1}));
+    auto data = batch.select(replay_keys_, /*strict=*/false);
+    if (recipe_->sequence_length() > 0) {
+      // Each env's stretch ends at the batch's last step (time is the last batch dim).
+      auto end =
+          torch::zeros(batch.batch_size(),
+                       torch::dtype(torch::kBool).device(batch.device().value_or(torch::kCPU)));
+      end.select(-1, -1).fill_(true);
+      data.set(stream_end_key(), end);
+    }
+    replay.extend(data.reshape({-1}));
     const auto learning_starts =
         std::max(config_.collector.limits.init_random_frames(), config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;
-    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u)
-      update_on(on_device(replay.sample(), device_));
+    // Sequences (a recurrent network's) come flat from the sampler, slice after slice.
+    const int64_t length = recipe_->sequence_length();
+    for (int64_t u = 0; u < recipe_->updates_per_batch(); ++u) {
+      auto sample = replay.sample();
+      if (length > 0) sample = sample.reshape({-1, length});
+      update_on(on_device(sample, device_));
+    }
     return;
   }
   // The units a minibatch is drawn from: frames, or sequences of `length` steps.

@@ -169,18 +169,48 @@ inline void check_batched(const std::string& where, const TensorDict& batch) {
              "batch dim (e.g. [B] transitions from a replay buffer)");
 }
 
+/// The steps a loss trains on, float `[*B]` (1 trained, 0 burn-in), from the batch's bool
+/// burn-in flags `[*B]` or `[*B, 1]` under `key` (a SliceSampler's); nullopt when the batch has
+/// none. `value` `[*B, 1]` gives the shape. ShapeError naming the key for another shape;
+/// ValueError when every step is burn-in.
+inline std::optional<torch::Tensor> trained_steps(const std::string& where, const TensorDict& batch,
+                                                  const NestedKey& key,
+                                                  const torch::Tensor& value) {
+  const auto flags = batch.find(key);
+  if (!flags) return std::nullopt;
+  const auto per_sample = value.sizes().slice(0, value.dim() - 1);
+  TDRL_CHECK(flags->numel() == c10::multiply_integers(per_sample), tensordict::ShapeError, where,
+             ": the burn-in flags ", key.to_string(), " have shape ", shape_str(flags->sizes()),
+             "; expected ", shape_str(per_sample), " (one per sample)");
+  const auto trained = flags->logical_not().reshape(per_sample).to(value.dtype());
+  TDRL_CHECK(trained.sum().item<double>() > 0, tensordict::ValueError, where,
+             ": every step of the batch is flagged burn-in (", key.to_string(),
+             "), so nothing is left to train on; sample longer slices or lower burn_in");
+  return trained;
+}
+
+/// Mean of `value` `[*B, 1]` over the steps `trained` `[*B]` marks (all when nullopt).
+inline torch::Tensor masked_mean(const torch::Tensor& value,
+                                 const std::optional<torch::Tensor>& trained) {
+  if (!trained) return value.mean();
+  return (value.squeeze(-1) * *trained).sum() / trained->sum();
+}
+
 /// Mean of a per-sample loss `[*B, 1]`; weighted by importance weights `[*B]` when given
-/// (prioritized replay's `_weight`).
+/// (prioritized replay's `_weight`); over the `trained` steps `[*B]` alone when given.
 inline torch::Tensor reduce_td_loss(const std::string& where, const torch::Tensor& loss,
-                                    const std::optional<torch::Tensor>& weight) {
-  if (!weight) return loss.mean();
-  const auto per_sample = loss.squeeze(-1);
-  TDRL_CHECK(weight->sizes().equals(per_sample.sizes()), tensordict::ShapeError, where,
-             ": the importance weights have shape ", shape_str(weight->sizes()),
-             " but the batch's per-sample "
-             "losses have shape ",
-             shape_str(per_sample.sizes()), "; they must match (one weight per sample)");
-  return (per_sample * weight->to(per_sample.dtype())).mean();
+                                    const std::optional<torch::Tensor>& weight,
+                                    const std::optional<torch::Tensor>& trained = std::nullopt) {
+  auto per_sample = loss.squeeze(-1);
+  if (weight) {
+    TDRL_CHECK(weight->sizes().equals(per_sample.sizes()), tensordict::ShapeError, where,
+               ": the importance weights have shape ", shape_str(weight->sizes()),
+               " but the batch's per-sample "
+               "losses have shape ",
+               shape_str(per_sample.sizes()), "; they must match (one weight per sample)");
+    per_sample = per_sample * weight->to(per_sample.dtype());
+  }
+  return masked_mean(per_sample.unsqueeze(-1), trained);
 }
 
 using QNetworks = LossModule::QNetworks;

@@ -102,6 +102,15 @@ struct RecipeContext {
   std::shared_ptr<Reads> reads_ = std::make_shared<Reads>();
 };
 
+/// The bool entry the Trainer adds to the data of a recipe that samples sequences from its
+/// replay buffer (sequence_length() > 0): true at the last step of each env's stretch in a
+/// collected batch, where the storage's next element is another env's. A sequence sampler
+/// stops there (SliceSampler's end_key); it crosses the episode ends inside a stretch, where
+/// is_init resets a recurrent core, so that short episodes and their last steps are sampled.
+inline tensordict::NestedKey stream_end_key() {
+  return tensordict::NestedKey{"collector", "stream_end"};
+}
+
 /// One optimiser and the loss terms it minimises. The Trainer sums the `terms` of the groups
 /// that step on an update (every "loss_*" term when `terms` is empty), backpropagates once,
 /// clips each stepping group's gradient norm and steps it.
@@ -178,7 +187,9 @@ class Recipe {
   /// batch. > 0: sequences of this many consecutive steps of one env (the batch's time dim T
   /// must be a multiple of it), minibatch_size / sequence_length of them `[N, L]`, shuffled as
   /// wholes, for a recurrent loss in sequence mode (which starts each sequence from the state
-  /// stored at its first step). -1: whole sequences of the batch's T steps.
+  /// stored at its first step). -1: whole sequences of the batch's T steps. Off-policy: > 0
+  /// when the replay buffer samples sequences of this many steps (a SliceSampler), each sample
+  /// then reshaped to `[batch_size / L, L]`.
   virtual int64_t sequence_length() const { return 0; }
   /// Off-policy: gradient steps per collected batch.
   virtual int64_t updates_per_batch() const { return 1; }

@@ -19,6 +19,10 @@
 #include <tensordict/fields.h>
 #include <tensordict/nn/tensordict_module.h>
 
+namespace tdrl::modules {
+class RecurrentModuleImpl;
+}  // namespace tdrl::modules
+
 namespace tdrl::losses {
 
 /// Options of DQNLoss (TorchRL's constructor arguments).
@@ -66,10 +70,19 @@ struct DQNLossOptions {
 /// Keys (names for set_keys → defaults): "action" → action, "action_value" → action_value,
 /// "value" → chosen_action_value, "reward" → ("next", "reward"), "done" → ("next", "done"),
 /// "terminated" → ("next", "terminated"), "priority" → td_error, "priority_weight" →
-/// _weight. Reads action, reward, done, terminated (`[*B, 1]`, like the Q-value), the network's
-/// in keys at the root and under "next"; reads priority_weight `[*B]` when present (it then
-/// weights each sample's loss, as prioritized replay asks). Writes into the batch only
-/// priority `[*B]` = |Q(s, a) - y| (detached), after everything else succeeded.
+/// _weight, "burn_in" → burn_in. Reads action, reward, done, terminated (`[*B, 1]`, like the
+/// Q-value), the network's in keys at the root and under "next"; reads priority_weight `[*B]`
+/// when present (it then weights each sample's loss, as prioritized replay asks) and burn_in
+/// (bool `[*B]` or `[*B, 1]`, a SliceSampler's) when present: flagged steps are left out of
+/// the loss and its diagnostics. Writes into the batch only priority `[*B]` = |Q(s, a) - y|
+/// (detached), after everything else succeeded.
+///
+/// Recurrent Q-networks (R2D2): when the network holds recurrent cores (LSTMModule,
+/// GRUModule), the batch is `[N, L]` sequences (a SliceSampler's, reshaped), time last. The
+/// network runs in sequence mode over them (from the state stored at each sequence's first
+/// step, or zeros where is_init is set), writing its state after every step; the next state's
+/// values run in step mode from those states, the target network's from its own pass over the
+/// sequences. The cores' modes are restored after.
 ///
 /// Returns (batch size []): "loss_value" (TorchRL names it "loss"; every term here is
 /// loss_*), and the detached
@@ -107,12 +120,14 @@ class DQNLoss : public LossModule {
   TensorDict forward_impl(const TensorDict& batch) override;
 
  private:
-  // The next state's value `[*B, 1]` (no gradient).
-  torch::Tensor next_value(const TensorDict& batch);
+  // The next state's value `[*B, 1]` (no gradient). `online` holds the online network's pass
+  // over the batch (its states after each step, for a recurrent network).
+  torch::Tensor next_value(const TensorDict& batch, const TensorDict& online);
 
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DQNLossOptions options_;
   std::string action_space_;  // "" when read from each batch
+  std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> recurrent_cores_;
 };
 
 /// Options of DistributionalDQNLoss; the support is required.

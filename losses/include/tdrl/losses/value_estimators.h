@@ -64,8 +64,8 @@ struct ValueEstimatorOptions {
 /// last batch dim):
 /// 1. with a value network, runs it on `td` (writing the value key) and on `td["next"]`
 ///    (writing ("next", value key)), without gradient;
-///    With recurrent cores in the network (set_recurrent_cores), the first run is in sequence
-///    mode and the second in step mode (see there);
+///    With recurrent cores in the network (recurrent_cores), the first run is in sequence mode
+///    and the second in step mode (see there);
 /// 2. reads value `[*B, T, 1]`, ("next", value), reward, done, terminated (the last three under
 ///    "next" by default) and writes `advantage` and `value_target` `[*B, T, 1]`.
 ///
@@ -87,16 +87,14 @@ class ValueEstimatorBase : public tensordict::nn::TensorDictModuleBase {
     return value_network_;
   }
   const ValueEstimatorOptions& options() const { return options_; }
-  /// The recurrent cores (LSTMModule, GRUModule) inside the value network, for a recurrent
-  /// critic over a collected `[*B, T]` batch: the network then runs in sequence mode over `td`
-  /// (from the stored state at each sequence's first step, reset wherever is_init is set; each
-  /// core writes its state after every step under ("next", <hidden key>), replacing the stored
-  /// ones), then in step mode over `td["next"]` from those states, so that each step's next
-  /// value continues its own trajectory with the current weights (after a truncation too,
-  /// where `td`'s next step belongs to another episode). The cores' modes are restored after.
-  /// Throws ValueError for a null core.
-  ValueEstimatorBase& set_recurrent_cores(
-      std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> cores);
+  /// The recurrent cores (LSTMModule, GRUModule) inside the value network, found when it is
+  /// built. A recurrent critic over a collected `[*B, T]` batch runs in sequence mode over
+  /// `td` (from the stored state at each sequence's first step, reset wherever is_init is set;
+  /// each core writes its state after every step under ("next", <hidden key>), replacing the
+  /// stored ones), then in step mode over `td["next"]` from those states, so that each step's
+  /// next value continues its own trajectory with the current weights (after a truncation
+  /// too, where `td`'s next step belongs to another episode). The cores' modes are restored
+  /// after.
   const std::vector<std::shared_ptr<modules::RecurrentModuleImpl>>& recurrent_cores() const {
     return recurrent_cores_;
   }

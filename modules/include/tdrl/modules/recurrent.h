@@ -114,6 +114,28 @@ class GRUModuleImpl : public RecurrentModuleImpl {
 };
 TORCH_MODULE(GRUModule);
 
+/// The recurrent cores inside `network` (itself included), in the order of its modules().
+std::vector<std::shared_ptr<RecurrentModuleImpl>> recurrent_cores(const torch::nn::Module& network);
+
+/// Sets `cores` to a mode for a scope and restores each one's own (recurrent_mode and
+/// sequence_states) when the scope ends, on an exception too.
+/// Example: `{ RecurrentModeGuard seq(cores, /*recurrent_mode=*/true); loss(batch); }`
+class RecurrentModeGuard {
+ public:
+  RecurrentModeGuard(std::vector<std::shared_ptr<RecurrentModuleImpl>> cores, bool recurrent_mode,
+                     std::optional<bool> sequence_states = std::nullopt);
+  ~RecurrentModeGuard();
+  RecurrentModeGuard(const RecurrentModeGuard&) = delete;
+  RecurrentModeGuard& operator=(const RecurrentModeGuard&) = delete;
+
+ private:
+  struct Saved {
+    std::shared_ptr<RecurrentModuleImpl> core;
+    bool recurrent_mode, sequence_states;
+  };
+  std::vector<Saved> saved_;
+};
+
 /// The recurrent core named `core` (recurrent_core_names()): an LSTMModule or a GRUModule with
 /// `options`. Throws ValueError listing the names for another name.
 std::shared_ptr<RecurrentModuleImpl> make_recurrent_module(const std::string& core,
