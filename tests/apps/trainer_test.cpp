@@ -711,11 +711,18 @@ TEST_P(ResumeStreamTest, ResumedRunRepeatsTheUninterruptedRunBitForBit) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "row " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, ResumeStreamTest,
-                         ::testing::Values(ResumeCase{"td3", {}}, ResumeCase{"sac", {}},
-                                           ResumeCase{"ddpg", {}}, ResumeCase{"dqn", {}},
-                                           ResumeCase{"ppo", {}},
-                                           ResumeCase{"sac", {"env.num_envs=2"}}));
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, ResumeStreamTest,
+    ::testing::Values(ResumeCase{"td3", {}}, ResumeCase{"sac", {}}, ResumeCase{"ddpg", {}},
+                      ResumeCase{"dqn", {}}, ResumeCase{"ppo", {}},
+                      ResumeCase{"sac", {"env.num_envs=2"}},
+                      // Recurrent: the hidden states of the episodes in
+                      // flight resume with them.
+                      ResumeCase{"ppo",
+                                 {"model.core=lstm", "model.hidden_size=8", "env.num_envs=2"}},
+                      ResumeCase{"dqn",
+                                 {"model.core=gru", "model.hidden_size=8", "algo.sequence_length=8",
+                                  "algo.burn_in=2", "replay.batch_size=32"}}));
 
 TEST(ResumeTest, ResumeDropsAMetricsRowCutShortByACrash) {
   TempDir tmp;
