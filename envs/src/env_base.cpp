@@ -236,8 +236,16 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
 }
 
 TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
-  const std::string where = name_ + "::reset";
   TensorDict input = tensordict ? *tensordict : TensorDict::empty(batch_size_);
+  TensorDict out = reset_output(input);
+  if (!tensordict) return out;
+  if (input.contains(specs::kReset)) input.del_(specs::kReset);
+  input.update(out);
+  return input;
+}
+
+TensorDict EnvBase::reset_output(const TensorDict& input) {
+  const std::string where = name_ + "::reset";
   TDRL_CHECK(input.batch_size() == batch_size_, ShapeError, where,
              ": the TensorDict has batch_size ", shape_str(input.batch_size()), "; the env's is ",
              shape_str(batch_size_));
@@ -257,10 +265,7 @@ TensorDict EnvBase::reset(std::optional<TensorDict> tensordict) {
       }
     }
   }
-  if (!tensordict) return out;
-  if (input.contains(specs::kReset)) input.del_(specs::kReset);
-  input.update(out);
-  return input;
+  return out;
 }
 
 void EnvBase::check_action(const TensorDict& td) const {

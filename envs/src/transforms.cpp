@@ -761,9 +761,10 @@ std::string TransformedEnv::to_string() const {
 }
 
 TensorDict TransformedEnv::reset_impl(const TensorDict& tensordict) {
-  TensorDict base_input = TensorDict::empty(batch_size());
-  if (auto mask = tensordict.find(specs::kReset)) base_input.set(specs::kReset, *mask);
-  TensorDict output = base_->reset(base_input);
+  // The base reads the caller's entries and returns its outputs alone: a base that is itself a
+  // TransformedEnv has transforms whose partial resets keep the input's values of the sub-envs
+  // not reset (RewardSum's sums, a primer's hidden states).
+  TensorDict output = base_->reset_output(tensordict);
   return transform_->reset(tensordict, output);
 }
 

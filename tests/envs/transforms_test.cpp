@@ -726,6 +726,20 @@ TEST(RewardSumTest, PartialResetKeepsTheOtherSubEnvsSums) {
   EXPECT_TRUE(torch::equal(td.get("episode_reward"), torch::tensor({{2.0f}, {0.0f}})));
 }
 
+// A TransformedEnv around a TransformedEnv: the inner transforms see the caller's entries on a
+// partial reset (the sub-envs not reset keep their sums), and the outer ones only what the
+// reset wrote.
+TEST(RewardSumTest, PartialResetThroughANestedTransformedEnvKeepsTheOtherSubEnvsSums) {
+  auto inner = std::make_shared<TransformedEnv>(std::make_shared<CountingEnv>(Shape{2}),
+                                                std::make_shared<RewardSum>());
+  TransformedEnv env(inner, std::make_shared<InitTracker>());
+  auto td = step_mdp(step_n(env, env.reset(), counting_action({2}), 2));
+  td.set("_reset", torch::tensor({{false}, {true}}));
+  env.reset(td);
+  EXPECT_TRUE(torch::equal(td.get("episode_reward"), torch::tensor({{2.0f}, {0.0f}})));
+  EXPECT_TRUE(torch::equal(td.get("is_init"), torch::tensor({{false}, {true}})));
+}
+
 TEST(RewardSumTest, ErrorsNameTheKeys) {
   EXPECT_THAT(
       [] {

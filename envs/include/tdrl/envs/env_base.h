@@ -133,6 +133,12 @@ class EnvBase {
   /// Throws ShapeError for a "_reset" mask of the wrong shape and whatever the env's checks
   /// throw (e.g. KeyError when the env's reset_impl omits a spec'd observation).
   TensorDict reset(std::optional<TensorDict> tensordict = std::nullopt);
+  /// What reset(input) writes, alone (a new TensorDict; `input` is read, never written): the
+  /// reset's outputs with the done flags of sub-envs not reset kept from `input`. What a
+  /// TransformedEnv asks of the env it wraps, so that transforms below see the caller's
+  /// entries (their partial resets keep the values of the sub-envs not reset) while the ones
+  /// above see only what the reset wrote. Throws as reset().
+  TensorDict reset_output(const TensorDict& input);
   /// Steps with the action in `tensordict` and writes ("next", ...) into it; returns it.
   /// Throws KeyError when the action (or a state_spec key) is missing (naming the key and the
   /// available keys), ShapeError/TypeError when it does not match the action spec (naming
