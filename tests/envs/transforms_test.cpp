@@ -875,6 +875,28 @@ TEST(TensorDictPrimerTest, ABadStateOrNoPrimersAreRefused) {
               ThrowsMessage<ValueError>(HasSubstr("the primers spec has no entries")));
 }
 
+// with_policy_state: an InitTracker and the primer, appended to a TransformedEnv (no nesting;
+// an env that already writes is_init gets no second tracker), around any other env.
+TEST(TensorDictPrimerTest, WithPolicyStateAddsWhatARecurrentPolicyNeeds) {
+  auto plain = with_policy_state(std::make_shared<CountingEnv>(Shape{2}), hidden_primers());
+  ASSERT_TRUE(std::dynamic_pointer_cast<TransformedEnv>(plain));
+  auto td = plain->reset();
+  EXPECT_TRUE(torch::equal(td.get("is_init"), torch::ones({2, 1}, torch::kBool)));
+  EXPECT_TRUE(torch::equal(td.get("h"), torch::zeros({2, 1, 3})));
+  check_env_specs(*plain);
+  auto tracked = std::make_shared<TransformedEnv>(std::make_shared<CountingEnv>(Shape{2}),
+                                                  std::make_shared<InitTracker>());
+  EXPECT_EQ(with_policy_state(tracked, hidden_primers()), tracked);
+  int trackers = 0;
+  for (const auto& t : tracked->transform().transforms())
+    trackers += std::dynamic_pointer_cast<InitTracker>(t) != nullptr;
+  EXPECT_EQ(trackers, 1);
+  EXPECT_TRUE(tracked->observation_spec()->contains("h"));
+  check_env_specs(*tracked);
+  auto env = std::make_shared<CountingEnv>(Shape{2});
+  EXPECT_EQ(with_policy_state(env, nullptr), env);
+}
+
 // ---- FrameSkipTransform --------------------------------------------------------------------
 
 TEST(FrameSkipTransformTest, RepeatsTheActionAndSumsRewards) {

@@ -121,12 +121,8 @@ EnvParts build_env_parts(const EnvSection& env) {
 
 void carry_policy_state(EnvParts& parts, const specs::CompositePtr& policy_state) {
   if (!policy_state || policy_state->is_empty()) return;
-  auto carry =
-      [policy_state](std::shared_ptr<envs::EnvBase> env) -> std::shared_ptr<envs::EnvBase> {
-    return std::make_shared<envs::TransformedEnv>(
-        std::move(env), std::make_shared<envs::Compose>(std::vector<envs::TransformPtr>{
-                            std::make_shared<envs::InitTracker>(),
-                            std::make_shared<envs::TensorDictPrimer>(policy_state)}));
+  auto carry = [policy_state](std::shared_ptr<envs::EnvBase> env) {
+    return envs::with_policy_state(std::move(env), policy_state);
   };
   parts.train_env_factory = [inner = parts.train_env_factory, carry] { return carry(inner()); };
   parts.eval_env_factory = [inner = parts.eval_env_factory, carry] { return carry(inner()); };

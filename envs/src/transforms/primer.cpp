@@ -1,6 +1,9 @@
 #include <tdrl/envs/transforms/primer.h>
 
+#include <tdrl/envs/transforms/episode.h>
+
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -115,6 +118,21 @@ specs::CompositePtr TensorDictPrimer::transform_observation_spec(specs::Composit
     spec->set(key, primer->expand(concat(input.batch_size, primer->shape()))->to(input.device));
   }
   return spec;
+}
+
+std::shared_ptr<EnvBase> with_policy_state(std::shared_ptr<EnvBase> env,
+                                           const specs::CompositePtr& state) {
+  if (!state || state->is_empty()) return env;
+  std::vector<TransformPtr> added;
+  const auto primer = std::make_shared<TensorDictPrimer>(state);
+  if (!env->observation_spec()->contains("is_init"))
+    added.push_back(std::make_shared<InitTracker>());
+  added.push_back(primer);
+  if (auto transformed = std::dynamic_pointer_cast<TransformedEnv>(env)) {
+    for (auto& t : added) transformed->append_transform(t);
+    return env;
+  }
+  return std::make_shared<TransformedEnv>(std::move(env), std::make_shared<Compose>(added));
 }
 
 }  // namespace tdrl::envs

@@ -4,6 +4,7 @@
 /// every reset and step output and in the observation spec (TorchRL's TensorDictPrimer).
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,5 +64,14 @@ class TensorDictPrimer : public Transform {
   std::vector<NestedKey> keys_;
   double default_value_;
 };
+
+/// `env` made ready for a recurrent policy whose state is `state` (e.g. `lstm->hidden_specs()`,
+/// one unbatched step): an InitTracker ("is_init", unless the env already writes it) and a
+/// TensorDictPrimer of `state`, appended to `env` when it is a TransformedEnv (so no nesting),
+/// else around it. `env` itself when `state` is null or empty. Throws as TensorDictPrimer's
+/// constructor.
+/// Example: `env = with_policy_state(env, lstm->hidden_specs());`
+std::shared_ptr<EnvBase> with_policy_state(std::shared_ptr<EnvBase> env,
+                                           const specs::CompositePtr& state);
 
 }  // namespace tdrl::envs
