@@ -14,7 +14,11 @@ overrides=(collector.frames_per_batch=64 collector.total_frames=128 eval.episode
   eval.max_steps=20 eval.interval_frames=64 checkpoint.interval_frames=64
   logger.dir="$work/$name" logger.progress=none name=smoke)
 case $algo in
-  ppo | a2c) overrides+=(algo.num_epochs=1 algo.minibatch_size=32) ;;
+  ppo | a2c)
+    overrides+=(algo.num_epochs=1 algo.minibatch_size=32)
+    # A recurrent core's sequences: the few steps per env of a smoke batch, whole.
+    if grep -q '^  core: \(lstm\|gru\)$' "$config"; then overrides+=(algo.sequence_length=-1); fi
+    ;;
   *) overrides+=(collector.init_random_frames=64 algo.updates_per_batch=2 replay.batch_size=32
     replay.capacity=1000) ;;
 esac
