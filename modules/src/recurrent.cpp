@@ -208,10 +208,9 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
     std::vector<torch::Tensor> finals{h};
     if (lstm) finals.push_back(c);
     for (size_t i = 0; i < hidden_keys_.size(); ++i) {
-      // [L, N, H] -> [N, T, L, H], the final state at the last step.
-      const torch::Tensor next = torch::cat({torch::zeros({N, T - 1, L, H}, output.options()),
-                                             finals[i].transpose(0, 1).unsqueeze(1)},
-                                            1);
+      // [L, N, H] -> [N, T, L, H], the final state at the last step (one allocation).
+      torch::Tensor next = torch::zeros({N, T, L, H}, output.options());
+      next.select(1, T - 1).copy_(finals[i].transpose(0, 1));
       tensordict_out.set(NestedKey("next").join(hidden_keys_[i]),
                          next.reshape(concat(batch, {L, H})));
     }
