@@ -7,6 +7,10 @@
 #include <tdrl/modules/q_value.h>
 #include <tdrl/modules/recurrent.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "collector_test_fixtures.h"
 
 namespace tdrl::collectors {
@@ -102,6 +106,35 @@ TEST(CollectorRecurrentTest, EachWorkerCarriesItsOwnState) {
   for (int b = 0; b < 3; ++b) batches.push_back(*collector.next());
   EXPECT_EQ(batches[0].batch_size(), (Shape{2, 40}));
   expect_state_runs_on(batches);
+}
+
+// Worker threads that yield whichever batch is ready first: each worker's batches, in the order
+// it collected them, carry its own state on.
+TEST(CollectorRecurrentTest, EachAsyncWorkerCarriesItsOwnState) {
+  torch::manual_seed(0);
+  envs::register_builtin_envs();
+  RecurrentPolicy p;
+  const auto hidden = p.lstm->hidden_specs();
+  MultiAsyncCollector collector(
+      [hidden] { return envs::with_policy_state(envs::make_env("CartPole-v1"), hidden); }, 2,
+      p.policy, CollectorOptions().frames_per_batch(40).policy_factory([] {
+        return CollectorPolicy(RecurrentPolicy().policy);
+      }));
+  collector.set_seed(5);
+  std::map<int64_t, std::vector<TensorDict>> by_worker;
+  const auto enough = [&] {
+    return by_worker.size() == 2 && by_worker[0].size() >= 3 && by_worker[1].size() >= 3;
+  };
+  for (int b = 0; b < 40 && !enough(); ++b) {
+    const TensorDict batch = *collector.next();
+    ASSERT_EQ(batch.batch_size(), (Shape{40}));
+    by_worker[collector.last_worker()].push_back(batch.unsqueeze(0));
+  }
+  ASSERT_TRUE(enough());
+  for (const auto& [worker, batches] : by_worker) {
+    SCOPED_TRACE("worker " + std::to_string(worker));
+    expect_state_runs_on(batches);
+  }
 }
 
 }  // namespace
