@@ -62,7 +62,35 @@ torch::Tensor action_values(const std::string& where, const TensorDict& td, cons
 
 }  // namespace
 
-torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& online) {
+TensorDict DQNLoss::warm_state(const TensorDict& prefix, bool use_target, int64_t steps) {
+  torch::NoGradGuard no_grad;
+  auto inputs =
+      detail::network_inputs(name(), "the value_network", prefix, value_network_->in_keys());
+  {
+    modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+                                         /*sequence_states=*/true);
+    if (use_target) {
+      with_target("value_network", [&] { value_network_->forward(inputs); });
+    } else {
+      value_network_->forward(inputs);
+    }
+  }
+  const int64_t last = prefix.batch_size().back() - 1;
+  TensorDict out = TensorDict::empty({});
+  for (const auto& core : recurrent_cores_) {
+    for (const auto& hidden : core->hidden_keys()) {
+      // [N, K, L, H] -> the state after the prefix's last step, over the sequences' steps.
+      const auto after = inputs.get(NestedKey{"next", hidden}).select(1, last).unsqueeze(1);
+      auto sizes = after.sizes().vec();
+      sizes[1] = steps;
+      out.set(hidden, after.expand(sizes));
+    }
+  }
+  return out;
+}
+
+torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& online,
+                                  const std::optional<TensorDict>& target_start) {
   torch::NoGradGuard no_grad;
   const auto next = detail::next_tensordict(name(), batch);
   const auto& in_keys = value_network_->in_keys();
@@ -85,6 +113,9 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& onl
       TensorDict states = online;
       if (use_target) {
         states = detail::network_inputs(name(), "the value_network", batch, in_keys);
+        if (target_start)
+          for (const auto& [k, v] : target_start->items(true, true))
+            states.set(k, std::get<torch::Tensor>(v));
         modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
                                              /*sequence_states=*/true);
         forward(states);
@@ -118,15 +149,31 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& onl
 
 TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   detail::check_batched(name(), batch);
-  auto td = detail::network_inputs(name(), "the value_network", batch, value_network_->in_keys());
-  if (recurrent_cores_.empty()) {
-    value_network_->forward(td);
-  } else {
+  // The steps the loss trains on: the batch, or a recurrent batch after its burn-in, which only
+  // warms each network's state up, without gradient (R2D2).
+  TensorDict data = batch;
+  std::optional<TensorDict> target_start;
+  int64_t warm = 0;
+  if (!recurrent_cores_.empty()) {
     TDRL_CHECK(batch.batch_dims() >= 2, tensordict::ShapeError, name(),
                ": the value_network is recurrent, so the batch must be sequences [N, L] (time "
                "last), got batch_size ",
                tensordict::shape_str(batch.batch_size()),
                "; sample with a SliceSampler and reshape to [-1, slice_len]");
+    warm = detail::burn_in_prefix(name(), batch, key("burn_in"));
+    if (warm > 0) {
+      namespace ix = torch::indexing;
+      const int64_t rest = batch.batch_size().back() - warm;
+      const auto prefix = batch.index({ix::Ellipsis, ix::Slice(0, warm)});
+      data = batch.index({ix::Ellipsis, ix::Slice(warm, ix::None)});
+      data.update(warm_state(prefix, /*use_target=*/false, rest));
+      target_start = warm_state(prefix, /*use_target=*/true, rest);
+    }
+  }
+  auto td = detail::network_inputs(name(), "the value_network", data, value_network_->in_keys());
+  if (recurrent_cores_.empty()) {
+    value_network_->forward(td);
+  } else {
     modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
                                          /*sequence_states=*/true);
     value_network_->forward(td);
@@ -135,18 +182,24 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   std::optional<detail::ActionSpace> space;
   if (!action_space_.empty()) space = detail::parse_action_space(name(), action_space_);
   const auto pred =
-      detail::chosen_value(name(), values, get(batch, "action"), batch.batch_size(), space);
+      detail::chosen_value(name(), values, get(data, "action"), data.batch_size(), space);
 
-  const auto t = checked_transition(batch, pred);
-  const auto next = next_value(batch, td);
-  const auto target = td_target(batch, t, pred, next, "the next state's value");
+  const auto t = checked_transition(data, pred);
+  const auto next = next_value(data, td, target_start);
+  const auto target = td_target(data, t, pred, next, "the next state's value");
 
-  // Burn-in steps only warm a recurrent state up: out of the loss and the diagnostics.
-  const auto trained = detail::trained_steps(name(), batch, key("burn_in"), pred);
+  // Flagged burn-in steps still in the data (a feed-forward network's) are out of the loss and
+  // the diagnostics.
+  const auto trained = detail::trained_steps(name(), data, key("burn_in"), pred);
   const auto loss = detail::reduce_td_loss(
       name(), functional::distance_loss(pred, target, options_.loss_function()),
-      batch.find(key("priority_weight")), trained);
-  const auto td_error = (pred.detach() - target).abs().squeeze(-1);
+      data.find(key("priority_weight")), trained);
+  auto td_error = (pred.detach() - target).abs().squeeze(-1);
+  if (warm > 0) {
+    auto all = torch::zeros(batch.batch_size(), td_error.options());
+    all.narrow(-1, warm, td_error.size(-1)).copy_(td_error);
+    td_error = all;
+  }
   TensorDict out({{"loss_value", loss},
                   {"pred_value", detail::masked_mean(pred.detach(), trained)},
                   {"target_value", detail::masked_mean(target, trained)}},

@@ -577,6 +577,44 @@ TEST(DQNLossTest, RecurrentQNetworkValuesEachStepFromItsOwnState) {
 
   // A recurrent network needs sequences.
   EXPECT_THROW(loss.forward(batch.reshape({-1})), tensordict::ShapeError);
+
+  // The burn-in step only warms the state up: the loss and its gradient are those of the
+  // sequences after it, started from the warmed-up state (no gradient through the burn-in).
+  torch::AutoGradMode with_grad(true);
+  for (const auto& p : loss.parameters()) p.mutable_grad() = torch::Tensor();
+  loss.forward(batch).get("loss_value").backward();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : loss.parameters())
+    grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  namespace ix = torch::indexing;
+  auto rest = batch.index({ix::Slice(), ix::Slice(1, ix::None)});
+  rest.del_("burn_in");
+  {
+    torch::NoGradGuard no_grad;
+    auto first = batch.index({ix::Slice(), 0});
+    auto warm = TensorDict({{"observation", first.get("observation")},
+                            {"is_init", first.get("is_init")},
+                            {"recurrent_state", first.get("recurrent_state")}},
+                           {N});
+    qnet(warm);
+    rest.set("recurrent_state", warm.get(NestedKey{"next", "recurrent_state"})
+                                    .unsqueeze(1)
+                                    .expand({N, L - 1, 1, H})
+                                    .clone());
+  }
+  for (const auto& p : loss.parameters()) p.mutable_grad() = torch::Tensor();
+  const auto expected = loss.forward(rest).get("loss_value");
+  expected.backward();
+  EXPECT_NEAR(out.get("loss_value").item<double>(), expected.item<double>(), 1e-5);
+  const auto params = loss.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto g = params[i].grad().defined() ? params[i].grad() : torch::zeros_like(params[i]);
+    EXPECT_TRUE(torch::allclose(grads[i], g, 1e-5, 1e-6)) << "parameter " << i;
+  }
+  // Burn-in flags that are not the same first steps of every sequence are refused.
+  auto ragged = batch.clone();
+  ragged.get("burn_in")[1][1] = true;
+  EXPECT_THROW(loss.forward(ragged), tensordict::ValueError);
 }
 
 }  // namespace

@@ -189,6 +189,35 @@ inline std::optional<torch::Tensor> trained_steps(const std::string& where, cons
   return trained;
 }
 
+/// The number of burn-in steps that start every sequence of `batch` `[N, L]` (bool flags `[N, L]`
+/// or `[N, L, 1]` under `key`, a SliceSampler's); 0 without flags. ValueError naming the key when
+/// the flags are not the same first steps of every sequence, or flag every step.
+inline int64_t burn_in_prefix(const std::string& where, const TensorDict& batch,
+                              const NestedKey& key) {
+  const auto found = batch.find(key);
+  if (!found) return 0;
+  const auto& size = batch.batch_size();
+  const int64_t steps = size.back();
+  TDRL_CHECK(found->numel() == batch.numel(), tensordict::ShapeError, where, ": the burn-in flags ",
+             key.to_string(), " have shape ", shape_str(found->sizes()), "; expected ",
+             shape_str(size), " (one per step)");
+  const auto flags = found->to(torch::kBool).reshape({-1, steps});
+  const int64_t warm =
+      flags.select(0, 0).logical_not().to(torch::kInt64).cumsum(0).eq(0).sum().item<int64_t>();
+  auto expected = torch::zeros({steps}, flags.options());
+  expected.narrow(0, 0, warm).fill_(true);
+  TDRL_CHECK(flags.eq(expected).all().item<bool>(), tensordict::ValueError, where,
+             ": the burn-in flags ", key.to_string(),
+             " must mark the same first steps of every sequence (a SliceSampler's burn_in)");
+  TDRL_CHECK(warm < steps, tensordict::ValueError, where,
+             ": every step of the batch is flagged "
+             "burn-in (",
+             key.to_string(),
+             "), so nothing is left to train on; sample longer "
+             "slices or lower burn_in");
+  return warm;
+}
+
 /// Mean of `value` `[*B, 1]` over the steps `trained` `[*B]` marks (all when nullopt).
 inline torch::Tensor masked_mean(const torch::Tensor& value,
                                  const std::optional<torch::Tensor>& trained) {

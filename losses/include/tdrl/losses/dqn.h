@@ -82,7 +82,9 @@ struct DQNLossOptions {
 /// network runs in sequence mode over them (from the state stored at each sequence's first
 /// step, or zeros where is_init is set), writing its state after every step; the next state's
 /// values run in step mode from those states, the target network's from its own pass over the
-/// sequences. The cores' modes are restored after.
+/// sequences. With burn-in flags (the same first K steps of every sequence, a SliceSampler's),
+/// those steps only warm each network's state up, without gradient, and the loss runs on the
+/// rest from there (R2D2); their priorities are 0. The cores' modes are restored after.
 ///
 /// Returns (batch size []): "loss_value" (TorchRL names it "loss"; every term here is
 /// loss_*), and the detached
@@ -121,8 +123,13 @@ class DQNLoss : public LossModule {
 
  private:
   // The next state's value `[*B, 1]` (no gradient). `online` holds the online network's pass
-  // over the batch (its states after each step, for a recurrent network).
-  torch::Tensor next_value(const TensorDict& batch, const TensorDict& online);
+  // over the batch (its states after each step, for a recurrent network); `target_start`, the
+  // target network's own state at the batch's first steps (after a burn-in).
+  torch::Tensor next_value(const TensorDict& batch, const TensorDict& online,
+                           const std::optional<TensorDict>& target_start);
+  // A recurrent network's state after running over `prefix` (sequences [N, K], no gradient), as
+  // each hidden entry for sequences of `steps` steps that start there.
+  TensorDict warm_state(const TensorDict& prefix, bool use_target, int64_t steps);
 
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DQNLossOptions options_;
