@@ -304,9 +304,12 @@ void RecurrentModuleImpl::print_to(std::ostream& stream) const {
 
 std::vector<std::shared_ptr<RecurrentModuleImpl>> recurrent_cores(
     const torch::nn::Module& network) {
+  // A core shared by two parts of the network (an actor and a critic) is listed once.
   std::vector<std::shared_ptr<RecurrentModuleImpl>> out;
-  for (const auto& m : network.modules(/*include_self=*/true))
-    if (auto core = std::dynamic_pointer_cast<RecurrentModuleImpl>(m)) out.push_back(core);
+  for (const auto& m : network.modules(/*include_self=*/true)) {
+    auto core = std::dynamic_pointer_cast<RecurrentModuleImpl>(m);
+    if (core && std::find(out.begin(), out.end(), core) == out.end()) out.push_back(core);
+  }
   return out;
 }
 
@@ -320,8 +323,9 @@ RecurrentModeGuard::RecurrentModeGuard(std::vector<std::shared_ptr<RecurrentModu
 }
 
 RecurrentModeGuard::~RecurrentModeGuard() {
-  for (auto& s : saved_)
-    s.core->set_recurrent_mode(s.recurrent_mode).set_sequence_states(s.sequence_states);
+  // Newest first, so that a core listed twice ends as it came.
+  for (auto s = saved_.rbegin(); s != saved_.rend(); ++s)
+    s->core->set_recurrent_mode(s->recurrent_mode).set_sequence_states(s->sequence_states);
 }
 
 const std::vector<std::string>& recurrent_core_names() {

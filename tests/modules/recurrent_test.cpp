@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <tensordict/errors.h>
+#include <tensordict/nn/tensordict_sequential.h>
 
 #include "support/error_message.h"
 #include "tdrl/modules/recurrent.h"
@@ -232,6 +233,33 @@ TEST(RecurrentModuleTest, BadInputIsRefusedNamingTheKeyAndBothShapesAndWritesNot
   EXPECT_THAT(error_message<tensordict::ShapeError>([&] { lstm->forward(unbatched); }),
               HasSubstr("sequence mode reads a [*B, T] TensorDict"));
   EXPECT_FALSE(step.contains("y"));
+}
+
+// recurrent_cores lists a core shared by two parts of a network once; RecurrentModeGuard sets
+// the cores' modes for a scope and leaves each as it came, a core given twice included;
+// make_recurrent_module builds the named core and refuses another name.
+TEST(RecurrentModuleTest, CoresAreFoundOnceAndTheModeGuardRestoresThem) {
+  namespace tdnn = tensordict::nn;
+  auto cores = both_kinds(1);
+  auto lstm = cores[0];
+  auto gru = cores[1];
+  tdnn::TensorDictSequential net(tdnn::TensorDictSequentialImpl::Modules{lstm, gru, lstm});
+  EXPECT_EQ(tdrl::modules::recurrent_cores(*net), cores);
+  {
+    tdrl::modules::RecurrentModeGuard guard({lstm, gru, lstm}, /*recurrent_mode=*/true,
+                                            /*sequence_states=*/false);
+    EXPECT_TRUE(lstm->recurrent_mode());
+    EXPECT_FALSE(gru->options().sequence_states());
+  }
+  EXPECT_FALSE(lstm->recurrent_mode());
+  EXPECT_FALSE(gru->recurrent_mode());
+  EXPECT_TRUE(lstm->options().sequence_states());
+  EXPECT_EQ(tdrl::modules::make_recurrent_module("gru", RecurrentModuleOptions(2, 3))->kind(),
+            RecurrentModuleImpl::Kind::kGRU);
+  EXPECT_THAT(error_message<tensordict::ValueError>([] {
+                tdrl::modules::make_recurrent_module("rnn", RecurrentModuleOptions(2, 3));
+              }),
+              HasSubstr("no recurrent core 'rnn'; the cores are lstm, gru"));
 }
 
 }  // namespace

@@ -114,7 +114,8 @@ class GRUModuleImpl : public RecurrentModuleImpl {
 };
 TORCH_MODULE(GRUModule);
 
-/// The recurrent cores inside `network` (itself included), in the order of its modules().
+/// The recurrent cores inside `network` (itself included), in the order of its modules(), each
+/// once (a core shared by two parts of the network is listed once).
 std::vector<std::shared_ptr<RecurrentModuleImpl>> recurrent_cores(const torch::nn::Module& network);
 
 /// Sets `cores` to a mode for a scope and restores each one's own (recurrent_mode and
