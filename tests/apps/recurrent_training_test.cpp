@@ -238,6 +238,16 @@ TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
                                                    "replay.batch_size=128"}));
               }),
               HasSubstr("'algo.sequence_length' is 128, longer than the 64 steps per env"));
+  // A captured update cannot hold a recurrent core's host reads (the task's own check; on the
+  // CPU, train.cuda_graph is refused earlier for the device).
+  for (const std::string algo : {"ppo", "dqn"}) {
+    SCOPED_TRACE(algo);
+    auto config =
+        tiny_config(algo, {"model.core=lstm", "algo.sequence_length=8", "train.cuda_graph=true"});
+    EXPECT_THAT(error_message<ConfigError>(
+                    [&] { check_task_fit(config, acting_of(tiny_config(algo)).env.info); }),
+                HasSubstr("'train.cuda_graph' is true, but model.core is lstm"));
+  }
 }
 
 }  // namespace

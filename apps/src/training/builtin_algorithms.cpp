@@ -483,6 +483,34 @@ class SACRecipe : public OffPolicyRecipe {
 
 // ---- the checks of each algorithm against the task -------------------------------------------
 
+// What every recipe with a recurrent core refuses: keys only a core reads, set with mlp
+// (`recurrent_keys`: name, value, default), and a captured update (its sequence mode reads
+// is_init on the host).
+std::vector<std::string> recurrent_core_problems(
+    const RunConfig& config,
+    std::initializer_list<std::tuple<const char*, int64_t, int64_t>> recurrent_keys) {
+  std::vector<std::string> out;
+  if (config.model.core == "mlp") {
+    for (const auto& [key, value, default_value] : recurrent_keys)
+      if (value != default_value)
+        out.push_back("'algo." + std::string(key) + "' is " + std::to_string(value) +
+                      ", but model.core is mlp, which learns from single frames; set "
+                      "model.core to lstm or gru, or leave " +
+                      key + " out");
+    return out;
+  }
+  if (config.train.cuda_graph)
+    out.push_back("'train.cuda_graph' is true, but model.core is " + config.model.core +
+                  ", whose sequence mode reads is_init on the host in each update; set "
+                  "train.cuda_graph: false");
+  return out;
+}
+
+// The steps of one env in a collected batch: the longest sequence a batch holds.
+int64_t steps_per_env(const RunConfig& config) {
+  return config.collector.limits.frames_per_batch() / config.env.num_envs;
+}
+
 // An entropy weight without the entropy term would be ignored: refused, saying what to set.
 template <class Config>
 std::vector<std::string> check_policy_gradient(const RunConfig& config, const EnvInfo& env) {
@@ -493,23 +521,16 @@ std::vector<std::string> check_policy_gradient(const RunConfig& config, const En
     out.push_back("'algo.entropy_coef' is " + format_number(pg->loss.entropy_coef()) +
                   ", but 'algo.entropy_bonus' is false, so no entropy term would be added; set "
                   "algo.entropy_bonus: true (or entropy_coef: 0)");
-  if (pg && config.model.core == "mlp" && pg->sequence_length != -1)
+  if (!pg) return out;
+  for (auto& p : recurrent_core_problems(config, {{"sequence_length", pg->sequence_length, -1}}))
+    out.push_back(std::move(p));
+  const int64_t steps = steps_per_env(config);
+  if (config.model.core != "mlp" && pg->sequence_length > 0 && steps % pg->sequence_length != 0)
     out.push_back("'algo.sequence_length' is " + std::to_string(pg->sequence_length) +
-                  ", but model.core is mlp, which trains on single frames; set model.core to "
-                  "lstm or gru, or leave sequence_length out");
-  if (pg && config.model.core != "mlp") {
-    const int64_t steps = config.collector.limits.frames_per_batch() / config.env.num_envs;
-    if (pg->sequence_length > 0 && steps % pg->sequence_length != 0)
-      out.push_back("'algo.sequence_length' is " + std::to_string(pg->sequence_length) +
-                    ", which does not divide the " + std::to_string(steps) +
-                    " steps per env of a batch (collector.frames_per_batch / env.num_envs); set "
-                    "it to a divisor of " +
-                    std::to_string(steps));
-    if (config.train.cuda_graph)
-      out.push_back("'train.cuda_graph' is true, but model.core is " + config.model.core +
-                    ", whose sequence mode reads is_init on the host in each update; set "
-                    "train.cuda_graph: false");
-  }
+                  ", which does not divide the " + std::to_string(steps) +
+                  " steps per env of a batch (collector.frames_per_batch / env.num_envs); set "
+                  "it to a divisor of " +
+                  std::to_string(steps));
   return out;
 }
 
@@ -523,22 +544,13 @@ std::vector<std::string> feedforward_only_problems(const RunConfig& config) {
 
 // A recurrent DQN samples sequences: what its replay must allow.
 std::vector<std::string> recurrent_dqn_problems(const RunConfig& config, const DQNConfig& dqn) {
-  std::vector<std::string> out;
   const DQNConfig defaults;
-  if (config.model.core == "mlp") {
-    for (const auto& [key, value, default_value] :
-         {std::tuple<const char*, int64_t, int64_t>{"sequence_length", dqn.sequence_length,
-                                                    defaults.sequence_length},
-          {"burn_in", dqn.burn_in, defaults.burn_in}})
-      if (value != default_value)
-        out.push_back("'algo." + std::string(key) + "' is " + std::to_string(value) +
-                      ", but model.core is mlp, which learns from single transitions; set "
-                      "model.core to lstm or gru, or leave " +
-                      key + " out");
-    return out;
-  }
+  auto out = recurrent_core_problems(
+      config, {{"sequence_length", dqn.sequence_length, defaults.sequence_length},
+               {"burn_in", dqn.burn_in, defaults.burn_in}});
+  if (config.model.core == "mlp") return out;
   const int64_t length = dqn.sequence_length;
-  const int64_t steps = config.collector.limits.frames_per_batch() / config.env.num_envs;
+  const int64_t steps = steps_per_env(config);
   if (dqn.burn_in >= length)
     out.push_back("'algo.burn_in' is " + std::to_string(dqn.burn_in) +
                   ", which leaves nothing of a sequence of algo.sequence_length " +
