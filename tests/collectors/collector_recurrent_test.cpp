@@ -17,12 +17,8 @@ namespace tdrl::collectors {
 namespace {
 
 // CartPole with the two transforms a recurrent policy needs.
-std::shared_ptr<envs::TransformedEnv> recurrent_cartpole(Shape batch,
-                                                         const modules::LSTMModule& lstm) {
-  auto env = std::make_shared<envs::TransformedEnv>(make("CartPole-v1", batch));
-  env->append_transform(std::make_shared<envs::InitTracker>());
-  env->append_transform(std::make_shared<envs::TensorDictPrimer>(lstm->hidden_specs()));
-  return env;
+std::shared_ptr<envs::EnvBase> recurrent_cartpole(Shape batch, const modules::LSTMModule& lstm) {
+  return envs::with_policy_state(make("CartPole-v1", batch), lstm->hidden_specs());
 }
 
 // A greedy recurrent Q-policy for CartPole: LSTM over the observation, a linear head, argmax.
@@ -85,22 +81,23 @@ TEST(CollectorRecurrentTest, TheStateRunsOnAcrossStepsAndBatchesAndRestartsAtRes
   expect_state_runs_on(batches);
 }
 
+// The worker collectors' parts: unbatched recurrent CartPoles, and a policy copy per worker.
+envs::EnvFactory worker_envs(const RecurrentPolicy& p) {
+  envs::register_builtin_envs();
+  const auto hidden = p.lstm->hidden_specs();
+  return [hidden] { return envs::with_policy_state(envs::make_env("CartPole-v1"), hidden); };
+}
+CollectorOptions worker_options(int64_t frames_per_batch) {
+  return CollectorOptions().frames_per_batch(frames_per_batch).policy_factory([] {
+    return CollectorPolicy(RecurrentPolicy().policy);
+  });
+}
+
 // Each worker thread steps its own env with its own policy copy: each carries its own state.
 TEST(CollectorRecurrentTest, EachWorkerCarriesItsOwnState) {
   torch::manual_seed(0);
-  envs::register_builtin_envs();
   RecurrentPolicy p;
-  const auto hidden = p.lstm->hidden_specs();
-  MultiSyncCollector collector(
-      [hidden] {
-        auto env = std::make_shared<envs::TransformedEnv>(envs::make_env("CartPole-v1"));
-        env->append_transform(std::make_shared<envs::InitTracker>());
-        env->append_transform(std::make_shared<envs::TensorDictPrimer>(hidden));
-        return env;
-      },
-      2, p.policy, CollectorOptions().frames_per_batch(2 * 40).policy_factory([] {
-        return CollectorPolicy(RecurrentPolicy().policy);
-      }));
+  MultiSyncCollector collector(worker_envs(p), 2, p.policy, worker_options(2 * 40));
   collector.set_seed(3);
   std::vector<TensorDict> batches;
   for (int b = 0; b < 3; ++b) batches.push_back(*collector.next());
@@ -112,14 +109,8 @@ TEST(CollectorRecurrentTest, EachWorkerCarriesItsOwnState) {
 // it collected them, carry its own state on.
 TEST(CollectorRecurrentTest, EachAsyncWorkerCarriesItsOwnState) {
   torch::manual_seed(0);
-  envs::register_builtin_envs();
   RecurrentPolicy p;
-  const auto hidden = p.lstm->hidden_specs();
-  MultiAsyncCollector collector(
-      [hidden] { return envs::with_policy_state(envs::make_env("CartPole-v1"), hidden); }, 2,
-      p.policy, CollectorOptions().frames_per_batch(40).policy_factory([] {
-        return CollectorPolicy(RecurrentPolicy().policy);
-      }));
+  MultiAsyncCollector collector(worker_envs(p), 2, p.policy, worker_options(40));
   collector.set_seed(5);
   std::map<int64_t, std::vector<TensorDict>> by_worker;
   const auto enough = [&] {
