@@ -38,7 +38,6 @@ DQNLoss::DQNLoss(NetworkPtr value_network, DQNLossOptions options)
   }
   convert_to_functional("value_network", value_network_, options_.delay_value());
   make_value_estimator(ValueEstimatorType::kTD0);
-  recurrent_cores_ = modules::recurrent_cores(*value_network_);
 }
 
 void DQNLoss::pretty_print(std::ostream& stream) const {
@@ -67,7 +66,7 @@ TensorDict DQNLoss::warm_state(const TensorDict& prefix, bool use_target, int64_
   auto inputs =
       detail::network_inputs(name(), "the value_network", prefix, value_network_->in_keys());
   {
-    modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+    modules::RecurrentModeGuard sequence(recurrent_cores(), /*recurrent_mode=*/true,
                                          /*sequence_states=*/true);
     if (use_target) {
       with_target("value_network", [&] { value_network_->forward(inputs); });
@@ -77,7 +76,7 @@ TensorDict DQNLoss::warm_state(const TensorDict& prefix, bool use_target, int64_
   }
   const int64_t last = prefix.batch_size().back() - 1;
   TensorDict out = TensorDict::empty({});
-  for (const auto& core : recurrent_cores_) {
+  for (const auto& core : recurrent_cores()) {
     for (const auto& hidden : core->hidden_keys()) {
       // [N, K, L, H] -> the state after the prefix's last step, over the sequences' steps.
       const auto after = inputs.get(NestedKey{"next", hidden}).select(1, last).unsqueeze(1);
@@ -107,7 +106,7 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& onl
         value_network_->forward(inputs);
       }
     };
-    if (!recurrent_cores_.empty()) {
+    if (!recurrent_cores().empty()) {
       // Each next observation continues from the state after its own step: the online pass's,
       // or the target network's own pass over the sequences.
       TensorDict states = online;
@@ -116,15 +115,15 @@ torch::Tensor DQNLoss::next_value(const TensorDict& batch, const TensorDict& onl
         if (target_start)
           for (const auto& [k, v] : target_start->items(true, true))
             states.set(k, std::get<torch::Tensor>(v));
-        modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+        modules::RecurrentModeGuard sequence(recurrent_cores(), /*recurrent_mode=*/true,
                                              /*sequence_states=*/true);
         forward(states);
       }
-      for (const auto& core : recurrent_cores_) {
+      for (const auto& core : recurrent_cores()) {
         for (const auto& hidden : core->hidden_keys())
           td.set(hidden, states.get(NestedKey{"next", hidden}));
       }
-      modules::RecurrentModeGuard step(recurrent_cores_, /*recurrent_mode=*/false);
+      modules::RecurrentModeGuard step(recurrent_cores(), /*recurrent_mode=*/false);
       forward(td);
       return td;
     }
@@ -154,7 +153,7 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
   TensorDict data = batch;
   std::optional<TensorDict> target_start;
   int64_t warm = 0;
-  if (!recurrent_cores_.empty()) {
+  if (!recurrent_cores().empty()) {
     TDRL_CHECK(batch.batch_dims() >= 2, tensordict::ShapeError, name(),
                ": the value_network is recurrent, so the batch must be sequences [N, L] (time "
                "last), got batch_size ",
@@ -171,10 +170,10 @@ TensorDict DQNLoss::forward_impl(const TensorDict& batch) {
     }
   }
   auto td = detail::network_inputs(name(), "the value_network", data, value_network_->in_keys());
-  if (recurrent_cores_.empty()) {
+  if (recurrent_cores().empty()) {
     value_network_->forward(td);
   } else {
-    modules::RecurrentModeGuard sequence(recurrent_cores_, /*recurrent_mode=*/true,
+    modules::RecurrentModeGuard sequence(recurrent_cores(), /*recurrent_mode=*/true,
                                          /*sequence_states=*/true);
     value_network_->forward(td);
   }

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/errors.h>
 #include <tensordict/nn/functional.h>
 
@@ -46,6 +47,7 @@ LossModule::LossModule(std::string name,
 
 TensorDict LossModule::forward(const TensorDict& batch) {
   for (const auto& key_name : in_key_names_) get(batch, key_name);
+  modules::RecurrentModeGuard sequences(recurrent_cores_, /*recurrent_mode=*/true);
   TensorDict out = forward_impl(batch);
   for (const auto& key : out.keys()) {
     TDRL_CHECK(std::find(out_keys_.begin(), out_keys_.end(), key.front()) != out_keys_.end(),
@@ -180,6 +182,9 @@ void LossModule::convert_to_functional(const std::string& net_name,
     }
     network.target = target;
   }
+  for (const auto& core : modules::recurrent_cores(*module))
+    if (std::find(recurrent_cores_.begin(), recurrent_cores_.end(), core) == recurrent_cores_.end())
+      recurrent_cores_.push_back(core);
   networks_.push_back(std::move(network));
 }
 

@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 
 #include <tdrl/losses/value_estimators.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/errors.h>
+#include <tensordict/nn/tensordict_sequential.h>
 
 #include "losses/policy_gradient_fixtures.h"
 #include "support/test_names.h"
@@ -385,6 +387,80 @@ TEST(KLPENPPOLossTest, BetaIsABufferSavedWithTheLoss) {
   loss->pretty_print(os);
   EXPECT_THAT(os.str(), HasSubstr("KLPENPPOLoss(dtarg=0.01, beta=0.25, increment=2, "
                                   "decrement=0.5, samples_mc_kl=1, entropy_bonus=true"));
+}
+
+}  // namespace
+}  // namespace tdrl::losses
+
+namespace tdrl::losses {
+namespace {
+
+// Recurrent actor and critic (an LSTM core each): forward runs the cores in sequence mode over
+// the batch's sequences, the same terms as with the cores put in sequence mode by hand, and
+// leaves them in step mode, as a collector needs them.
+TEST(PPOLossTest, RecurrentNetworksRunOverTheBatchsSequences) {
+  torch::manual_seed(0);
+  const int64_t B = 2, T = 5;
+  auto core = [](const std::string& role) {
+    auto options =
+        modules::RecurrentModuleOptions(3, 4).in_key("observation").out_key(role + "embed");
+    if (!role.empty()) options.hidden_keys({role + "h", role + "c"});
+    return std::make_shared<modules::LSTMModuleImpl>(options);
+  };
+  auto actor_core = core(""), critic_core = core("critic_");
+  tdnn::TensorDictSequential actor_net(tdnn::TensorDictSequentialImpl::Modules{
+      actor_core,
+      tdnn::TensorDictModule(
+          modules::MLP(modules::MLPOptions(4, 4).num_cells({})),
+          tdnn::TensorDictModuleOptions().in_keys({"embed"}).out_keys({"params"}))
+          .ptr(),
+      tdnn::TensorDictModule(
+          tdnn::NormalParamExtractor(),
+          tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"}))
+          .ptr()});
+  modules::ProbabilisticActor actor(
+      actor_net,
+      std::make_shared<specs::Bounded>(
+          specs::BoundedOptions().low(-1.0).high(1.0).shape({2}).dtype(torch::kFloat32)),
+      modules::ProbabilisticActorOptions().return_log_prob(true));
+  tdnn::TensorDictSequential critic(tdnn::TensorDictSequentialImpl::Modules{
+      critic_core, modules::ValueOperator(modules::MLP(modules::MLPOptions(4, 1).num_cells({})),
+                                          modules::ValueOperatorOptions().in_keys({"critic_embed"}))
+                       .ptr()});
+  auto loss = std::make_shared<ClipPPOLoss>(actor, critic);
+  EXPECT_EQ(loss->recurrent_cores().size(), 2u);
+
+  auto is_init = torch::zeros({B, T, 1}, torch::kBool);
+  is_init.select(1, 0).fill_(true);
+  is_init[1][3] = true;
+  auto done = torch::zeros({B, T, 1}, torch::kBool);
+  done[1][2] = true;
+  TensorDict next({{"observation", torch::randn({B, T, 3})},
+                   {"is_init", torch::zeros({B, T, 1}, torch::kBool)},
+                   {"reward", torch::randn({B, T, 1})},
+                   {"terminated", done},
+                   {"truncated", torch::zeros({B, T, 1}, torch::kBool)},
+                   {"done", done}},
+                  {B, T});
+  TensorDict batch({{"observation", torch::randn({B, T, 3})}, {"is_init", is_init}, {"next", next}},
+                   {B, T});
+  {
+    torch::NoGradGuard no_grad;
+    tdnn::SetInteractionType random(tdnn::InteractionType::kRandom);
+    modules::RecurrentModeGuard sequences({actor_core}, /*recurrent_mode=*/true);
+    actor->forward(batch);
+  }
+  loss->value_estimator()->forward(batch);
+  TensorDict by_hand;
+  {
+    modules::RecurrentModeGuard sequences({actor_core, critic_core}, /*recurrent_mode=*/true);
+    by_hand = loss->forward(batch);
+  }
+  const auto out = loss->forward(batch);
+  EXPECT_FALSE(actor_core->recurrent_mode());
+  EXPECT_FALSE(critic_core->recurrent_mode());
+  for (const char* term : {"loss_objective", "loss_critic"})
+    EXPECT_NEAR(scalar(out, term), scalar(by_hand, term), 1e-6) << term;
 }
 
 }  // namespace

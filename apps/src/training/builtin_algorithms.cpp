@@ -237,18 +237,9 @@ class PolicyGradientRecipe : public Recipe {
   int64_t minibatch_size() const override { return config_.minibatch_size; }
   int64_t sequence_length() const override { return cores_.actor ? config_.sequence_length : 0; }
 
-  // The cores run in sequence mode over the batch's sequences while the batch is optimised and
-  // in step mode again (as the collector's and evaluation's policy) after it.
   void before_epoch(const TensorDict& batch) override {
     torch::NoGradGuard no_grad;
-    for (const auto& core : {cores_.actor, cores_.critic})
-      if (core) core->set_recurrent_mode(true).set_sequence_states(false);
     pg_->value_estimator()->forward(batch);
-  }
-  void after_batch(int64_t frames) override {
-    (void)frames;
-    for (const auto& core : {cores_.actor, cores_.critic})
-      if (core) core->set_recurrent_mode(false);
   }
 
  private:

@@ -38,8 +38,10 @@ std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSec
                                                                   const EnvInfo& env,
                                                                   const std::string& role) {
   if (model.core == "mlp") return nullptr;
+  // The losses read only the outputs of a sequence: LibTorch's fused call (the passes that need
+  // every step's state ask for it themselves).
   auto options = model.recurrent;
-  options.input_size(env.obs_dim).in_key("observation").out_key("embed");
+  options.input_size(env.obs_dim).in_key("observation").out_key("embed").sequence_states(false);
   if (!role.empty()) {
     // The default keys of this kind of core, prefixed with the role.
     const auto defaults = modules::make_recurrent_module(model.core, options)->hidden_keys();

@@ -19,7 +19,8 @@ class RecurrentModuleImpl;
 namespace tdrl::apps {
 
 /// The recurrent core of `model.core` ("lstm", "gru": an LSTMModule or GRUModule of
-/// model.hidden_size and model.num_layers), in step mode, reading "observation"; null for
+/// model.hidden_size and model.num_layers), in step mode, with sequence_states false (a loss
+/// reads only a sequence's outputs), reading "observation"; null for
 /// "mlp". `role` names its entries: "" (the actor's) writes "embed" and keeps its state under
 /// the module's default hidden keys ("recurrent_state_h" and "recurrent_state_c", or
 /// "recurrent_state"); "critic" writes "critic_embed" and keeps its state under the same keys

@@ -19,10 +19,6 @@
 #include <tensordict/fields.h>
 #include <tensordict/nn/tensordict_module.h>
 
-namespace tdrl::modules {
-class RecurrentModuleImpl;
-}  // namespace tdrl::modules
-
 namespace tdrl::losses {
 
 /// Options of DQNLoss (TorchRL's constructor arguments).
@@ -134,7 +130,6 @@ class DQNLoss : public LossModule {
   std::shared_ptr<tensordict::nn::TensorDictModuleBase> value_network_;
   DQNLossOptions options_;
   std::string action_space_;  // "" when read from each batch
-  std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> recurrent_cores_;
 };
 
 /// Options of DistributionalDQNLoss; the support is required.

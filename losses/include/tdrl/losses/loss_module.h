@@ -20,6 +20,10 @@
 #include <tensordict/nn/tensordict_module.h>
 #include <tensordict/tensor_dict.h>
 
+namespace tdrl::modules {
+class RecurrentModuleImpl;
+}  // namespace tdrl::modules
+
 namespace tdrl::losses {
 
 using tensordict::NestedKey;
@@ -87,8 +91,15 @@ class HoldOutParams {
 /// Thread safety: like any torch::nn::Module; `set_keys` must not race with forward.
 class LossModule : public torch::nn::Module {
  public:
-  /// Checks that every in key is present, then computes the loss terms.
+  /// Checks that every in key is present, then computes the loss terms. The recurrent cores of
+  /// the loss's networks (recurrent_cores) run in sequence mode for the call, the batch being
+  /// sequences `[*B, T]` (time last), and are back in their own mode after.
   TensorDict forward(const TensorDict& batch);
+  /// The recurrent cores (LSTMModule, GRUModule) of the networks registered with
+  /// convert_to_functional, each once.
+  const std::vector<std::shared_ptr<modules::RecurrentModuleImpl>>& recurrent_cores() const {
+    return recurrent_cores_;
+  }
 
   /// Renames keys: name → new key. Throws KeyError for an unknown name (listing the valid
   /// ones); nothing changes then. Returns this loss.
@@ -245,6 +256,7 @@ class LossModule : public torch::nn::Module {
   std::vector<std::string> in_key_names_;
   std::vector<std::string> out_keys_;
   std::vector<Network> networks_;
+  std::vector<std::shared_ptr<modules::RecurrentModuleImpl>> recurrent_cores_;
 };
 
 template <typename F>
