@@ -18,7 +18,9 @@
 //   with sequence_states false, LibTorch's fused call; SequenceStates, the step loop that gives
 //   every step's state); against
 //   torch::nn::LSTM's forward on the same weights with the state zeroed by hand where is_init
-//   is set (no reset inside the sequence, which is the case LibTorch's module covers).
+//   is set (no reset inside the sequence, which is the case LibTorch's module covers): its
+//   fused call for Step and Sequence, and for SequenceStates the same module called one step
+//   at a time, since its fused call returns only the last step's cell state.
 //
 // Both sides call the same module instances. One intra-op thread (see bench_nn.cpp).
 
@@ -203,6 +205,39 @@ void lstm_sequence_raw(benchmark::State& state) {
   }
 }
 
+// Every step's state by hand: torch::nn::LSTM one step at a time (its fused call returns only
+// the last step's cell state), the state zeroed by hand at the steps where is_init is set, and
+// the states of all steps stacked, as the keyed module's SequenceStates mode returns them.
+template <int64_t Batch>
+void lstm_sequence_states_raw(benchmark::State& state) {
+  auto& f = recurrent_fixture<Batch>();
+  const auto keep = 1 - f.sequence.get("is_init").to(torch::kFloat32);  // [B, T, 1]
+  const auto any_reset = (keep < 1).any(0).squeeze(-1);                 // [T]
+  std::vector<bool> resets;
+  for (int64_t t = 0; t < kSequenceLength; ++t)
+    resets.push_back(any_reset[t].template item<bool>());
+  for (auto _ : state) {
+    auto h = f.h0, c = f.c0;
+    std::vector<torch::Tensor> hs, cs;
+    for (int64_t t = 0; t < kSequenceLength; ++t) {
+      if (resets[static_cast<size_t>(t)]) {
+        const auto k = keep.select(1, t).unsqueeze(0);  // [1, B, 1]
+        h = h * k;
+        c = c * k;
+      }
+      const auto out = f.lstm->lstm()->forward(f.xs.slice(1, t, t + 1), std::make_tuple(h, c));
+      h = std::get<0>(std::get<1>(out));
+      c = std::get<1>(std::get<1>(out));
+      hs.push_back(h);
+      cs.push_back(c);
+    }
+    const auto output = torch::stack(hs, 2).squeeze(0);  // [B, T, H]
+    const auto cells = torch::stack(cs, 2).squeeze(0);
+    benchmark::DoNotOptimize(output.data_ptr());
+    benchmark::DoNotOptimize(cells.data_ptr());
+  }
+}
+
 const std::vector<std::string>& case_names() {
   static const std::vector<std::string> names = {"ProbabilisticActor/NoGrad",
                                                  "ProbabilisticActor/Grad",
@@ -235,9 +270,9 @@ void register_benchmarks() {
   add("LSTMModule/Sequence/B256/Ours", lstm_sequence_keyed<256, false>);
   add("LSTMModule/Sequence/B256/Raw", lstm_sequence_raw<256>);
   add("LSTMModule/SequenceStates/B1/Ours", lstm_sequence_keyed<1, true>);
-  add("LSTMModule/SequenceStates/B1/Raw", lstm_sequence_raw<1>);
+  add("LSTMModule/SequenceStates/B1/Raw", lstm_sequence_states_raw<1>);
   add("LSTMModule/SequenceStates/B256/Ours", lstm_sequence_keyed<256, true>);
-  add("LSTMModule/SequenceStates/B256/Raw", lstm_sequence_raw<256>);
+  add("LSTMModule/SequenceStates/B256/Raw", lstm_sequence_states_raw<256>);
 }
 
 void print_tables(const RatioReporter& reporter, std::ostream& os) {

@@ -204,6 +204,35 @@ TEST(RecurrentTrainingTest, DqnTrainsARecurrentQNetworkOnStoredSequences) {
   EXPECT_EQ(changed(before, core->parameters()), before.size());
 }
 
+// With stored_state false (R2D2's zero start) every sampled sequence starts from zeros: the
+// sampler flags its first step is_init, which resets the core there.
+TEST(RecurrentTrainingTest, DqnWithoutStoredStatesStartsEverySequenceFromZeros) {
+  const std::vector<std::string> overrides{
+      "model.core=gru",         "model.hidden_size=8", "env.options.mask_velocity=true",
+      "algo.sequence_length=8", "algo.burn_in=2",      "algo.stored_state=false",
+      "replay.batch_size=32"};
+  TempDir tmp;
+  Trainer trainer(tiny_config("dqn", overrides), RunDir::create(tmp.path().string(), "t"));
+  auto core = core_of(*trainer.recipe().actor);
+  ASSERT_TRUE(core);
+  const auto before = copies(core->parameters());
+  int sampled = 0;
+  trainer.add_hook(HookPoint::kBatch, [&](Trainer& t) {
+    if (t.recipe().replay->size() < 64) return;
+    const auto sample = t.recipe().replay->sample().reshape({-1, 8});
+    const auto is_init = sample.get("is_init").reshape({4, 8});
+    EXPECT_TRUE(is_init.select(1, 0).all().item<bool>());
+    // Inside a sequence is_init stays where the episodes began.
+    const auto ids = sample.get(collectors::traj_ids_key());
+    const auto step = ids.slice(1, 1) - ids.slice(1, 0, -1);
+    EXPECT_TRUE(step.gt(0).eq(is_init.slice(1, 1)).all().item<bool>());
+    ++sampled;
+  });
+  ASSERT_TRUE(trainer.train());
+  EXPECT_GT(sampled, 0);
+  EXPECT_EQ(changed(before, core->parameters()), before.size());
+}
+
 TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
   EXPECT_THAT(error_message<ConfigError>(
                   [] { Trainer::check(tiny_config("ppo", {"algo.sequence_length=16"})); }),
@@ -225,6 +254,9 @@ TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
   EXPECT_THAT(
       error_message<ConfigError>([] { Trainer::check(tiny_config("dqn", {"algo.burn_in=2"})); }),
       HasSubstr("'algo.burn_in' is 2, but model.core is mlp"));
+  EXPECT_THAT(error_message<ConfigError>(
+                  [] { Trainer::check(tiny_config("dqn", {"algo.stored_state=false"})); }),
+              HasSubstr("'algo.stored_state' is false, but model.core is mlp"));
   const auto message = error_message<ConfigError>([] {
     Trainer::check(tiny_config("dqn", {"model.core=lstm", "algo.sequence_length=10",
                                        "algo.burn_in=10", "replay.prioritized=true"}));

@@ -111,6 +111,7 @@ struct DQNConfig : OffPolicyConfig {
   // A recurrent Q-network's replay (R2D2): sequences and their burn-in.
   int64_t sequence_length = 16;
   int64_t burn_in = 0;
+  bool stored_state = true;
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
     loss.fields(v);
@@ -122,6 +123,10 @@ struct DQNConfig : OffPolicyConfig {
     v("burn_in", burn_in, at_least(0),
       "with a recurrent model.core: steps at the start of each sequence that only warm the "
       "state up and are left out of the loss (below sequence_length)");
+    v("stored_state", stored_state,
+      "with a recurrent model.core: start each sequence from the hidden state stored when it "
+      "was collected (R2D2's stored state); false: from zeros (R2D2's zero start, which "
+      "burn_in then warms up)");
   }
 };
 
@@ -339,14 +344,20 @@ class DQNRecipe : public OffPolicyRecipe {
     loss = dqn;
     optimizers.push_back(
         group(context.optim(), "all", loss->parameters(), context.optim().optimizer.lr(), {}));
-    // A recurrent Q-network learns from sequences that start from their stored states.
+    // A recurrent Q-network learns from sequences that start from their stored states, or
+    // from zeros where the sampler flags each sequence's first step is_init.
     std::shared_ptr<replay::Sampler> sampler;
-    if (core_)
+    if (core_) {
+      const std::optional<tensordict::NestedKey> init_key =
+          config_.stored_state
+              ? std::nullopt
+              : std::optional<tensordict::NestedKey>(core_->options().is_init_key());
       sampler = std::make_shared<replay::SliceSampler>(replay::SliceSamplerOptions()
                                                            .slice_len(config_.sequence_length)
                                                            .end_key(stream_end_key())
-                                                           .is_init_key(std::nullopt)
+                                                           .is_init_key(init_key)
                                                            .burn_in(config_.burn_in));
+    }
     finish_learning(config_, context, sampler);
   }
 
@@ -539,7 +550,13 @@ std::vector<std::string> recurrent_dqn_problems(const RunConfig& config, const D
   auto out = recurrent_core_problems(
       config, {{"sequence_length", dqn.sequence_length, defaults.sequence_length},
                {"burn_in", dqn.burn_in, defaults.burn_in}});
-  if (config.model.core == "mlp") return out;
+  if (config.model.core == "mlp") {
+    if (dqn.stored_state != defaults.stored_state)
+      out.push_back(
+          "'algo.stored_state' is false, but model.core is mlp, which carries no state; set "
+          "model.core to lstm or gru, or leave stored_state out");
+    return out;
+  }
   const int64_t length = dqn.sequence_length;
   const int64_t steps = steps_per_env(config);
   if (dqn.burn_in >= length)
