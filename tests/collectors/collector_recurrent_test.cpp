@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collector_test_fixtures.h"
+#include "collectors/distributed_scenarios.h"
 
 namespace tdrl::collectors {
 namespace {
@@ -19,49 +20,6 @@ namespace {
 // CartPole with the two transforms a recurrent policy needs.
 std::shared_ptr<envs::EnvBase> recurrent_cartpole(Shape batch, const modules::LSTMModule& lstm) {
   return envs::with_policy_state(make("CartPole-v1", batch), lstm->hidden_specs());
-}
-
-// A greedy recurrent Q-policy for CartPole: LSTM over the observation, a linear head, argmax.
-struct RecurrentPolicy {
-  modules::LSTMModule lstm{
-      modules::RecurrentModuleOptions(4, 8).in_key("observation").out_key("embed")};
-  tdnn::TensorDictSequential policy{nullptr};
-  RecurrentPolicy() {
-    torch::nn::Linear head(8, 2);
-    policy = tdnn::TensorDictSequential(
-        lstm,
-        tdnn::TensorDictModule(
-            head, tdnn::TensorDictModuleOptions().in_keys({"embed"}).out_keys({"action_value"})),
-        modules::QValueModule(modules::QValueModuleOptions().action_space("categorical")));
-  }
-};
-
-// Consecutive `[E, T]` batches of one collector: at each step the state is zero where the
-// sub-env (re)starts, else the state the policy wrote at the step before (in the same batch or
-// at the end of the previous one); resets happen inside the batches, and the state moves (a
-// state stuck at zero would pass the rest vacuously).
-void expect_state_runs_on(const std::vector<TensorDict>& batches) {
-  int64_t resets_inside = 0;
-  for (size_t b = 0; b < batches.size(); ++b) {
-    const auto h = batches[b].get("recurrent_state_h");
-    const auto h_next = batches[b].get({"next", "recurrent_state_h"});
-    const auto init = batches[b].get("is_init").squeeze(-1);
-    for (int64_t e = 0; e < h.size(0); ++e) {
-      for (int64_t t = 0; t < h.size(1); ++t) {
-        if (init[e][t].item<bool>()) {
-          EXPECT_TRUE(torch::all(h[e][t] == 0).item<bool>()) << "b=" << b << " e=" << e;
-          if (t > 0) ++resets_inside;
-          continue;
-        }
-        if (t == 0 && b == 0) continue;
-        const auto before =
-            t > 0 ? h_next[e][t - 1] : batches[b - 1].get({"next", "recurrent_state_h"})[e][-1];
-        EXPECT_TRUE(torch::equal(h[e][t], before)) << "b=" << b << " e=" << e << " t=" << t;
-      }
-    }
-  }
-  EXPECT_GT(resets_inside, 0);
-  EXPECT_GT(batches.back().get("recurrent_state_c").abs().sum().item<double>(), 0);
 }
 
 TEST(CollectorRecurrentTest, ThePrimedEnvPassesTheSpecChecksWithTheStateInItsSpecs) {

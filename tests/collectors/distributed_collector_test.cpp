@@ -29,6 +29,7 @@
 
 #include <tensordict/errors.h>
 
+#include "collector_test_fixtures.h"
 #include "collectors/distributed_scenarios.h"
 #include "support/build_paths.h"
 #include "support/test_names.h"
@@ -327,6 +328,21 @@ TEST(DistributedCollectorTest, WeightsReachWorkersBeforeTheFirstBatchAndAfterEac
   auto third = collector.next();
   ASSERT_TRUE(third.has_value());
   EXPECT_TRUE(torch::all(third->get("action") == 1).item<bool>());
+}
+
+// Each worker process steps its own env with its copy of a recurrent policy: each carries its
+// own state from step to step and from batch to batch, and restarts it at its resets.
+TEST(DistributedCollectorTest, EachWorkerProcessCarriesItsOwnRecurrentState) {
+  torch::manual_seed(0);
+  testing::RecurrentPolicy p;
+  DistributedCollector collector(collectors::CollectorPolicy(p.policy),
+                                 CollectorOptions().frames_per_batch(2 * 40),
+                                 launched("recurrent"));
+  collector.set_seed(3);
+  std::vector<TensorDict> batches;
+  for (int b = 0; b < 3; ++b) batches.push_back(*collector.next());
+  ASSERT_EQ(batches[0].batch_size(), (Shape{2, 40}));
+  expect_state_runs_on(batches);
 }
 
 TEST(DistributedCollectorTest, SetSeedMakesWorkersRepeatTheirBatches) {

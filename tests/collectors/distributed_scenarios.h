@@ -11,7 +11,10 @@
 #include <torch/utils.h>
 
 #include <tdrl/collectors/policy.h>
+#include <tdrl/modules/q_value.h>
+#include <tdrl/modules/recurrent.h>
 #include <tensordict/nn/tensordict_module.h>
+#include <tensordict/nn/tensordict_sequential.h>
 
 namespace tdrl::testing {
 
@@ -24,7 +27,9 @@ namespace tdrl::testing {
 //   exploration noise is);
 // - "throw": rank 2's policy throws kThrownMessage; rank 1 acts randomly;
 // - "die": rank 2 kills itself (SIGKILL) during its second batch; rank 1 acts randomly;
-// - "bad_env": the env factory asks for the unregistered env kMissingEnv.
+// - "bad_env": the env factory asks for the unregistered env kMissingEnv;
+// - "recurrent": CartPole-v1 carrying RecurrentPolicy's state (envs::with_policy_state), acted
+//   on by a RecurrentPolicy (the trainer's weights arrive before the first batch).
 inline constexpr const char* kThrownMessage = "the policy of rank 2 failed on purpose";
 inline constexpr const char* kMissingEnv = "NoSuchEnv-v0";
 
@@ -50,5 +55,21 @@ inline collectors::CollectorPolicy linear_policy(const ArgmaxLinear& net) {
       net, tensordict::nn::TensorDictModuleOptions().in_keys({"observation"}).out_keys({"action"}));
   return collectors::CollectorPolicy(module.ptr());
 }
+
+// A greedy recurrent Q-policy for CartPole: LSTM over the observation, a linear head, argmax.
+struct RecurrentPolicy {
+  modules::LSTMModule lstm{
+      modules::RecurrentModuleOptions(4, 8).in_key("observation").out_key("embed")};
+  tensordict::nn::TensorDictSequential policy{nullptr};
+  RecurrentPolicy() {
+    torch::nn::Linear head(8, 2);
+    policy = tensordict::nn::TensorDictSequential(
+        lstm,
+        tensordict::nn::TensorDictModule(
+            head, tensordict::nn::TensorDictModuleOptions().in_keys({"embed"}).out_keys(
+                      {"action_value"})),
+        modules::QValueModule(modules::QValueModuleOptions().action_space("categorical")));
+  }
+};
 
 }  // namespace tdrl::testing

@@ -16,6 +16,7 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/envs/registry.h>
+#include <tdrl/envs/transforms/primer.h>
 
 #include "collectors/distributed_scenarios.h"
 
@@ -30,6 +31,7 @@ CollectorPolicy make_policy(const std::string& scenario, int64_t rank) {
     tdrl::testing::set_bias(net, 0.0f, 0.5f);
     return tdrl::testing::linear_policy(net);
   }
+  if (scenario == "recurrent") return CollectorPolicy(tdrl::testing::RecurrentPolicy().policy);
   if (scenario == "noisy")
     return CollectorPolicy([](TensorDict td) -> TensorDict {
       td.set("action", torch::randint(2, {}, torch::kLong));
@@ -62,7 +64,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     tdrl::envs::register_builtin_envs();
-    tdrl::envs::EnvFactory factory = [scenario] {
+    tdrl::envs::EnvFactory factory = [scenario]() -> std::shared_ptr<tdrl::envs::EnvBase> {
+      if (scenario == "recurrent")
+        return tdrl::envs::with_policy_state(tdrl::envs::make_env("CartPole-v1"),
+                                             tdrl::testing::RecurrentPolicy().lstm->hidden_specs());
       return tdrl::envs::make_env(
           scenario == "bad_env" ? tdrl::testing::kMissingEnv : "CartPole-v1",
           tdrl::envs::EnvOptions().batch_size(scenario == "batched" ? std::vector<int64_t>{2}
