@@ -13,6 +13,7 @@
 #include <tdrl/apps/models.h>
 #include <tdrl/apps/trainer.h>
 #include <tdrl/collectors/collector.h>
+#include <tdrl/losses/value_estimators.h>
 #include <tdrl/modules/recurrent.h>
 #include <tensordict/nn/probabilistic.h>
 
@@ -205,16 +206,22 @@ TEST(RecurrentTrainingTest, DqnTrainsARecurrentQNetworkOnStoredSequences) {
 }
 
 // With stored_state false (R2D2's zero start) every sampled sequence starts from zeros: the
-// sampler flags its first step is_init, which resets the core there.
+// sampler flags its first step is_init, which resets the core there. With lmbda, the targets are
+// TD(lambda) returns along the sequences.
 TEST(RecurrentTrainingTest, DqnWithoutStoredStatesStartsEverySequenceFromZeros) {
   const std::vector<std::string> overrides{
       "model.core=gru",         "model.hidden_size=8", "env.options.mask_velocity=true",
       "algo.sequence_length=8", "algo.burn_in=2",      "algo.stored_state=false",
-      "replay.batch_size=32"};
+      "algo.lmbda=0.8",         "replay.batch_size=32"};
   TempDir tmp;
   Trainer trainer(tiny_config("dqn", overrides), RunDir::create(tmp.path().string(), "t"));
   auto core = core_of(*trainer.recipe().actor);
   ASSERT_TRUE(core);
+  // algo.lmbda: TD(lambda) targets along the sequences.
+  const auto* estimator = dynamic_cast<const losses::TDLambdaEstimatorImpl*>(
+      trainer.recipe().loss->value_estimator().get());
+  ASSERT_NE(estimator, nullptr);
+  EXPECT_DOUBLE_EQ(estimator->options().lmbda(), 0.8);
   const auto before = copies(core->parameters());
   int sampled = 0;
   trainer.add_hook(HookPoint::kBatch, [&](Trainer& t) {
@@ -257,6 +264,9 @@ TEST(RecurrentTrainingTest, ConfigsThatCannotTrainARecurrentCoreAreRefused) {
   EXPECT_THAT(error_message<ConfigError>(
                   [] { Trainer::check(tiny_config("dqn", {"algo.stored_state=false"})); }),
               HasSubstr("'algo.stored_state' is false, but model.core is mlp"));
+  EXPECT_THAT(
+      error_message<ConfigError>([] { Trainer::check(tiny_config("dqn", {"algo.lmbda=0.9"})); }),
+      HasSubstr("'algo.lmbda' is 0.9, but model.core is mlp"));
   const auto message = error_message<ConfigError>([] {
     Trainer::check(tiny_config("dqn", {"model.core=lstm", "algo.sequence_length=10",
                                        "algo.burn_in=10", "replay.prioritized=true"}));

@@ -547,6 +547,7 @@ TEST(DQNLossTest, RecurrentQNetworkValuesEachStepFromItsOwnState) {
   torch::NoGradGuard no_grad;
   double sq = 0, pred_sum = 0, target_sum = 0;
   int trained = 0;
+  std::vector<std::vector<double>> qs(N, std::vector<double>(L)), next_maxes = qs;
   for (int64_t n = 0; n < N; ++n) {
     auto h = h0[n][0].unsqueeze(0);
     for (int64_t t = 0; t < L; ++t) {
@@ -562,6 +563,8 @@ TEST(DQNLossTest, RecurrentQNetworkValuesEachStepFromItsOwnState) {
       const double q = root.get("action_value")[0][action[n][t].item<int64_t>()].item<double>();
       h = root.get(NestedKey{"next", "recurrent_state"});
       const double next_max = step(next_obs[n][t], false).get("action_value").max().item<double>();
+      qs[n][t] = q;
+      next_maxes[n][t] = next_max;
       const double y =
           reward[n][t][0].item<double>() + 0.9 * (done[n][t][0].item<bool>() ? 0.0 : next_max);
       if (t == 0) continue;  // burn-in
@@ -615,6 +618,26 @@ TEST(DQNLossTest, RecurrentQNetworkValuesEachStepFromItsOwnState) {
   auto ragged = batch.clone();
   ragged.get("burn_in")[1][1] = true;
   EXPECT_THROW(loss.forward(ragged), tensordict::ValueError);
+
+  // TD(lambda) targets run along each sequence after the burn-in, from the same next values:
+  // G_t = r_t + gamma * ((1 - lambda) * next_t + lambda * G_{t+1}), cut at the episode end and
+  // bootstrapped from the next value at the sequence's last step.
+  loss.make_value_estimator(ValueEstimatorType::kTDLambda,
+                            ValueEstimatorOptions().gamma(0.9).lmbda(0.5));
+  const auto lambda_out = loss.forward(batch);
+  double lambda_sq = 0, lambda_sum = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    double g = 0;
+    for (int64_t t = L - 1; t >= 1; --t) {
+      const double ahead = t == L - 1 ? next_maxes[n][t] : 0.5 * next_maxes[n][t] + 0.5 * g;
+      g = reward[n][t][0].item<double>() + (done[n][t][0].item<bool>() ? 0.0 : 0.9 * ahead);
+      lambda_sq += (qs[n][t] - g) * (qs[n][t] - g);
+      lambda_sum += g;
+    }
+  }
+  EXPECT_NEAR(lambda_out.get("target_value").item<double>(), lambda_sum / trained, 1e-5);
+  EXPECT_NEAR(lambda_out.get("loss_value").item<double>(), lambda_sq / trained, 1e-5);
+  EXPECT_GT(std::abs(lambda_sum - target_sum), 1e-3) << "lambda changes the targets";
 }
 
 }  // namespace

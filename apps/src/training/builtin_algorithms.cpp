@@ -112,6 +112,7 @@ struct DQNConfig : OffPolicyConfig {
   int64_t sequence_length = 16;
   int64_t burn_in = 0;
   bool stored_state = true;
+  double lmbda = 0;
   void fields(FieldVisitor& v) override {
     OffPolicyConfig::fields(v);
     loss.fields(v);
@@ -127,6 +128,9 @@ struct DQNConfig : OffPolicyConfig {
       "with a recurrent model.core: start each sequence from the hidden state stored when it "
       "was collected (R2D2's stored state); false: from zeros (R2D2's zero start, which "
       "burn_in then warms up)");
+    v("lmbda", lmbda, in_range(0, 1),
+      "with a recurrent model.core: lambda of TD(lambda) targets along each sequence (Peng's "
+      "Q(lambda), a mixture of the n-step returns R2D2 uses); 0: one-step TD targets");
   }
 };
 
@@ -340,7 +344,14 @@ class DQNRecipe : public OffPolicyRecipe {
 
   void build_learning(const RecipeContext& context) override {
     auto dqn = std::make_shared<losses::DQNLoss>(qnet_, config_.loss);
-    set_td0(*dqn, config_);
+    // Multi-step targets need the sequences' time dim: a recurrent Q-network's only.
+    if (core_ && config_.lmbda > 0) {
+      dqn->make_value_estimator(
+          losses::ValueEstimatorType::kTDLambda,
+          losses::ValueEstimatorOptions().gamma(config_.td0.gamma()).lmbda(config_.lmbda));
+    } else {
+      set_td0(*dqn, config_);
+    }
     loss = dqn;
     optimizers.push_back(
         group(context.optim(), "all", loss->parameters(), context.optim().optimizer.lr(), {}));
@@ -555,6 +566,10 @@ std::vector<std::string> recurrent_dqn_problems(const RunConfig& config, const D
       out.push_back(
           "'algo.stored_state' is false, but model.core is mlp, which carries no state; set "
           "model.core to lstm or gru, or leave stored_state out");
+    if (dqn.lmbda != defaults.lmbda)
+      out.push_back("'algo.lmbda' is " + format_number(dqn.lmbda) +
+                    ", but model.core is mlp, whose replayed transitions have no time dim to "
+                    "look ahead along; set model.core to lstm or gru, or leave lmbda out");
     return out;
   }
   const int64_t length = dqn.sequence_length;
