@@ -46,9 +46,12 @@ envs::EnvFactory worker_envs(const RecurrentPolicy& p) {
   return [hidden] { return envs::with_policy_state(envs::make_env("CartPole-v1"), hidden); };
 }
 CollectorOptions worker_options(int64_t frames_per_batch) {
-  return CollectorOptions().frames_per_batch(frames_per_batch).policy_factory([] {
-    return CollectorPolicy(RecurrentPolicy().policy);
-  });
+  // Set on a named object, not copied out of the setters' reference to a temporary (which GCC
+  // 12 flags as a maybe-uninitialised std::function).
+  CollectorOptions options;
+  options.frames_per_batch(frames_per_batch);
+  options.policy_factory([] { return CollectorPolicy(RecurrentPolicy().policy); });
+  return options;
 }
 
 // Each worker thread steps its own env with its own policy copy: each carries its own state.

@@ -178,6 +178,61 @@ TEST(RecurrentModuleTest, PaddedStepsKeepTheStateAndOutputZeros) {
   EXPECT_TRUE(torch::allclose(lstm->forward(unpadded).get("y")[0], out.get("y")[1].slice(0, 0, 4)));
 }
 
+// From kAtenStepRows rows each step runs through ATen's call: the same outputs, states and
+// gradients as the cells written out, which run on the same rows split into smaller batches
+// (resets inside the sequences and padded steps included; sequence and step modes).
+TEST(RecurrentModuleTest, WideBatchesGiveTheNarrowOnesOutputsStatesAndGradients) {
+  const int64_t rows = RecurrentModuleImpl::kAtenStepRows + 6, half = rows / 2;
+  ASSERT_LT(half, RecurrentModuleImpl::kAtenStepRows);
+  torch::manual_seed(2);
+  auto is_init = torch::rand({rows, kT, 1}) < 0.2;
+  is_init.select(1, 0).fill_(true);
+  auto mask = torch::rand({rows, kT}) < 0.9;
+  TensorDict wide({{"x", torch::randn({rows, kT, kIn})},
+                   {"is_init", is_init},
+                   {"recurrent_state_h", torch::randn({rows, kT, kLayers, kH})},
+                   {"recurrent_state_c", torch::randn({rows, kT, kLayers, kH})},
+                   {"recurrent_state", torch::randn({rows, kT, kLayers, kH})},
+                   {"mask", mask}},
+                  {rows, kT});
+  for (const bool sequence : {true, false}) {
+    for (const auto& module : both_kinds()) {
+      SCOPED_TRACE(module->name() + (sequence ? " sequence" : " step"));
+      const auto options =
+          RecurrentModuleOptions(module->options())
+              .mask_key(sequence ? std::optional<NestedKey>("mask") : std::nullopt);
+      std::shared_ptr<RecurrentModuleImpl> core;
+      if (module->kind() == RecurrentModuleImpl::Kind::kLSTM)
+        core = LSTMModule(options).ptr();
+      else
+        core = GRUModule(options).ptr();
+      core->set_recurrent_mode(sequence);
+      const TensorDict data = sequence ? wide : wide.index({torch::indexing::Slice(), 2}).clone();
+      const auto run = [&](const TensorDict& td) {
+        for (const auto& p : core->parameters()) p.mutable_grad() = torch::Tensor();
+        const TensorDict out = core->forward(td.clone());
+        out.get("y").pow(2).sum().backward();
+        std::vector<torch::Tensor> grads;
+        for (const auto& p : core->parameters()) grads.push_back(p.grad().clone());
+        return std::make_pair(out, grads);
+      };
+      const auto [whole, whole_grads] = run(data);
+      namespace ix = torch::indexing;
+      const auto [first, first_grads] = run(data.index({ix::Slice(0, half)}));
+      const auto [second, second_grads] = run(data.index({ix::Slice(half, ix::None)}));
+      std::vector<NestedKey> keys{"y"};
+      for (const auto& key : core->hidden_keys()) keys.push_back(NestedKey("next").join(key));
+      for (const auto& key : keys) {
+        const auto split = torch::cat({first.get(key), second.get(key)});
+        EXPECT_TRUE(torch::allclose(whole.get(key), split, 1e-5, 1e-6)) << key.to_string();
+      }
+      for (size_t i = 0; i < whole_grads.size(); ++i)
+        EXPECT_TRUE(torch::allclose(whole_grads[i], first_grads[i] + second_grads[i], 1e-4, 1e-5))
+            << "parameter " << i;
+    }
+  }
+}
+
 TEST(RecurrentModuleTest, GradientsReachTheWeightsThroughTheSequence) {
   for (const auto& module : both_kinds()) {
     SCOPED_TRACE(module->name());

@@ -37,7 +37,8 @@ using tensordict::NestedKey;
 /// inside a sequence wherever `is_init` is set; writes the output `[*B, T, hidden_size]` and
 /// ("next", <hidden key>) `[*B, T, L, H]`, the state after every step. Both modes give the same
 /// outputs and states on the same data (tested), since sequence mode runs the same cell step by
-/// step over the time dim (the input projection of all steps in one matrix product).
+/// step over the time dim (the input projection of all steps in one matrix product; from
+/// kAtenStepRows rows, ATen's own LSTM/GRU call per step instead, the faster there).
 ///
 /// Keys: in `[in_key, is_init_key, hidden keys... (, mask_key)]`; out `[out_key, ("next",
 /// hidden key)...]`.
@@ -51,6 +52,11 @@ class RecurrentModuleImpl : public tensordict::nn::TensorDictModuleBase {
   enum class Kind { kLSTM, kGRU };
 
   RecurrentModuleImpl(Kind kind, RecurrentModuleOptions options);
+
+  /// Rows (the batch without its time dim) from which each step runs through ATen's LSTM/GRU
+  /// call (its fused cell kernels) instead of the cells written out, whose few ops cost less
+  /// than ATen's per-call setup for small batches. The same arithmetic either way (tested).
+  static constexpr int64_t kAtenStepRows = 64;
 
   /// Switches between step mode (false) and sequence mode (true); returns this module.
   RecurrentModuleImpl& set_recurrent_mode(bool on);
