@@ -181,8 +181,8 @@ TEST_F(ConfigTest, KeyOfAnotherAlgorithmSaysWhichAlgorithmsOwnIt) {
                         "td3 only, and algo.name is ddpg; remove it"));
   EXPECT_THAT(problems_of("env:\n  name: Pendulum-v1\nalgo:\n  name: sac\n  lmbda: 0.9\n"
                           "collector:\n  total_frames: 1000\n"),
-              HasSubstr("unknown key 'algo.lmbda' (run.yaml line 5): it is an option of a2c and "
-                        "ppo only"));
+              HasSubstr("unknown key 'algo.lmbda' (run.yaml line 5): it is an option of a2c, "
+                        "dqn and ppo only"));
 }
 
 TEST_F(ConfigTest, KeyOfAnotherTransformSaysWhichTransformOwnsIt) {
