@@ -40,6 +40,37 @@ torch::Tensor flag_as(const TensorDict& td, const NestedKey& key, const std::str
   return flag.reshape({n, t}).to(dtype);
 }
 
+// The state along one pass of the step loop (c undefined for a GRU): zeroed on the rows that
+// restart, kept over padded steps, recorded after every step. Both ways of computing a step use
+// it, with `keep` and `valid` viewed to broadcast against their state's layout.
+struct StateTrack {
+  torch::Tensor h, c;
+  std::vector<torch::Tensor> hs, cs;  // after every step
+  StateTrack(torch::Tensor h0, torch::Tensor c0, int64_t steps)
+      : h(std::move(h0)), c(std::move(c0)) {
+    hs.reserve(static_cast<size_t>(steps));
+    if (c.defined()) cs.reserve(static_cast<size_t>(steps));
+  }
+  // `keep`: 0 on the rows whose trajectory starts at this step.
+  void restart(const torch::Tensor& keep) {
+    h = h * keep;
+    if (c.defined()) c = c * keep;
+  }
+  // `valid`: 1 on the rows that take the step, 0 on padded ones (undefined: every row).
+  void advance(torch::Tensor h_new, torch::Tensor c_new, const torch::Tensor& valid) {
+    if (valid.defined()) {
+      h_new = h + valid * (h_new - h);
+      if (c.defined()) c_new = c + valid * (c_new - c);
+    }
+    h = std::move(h_new);
+    hs.push_back(h);
+    if (c.defined()) {
+      c = std::move(c_new);
+      cs.push_back(c);
+    }
+  }
+};
+
 }  // namespace
 
 RecurrentModuleImpl::RecurrentModuleImpl(Kind kind, RecurrentModuleOptions options)
@@ -224,42 +255,25 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
   // faster at one row). Measured for the LSTM by bench_modules (docs/performance.md).
   if (N >= kAtenStepRows) {
     const torch::Tensor xs = x.reshape({N, T, options_.input_size()});
-    torch::Tensor h = state[0];  // [L, N, H]
-    torch::Tensor c = lstm ? state[1] : torch::Tensor();
     // ATen's call itself, without the module's per-call checks.
     const std::vector<torch::Tensor> weights = lstm ? lstm_->all_weights() : gru_->all_weights();
-    std::vector<torch::Tensor> hs, cs;  // per step: [L, N, H]
-    hs.reserve(static_cast<size_t>(T));
-    if (lstm) cs.reserve(static_cast<size_t>(T));
+    StateTrack s(state[0], lstm ? state[1] : torch::Tensor(), T);  // [L, N, H]
     for (int64_t t = 0; t < T; ++t) {
-      if (resets[static_cast<size_t>(t)]) {
-        const torch::Tensor k = keep.select(1, t).view({1, N, 1});
-        h = h * k;
-        if (lstm) c = c * k;
-      }
+      if (resets[static_cast<size_t>(t)]) s.restart(keep.select(1, t).view({1, N, 1}));
       const torch::Tensor step = xs.slice(1, t, t + 1);
       torch::Tensor h_new, c_new;
       if (lstm) {
-        auto out = torch::lstm(step, {h, c}, weights, options_.bias(), L, /*dropout=*/0.0,
+        auto out = torch::lstm(step, {s.h, s.c}, weights, options_.bias(), L, /*dropout=*/0.0,
                                is_training(), /*bidirectional=*/false, /*batch_first=*/true);
         h_new = std::get<1>(out);
         c_new = std::get<2>(out);
       } else {
         h_new =
-            std::get<1>(torch::gru(step, h, weights, options_.bias(), L, /*dropout=*/0.0,
+            std::get<1>(torch::gru(step, s.h, weights, options_.bias(), L, /*dropout=*/0.0,
                                    is_training(), /*bidirectional=*/false, /*batch_first=*/true));
       }
-      if (valid.defined()) {
-        const torch::Tensor v = valid.select(1, t).view({1, N, 1});
-        h_new = h + v * (h_new - h);
-        if (lstm) c_new = c + v * (c_new - c);
-      }
-      h = h_new;
-      hs.push_back(h);
-      if (lstm) {
-        c = c_new;
-        cs.push_back(c);
-      }
+      s.advance(h_new, c_new,
+                valid.defined() ? valid.select(1, t).view({1, N, 1}) : torch::Tensor());
     }
 
     // The output (the top layer's state; zero on padded steps) and the state after every step.
@@ -268,7 +282,7 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
       return (steps.size() == 1 ? steps.front().unsqueeze(2) : torch::stack(steps, 2))
           .permute({1, 2, 0, 3});
     };
-    const torch::Tensor next_h = over_time(hs);
+    const torch::Tensor next_h = over_time(s.hs);
     const torch::Tensor top = next_h.select(2, L - 1);  // [N, T, H]
     const torch::Tensor output = valid.defined() ? top * valid.unsqueeze(2) : top;
     tensordict_out.set(options_.out_key(), output.reshape(concat(batch, {H})));
@@ -276,7 +290,7 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
     tensordict_out.set(NestedKey("next").join(hidden_keys_[0]), next_h.reshape(state_shape));
     if (lstm)
       tensordict_out.set(NestedKey("next").join(hidden_keys_[1]),
-                         over_time(cs).reshape(state_shape));
+                         over_time(s.cs).reshape(state_shape));
     return;
   }
 
@@ -294,24 +308,18 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
     torch::Tensor projected = torch::nn::functional::linear(input, w.w_ih, w.b_ih);
     if (lstm && w.b_hh.defined()) projected = projected + w.b_hh;
     const torch::Tensor w_hh_t = w.w_hh.t();
-    torch::Tensor h = state[0][l];
-    torch::Tensor c = lstm ? state[1][l] : torch::Tensor();
-    std::vector<torch::Tensor> hs, cs;
-    hs.reserve(static_cast<size_t>(T));
+    StateTrack s(state[0][l], lstm ? state[1][l] : torch::Tensor(), T);  // [N, H]
     for (int64_t t = 0; t < T; ++t) {
-      if (resets[static_cast<size_t>(t)]) {
-        const torch::Tensor k = keep.select(1, t).unsqueeze(1);
-        h = h * k;
-        if (lstm) c = c * k;
-      }
+      if (resets[static_cast<size_t>(t)]) s.restart(keep.select(1, t).unsqueeze(1));
       const torch::Tensor gx = projected.select(0, t);
+      const torch::Tensor& h = s.h;
       torch::Tensor h_new, c_new;
       if (lstm) {
         // In-place only where the backward reads the result (sigmoid_, tanh_) or nothing (add_).
         const auto gates = torch::addmm(gx, h, w_hh_t).unsafe_chunk(4, 1);
         const auto i = gates[0].sigmoid_(), f = gates[1].sigmoid_();
         const auto g = gates[2].tanh_(), o = gates[3].sigmoid_();
-        c_new = (f * c).add_(i * g);
+        c_new = (f * s.c).add_(i * g);
         h_new = o * c_new.tanh();
       } else {
         const torch::Tensor gh = w.b_hh.defined() ? torch::addmm(w.b_hh, h, w_hh_t) : h.mm(w_hh_t);
@@ -322,21 +330,11 @@ void RecurrentModuleImpl::forward_impl(const TensorDict& tensordict,
         const auto n = (xg[2] + r * hg[2]).tanh_();
         h_new = n + z * (h - n);
       }
-      if (valid.defined()) {
-        const torch::Tensor v = valid.select(1, t).unsqueeze(1);
-        h_new = h + v * (h_new - h);
-        if (lstm) c_new = c + v * (c_new - c);
-      }
-      h = h_new;
-      hs.push_back(h);
-      if (lstm) {
-        c = c_new;
-        cs.push_back(c);
-      }
+      s.advance(h_new, c_new, valid.defined() ? valid.select(1, t).unsqueeze(1) : torch::Tensor());
     }
-    input = stacked(hs, 0);
+    input = stacked(s.hs, 0);
     next_h.push_back(input);
-    if (lstm) next_c.push_back(stacked(cs, 0));
+    if (lstm) next_c.push_back(stacked(s.cs, 0));
   }
 
   // The output (zero on padded steps) and the state after every step.
