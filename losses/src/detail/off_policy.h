@@ -210,11 +210,8 @@ inline int64_t burn_in_prefix(const std::string& where, const TensorDict& batch,
              ": the burn-in flags ", key.to_string(),
              " must mark the same first steps of every sequence (a SliceSampler's burn_in)");
   TDRL_CHECK(warm < steps, tensordict::ValueError, where,
-             ": every step of the batch is flagged "
-             "burn-in (",
-             key.to_string(),
-             "), so nothing is left to train on; sample longer "
-             "slices or lower burn_in");
+             ": every step of the batch is flagged burn-in (", key.to_string(),
+             "), so nothing is left to train on; sample longer slices or lower burn_in");
   return warm;
 }
 

@@ -80,7 +80,10 @@ struct DQNLossOptions {
 /// values run in step mode from those states, the target network's from its own pass over the
 /// sequences. With burn-in flags (the same first K steps of every sequence, a SliceSampler's),
 /// those steps only warm each network's state up, without gradient, and the loss runs on the
-/// rest from there (R2D2); their priorities are 0. The cores' modes are restored after.
+/// rest from there (R2D2); their priorities are 0. A TD(lambda) or TD(1) estimator
+/// (make_value_estimator) then runs along each sequence's time dim after the burn-in: multi-step
+/// targets cut at episode ends and bootstrapped from the next value at a sequence's last step
+/// (tdrl-train's algo.lmbda). The cores' modes are restored after.
 ///
 /// Returns (batch size []): "loss_value" (TorchRL names it "loss"; every term here is
 /// loss_*), and the detached
