@@ -33,6 +33,8 @@ packages=(
   libmujoco-dev libmujoco-samples
   libyaml-cpp-dev libspdlog-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libcairo2-dev fonts-dejavu-core
+  libosmesa6-dev libegl-dev
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 [[ $torch == debian ]] || packages+=(python3-venv)

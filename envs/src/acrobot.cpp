@@ -157,4 +157,31 @@ void AcrobotEnv::advance(const torch::Tensor& action, float* reward, bool* termi
   }
 }
 
+// Gymnasium's Acrobot picture: the target line, the two cyan links and their yellow joints.
+drawing::Drawing AcrobotEnv::draw(const double* state) const {
+  constexpr double kSize = 500;
+  const detail::Screen screen{kSize};
+  drawing::Drawing d{kSize, kSize, "Acrobot", {}};
+  const double bound = kLinkLength1 + kLinkLength2 + 0.2;
+  const double scale = kSize / (bound * 2);
+  const double offset = kSize / 2;
+  const auto line_y = screen.at(0, 1 * scale + offset).second;
+  d.shapes.push_back(
+      drawing::Line{-2.2 * scale + offset, line_y, 2.2 * scale + offset, line_y, "#000000", 1.0});
+  const double s0 = state[0], s1 = state[1];
+  // Gymnasium's joint positions (x, y) with the coordinates swapped, as its xys[:, ::-1].
+  const double p1x = -kLinkLength1 * std::cos(s0) * scale;
+  const double p1y = kLinkLength1 * std::sin(s0) * scale;
+  const double joints[2][2] = {{0, 0}, {p1y, p1x}};
+  const double thetas[2] = {s0 - kPi / 2, s0 + s1 - kPi / 2};
+  const double lengths[2] = {kLinkLength1 * scale, kLinkLength2 * scale};
+  for (int i = 0; i < 2; ++i) {
+    const double x = joints[i][0] + offset, y = joints[i][1] + offset;
+    d.shapes.push_back(
+        screen.box(0, lengths[i], 0.1 * scale, -0.1 * scale, thetas[i], x, y, "#00cccc"));
+    d.shapes.push_back(screen.disc(x, y, 0.1 * scale, "#cccc00"));
+  }
+  return d;
+}
+
 }  // namespace tdrl::envs

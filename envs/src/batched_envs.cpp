@@ -213,6 +213,20 @@ void BatchedEnvBase::write_slice(const std::string& op, int64_t i, const Leaf& l
   slice.copy_(value);
 }
 
+torch::Tensor BatchedEnvBase::render_impl() {
+  std::vector<torch::Tensor> frames(envs_.size());
+  run_checked(
+      name() + "::render", num_envs(), [](int64_t j) { return j; },
+      [&](int64_t i) { frames[static_cast<size_t>(i)] = envs_[static_cast<size_t>(i)]->render(); });
+  for (size_t i = 1; i < frames.size(); ++i) {
+    TDRL_CHECK(frames[i].sizes().equals(frames[0].sizes()), ShapeError, name(),
+               "::render: sub-env ", i, " drew frames of shape ", shape_str(frames[i].sizes()),
+               " and sub-env 0 of ", shape_str(frames[0].sizes()),
+               "; give the sub-envs the same render size");
+  }
+  return torch::stack(frames);
+}
+
 TensorDict BatchedEnvBase::reset_impl(const TensorDict& tensordict) {
   const std::string op = name() + "::reset";
   const int64_t n = num_envs();

@@ -112,4 +112,27 @@ void CartPoleEnv::advance(const torch::Tensor& action, float* reward, bool* term
   }
 }
 
+// Gymnasium's CartPole picture: the track, the black cart, the pole and its axle.
+drawing::Drawing CartPoleEnv::draw(const double* state) const {
+  constexpr double kWidth = 600, kHeight = 400;
+  const detail::Screen screen{kHeight};
+  drawing::Drawing d{kWidth, kHeight, "CartPole", {}};
+  const double scale = kWidth / (2 * options_.x_threshold());
+  const double pole_width = 10.0;
+  const double pole_len = scale * 2 * options_.length();
+  const double cart_width = 50.0, cart_height = 30.0;
+  const double axle_offset = cart_height / 4.0;
+  const double cart_x = state[0] * scale + kWidth / 2.0;
+  const double cart_y = 100;
+  d.shapes.push_back(drawing::Polygon(screen.box(-cart_width / 2, cart_width / 2, cart_height / 2,
+                                                 -cart_height / 2, 0, cart_x, cart_y, "#000000")));
+  d.shapes.push_back(screen.box(-pole_width / 2, pole_width / 2, pole_len - pole_width / 2,
+                                -pole_width / 2, -state[2], cart_x, cart_y + axle_offset,
+                                "#ca9865"));
+  d.shapes.push_back(screen.disc(cart_x, cart_y + axle_offset, pole_width / 2, "#8184cb"));
+  const auto left = screen.at(0, cart_y);
+  d.shapes.push_back(drawing::Line{left.first, left.second, kWidth, left.second, "#000000", 1.0});
+  return d;
+}
+
 }  // namespace tdrl::envs

@@ -1,5 +1,6 @@
 #include <tdrl/envs/env_base.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -148,6 +149,54 @@ void EnvBase::set_state_spec(specs::CompositePtr spec) {
   state_spec_ = std::move(spec);
 }
 
+void EnvBase::set_pixel_observations(int64_t height, int64_t width, bool pixels_only) {
+  TDRL_CHECK(height >= 1 && width >= 1, ValueError, name_, ": from_pixels with a render size of ",
+             width, " x ", height, " pixels; render_width and render_height must be >= 1");
+  auto spec =
+      observation_spec_ ? observation_spec_->clone() : specs::Composite::make({}, batch_size_);
+  PixelObservations pixels{height, width, {}};
+  if (pixels_only) {
+    pixels.dropped = spec->keys(/*include_nested=*/false);
+    for (const auto& key : pixels.dropped) spec->del_(key);
+  }
+  auto shape = batch_size_;
+  shape.insert(shape.end(), {height, width, 3});
+  spec->set(specs::kPixels,
+            std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                                 .low(torch::zeros({}, torch::kUInt8))
+                                                 .high(torch::full({}, 255, torch::kUInt8))
+                                                 .shape(shape)
+                                                 .dtype(torch::kUInt8)
+                                                 .device(device_)));
+  set_observation_spec(std::move(spec));
+  pixels_ = std::move(pixels);
+}
+
+torch::Tensor EnvBase::render_impl() {
+  throw tensordict::Error(name_ +
+                          "::render: this env does not draw its state (it has no "
+                          "render_impl); render() and from_pixels need an env that does, e.g. "
+                          "the classic-control and MuJoCo tasks");
+}
+
+torch::Tensor EnvBase::render() {
+  const torch::Tensor frames = render_impl();
+  TDRL_CHECK(frames.scalar_type() == torch::kUInt8, TypeError, name_,
+             "::render: render_impl returned dtype ",
+             std::string(c10::toString(frames.scalar_type())), "; frames are uint8 RGB");
+  const auto dims = frames.sizes().vec();
+  const auto nb = static_cast<int64_t>(batch_size_.size());
+  const bool ok = frames.dim() == nb + 3 && dims.back() == 3 &&
+                  std::equal(batch_size_.begin(), batch_size_.end(), dims.begin()) &&
+                  (!pixels_ || (dims[nb] == pixels_->height && dims[nb + 1] == pixels_->width));
+  TDRL_CHECK(ok, ShapeError, name_, "::render: render_impl returned shape ", shape_str(dims),
+             "; expected [*batch_size, H, W, 3] with batch_size ", shape_str(batch_size_),
+             pixels_ ? " and H x W = " + std::to_string(pixels_->height) + " x " +
+                           std::to_string(pixels_->width)
+                     : std::string());
+  return frames;
+}
+
 specs::TensorSpecPtr EnvBase::done_spec() const { return done_spec_->get(specs::kDone); }
 
 specs::CompositePtr EnvBase::full_action_spec() const {
@@ -205,7 +254,7 @@ torch::Tensor EnvBase::state_entry(const TensorDict& state, const NestedKey& key
   return *value;
 }
 
-TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) const {
+TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) {
   const auto flag_shape = with_trailing_one(batch_size_);
   auto flag = [&](const char* key) -> torch::Tensor {
     auto value = td.find(key);
@@ -226,6 +275,14 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) cons
   td.set(specs::kTerminated, terminated);
   td.set(specs::kTruncated, truncated);
   td.set(specs::kDone, done);
+  if (pixels_) {
+    // from_pixels: the frame of the state just reached, the state itself hidden with
+    // pixels_only.
+    for (const auto& key : pixels_->dropped) {
+      if (td.contains(key)) td.del_(key);
+    }
+    td.set(specs::kPixels, render());
+  }
   for (const auto& key : observation_spec_->keys(/*include_nested=*/true, /*leaves_only=*/true)) {
     TDRL_CHECK(td.contains(key), KeyError, where, ": the env did not write observation ",
                key.to_string(), " declared in its observation spec; it wrote ",

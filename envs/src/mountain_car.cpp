@@ -82,6 +82,41 @@ bool move_car(double* s, double acceleration, double goal_position, double goal_
   return position >= goal_position && s[1] >= goal_velocity;
 }
 
+// Gymnasium's MountainCar picture: the hill, the car on it with its two wheels, the goal flag.
+drawing::Drawing mountain_car_drawing(double position, double goal_position) {
+  constexpr double kWidth = 600, kHeight = 400;
+  const detail::Screen screen{kHeight};
+  drawing::Drawing d{kWidth, kHeight, "MountainCar", {}};
+  const double scale = kWidth / (Track::kMaxPosition - Track::kMinPosition);
+  const auto height = [](double x) { return std::sin(3 * x) * 0.45 + 0.55; };
+  drawing::Polyline hill{{}, "#000000", 1.0, 1.0};
+  for (int i = 0; i < 100; ++i) {
+    const double x = Track::kMinPosition + (Track::kMaxPosition - Track::kMinPosition) * i / 99.0;
+    hill.points.push_back(screen.at((x - Track::kMinPosition) * scale, height(x) * scale));
+  }
+  d.shapes.push_back(hill);
+  const double car_width = 40, car_height = 20, clearance = 10;
+  const double angle = std::cos(3 * position);
+  const double x = (position - Track::kMinPosition) * scale;
+  const double y = clearance + height(position) * scale;
+  d.shapes.push_back(
+      screen.box(-car_width / 2, car_width / 2, car_height, 0, angle, x, y, "#000000"));
+  for (const double wx : {car_width / 4, -car_width / 4}) {
+    d.shapes.push_back(screen.disc(x + wx * std::cos(angle), y + wx * std::sin(angle),
+                                   car_height / 2.5, "#808080"));
+  }
+  const double flag_x = (goal_position - Track::kMinPosition) * scale;
+  const double flag_y1 = height(goal_position) * scale;
+  const double flag_y2 = flag_y1 + 50;
+  const auto bottom = screen.at(flag_x, flag_y1);
+  const auto top = screen.at(flag_x, flag_y2);
+  d.shapes.push_back(
+      drawing::Line{bottom.first, bottom.second, top.first, top.second, "#000000", 1.0});
+  d.shapes.push_back(drawing::Polygon{
+      {top, screen.at(flag_x, flag_y2 - 10), screen.at(flag_x + 25, flag_y2 - 5)}, "#cccc00", 1.0});
+  return d;
+}
+
 }  // namespace
 
 MountainCarEnv::MountainCarEnv(const MountainCarEnvOptions& options)
@@ -149,6 +184,14 @@ void MountainCarContinuousEnv::advance(const torch::Tensor& action, float* rewar
     r -= (act * act) * 0.1;
     reward[i] = static_cast<float>(r);
   }
+}
+
+drawing::Drawing MountainCarEnv::draw(const double* state) const {
+  return mountain_car_drawing(state[0], options_.goal_position());
+}
+
+drawing::Drawing MountainCarContinuousEnv::draw(const double* state) const {
+  return mountain_car_drawing(state[0], options_.goal_position());
 }
 
 }  // namespace tdrl::envs

@@ -21,6 +21,7 @@
 #include <tensordict/errors.h>
 
 #include "detail/build_asset_dirs.h"
+#include "detail/mujoco_render.h"
 #include "detail/spin_worker_pool.h"
 
 namespace tdrl::envs {
@@ -154,6 +155,11 @@ std::ostream& operator<<(std::ostream& stream, const MujocoEnvOptions& options) 
          << ", max_episode_steps=" << or_default(options.max_episode_steps())
          << ", terminate_when_unhealthy=" << (options.terminate_when_unhealthy() ? "true" : "false")
          << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false")
+         << ", render_width=" << options.render().width()
+         << ", render_height=" << options.render().height()
+         << ", from_pixels=" << (options.render().from_pixels() ? "true" : "false")
+         << ", pixels_only=" << (options.render().pixels_only() ? "true" : "false")
+         << ", camera=" << options.camera() << ", render_backend=" << options.render_backend()
          << ", device=" << options.device() << ")";
   return stream;
 }
@@ -208,6 +214,8 @@ struct MujocoEnv::Impl {
   std::unique_ptr<detail::SpinWorkerPool> pool;
   std::atomic<int64_t> instabilities{0};
   std::atomic<bool> logged_instability{false};
+  // The frames' renderer, made on the first render() (last member: freed before the model).
+  std::unique_ptr<detail::MujocoRenderer> renderer;
 
   // Runs fn(i) for every i in [0, count) on the pool. Each simulation is stepped by one
   // thread and depends on nothing else, so results do not depend on which thread ran it.
@@ -336,9 +344,47 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
   }
   set_reward_spec(std::make_shared<specs::Unbounded>(
       with_tail(batch, 1), specs::UnboundedOptions().dtype(torch::kFloat32).device(device)));
+
+  // Frames: the options are checked now; the GL context waits for the first frame.
+  const auto& render = options.render();
+  TDRL_CHECK(render.width() >= 1 && render.height() >= 1, ValueError, op,
+             ": options render_width and render_height are ", render.width(), " and ",
+             render.height(), "; frames must be at least 1 x 1 pixels");
+  const auto& backend = options.render_backend();
+  TDRL_CHECK(backend == "auto" || backend == "egl" || backend == "osmesa", ValueError, op,
+             ": option render_backend is '", backend, "'; expected 'auto', 'egl' or 'osmesa'");
+  const auto& camera = options.camera();
+  if (camera != "track" && camera != "free") {
+    TDRL_CHECK(mj_name2id(m, mjOBJ_CAMERA, camera.c_str()) >= 0, ValueError, op,
+               ": option camera is '", camera, "'; expected 'track', 'free' or a camera of '",
+               s.model_path, "' (it has ", m->ncam, ")");
+  }
+  if (render.from_pixels())
+    set_pixel_observations(render.height(), render.width(), render.pixels_only());
 }
 
 MujocoEnv::~MujocoEnv() = default;
+
+torch::Tensor MujocoEnv::render_impl() {
+  auto& s = *impl_;
+  const auto& render = s.options.render();
+  if (!s.renderer) {
+    s.renderer =
+        std::make_unique<detail::MujocoRenderer>(s.model.get(), render.width(), render.height(),
+                                                 s.options.render_backend(), s.options.camera());
+  }
+  auto frames = torch::empty({s.n, render.height(), render.width(), 3}, torch::kUInt8);
+  auto* out = frames.data_ptr<uint8_t>();
+  const int64_t frame_bytes = render.height() * render.width() * 3;
+  for (int64_t i = 0; i < s.n; ++i) s.renderer->render(s.data[i].get(), out + i * frame_bytes);
+  auto shape = batch_size();
+  shape.insert(shape.end(), {render.height(), render.width(), 3});
+  return frames.reshape(shape);
+}
+
+std::string MujocoEnv::render_backend() const {
+  return impl_->renderer ? impl_->renderer->backend() : std::string();
+}
 
 int64_t MujocoEnv::num_envs() const { return impl_->n; }
 int64_t MujocoEnv::nq() const { return impl_->model->nq; }

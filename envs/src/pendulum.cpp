@@ -107,4 +107,24 @@ void PendulumEnv::advance(const torch::Tensor& action, float* reward, bool* term
   }
 }
 
+// Gymnasium's Pendulum picture: the red rod with its rounded end about the black axle (the
+// torque arrow, an image in Gymnasium, is not drawn).
+drawing::Drawing PendulumEnv::draw(const double* state) const {
+  constexpr double kSize = 500;
+  const detail::Screen screen{kSize};
+  drawing::Drawing d{kSize, kSize, "Pendulum", {}};
+  const double bound = 2.2;
+  const double scale = kSize / (bound * 2);
+  const double offset = kSize / 2;
+  const double rod_length = options_.l() * scale;
+  const double rod_width = 0.2 * scale;
+  const double angle = state[0] + kPi / 2;
+  d.shapes.push_back(
+      screen.box(0, rod_length, rod_width / 2, -rod_width / 2, angle, offset, offset, "#cc4d4d"));
+  d.shapes.push_back(screen.disc(offset + rod_length * std::cos(angle),
+                                 offset + rod_length * std::sin(angle), rod_width / 2, "#cc4d4d"));
+  d.shapes.push_back(screen.disc(offset, offset, 0.05 * scale, "#000000"));
+  return d;
+}
+
 }  // namespace tdrl::envs

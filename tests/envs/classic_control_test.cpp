@@ -550,6 +550,7 @@ TEST(CartPoleTest, PrintsItselfAndItsOptions) {
   EXPECT_EQ(
       os.str(),
       "CartPoleEnvOptions(batch_size=[8], device=cpu, max_episode_steps=500, mask_velocity=false, "
+      "render_width=600, render_height=400, from_pixels=false, pixels_only=true, "
       "sutton_barto_reward=false, gravity=9.8, masscart=1, masspole=0.1, length=0.5, "
       "force_mag=10, tau=0.02, theta_threshold_radians=0.20943951023931953, "
       "x_threshold=2.4)");
@@ -627,7 +628,8 @@ TEST(PendulumTest, PrintsItselfAndItsOptions) {
   os << PendulumEnvOptions().g(9.81);
   EXPECT_EQ(os.str(),
             "PendulumEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, "
-            "mask_velocity=false, g=9.81, m=1, "
+            "mask_velocity=false, render_width=500, render_height=500, from_pixels=false, "
+            "pixels_only=true, g=9.81, m=1, "
             "l=1, dt=0.05, max_speed=8, max_torque=2)");
 }
 
@@ -703,8 +705,8 @@ TEST(MountainCarTest, PrintsItselfAndItsOptions) {
   os << MountainCarEnvOptions();
   EXPECT_EQ(os.str(),
             "MountainCarEnvOptions(batch_size=[], device=cpu, max_episode_steps=200, "
-            "mask_velocity=false, "
-            "goal_velocity=0, goal_position=0.5, force=0.001, gravity=0.0025)");
+            "mask_velocity=false, render_width=600, render_height=400, from_pixels=false, "
+            "pixels_only=true, goal_velocity=0, goal_position=0.5, force=0.001, gravity=0.0025)");
 }
 
 TEST(MountainCarContinuousTest, StepFollowsTheEquationsExactly) {
@@ -750,7 +752,8 @@ TEST(MountainCarContinuousTest, PrintsItselfAndItsOptions) {
   os << MountainCarContinuousEnvOptions().batch_size({2, 3});
   EXPECT_EQ(os.str(),
             "MountainCarContinuousEnvOptions(batch_size=[2, 3], device=cpu, "
-            "max_episode_steps=999, mask_velocity=false, goal_velocity=0, goal_position=0.45, "
+            "max_episode_steps=999, mask_velocity=false, render_width=600, render_height=400, "
+            "from_pixels=false, pixels_only=true, goal_velocity=0, goal_position=0.45, "
             "power=0.0015)");
 }
 
@@ -891,6 +894,7 @@ TEST(AcrobotTest, PrintsItselfAndItsOptions) {
   EXPECT_EQ(
       os.str(),
       "AcrobotEnvOptions(batch_size=[], device=cpu, max_episode_steps=500, mask_velocity=false, "
+      "render_width=500, render_height=500, from_pixels=false, pixels_only=true, "
       "torque_noise_max=0.1, book_or_nips=book)");
 }
 

@@ -829,10 +829,12 @@ TEST_F(MujocoEnvTest, PrintsItsSettings) {
             "dt=0.05, max_episode_steps=1000, reset_noise_scale=0.1, num_threads=1)");
   std::ostringstream os;
   os << MujocoEnvOptions().batch_size({4}).num_threads(2).frame_skip(3);
-  EXPECT_EQ(os.str(),
-            "MujocoEnvOptions(model_path=default, asset_dir=default, batch_size=[4], "
-            "num_threads=2, frame_skip=3, reset_noise_scale=default, max_episode_steps=default, "
-            "terminate_when_unhealthy=true, mask_velocity=false, device=cpu)");
+  EXPECT_EQ(
+      os.str(),
+      "MujocoEnvOptions(model_path=default, asset_dir=default, batch_size=[4], "
+      "num_threads=2, frame_skip=3, reset_noise_scale=default, max_episode_steps=default, "
+      "terminate_when_unhealthy=true, mask_velocity=false, render_width=480, render_height=480, "
+      "from_pixels=false, pixels_only=true, camera=track, render_backend=auto, device=cpu)");
 }
 
 TEST_F(MujocoEnvTest, DefaultAssetDirHoldsEveryTaskModel) {

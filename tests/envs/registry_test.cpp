@@ -380,11 +380,16 @@ TEST(BuiltinEnvsTest, EveryBuiltinTaskDeclaresTheOptionsItAccepts) {
       EnvOptions with_option;
       if (option == "model_path" || option == "asset_dir") continue;  // paths to real files
       if (option == "book_or_nips") continue;
-      if (option == "max_episode_steps" || option == "num_threads" || option == "frame_skip") {
+      if (option == "max_episode_steps" || option == "num_threads" || option == "frame_skip" ||
+          option == "render_width" || option == "render_height") {
         with_option.set(option, 5);
       } else if (option == "sutton_barto_reward" || option == "terminate_when_unhealthy" ||
-                 option == "mask_velocity") {
+                 option == "mask_velocity" || option == "from_pixels" || option == "pixels_only") {
         with_option.set(option, true);
+      } else if (option == "camera") {
+        with_option.set(option, std::string("free"));
+      } else if (option == "render_backend") {
+        with_option.set(option, std::string("osmesa"));
       } else {
         with_option.set(option, 0.5);
       }

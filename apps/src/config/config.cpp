@@ -2,6 +2,7 @@
 // into YAML. Every visitor walks the sections' one `fields` declaration.
 
 #include <tdrl/apps/config.h>
+#include <tdrl/apps/video.h>
 
 #include <algorithm>
 #include <cmath>
@@ -680,6 +681,12 @@ RunConfig load(YAML::Node root, const std::vector<std::string>& overrides,
   config.fields(all);
   loader.set_all_paths(all.paths);
   loader.apply(config, root, "");
+  if (config.eval.video && !videos_available())
+    loader.problem(
+        "'eval.video' is true, but this build of tdrl writes no videos (it was "
+        "configured without FFmpeg's libraries); install libavcodec-dev "
+        "libavformat-dev libswscale-dev (scripts/setup.sh does) and rebuild, or set "
+        "eval.video: false");
   loader.finish();
   return config;
 }

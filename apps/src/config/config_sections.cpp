@@ -166,6 +166,9 @@ void EvalSection::fields(FieldVisitor& v) {
   v("episodes", episodes, in_range(1, 100000), "deterministic evaluation episodes");
   v("max_steps", max_steps, at_least(1).or_exactly(-1),
     "step limit per evaluation episode (-1: the env's)");
+  v("video", video,
+    "record each evaluation's first episode as videos/eval-<frames>.mp4 (the env must draw)");
+  v("video_fps", video_fps, in_range(1, 1000), "frames per second of the videos");
 }
 
 void CheckpointSection::fields(FieldVisitor& v) {

@@ -230,6 +230,8 @@ Drawing learning_curve_drawing(const std::string& title, const std::vector<Curve
 
 }  // namespace detail
 
+bool learning_curves_available() { return envs::drawing::available(); }
+
 void write_learning_curve_svg(const std::string& path, const std::string& title,
                               const std::vector<CurveSeries>& series, const std::string& y_label) {
   write_file_atomically(path,

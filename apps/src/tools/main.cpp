@@ -23,6 +23,7 @@
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/run_dir.h>
 #include <tdrl/apps/trainer.h>
+#include <tdrl/apps/video.h>
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/envs/registry.h>
 
@@ -266,7 +267,20 @@ int eval_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   app.add_option("--seed", seed, "seed of the evaluation env (default: the run's eval seed)");
   app.add_option("--plugin", plugins, "a shared library registering components (repeatable)");
+  std::string video_path;
+  int64_t video_fps = 0;
+  app.add_option("--video", video_path,
+                 "record the first episode as an MP4 video at this path (the env must draw)");
+  app.add_option("--video-fps", video_fps,
+                 "frames per second of the video (default: eval.video_fps)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
+  if (!video_path.empty() && !videos_available()) {
+    std::cerr << "tdrl-eval: --video: this build of tdrl writes no videos (configured without "
+                 "FFmpeg's libraries); install libavcodec-dev libavformat-dev libswscale-dev "
+                 "(scripts/setup.sh does) and rebuild\n";
+    return 2;
+  }
   return report_errors("tdrl-eval", [&] {
     const RunDir run = RunDir::open(run_path);
     load_plugins(plugins, run.file("config.yaml"));
@@ -313,14 +327,21 @@ int eval_main(int argc, char** argv) {
     // Both records (RunState, BestState) hold "env"; tdrl 0.1 wrote it only when non-empty.
     if (state.contains("env")) load_env_state(*env.env_state, state.get_tensordict("env"));
     auto eval_env = env.probe ? std::move(env.probe) : env.eval_env_factory();
-    const auto result = evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
-                                 seed ? *seed : derive_seeds(config.seed).eval);
+    std::optional<VideoWriter> video;
+    if (!video_path.empty())
+      video.emplace(video_path, video_fps ? video_fps : config.eval.video_fps);
+    const auto result =
+        evaluate(*eval_env, *recipe->actor, episodes, config.eval.max_steps,
+                 seed ? *seed : derive_seeds(config.seed).eval, video ? &*video : nullptr);
     std::printf("%s: return %.2f +- %.2f (min %.2f, max %.2f) over %lld episodes of %.1f steps",
                 config.env.name.c_str(), result.mean, result.std, result.min, result.max,
                 static_cast<long long>(result.episodes), result.mean_length);
     if (result.mean_transformed)
       std::printf(" (after the reward transforms: %.2f)", *result.mean_transformed);
     std::printf(" (checkpoint %s)\n", latest->c_str());
+    if (video)
+      std::printf("video of the first episode: %s (%lld frames)\n", video_path.c_str(),
+                  static_cast<long long>(video->frames()));
     return 0;
   });
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -30,6 +31,7 @@
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
+#include <tdrl/apps/video.h>
 
 #include "config/config_text.h"
 #include "run/file_util.h"
@@ -166,7 +168,7 @@ void apply_threads(const RunConfig& config) {
 // ---- evaluate --------------------------------------------------------------------------------
 
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
-                    int64_t episodes, int64_t max_steps, uint64_t seed) {
+                    int64_t episodes, int64_t max_steps, uint64_t seed, VideoWriter* video) {
   TDRL_CHECK(!(episodes < 1), tensordict::ValueError, "evaluate: episodes is ",
              std::to_string(episodes), "; it must be >= 1");
   torch::NoGradGuard no_grad;
@@ -189,13 +191,21 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
   std::vector<double> transformed;
   std::vector<double> lengths;
   bool has_env_return = false;
+  // The first episode's frames, when recorded: one picture of the (first) sub-env per state.
+  const auto record = [&](int64_t e) {
+    if (!video || e > 0) return;
+    const auto frames = env.render();
+    video->write(frames.reshape({-1, frames.size(-3), frames.size(-2), 3})[0]);
+  };
   for (int64_t e = 0; e < episodes; ++e) {
     TensorDict td = env.reset();
+    record(e);
     double total = 0;
     int64_t length = 0;
     std::optional<torch::Tensor> env_return;
     for (int64_t t = 0; max_steps < 0 || t < max_steps; ++t) {
       td = env.step(act(td));
+      record(e);
       total += td.get(next_reward).sum().item<double>();
       ++length;
       env_return = td.find(next_env_return);
@@ -207,6 +217,7 @@ EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& ac
     returns.push_back(env_return ? env_return->sum().item<double>() : total);
     transformed.push_back(total);
     lengths.push_back(static_cast<double>(length));
+    if (video && e == 0) video->close();
   }
   EvalResult result;
   result.episodes = episodes;
@@ -566,8 +577,17 @@ void Trainer::apply_lr_schedule() {
 }
 
 EvalResult Trainer::evaluate_now() {
+  // eval.video: the first episode of each evaluation, as videos/eval-<frames>.mp4.
+  std::optional<VideoWriter> video;
+  if (config_.eval.video) {
+    const std::string dir = run_.file("videos");
+    fs::create_directories(dir);
+    char name[48];
+    std::snprintf(name, sizeof(name), "eval-%012lld.mp4", static_cast<long long>(frames_));
+    video.emplace(dir + "/" + name, config_.eval.video_fps);
+  }
   auto result = evaluate(*eval_env_, *recipe_->actor, config_.eval.episodes, config_.eval.max_steps,
-                         seeds_.eval);
+                         seeds_.eval, video ? &*video : nullptr);
   eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
   eval_std_.push_back(result.std);
   logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes of {:.1f} steps{}",

@@ -61,8 +61,34 @@ std::ostream& print_options_head(std::ostream& os, const char* type,
   return os << type << "(batch_size=" << tensordict::shape_str(options.batch_size())
             << ", device=" << device_str(options.device())
             << ", max_episode_steps=" << options.max_episode_steps()
-            << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false");
+            << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false")
+            << ", render_width=" << options.render().width()
+            << ", render_height=" << options.render().height()
+            << ", from_pixels=" << (options.render().from_pixels() ? "true" : "false")
+            << ", pixels_only=" << (options.render().pixels_only() ? "true" : "false");
 }
+
+// The pictures of the classic-control tasks, on a Gymnasium screen of `height` units (y up in
+// Gymnasium's pygame code, flipped here: the drawing's y points down).
+struct Screen {
+  double height;
+  drawing::Point at(double x, double y) const { return {x, height - y}; }
+  // The box [l, r] x [b, t] rotated by `angle` (counter-clockwise, y up) about the origin and
+  // moved to (x, y), as Gymnasium's pygame.math.Vector2.rotate_rad, then flipped.
+  drawing::Polygon box(double l, double r, double t, double b, double angle, double x, double y,
+                       const std::string& color) const {
+    drawing::Polygon polygon{{}, color, 1.0};
+    const double c = std::cos(angle);
+    const double s = std::sin(angle);
+    for (const auto& [px, py] : {std::pair{l, b}, {l, t}, {r, t}, {r, b}})
+      polygon.points.push_back(at(px * c - py * s + x, px * s + py * c + y));
+    return polygon;
+  }
+  drawing::Circle disc(double x, double y, double r, const std::string& color) const {
+    const auto p = at(x, y);
+    return drawing::Circle{p.first, p.second, r, color};
+  }
+};
 
 inline std::vector<int64_t> append(std::vector<int64_t> shape, int64_t dim) {
   shape.push_back(dim);

@@ -163,6 +163,8 @@ struct EvalSection : Section {
   int64_t interval_frames = 0;
   int64_t episodes = 10;
   int64_t max_steps = -1;
+  bool video = false;
+  int64_t video_fps = 30;
   void fields(FieldVisitor& v) override;
 };
 

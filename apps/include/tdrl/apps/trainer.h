@@ -30,6 +30,7 @@ namespace tdrl::apps {
 namespace detail {
 class UpdateStep;
 }  // namespace detail
+class VideoWriter;
 
 /// Evaluation episodes: mean and standard deviation of their returns in the env's own units
 /// (before reward transforms; see kEpisodeRewardKey), their mean length in steps, and the mean
@@ -52,10 +53,13 @@ void apply_threads(const RunConfig& config);
 /// InteractionType::kDeterministic (categorical mode, TanhNormal's squashed mean) and no
 /// gradient, each up to `max_steps` steps (-1: until done), the env seeded with `seed` first;
 /// the same seed and weights give the same result. The actor runs where its parameters are (a
-/// GPU): each observation goes there and the action comes back to the env's device. Throws
-/// ValueError for episodes < 1.
+/// GPU): each observation goes there and the action comes back to the env's device. With
+/// `video`, the first episode's frames (env.render() after the reset and after each step) are
+/// written into it and it is closed. Throws ValueError for episodes < 1, and what render() and
+/// the video throw (an env that does not draw, a file that cannot be written).
 EvalResult evaluate(envs::EnvBase& env, tensordict::nn::TensorDictModuleBase& actor,
-                    int64_t episodes, int64_t max_steps, uint64_t seed);
+                    int64_t episodes, int64_t max_steps, uint64_t seed,
+                    VideoWriter* video = nullptr);
 
 /// The seeds of one run, all derived from the config's `seed` (derive_seeds) and recorded in
 /// the run folder as seeds.yaml.

@@ -20,7 +20,7 @@ namespace tdrl::envs {
 struct AcrobotEnvOptions : ClassicControlEnvOptions<AcrobotEnvOptions> {
   /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
   /// limit defaults to 500 steps (Acrobot-v1).
-  AcrobotEnvOptions() : ClassicControlEnvOptions(500) {}
+  AcrobotEnvOptions() : ClassicControlEnvOptions(500, 500, 500) {}
   /// Uniform noise in [-torque_noise_max, torque_noise_max] added to the torque each step
   /// (drawn from generator()). Default 0 (none).
   TORCH_ARG(double, torque_noise_max) = 0.0;
@@ -75,6 +75,8 @@ class AcrobotEnv : public ClassicControlEnv {
 
   static constexpr double kDt = 0.2;
   static constexpr double kLinkLength1 = 1.0;
+  /// The second link's length: only drawn (the dynamics use the centres of mass).
+  static constexpr double kLinkLength2 = 1.0;
   static constexpr double kLinkMass1 = 1.0;
   static constexpr double kLinkMass2 = 1.0;
   static constexpr double kLinkComPos1 = 0.5;
@@ -87,6 +89,7 @@ class AcrobotEnv : public ClassicControlEnv {
  protected:
   void advance(const torch::Tensor& action, float* reward, bool* terminated) override;
   void observe(const double* states, int64_t count, float* obs) const override;
+  drawing::Drawing draw(const double* state) const override;
 
  private:
   AcrobotEnvOptions options_;

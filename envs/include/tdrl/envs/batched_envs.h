@@ -87,6 +87,9 @@ class BatchedEnvBase : public EnvBase {
   /// a partial reset reports for the sub-envs it does not reset.
   bool save_state(TensorDict& state) const override;
   void load_state(const TensorDict& state) override;
+  /// The sub-envs' frames stacked: `[n, *sub_batch, H, W, 3]` (rendered on the worker threads
+  /// for ParallelEnv). Throws as a step does when a sub-env throws.
+  torch::Tensor render_impl() override;
 
  private:
   /// One output entry: its key, and its full shape `[n, *sub_shape]` and dtype.

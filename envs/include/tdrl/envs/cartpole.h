@@ -19,7 +19,7 @@ namespace tdrl::envs {
 struct CartPoleEnvOptions : ClassicControlEnvOptions<CartPoleEnvOptions> {
   /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
   /// limit defaults to 500 steps (CartPole-v1).
-  CartPoleEnvOptions() : ClassicControlEnvOptions(500) {}
+  CartPoleEnvOptions() : ClassicControlEnvOptions(500, 600, 400) {}
   /// Gymnasium's `sutton_barto_reward`: reward 0 per step and -1 on termination instead of
   /// 1 per step. Default false.
   TORCH_ARG(bool, sutton_barto_reward) = false;
@@ -97,6 +97,7 @@ class CartPoleEnv : public ClassicControlEnv {
  protected:
   void advance(const torch::Tensor& action, float* reward, bool* terminated) override;
   void observe(const double* states, int64_t count, float* obs) const override;
+  drawing::Drawing draw(const double* state) const override;
 
  private:
   CartPoleEnvOptions options_;

@@ -12,6 +12,7 @@
 
 #include <torch/types.h>
 
+#include <tdrl/envs/drawing.h>
 #include <tdrl/envs/env_base.h>
 #include <tensordict/arg.h>
 #include <tensordict/fields.h>
@@ -33,20 +34,26 @@ struct ClassicControlEnvOptions {
   /// Drop the velocity components from the observation: a partially observed task, which a
   /// policy solves only with memory (a recurrent core, or frame stacking). Default false.
   TDRL_CRTP_ARG(Derived, bool, mask_velocity) = false;
+  /// The frames render() draws, and from_pixels. Default: the task's Gymnasium screen size
+  /// (600 x 400 for CartPole and MountainCar, 500 x 500 for Pendulum and Acrobot).
+  TDRL_CRTP_ARG(Derived, RenderOptions, render);
 
  public:
-  /// max_episode_steps and mask_velocity (batch_size and device are the caller's, not task
-  /// options); each task's options add their own fields after them.
+  /// max_episode_steps, mask_velocity and the render options (batch_size and device are the
+  /// caller's, not task options); each task's options add their own fields after them.
   void fields(tensordict::fields::FieldVisitor& v) {
     v("max_episode_steps", max_episode_steps_, tensordict::fields::at_least(0),
       "steps after which a sub-env is truncated (0: no limit)");
     v("mask_velocity", mask_velocity_,
       "drop the velocities from the observation (partially observed: needs memory)");
+    render_.fields(v);
   }
 
  protected:
-  explicit ClassicControlEnvOptions(int64_t default_max_episode_steps)
-      : max_episode_steps_(default_max_episode_steps) {}
+  ClassicControlEnvOptions(int64_t default_max_episode_steps, int64_t render_width,
+                           int64_t render_height)
+      : max_episode_steps_(default_max_episode_steps),
+        render_(RenderOptions().width(render_width).height(render_height)) {}
 };
 
 /// The base of the classic-control tasks: a natively batched EnvBase whose physical state is
@@ -63,6 +70,12 @@ struct ClassicControlEnvOptions {
 /// Reset: every selected sub-env (all, or those marked in "_reset") draws its initial state
 /// from the task's distribution with generator() (one draw of `[k, state_dim]` uniforms in
 /// float64 for the k sub-envs reset, in sub-env order), and its step count restarts at 0.
+///
+/// Rendering: render() draws each sub-env's state with cairo (the task's draw(), Gymnasium's
+/// pictures: CartPole's cart and pole, Pendulum's rod, MountainCar's hill, car and flag,
+/// Acrobot's links) at the render options' size; with from_pixels those frames are observed
+/// under "pixels" (see EnvBase::set_pixel_observations). A build without cairo throws
+/// std::runtime_error from render() (and from the constructor with from_pixels).
 ///
 /// State access: `state()` / `set_state()` read and write the physical state directly (for
 /// tests, for starting from a chosen state, for model-based planning); see each task for the
@@ -123,19 +136,31 @@ class ClassicControlEnv : public EnvBase {
   /// state to the batch. Subclasses set their specs and fill the state with a first reset
   /// draw (`reset_all()`), so that `state()` is defined before the first reset().
   ClassicControlEnv(std::string name, const EnvBaseOptions& options, int64_t max_episode_steps,
-                    Layout layout, bool mask_velocity = false);
-  /// The same, from a task's options (batch_size, device, max_episode_steps, mask_velocity).
+                    Layout layout, bool mask_velocity = false, RenderOptions render = {});
+  /// The same, from a task's options (batch_size, device, max_episode_steps, mask_velocity,
+  /// render).
   template <class Options>
   ClassicControlEnv(std::string name, const ClassicControlEnvOptions<Options>& options,
                     Layout layout)
       : ClassicControlEnv(
             std::move(name),
             EnvBaseOptions().batch_size(options.batch_size()).device(options.device()),
-            options.max_episode_steps(), std::move(layout), options.mask_velocity()) {}
+            options.max_episode_steps(), std::move(layout), options.mask_velocity(),
+            options.render()) {}
 
   /// Sets the observation spec from the task's full one (`{"observation": Unbounded or
-  /// Bounded [*batch, obs_dim]}`), without the velocity components under mask_velocity.
+  /// Bounded [*batch, obs_dim]}`), without the velocity components under mask_velocity, and
+  /// with the frames under "pixels" when the render options ask for from_pixels.
   void set_task_observation_spec(const specs::CompositePtr& full);
+
+  /// The picture of one sub-env's state (`state_dim()` doubles), laid out on the task's
+  /// Gymnasium screen (its width x height units, y pointing down); render() stretches it over
+  /// the render size.
+  virtual drawing::Drawing draw(const double* state) const = 0;
+  /// Draws every sub-env with draw(): `[*batch, H, W, 3]` uint8.
+  torch::Tensor render_impl() override;
+  /// The render options.
+  const RenderOptions& render_options() const { return render_; }
 
   /// Steps every sub-env once: `action` is the checked action on the CPU, contiguous, of the
   /// action spec's dtype and shape. Updates `states()` in place and writes one reward and one
@@ -167,6 +192,8 @@ class ClassicControlEnv : public EnvBase {
   void load_state(const TensorDict& state) override;
 
  private:
+  // The observation spec without the frames (velocities masked or not).
+  void set_state_observation_spec(const specs::CompositePtr& full);
   // Redraws the initial state of the sub-envs whose mask entry is set (all when null).
   void reset_selected(const bool* mask);
   // A new CPU observation tensor [*batch, obs_dim] of the current state.
@@ -175,6 +202,7 @@ class ClassicControlEnv : public EnvBase {
 
   Layout layout_;
   bool mask_velocity_ = false;
+  RenderOptions render_;
   // The observation components kept (all but the velocities under mask_velocity).
   torch::Tensor kept_obs_;
   int64_t max_episode_steps_;

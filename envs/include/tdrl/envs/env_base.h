@@ -16,6 +16,7 @@
 #include <tdrl/specs/composite.h>
 #include <tdrl/specs/keys.h>
 #include <tdrl/specs/tensor_spec.h>
+#include <tensordict/fields.h>
 #include <tensordict/nested_key.h>
 #include <tensordict/tensor_dict.h>
 
@@ -36,6 +37,32 @@ struct EnvBaseOptions {
   TORCH_ARG(std::vector<int64_t>, batch_size);
   /// Where the env's outputs live (observations, rewards, flags). Default CPU.
   TORCH_ARG(torch::Device, device) = torch::kCPU;
+};
+
+/// How an env that draws renders, and whether it observes through its frames: one struct
+/// carried by the options of every env that draws (the classic-control and MuJoCo tasks), its
+/// fields declared once here for the C++ setters and the config alike.
+/// Example: `CartPoleEnvOptions().render(RenderOptions().width(64).height(64).from_pixels(true))`
+struct RenderOptions {
+  /// Frame width in pixels, >= 1. Default: the task's (600 for CartPole, 480 for MuJoCo).
+  TORCH_ARG(int64_t, width) = 480;
+  /// Frame height in pixels, >= 1. Default: the task's.
+  TORCH_ARG(int64_t, height) = 480;
+  /// Write the frames under "pixels" on reset and step (EnvBase::set_pixel_observations).
+  /// Default false.
+  TORCH_ARG(bool, from_pixels) = false;
+  /// With from_pixels, drop the other observation entries (the policy sees only the frames).
+  /// Default true.
+  TORCH_ARG(bool, pixels_only) = true;
+
+ public:
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("render_width", width_, tensordict::fields::at_least(1), "frame width in pixels");
+    v("render_height", height_, tensordict::fields::at_least(1), "frame height in pixels");
+    v("from_pixels", from_pixels_, "observe the rendered frames under 'pixels'");
+    v("pixels_only", pixels_only_,
+      "with from_pixels, drop the other observation entries (the state)");
+  }
 };
 
 /// Options of rollout().
@@ -188,6 +215,15 @@ class EnvBase {
   /// returns its base env's or sub-envs'.
   virtual int64_t max_episode_steps() const { return 0; }
 
+  // ---- Rendering ------------------------------------------------------------------------------
+  /// A picture of every sub-env's current state: uint8 `[*batch_size, H, W, 3]` RGB on the CPU
+  /// (H x W: the env's render size, an option of the envs that draw). The same state gives the
+  /// same picture. Throws Error naming the env for an env that does not draw (render_impl not
+  /// overridden), TypeError/ShapeError when render_impl returns another dtype or shape.
+  torch::Tensor render();
+  /// Whether reset() and step() write render() under "pixels" (the envs' from_pixels option).
+  bool from_pixels() const { return pixels_.has_value(); }
+
   /// Prints `CartPole-v1(batch_size=[8], device=cpu)` and the specs.
   virtual std::string to_string() const;
 
@@ -204,6 +240,17 @@ class EnvBase {
   void set_done_spec(specs::CompositePtr spec);
   /// Sets the state spec (extra step inputs).
   void set_state_spec(specs::CompositePtr spec);
+  /// Makes reset() and step() write render() under "pixels" (also under ("next", "pixels")),
+  /// declared in the observation spec as Bounded uint8 `[*batch, height, width, 3]` in
+  /// [0, 255]; with `pixels_only`, the other observation entries are dropped from the spec and
+  /// from the outputs (the state is then hidden from the policy). Called by a subclass's
+  /// constructor after set_observation_spec, with the size its render_impl draws. Throws
+  /// ValueError for a size below 1.
+  void set_pixel_observations(int64_t height, int64_t width, bool pixels_only);
+
+  /// Draws every sub-env's current state: uint8 `[*batch_size, H, W, 3]` on the CPU (see
+  /// render()). Default: throws Error (the env does not draw).
+  virtual torch::Tensor render_impl();
 
   /// Resets: `tensordict` has batch batch_size() and may hold a "_reset" mask `[*batch, 1]`
   /// (absent = reset all). Returns a TensorDict of batch batch_size() with every observation
@@ -233,11 +280,19 @@ class EnvBase {
 
  private:
   // Fills missing flags, checks done = terminated | truncated, moves to device().
-  TensorDict complete_flags(TensorDict td, const std::string& where) const;
+  TensorDict complete_flags(TensorDict td, const std::string& where);
   void check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const;
   void check_action(const TensorDict& td) const;
 
+  // What from_pixels writes: the frames' size and the observation entries dropped.
+  struct PixelObservations {
+    int64_t height;
+    int64_t width;
+    std::vector<NestedKey> dropped;
+  };
+
   std::string name_;
+  std::optional<PixelObservations> pixels_;
   std::vector<int64_t> batch_size_;
   torch::Device device_;
   torch::Generator generator_;

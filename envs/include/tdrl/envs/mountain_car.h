@@ -27,7 +27,7 @@ struct MountainCarTrack {
 struct MountainCarEnvOptions : ClassicControlEnvOptions<MountainCarEnvOptions> {
   /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
   /// limit defaults to 200 steps (MountainCar-v0).
-  MountainCarEnvOptions() : ClassicControlEnvOptions(200) {}
+  MountainCarEnvOptions() : ClassicControlEnvOptions(200, 600, 400) {}
   /// Velocity the car must have (at least) at the goal (Gymnasium's `goal_velocity`).
   /// Default 0.
   TORCH_ARG(double, goal_velocity) = 0.0;
@@ -56,7 +56,7 @@ std::ostream& operator<<(std::ostream& os, const MountainCarEnvOptions& options)
 struct MountainCarContinuousEnvOptions : ClassicControlEnvOptions<MountainCarContinuousEnvOptions> {
   /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
   /// limit defaults to 999 steps (MountainCarContinuous-v0).
-  MountainCarContinuousEnvOptions() : ClassicControlEnvOptions(999) {}
+  MountainCarContinuousEnvOptions() : ClassicControlEnvOptions(999, 600, 400) {}
   /// Velocity the car must have (at least) at the goal (Gymnasium's `goal_velocity`).
   /// Default 0.
   TORCH_ARG(double, goal_velocity) = 0.0;
@@ -106,6 +106,7 @@ class MountainCarEnv : public ClassicControlEnv {
  protected:
   void advance(const torch::Tensor& action, float* reward, bool* terminated) override;
   void observe(const double* states, int64_t count, float* obs) const override;
+  drawing::Drawing draw(const double* state) const override;
 
  private:
   MountainCarEnvOptions options_;
@@ -138,6 +139,7 @@ class MountainCarContinuousEnv : public ClassicControlEnv {
  protected:
   void advance(const torch::Tensor& action, float* reward, bool* terminated) override;
   void observe(const double* states, int64_t count, float* obs) const override;
+  drawing::Drawing draw(const double* state) const override;
 
  private:
   MountainCarContinuousEnvOptions options_;

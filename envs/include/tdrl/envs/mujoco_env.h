@@ -58,6 +58,18 @@ struct MujocoEnvOptions {
   TORCH_ARG(bool, mask_velocity) = false;
   /// Where the outputs live. Default CPU (simulation always runs on the CPU).
   TORCH_ARG(torch::Device, device) = torch::kCPU;
+  /// The frames render() draws (MuJoCo's renderer, offscreen) and from_pixels. Default
+  /// 480 x 480, as Gymnasium's MuJoCo envs.
+  TORCH_ARG(RenderOptions, render);
+  /// The camera of the frames: "track" (looks at body 1, the root, from 20 degrees above at
+  /// Gymnasium's distances: 4 m for HalfCheetah, Ant and Walker2d, 3 m for Hopper), "free" (the
+  /// whole model from MuJoCo's default free camera) or the name of a camera of the model. Default
+  /// "track".
+  TORCH_ARG(std::string, camera) = "track";
+  /// The OpenGL context of the frames: "egl" (a GPU's driver, or Mesa's software device),
+  /// "osmesa" (Mesa's software rasteriser) or "auto" (EGL on a GPU when a driver offers one,
+  /// else OSMesa). One backend per process. Default "auto".
+  TORCH_ARG(std::string, render_backend) = "auto";
 
  public:
   /// The task options (batch_size and device are the caller's).
@@ -75,6 +87,10 @@ struct MujocoEnvOptions {
       "an unhealthy state ends the episode (Hopper, Walker2d, Ant, Humanoid)");
     v("mask_velocity", mask_velocity_,
       "drop the velocities from the observation (a partially observed task)");
+    render_.fields(v);
+    v("camera", camera_, "camera of the frames: track, free or a camera of the model");
+    v("render_backend", render_backend_, tf::one_of({"auto", "egl", "osmesa"}),
+      "OpenGL context of the frames: auto (EGL on a GPU, else OSMesa), egl or osmesa");
   }
 };
 
@@ -185,6 +201,10 @@ struct MujocoTaskConfig {
 /// reset (model default) state, so no output is ever NaN; the first instability of an env is
 /// logged to stderr, all are counted by instability_count().
 ///
+/// Rendering: render() draws each simulation offscreen with MuJoCo's renderer (no display
+/// needed) over EGL or OSMesa (render_backend), `[*B, H, W, 3]` uint8; with from_pixels those
+/// frames are observed under "pixels" (EnvBase::set_pixel_observations).
+///
 /// Reset: every reset simulation restarts from the model's default state plus noise drawn
 /// from generator() (by sample_reset_state); a "_reset" mask resets only the selected ones.
 /// Determinism: the same seed gives the same rollout bit for bit, for any num_threads.
@@ -257,6 +277,9 @@ class MujocoEnv : public EnvBase {
   torch::Tensor current_observation();
   /// How many times a simulation of this env became unstable (see the class comment).
   int64_t instability_count() const;
+  /// The OpenGL backend the frames are drawn with ("egl" or "osmesa"); empty before the first
+  /// frame.
+  std::string render_backend() const;
 
   /// EnvBase's line plus the model file, frame_skip, dt, max_episode_steps,
   /// reset_noise_scale and num_threads, e.g. `HalfCheetah-v4(batch_size=[2], device=cpu,
@@ -297,6 +320,9 @@ class MujocoEnv : public EnvBase {
   /// and MuJoCo version can load) and "steps" (`[*B]` int64: the steps since each reset).
   bool save_state(TensorDict& state) const override;
   void load_state(const TensorDict& state) override;
+  /// Draws every simulation with MuJoCo's renderer from the options' camera; the GL context is
+  /// made on the first frame. Throws Error when none can be made (see render_backend).
+  torch::Tensor render_impl() override;
 
  private:
   struct Impl;

@@ -19,7 +19,7 @@ namespace tdrl::envs {
 struct PendulumEnvOptions : ClassicControlEnvOptions<PendulumEnvOptions> {
   /// batch_size, device and max_episode_steps: see ClassicControlEnvOptions; the time
   /// limit defaults to 200 steps (Pendulum-v1).
-  PendulumEnvOptions() : ClassicControlEnvOptions(200) {}
+  PendulumEnvOptions() : ClassicControlEnvOptions(200, 500, 500) {}
   /// Gravity, m/s^2 (Gymnasium's `g` argument). Default 10.0.
   TORCH_ARG(double, g) = 10.0;
   /// Mass, kg. Default 1.0.
@@ -82,6 +82,7 @@ class PendulumEnv : public ClassicControlEnv {
  protected:
   void advance(const torch::Tensor& action, float* reward, bool* terminated) override;
   void observe(const double* states, int64_t count, float* obs) const override;
+  drawing::Drawing draw(const double* state) const override;
 
  private:
   PendulumEnvOptions options_;

@@ -456,6 +456,8 @@ class TransformedEnv : public EnvBase {
   /// (Compose::state_dict(), e.g. VecNorm's statistics) when there is any.
   bool save_state(TensorDict& state) const override;
   void load_state(const TensorDict& state) override;
+  /// The base env's frames (transforms change observations, not pictures).
+  torch::Tensor render_impl() override { return base_->render(); }
 
  private:
   struct ViewTag {};

@@ -7,6 +7,9 @@ namespace tdrl::specs {
 
 /// The observation of a state-based task.
 inline const char* const kObservation = "observation";
+/// The frames of an env observed from pixels (from_pixels): uint8 `[*batch, H, W, 3]` RGB as
+/// rendered; transforms turn them into `[*batch, C, H, W]` images (ToTensorImage).
+inline const char* const kPixels = "pixels";
 /// The action the policy writes and step() reads.
 inline const char* const kAction = "action";
 /// The reward of a transition, under ("next", ...).

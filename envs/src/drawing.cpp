@@ -1,9 +1,10 @@
-// The plot renderer (see drawing.h): one painting routine over a cairo context, on cairo's SVG
-// surface and on an image surface written as PNG.
+// Drawings (see drawing.h): one painting routine over a cairo context, on cairo's SVG surface
+// and on an image surface written as PNG or copied into a frame tensor.
 
-#include "run/drawing.h"
+#include "tdrl/envs/drawing.h"
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -15,19 +16,15 @@
 #include <cairo.h>
 #endif
 
-namespace tdrl::apps {
+namespace tdrl::envs::drawing {
 
-bool learning_curves_available() {
+bool available() {
 #ifdef TDRL_WITH_CAIRO
   return true;
 #else
   return false;
 #endif
 }
-
-}  // namespace tdrl::apps
-
-namespace tdrl::apps::detail {
 
 #ifdef TDRL_WITH_CAIRO
 
@@ -155,14 +152,15 @@ void check(cairo_status_t status, const char* what) {
                              cairo_status_to_string(status));
 }
 
-// Paints the drawing on `surface` at `scale` units per unit, on white.
-void paint(cairo_surface_t* surface, const Drawing& drawing, double scale) {
+// Paints the drawing on `surface` at `sx` x `sy` pixels per unit, on its background.
+void paint(cairo_surface_t* surface, const Drawing& drawing, double sx, double sy) {
   // The colours first: a bad one throws before cairo holds anything to release.
   for (const auto& shape : drawing.shapes)
     std::visit([](const auto& s) { parse_color(s.color); }, shape);
+  parse_color(drawing.background);
   cairo_t* cr = cairo_create(surface);
-  cairo_scale(cr, scale, scale);
-  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_scale(cr, sx, sy);
+  set_color(cr, drawing.background);
   cairo_paint(cr);
   cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   const Painter painter{cr};
@@ -190,7 +188,7 @@ std::string to_svg(const Drawing& drawing) {
   Surface surface{cairo_svg_surface_create_for_stream(append, &out, drawing.width, drawing.height)};
   check(cairo_surface_status(surface.s), "create an SVG surface");
   cairo_svg_surface_set_document_unit(surface.s, CAIRO_SVG_UNIT_PX);
-  paint(surface.s, drawing, 1.0);
+  paint(surface.s, drawing, 1.0, 1.0);
   cairo_surface_finish(surface.s);  // writes the document's end
   check(cairo_surface_status(surface.s), "write the SVG document");
   // cairo numbers its surfaces process-wide (`<g id="surface182">`, referenced nowhere): one
@@ -209,10 +207,37 @@ std::string to_png(const Drawing& drawing, double scale) {
   const auto h = static_cast<int>(std::lround(drawing.height * scale));
   Surface surface{cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h)};
   check(cairo_surface_status(surface.s), "create an image");
-  paint(surface.s, drawing, scale);
+  paint(surface.s, drawing, scale, scale);
   std::string out;
   check(cairo_surface_write_to_png_stream(surface.s, append, &out), "encode the PNG");
   return out;
+}
+
+torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
+  TDRL_CHECK(width >= 1 && height >= 1 && width <= 16384 && height <= 16384,
+             tensordict::ValueError, "drawing: a frame of ", width, " x ", height,
+             " pixels was asked; width and height must be in [1, 16384]");
+  Surface surface{cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(width),
+                                             static_cast<int>(height))};
+  check(cairo_surface_status(surface.s), "create an image");
+  paint(surface.s, drawing, static_cast<double>(width) / drawing.width,
+        static_cast<double>(height) / drawing.height);
+  cairo_surface_flush(surface.s);
+  // cairo's RGB24 pixels are native-endian 32-bit words 0x00RRGGBB, rows `stride` bytes apart.
+  const unsigned char* data = cairo_image_surface_get_data(surface.s);
+  const int stride = cairo_image_surface_get_stride(surface.s);
+  auto frame = torch::empty({height, width, 3}, torch::kUInt8);
+  auto* out = frame.data_ptr<uint8_t>();
+  for (int64_t y = 0; y < height; ++y) {
+    const auto* row = reinterpret_cast<const uint32_t*>(data + y * stride);
+    for (int64_t x = 0; x < width; ++x, out += 3) {
+      const uint32_t p = row[x];
+      out[0] = static_cast<uint8_t>(p >> 16);
+      out[1] = static_cast<uint8_t>(p >> 8);
+      out[2] = static_cast<uint8_t>(p);
+    }
+  }
+  return frame;
 }
 
 #else  // no cairo in this build
@@ -227,7 +252,8 @@ namespace {
 
 std::string to_svg(const Drawing&) { no_cairo(); }
 std::string to_png(const Drawing&, double) { no_cairo(); }
+torch::Tensor to_rgb(const Drawing&, int64_t, int64_t) { no_cairo(); }
 
 #endif
 
-}  // namespace tdrl::apps::detail
+}  // namespace tdrl::envs::drawing
