@@ -31,14 +31,14 @@ ClassicControlEnv::ClassicControlEnv(std::string name, const EnvBaseOptions& opt
     : EnvBase(std::move(name), options),
       layout_(std::move(layout)),
       mask_velocity_(mask_velocity),
-      render_(render),
       max_episode_steps_(max_episode_steps),
       num_envs_(1) {
   TDRL_CHECK(!(max_episode_steps < 0), ValueError, this->name(), ": option max_episode_steps is ",
              std::to_string(max_episode_steps), "; it must be >= 0 (0 = no time limit)");
-  TDRL_CHECK(render_.width() >= 1 && render_.height() >= 1, ValueError, this->name(),
-             ": options render_width and render_height are ", render_.width(), " and ",
-             render_.height(), "; frames must be at least 1 x 1 pixels");
+  TDRL_CHECK(!render.from_pixels() || drawing::available(), std::runtime_error, this->name(),
+             ": from_pixels needs frames, and this build of tdrl draws none (configured "
+             "without cairo); install libcairo2-dev and configure again");
+  set_render_options(render);
   const auto dim = static_cast<size_t>(layout_.state_dim);
   TORCH_INTERNAL_ASSERT(layout_.state_names.size() == dim && layout_.state_low.size() == dim &&
                         layout_.state_high.size() == dim && layout_.init_low.size() == dim &&
@@ -127,19 +127,9 @@ torch::Tensor ClassicControlEnv::observe_all() const {
 
 int64_t ClassicControlEnv::observation_dim() const { return kept_obs_.numel(); }
 
-void ClassicControlEnv::set_task_observation_spec(const specs::CompositePtr& full) {
-  set_state_observation_spec(full);
-  if (render_.from_pixels()) {
-    TDRL_CHECK(drawing::available(), std::runtime_error, name(),
-               ": from_pixels needs frames, and this build of tdrl draws none (configured "
-               "without cairo); install libcairo2-dev and configure again");
-    set_pixel_observations(render_.height(), render_.width(), render_.pixels_only());
-  }
-}
-
 torch::Tensor ClassicControlEnv::render_impl() {
-  const auto w = render_.width();
-  const auto h = render_.height();
+  const auto w = render_options()->width();
+  const auto h = render_options()->height();
   auto frames = torch::empty({num_envs_, h, w, 3}, torch::kUInt8);
   for (int64_t i = 0; i < num_envs_; ++i)
     frames[i].copy_(drawing::to_rgb(draw(state_.data() + i * layout_.state_dim), w, h));
@@ -148,7 +138,7 @@ torch::Tensor ClassicControlEnv::render_impl() {
   return frames.reshape(shape);
 }
 
-void ClassicControlEnv::set_state_observation_spec(const specs::CompositePtr& full) {
+void ClassicControlEnv::set_task_observation_spec(const specs::CompositePtr& full) {
   if (!mask_velocity_) {
     set_observation_spec(full);
     return;

@@ -214,8 +214,8 @@ std::string to_png(const Drawing& drawing, double scale) {
 }
 
 torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
-  TDRL_CHECK(width >= 1 && height >= 1 && width <= 16384 && height <= 16384,
-             tensordict::ValueError, "drawing: a frame of ", width, " x ", height,
+  TDRL_CHECK(width >= 1 && height >= 1 && width <= 16384 && height <= 16384, tensordict::ValueError,
+             "drawing: a frame of ", width, " x ", height,
              " pixels was asked; width and height must be in [1, 16384]");
   Surface surface{cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(width),
                                              static_cast<int>(height))};

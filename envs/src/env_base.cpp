@@ -118,6 +118,24 @@ void EnvBase::check_spec_batch(const std::string& what, const std::vector<int64_
 
 void EnvBase::set_observation_spec(specs::CompositePtr spec) {
   check_composite_spec(name_, "observation", spec.get(), batch_size_);
+  if (from_pixels() && !spec->contains(specs::kPixels)) {
+    // The frames' entry, in place of the state's under pixels_only.
+    spec = spec->clone();
+    pixels_replace_.clear();
+    if (render_->pixels_only()) {
+      pixels_replace_ = spec->keys(/*include_nested=*/false);
+      for (const auto& key : pixels_replace_) spec->del_(key);
+    }
+    auto shape = batch_size_;
+    shape.insert(shape.end(), {render_->height(), render_->width(), 3});
+    spec->set(specs::kPixels,
+              std::make_shared<specs::Bounded>(specs::BoundedOptions()
+                                                   .low(torch::zeros({}, torch::kUInt8))
+                                                   .high(torch::full({}, 255, torch::kUInt8))
+                                                   .shape(shape)
+                                                   .dtype(torch::kUInt8)
+                                                   .device(device_)));
+  }
   observation_spec_ = std::move(spec);
 }
 
@@ -149,27 +167,20 @@ void EnvBase::set_state_spec(specs::CompositePtr spec) {
   state_spec_ = std::move(spec);
 }
 
-void EnvBase::set_pixel_observations(int64_t height, int64_t width, bool pixels_only) {
-  TDRL_CHECK(height >= 1 && width >= 1, ValueError, name_, ": from_pixels with a render size of ",
-             width, " x ", height, " pixels; render_width and render_height must be >= 1");
-  auto spec =
-      observation_spec_ ? observation_spec_->clone() : specs::Composite::make({}, batch_size_);
-  PixelObservations pixels{height, width, {}};
-  if (pixels_only) {
-    pixels.dropped = spec->keys(/*include_nested=*/false);
-    for (const auto& key : pixels.dropped) spec->del_(key);
-  }
-  auto shape = batch_size_;
-  shape.insert(shape.end(), {height, width, 3});
-  spec->set(specs::kPixels,
-            std::make_shared<specs::Bounded>(specs::BoundedOptions()
-                                                 .low(torch::zeros({}, torch::kUInt8))
-                                                 .high(torch::full({}, 255, torch::kUInt8))
-                                                 .shape(shape)
-                                                 .dtype(torch::kUInt8)
-                                                 .device(device_)));
-  set_observation_spec(std::move(spec));
-  pixels_ = std::move(pixels);
+std::ostream& operator<<(std::ostream& os, const RenderOptions& options) {
+  return os << "render_width=" << options.width() << ", render_height=" << options.height()
+            << ", from_pixels=" << (options.from_pixels() ? "true" : "false")
+            << ", pixels_only=" << (options.pixels_only() ? "true" : "false");
+}
+
+void EnvBase::set_render_options(const RenderOptions& render) {
+  TDRL_CHECK(!render_, ValueError, name_, ": set_render_options was called twice");
+  const auto in_range = [](int64_t v) { return v >= 1 && v <= 8192; };
+  TDRL_CHECK(in_range(render.width()) && in_range(render.height()), ValueError, name_,
+             ": options render_width and render_height are ", render.width(), " and ",
+             render.height(), "; each must be in [1, 8192] pixels");
+  render_ = render;
+  if (observation_spec_) set_observation_spec(observation_spec_);
 }
 
 torch::Tensor EnvBase::render_impl() {
@@ -188,11 +199,11 @@ torch::Tensor EnvBase::render() {
   const auto nb = static_cast<int64_t>(batch_size_.size());
   const bool ok = frames.dim() == nb + 3 && dims.back() == 3 &&
                   std::equal(batch_size_.begin(), batch_size_.end(), dims.begin()) &&
-                  (!pixels_ || (dims[nb] == pixels_->height && dims[nb + 1] == pixels_->width));
+                  (!render_ || (dims[nb] == render_->height() && dims[nb + 1] == render_->width()));
   TDRL_CHECK(ok, ShapeError, name_, "::render: render_impl returned shape ", shape_str(dims),
              "; expected [*batch_size, H, W, 3] with batch_size ", shape_str(batch_size_),
-             pixels_ ? " and H x W = " + std::to_string(pixels_->height) + " x " +
-                           std::to_string(pixels_->width)
+             render_ ? " and H x W = " + std::to_string(render_->height()) + " x " +
+                           std::to_string(render_->width())
                      : std::string());
   return frames;
 }
@@ -275,10 +286,9 @@ TensorDict EnvBase::complete_flags(TensorDict td, const std::string& where) {
   td.set(specs::kTerminated, terminated);
   td.set(specs::kTruncated, truncated);
   td.set(specs::kDone, done);
-  if (pixels_) {
-    // from_pixels: the frame of the state just reached, the state itself hidden with
-    // pixels_only.
-    for (const auto& key : pixels_->dropped) {
+  if (from_pixels()) {
+    // The frame of the state just reached, the state itself hidden with pixels_only.
+    for (const auto& key : pixels_replace_) {
       if (td.contains(key)) td.del_(key);
     }
     td.set(specs::kPixels, render());

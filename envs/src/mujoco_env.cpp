@@ -154,13 +154,10 @@ std::ostream& operator<<(std::ostream& stream, const MujocoEnvOptions& options) 
          << ", reset_noise_scale=" << or_default(options.reset_noise_scale())
          << ", max_episode_steps=" << or_default(options.max_episode_steps())
          << ", terminate_when_unhealthy=" << (options.terminate_when_unhealthy() ? "true" : "false")
-         << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false")
-         << ", render_width=" << options.render().width()
-         << ", render_height=" << options.render().height()
-         << ", from_pixels=" << (options.render().from_pixels() ? "true" : "false")
-         << ", pixels_only=" << (options.render().pixels_only() ? "true" : "false")
-         << ", camera=" << options.camera() << ", render_backend=" << options.render_backend()
-         << ", device=" << options.device() << ")";
+         << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false") << ", "
+         << options.render() << ", camera=" << options.camera()
+         << ", render_backend=" << options.render_backend() << ", device=" << options.device()
+         << ")";
   return stream;
 }
 
@@ -346,28 +343,26 @@ MujocoEnv::MujocoEnv(std::string name, const MujocoEnvOptions& options,
       with_tail(batch, 1), specs::UnboundedOptions().dtype(torch::kFloat32).device(device)));
 
   // Frames: the options are checked now; the GL context waits for the first frame.
-  const auto& render = options.render();
-  TDRL_CHECK(render.width() >= 1 && render.height() >= 1, ValueError, op,
-             ": options render_width and render_height are ", render.width(), " and ",
-             render.height(), "; frames must be at least 1 x 1 pixels");
   const auto& backend = options.render_backend();
   TDRL_CHECK(backend == "auto" || backend == "egl" || backend == "osmesa", ValueError, op,
              ": option render_backend is '", backend, "'; expected 'auto', 'egl' or 'osmesa'");
   const auto& camera = options.camera();
-  if (camera != "track" && camera != "free") {
-    TDRL_CHECK(mj_name2id(m, mjOBJ_CAMERA, camera.c_str()) >= 0, ValueError, op,
-               ": option camera is '", camera, "'; expected 'track', 'free' or a camera of '",
-               s.model_path, "' (it has ", m->ncam, ")");
+  if (camera != "track" && camera != "free" && mj_name2id(m, mjOBJ_CAMERA, camera.c_str()) < 0) {
+    std::string cameras;
+    for (int i = 0; i < m->ncam; ++i)
+      cameras += std::string(i ? ", '" : "'") + mj_id2name(m, mjOBJ_CAMERA, i) + "'";
+    throw ValueError(op + ": option camera is '" + camera +
+                     "'; expected 'track', 'free' or a camera of '" + s.model_path + "' (" +
+                     (cameras.empty() ? "it has none" : cameras) + ")");
   }
-  if (render.from_pixels())
-    set_pixel_observations(render.height(), render.width(), render.pixels_only());
+  set_render_options(options.render());
 }
 
 MujocoEnv::~MujocoEnv() = default;
 
 torch::Tensor MujocoEnv::render_impl() {
   auto& s = *impl_;
-  const auto& render = s.options.render();
+  const auto& render = *render_options();
   if (!s.renderer) {
     s.renderer =
         std::make_unique<detail::MujocoRenderer>(s.model.get(), render.width(), render.height(),

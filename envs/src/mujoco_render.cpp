@@ -13,6 +13,8 @@
 
 #include <mujoco/mujoco.h>
 
+#include <c10/util/Exception.h>
+
 #include <tensordict/errors.h>
 
 // The GL libraries' headers give their types and constants; their functions are looked up at
@@ -120,16 +122,17 @@ struct EglApi {
   decltype(&eglMakeCurrent) make_current = nullptr;
   decltype(&eglDestroyContext) destroy_context = nullptr;
   decltype(&eglGetError) get_error = nullptr;
-  // The display of the device chosen (one per process, initialised once, never terminated).
-  EGLDisplay display = EGL_NO_DISPLAY;
-  // Whether that device is a GPU (not Mesa's software device).
+  // The best device: a GPU's when a driver offers one (`hardware`), else Mesa's software one.
+  EGLDeviceEXT device = nullptr;
   bool hardware = false;
+  // Its display, initialised once EGL is chosen (never terminated: one per process).
+  EGLDisplay display = EGL_NO_DISPLAY;
   std::string device_name;
 };
 
 // EGL (GLVND's libEGL.so.1) and the best device it offers: a GPU's when a driver has one,
 // else Mesa's software device. Loaded locally: it joins the global namespace (where MuJoCo's
-// loader looks) only when chosen. Null (with `why`) when there is no usable device.
+// loader looks) only when chosen (egl_initialize). Null (with `why`) when there is no device.
 EglApi* egl_api(std::string* why) {
   static EglApi api;
   static std::string error;
@@ -158,7 +161,8 @@ EglApi* egl_api(std::string* why) {
           reinterpret_cast<PFNEGLGETPLATFORMDISPLAYEXTPROC>(get_proc("eglGetPlatformDisplayEXT"));
     }
     if (!api.query_devices || !api.query_device_string || !api.platform_display ||
-        !api.initialize || !api.choose_config || !api.create_context || !api.make_current) {
+        !api.initialize || !api.choose_config || !api.bind_api || !api.create_context ||
+        !api.make_current || !api.destroy_context || !api.get_error) {
       error =
           "libEGL lacks the device extensions (EGL_EXT_device_enumeration, "
           "EGL_EXT_platform_device)";
@@ -171,22 +175,15 @@ EglApi* egl_api(std::string* why) {
       return;
     }
     // A GPU's device first; Mesa's software device otherwise.
-    EGLDeviceEXT chosen = nullptr;
     for (EGLint i = 0; i < count && !api.hardware; ++i) {
       const char* ext = api.query_device_string(devices[i], EGL_EXTENSIONS);
       const std::string extensions = ext ? ext : "";
       const bool software = extensions.find("EGL_MESA_device_software") != std::string::npos;
-      if (!chosen || !software) {
-        chosen = devices[i];
+      if (!api.device || !software) {
+        api.device = devices[i];
         api.hardware = !software;
         api.device_name = software ? "Mesa's software device" : "device " + std::to_string(i);
       }
-    }
-    api.display = api.platform_display(EGL_PLATFORM_DEVICE_EXT, chosen, nullptr);
-    EGLint major = 0, minor = 0;
-    if (api.display == EGL_NO_DISPLAY || !api.initialize(api.display, &major, &minor)) {
-      error = "eglInitialize failed on " + api.device_name;
-      api.display = EGL_NO_DISPLAY;
     }
   });
   if (!error.empty()) {
@@ -196,26 +193,34 @@ EglApi* egl_api(std::string* why) {
   return &api;
 }
 
+// Initialises the chosen device's display (once) and puts EGL where MuJoCo's GL loader looks
+// for eglGetProcAddress. False (with `why`) when the display cannot be initialised.
+bool egl_initialize(std::string* why) {
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    EglApi& api = *egl_api(nullptr);
+    api.display = api.platform_display(EGL_PLATFORM_DEVICE_EXT, api.device, nullptr);
+    EGLint major = 0, minor = 0;
+    if (api.display == EGL_NO_DISPLAY || !api.initialize(api.display, &major, &minor)) {
+      error = "eglInitialize failed on " + api.device_name;
+      return;
+    }
+    dlopen("libEGL.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  });
+  if (why) *why = error;
+  return error.empty();
+}
+
 class EglContext : public GlContext {
  public:
   EglContext() : api_(*egl_api(nullptr)) {
-    const EGLint attributes[] = {EGL_SURFACE_TYPE,
-                                 EGL_PBUFFER_BIT,
-                                 EGL_RENDERABLE_TYPE,
-                                 EGL_OPENGL_BIT,
-                                 EGL_RED_SIZE,
-                                 8,
-                                 EGL_GREEN_SIZE,
-                                 8,
-                                 EGL_BLUE_SIZE,
-                                 8,
-                                 EGL_ALPHA_SIZE,
-                                 8,
-                                 EGL_DEPTH_SIZE,
-                                 24,
-                                 EGL_STENCIL_SIZE,
-                                 8,
-                                 EGL_NONE};
+    // clang-format off
+    const EGLint attributes[] = {
+        EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
+        EGL_RED_SIZE, 8, EGL_GREEN_SIZE, 8, EGL_BLUE_SIZE, 8, EGL_ALPHA_SIZE, 8,
+        EGL_DEPTH_SIZE, 24, EGL_STENCIL_SIZE, 8, EGL_NONE};
+    // clang-format on
     EGLConfig config = nullptr;
     EGLint configs = 0;
     TDRL_CHECK(api_.choose_config(api_.display, attributes, &config, 1, &configs) && configs > 0,
@@ -250,12 +255,9 @@ std::string choose_backend(const std::string& asked) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!chosen.empty()) {
     TDRL_CHECK(asked == "auto" || asked == chosen, ValueError, "MuJoCo rendering: render_backend '",
-               asked,
-               "' was asked, but this process "
-               "already renders with '",
-               chosen,
-               "' (MuJoCo loads its GL functions once per "
-               "process); use one backend per process, or 'auto'");
+               asked, "' was asked, but this process already renders with '", chosen,
+               "' (MuJoCo loads its GL functions once per process); use one backend per "
+               "process, or 'auto'");
     return chosen;
   }
   std::string egl_why = "this build has no EGL headers (libegl-dev)";
@@ -273,11 +275,10 @@ std::string choose_backend(const std::string& asked) {
   if (asked != "egl" && !(asked == "auto" && egl_hardware)) osmesa = osmesa_api(&osmesa_why);
 #endif
   if (asked == "egl" || (asked == "auto" && (egl_hardware || (!osmesa && egl)))) {
-    TDRL_CHECK(egl, Error, "MuJoCo rendering: no EGL context can be made: ", egl_why);
 #ifdef TDRL_HAVE_EGL
-    // Into the global namespace, where MuJoCo's GL loader looks for eglGetProcAddress.
-    dlopen("libEGL.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    egl = egl && egl_initialize(&egl_why);
 #endif
+    TDRL_CHECK(egl, Error, "MuJoCo rendering: no EGL context can be made: ", egl_why);
     chosen = "egl";
   } else {
     TDRL_CHECK(osmesa, Error, "MuJoCo rendering: no GL context can be made without a display: ",
@@ -296,13 +297,6 @@ std::unique_ptr<GlContext> make_context(const std::string& backend, int width, i
   if (backend == "osmesa") return std::make_unique<OsmesaContext>(width, height);
 #endif
   throw Error("MuJoCo rendering: no " + backend + " backend in this build");
-}
-
-std::string camera_names(const mjModel* model) {
-  std::string out;
-  for (int i = 0; i < model->ncam; ++i)
-    out += std::string(i ? ", '" : "'") + mj_id2name(model, mjOBJ_CAMERA, i) + "'";
-  return out.empty() ? "none" : out;
 }
 
 }  // namespace
@@ -324,16 +318,10 @@ struct MujocoRenderer::Impl {
 MujocoRenderer::MujocoRenderer(const mjModel_* simulated, int64_t width, int64_t height,
                                const std::string& backend, const std::string& camera)
     : impl_(std::make_unique<Impl>()) {
-  TDRL_CHECK(backend == "auto" || backend == "egl" || backend == "osmesa", ValueError,
-             "MuJoCo rendering: render_backend is '", backend,
-             "'; expected 'auto', 'egl' or 'osmesa'");
-  TDRL_CHECK(width >= 1 && height >= 1 && width <= 8192 && height <= 8192, ValueError,
-             "MuJoCo rendering: a frame of ", width, " x ", height,
-             " pixels was asked; render_width and render_height must be in [1, 8192]");
+  // MujocoEnv's constructor checked the backend, the camera and the size.
   auto& d = *impl_;
   d.width = static_cast<int>(width);
   d.height = static_cast<int>(height);
-  // The camera first: a bad name throws before any GL state exists.
   mjv_defaultCamera(&d.camera);
   mjv_defaultFreeCamera(simulated, &d.camera);
   if (camera == "track") {
@@ -346,9 +334,7 @@ MujocoRenderer::MujocoRenderer(const mjModel_* simulated, int64_t width, int64_t
     d.camera.elevation = -20;
   } else if (camera != "free") {
     const int id = mj_name2id(simulated, mjOBJ_CAMERA, camera.c_str());
-    TDRL_CHECK(id >= 0, ValueError, "MuJoCo rendering: camera is '", camera,
-               "'; expected 'track', 'free' or a camera of the model (", camera_names(simulated),
-               ")");
+    TORCH_INTERNAL_ASSERT(id >= 0, "MujocoRenderer: camera '", camera, "' was not checked");
     d.camera.type = mjCAMERA_FIXED;
     d.camera.fixedcamid = id;
   }

@@ -5,6 +5,7 @@
 #include <tdrl/envs/drawing.h>
 #include <tdrl/envs/mujoco_tasks.h>
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -327,6 +328,25 @@ TEST(MujocoRenderOptionsTest, OneBackendPerProcess) {
   HalfCheetahEnv second(MujocoEnvOptions().render(size(16, 16)).render_backend(other));
   EXPECT_THAT([&] { second.render(); },
               ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("already renders with")));
+}
+
+// EGL, forced: a process renders with one backend, and the other tests' first frame takes the
+// default, so this runs in a process of its own (ctest's Envs.MujocoRendersWithEgl sets
+// TDRL_EGL_PROCESS) and is skipped elsewhere. Here it gets Mesa's software device; on a GPU
+// machine, the driver's.
+TEST(MujocoEglTest, RendersWithEglInAProcessOfItsOwn) {
+  if (!std::getenv("TDRL_EGL_PROCESS")) GTEST_SKIP() << "run by ctest in a process of its own";
+  HopperEnv env(MujocoEnvOptions().batch_size({2}).render(size(64, 64)).render_backend("egl"));
+  env.set_seed(0);
+  env.reset();
+  const auto frames = env.render();
+  EXPECT_EQ(env.render_backend(), "egl");
+  ASSERT_EQ(frames.sizes(), (c10::IntArrayRef{2, 64, 64, 3}));
+  EXPECT_GT(frames.to(torch::kFloat32).std().item<float>(), 5.0f);
+  EXPECT_TRUE(torch::equal(frames, env.render()));
+  HopperEnv osmesa(MujocoEnvOptions().render(size(16, 16)).render_backend("osmesa"));
+  EXPECT_THAT([&] { osmesa.render(); }, ::testing::ThrowsMessage<tensordict::ValueError>(
+                                            HasSubstr("already renders with 'egl'")));
 }
 
 }  // namespace

@@ -61,11 +61,8 @@ std::ostream& print_options_head(std::ostream& os, const char* type,
   return os << type << "(batch_size=" << tensordict::shape_str(options.batch_size())
             << ", device=" << device_str(options.device())
             << ", max_episode_steps=" << options.max_episode_steps()
-            << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false")
-            << ", render_width=" << options.render().width()
-            << ", render_height=" << options.render().height()
-            << ", from_pixels=" << (options.render().from_pixels() ? "true" : "false")
-            << ", pixels_only=" << (options.render().pixels_only() ? "true" : "false");
+            << ", mask_velocity=" << (options.mask_velocity() ? "true" : "false") << ", "
+            << options.render();
 }
 
 // The pictures of the classic-control tasks, on a Gymnasium screen of `height` units (y up in

@@ -14,23 +14,19 @@ struct mjData_;
 
 namespace tdrl::envs::detail {
 
-// The GL libraries a process renders with. MuJoCo resolves its GL functions once per process,
-// so the first renderer made fixes the backend for the process; a later one asking for the
-// other throws.
-class GlBackend;
-
 // One camera's renderer of one model at one frame size: its GL context, MuJoCo's scene and
 // rendering context. Used by one thread at a time (the context is made current on the calling
 // thread for each frame).
 class MujocoRenderer {
  public:
   // `backend`: "auto" (EGL on a GPU device when a driver offers one, else OSMesa), "egl" or
-  // "osmesa". `camera`: "track" (follows body 1 from the free camera's distance), "free" (the
-  // whole model from MuJoCo's default free camera) or the name of a camera of the model.
+  // "osmesa"; MuJoCo resolves its GL functions once per process, so the first renderer fixes
+  // the backend for the process. `camera`: as MujocoEnvOptions::camera.
   // Keeps its own copy of the model, whose offscreen buffer size it raises to the frame size
-  // (the simulations' model stays as it was). Throws
-  // tensordict::ValueError naming the option for an unknown backend or camera, Error when no
-  // GL context can be made (naming the libraries tried and what to install).
+  // (the simulations' model stays as it was). The choices and the size are the ones MujocoEnv
+  // checked at construction. Throws tensordict::ValueError when the process already renders
+  // with the other backend, Error when no GL context can be made (naming the libraries tried
+  // and what to install).
   MujocoRenderer(const mjModel_* model, int64_t width, int64_t height, const std::string& backend,
                  const std::string& camera);
   ~MujocoRenderer();

@@ -74,7 +74,7 @@ struct ClassicControlEnvOptions {
 /// Rendering: render() draws each sub-env's state with cairo (the task's draw(), Gymnasium's
 /// pictures: CartPole's cart and pole, Pendulum's rod, MountainCar's hill, car and flag,
 /// Acrobot's links) at the render options' size; with from_pixels those frames are observed
-/// under "pixels" (see EnvBase::set_pixel_observations). A build without cairo throws
+/// under "pixels" (see EnvBase::set_render_options). A build without cairo throws
 /// std::runtime_error from render() (and from the constructor with from_pixels).
 ///
 /// State access: `state()` / `set_state()` read and write the physical state directly (for
@@ -149,8 +149,8 @@ class ClassicControlEnv : public EnvBase {
             options.render()) {}
 
   /// Sets the observation spec from the task's full one (`{"observation": Unbounded or
-  /// Bounded [*batch, obs_dim]}`), without the velocity components under mask_velocity, and
-  /// with the frames under "pixels" when the render options ask for from_pixels.
+  /// Bounded [*batch, obs_dim]}`), without the velocity components under mask_velocity (and
+  /// with the frames under from_pixels: EnvBase::set_render_options).
   void set_task_observation_spec(const specs::CompositePtr& full);
 
   /// The picture of one sub-env's state (`state_dim()` doubles), laid out on the task's
@@ -159,8 +159,6 @@ class ClassicControlEnv : public EnvBase {
   virtual drawing::Drawing draw(const double* state) const = 0;
   /// Draws every sub-env with draw(): `[*batch, H, W, 3]` uint8.
   torch::Tensor render_impl() override;
-  /// The render options.
-  const RenderOptions& render_options() const { return render_; }
 
   /// Steps every sub-env once: `action` is the checked action on the CPU, contiguous, of the
   /// action spec's dtype and shape. Updates `states()` in place and writes one reward and one
@@ -192,8 +190,6 @@ class ClassicControlEnv : public EnvBase {
   void load_state(const TensorDict& state) override;
 
  private:
-  // The observation spec without the frames (velocities masked or not).
-  void set_state_observation_spec(const specs::CompositePtr& full);
   // Redraws the initial state of the sub-envs whose mask entry is set (all when null).
   void reset_selected(const bool* mask);
   // A new CPU observation tensor [*batch, obs_dim] of the current state.
@@ -202,7 +198,6 @@ class ClassicControlEnv : public EnvBase {
 
   Layout layout_;
   bool mask_velocity_ = false;
-  RenderOptions render_;
   // The observation components kept (all but the velocities under mask_velocity).
   torch::Tensor kept_obs_;
   int64_t max_episode_steps_;

@@ -44,11 +44,12 @@ struct EnvBaseOptions {
 /// fields declared once here for the C++ setters and the config alike.
 /// Example: `CartPoleEnvOptions().render(RenderOptions().width(64).height(64).from_pixels(true))`
 struct RenderOptions {
-  /// Frame width in pixels, >= 1. Default: the task's (600 for CartPole, 480 for MuJoCo).
+  /// Frame width in pixels, in [1, 8192]. Default: the task's (600 for CartPole, 480 for
+  /// MuJoCo).
   TORCH_ARG(int64_t, width) = 480;
-  /// Frame height in pixels, >= 1. Default: the task's.
+  /// Frame height in pixels, in [1, 8192]. Default: the task's.
   TORCH_ARG(int64_t, height) = 480;
-  /// Write the frames under "pixels" on reset and step (EnvBase::set_pixel_observations).
+  /// Write the frames under "pixels" on reset and step (EnvBase::set_render_options).
   /// Default false.
   TORCH_ARG(bool, from_pixels) = false;
   /// With from_pixels, drop the other observation entries (the policy sees only the frames).
@@ -57,13 +58,17 @@ struct RenderOptions {
 
  public:
   void fields(tensordict::fields::FieldVisitor& v) {
-    v("render_width", width_, tensordict::fields::at_least(1), "frame width in pixels");
-    v("render_height", height_, tensordict::fields::at_least(1), "frame height in pixels");
+    v("render_width", width_, tensordict::fields::in_range(1, 8192), "frame width in pixels");
+    v("render_height", height_, tensordict::fields::in_range(1, 8192), "frame height in pixels");
     v("from_pixels", from_pixels_, "observe the rendered frames under 'pixels'");
     v("pixels_only", pixels_only_,
       "with from_pixels, drop the other observation entries (the state)");
   }
 };
+
+/// Prints `render_width=600, render_height=400, from_pixels=false, pixels_only=true` (the
+/// fields, as the tasks' options print them among theirs).
+std::ostream& operator<<(std::ostream& os, const RenderOptions& options);
 
 /// Options of rollout().
 /// Example: `RolloutOptions().break_when_any_done(false)`
@@ -222,7 +227,9 @@ class EnvBase {
   /// overridden), TypeError/ShapeError when render_impl returns another dtype or shape.
   torch::Tensor render();
   /// Whether reset() and step() write render() under "pixels" (the envs' from_pixels option).
-  bool from_pixels() const { return pixels_.has_value(); }
+  bool from_pixels() const { return render_ && render_->from_pixels(); }
+  /// How the env draws (set by the envs that do), or nothing.
+  const std::optional<RenderOptions>& render_options() const { return render_; }
 
   /// Prints `CartPole-v1(batch_size=[8], device=cpu)` and the specs.
   virtual std::string to_string() const;
@@ -240,13 +247,14 @@ class EnvBase {
   void set_done_spec(specs::CompositePtr spec);
   /// Sets the state spec (extra step inputs).
   void set_state_spec(specs::CompositePtr spec);
-  /// Makes reset() and step() write render() under "pixels" (also under ("next", "pixels")),
-  /// declared in the observation spec as Bounded uint8 `[*batch, height, width, 3]` in
-  /// [0, 255]; with `pixels_only`, the other observation entries are dropped from the spec and
-  /// from the outputs (the state is then hidden from the policy). Called by a subclass's
-  /// constructor after set_observation_spec, with the size its render_impl draws. Throws
-  /// ValueError for a size below 1.
-  void set_pixel_observations(int64_t height, int64_t width, bool pixels_only);
+  /// Declares how render_impl draws (its frames' size, which render() then checks) and, with
+  /// from_pixels, makes reset() and step() write render() under "pixels" (and ("next",
+  /// "pixels")): the observation spec, set before or after, gets a Bounded uint8
+  /// `[*batch, height, width, 3]` entry in [0, 255], and with pixels_only loses its other
+  /// entries, which the outputs then lose too (the state is hidden from the policy). Called
+  /// once, by the constructor of an env that draws. Throws ValueError naming render_width /
+  /// render_height for a size outside [1, 8192], or when called twice.
+  void set_render_options(const RenderOptions& render);
 
   /// Draws every sub-env's current state: uint8 `[*batch_size, H, W, 3]` on the CPU (see
   /// render()). Default: throws Error (the env does not draw).
@@ -284,15 +292,10 @@ class EnvBase {
   void check_spec_batch(const std::string& what, const std::vector<int64_t>& shape) const;
   void check_action(const TensorDict& td) const;
 
-  // What from_pixels writes: the frames' size and the observation entries dropped.
-  struct PixelObservations {
-    int64_t height;
-    int64_t width;
-    std::vector<NestedKey> dropped;
-  };
-
   std::string name_;
-  std::optional<PixelObservations> pixels_;
+  std::optional<RenderOptions> render_;
+  // Under from_pixels with pixels_only: the observation entries the outputs lose.
+  std::vector<NestedKey> pixels_replace_;
   std::vector<int64_t> batch_size_;
   torch::Device device_;
   torch::Generator generator_;

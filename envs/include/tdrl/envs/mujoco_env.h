@@ -203,7 +203,7 @@ struct MujocoTaskConfig {
 ///
 /// Rendering: render() draws each simulation offscreen with MuJoCo's renderer (no display
 /// needed) over EGL or OSMesa (render_backend), `[*B, H, W, 3]` uint8; with from_pixels those
-/// frames are observed under "pixels" (EnvBase::set_pixel_observations).
+/// frames are observed under "pixels" (EnvBase::set_render_options).
 ///
 /// Reset: every reset simulation restarts from the model's default state plus noise drawn
 /// from generator() (by sample_reset_state); a "_reset" mask resets only the selected ones.
