@@ -40,7 +40,6 @@
 #include <tdrl/apps/main.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
-#include <tdrl/apps/video.h>
 #include <tdrl/envs/registry.h>
 #include <tdrl/modules/egreedy.h>
 #include <tensordict/errors.h>
@@ -429,36 +428,6 @@ TEST(EvaluateTest, MaxStepsEndsEachEpisode) {
   EXPECT_DOUBLE_EQ(result.std, 0.0);
 }
 
-TEST(EvaluateTest, AVideoRecordsTheFirstEpisodeFrameByFrame) {
-  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
-  TempDir tmp;
-  auto acting = acting_of(tiny_config("ppo"));
-  auto env = acting.env.eval_env_factory();
-  const std::string path = (tmp.path() / "first.mp4").string();
-  VideoWriter video(path, 50);
-  // Two episodes of 7 steps: the reset frame and one per step of the first.
-  evaluate(*env, *acting.recipe->actor, 2, 7, 0, &video);
-  EXPECT_EQ(probe_video(path).frames, 8);
-  EXPECT_EQ(probe_video(path).width, 600);
-}
-
-TEST(TrainerTest, EvalVideoWritesAVideoPerEvaluationIntoTheRunFolder) {
-  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
-  TempDir tmp;
-  Trainer trainer(tiny_config("ppo", {"eval.interval_frames=128", "eval.video=true",
-                                      "eval.episodes=1", "eval.max_steps=5"}),
-                  RunDir::create(tmp.path().string(), "t"));
-  ASSERT_TRUE(trainer.train());
-  std::vector<std::string> videos;
-  for (const auto& entry : std::filesystem::directory_iterator(trainer.run_dir().file("videos")))
-    videos.push_back(entry.path().filename().string());
-  std::sort(videos.begin(), videos.end());
-  ASSERT_GE(videos.size(), 2u);
-  EXPECT_EQ(videos.front(), "eval-000000000128.mp4");
-  for (const auto& v : videos)
-    EXPECT_EQ(probe_video(trainer.run_dir().file("videos") + "/" + v).frames, 6) << v;
-}
-
 // tiny_config(algo) with a reward_scaling transform (scale 0.1) on the env.
 RunConfig scaled_reward_config(const std::string& algo) {
   register_builtin_components();
@@ -514,21 +483,6 @@ TEST(TrainerTest, MetricsReportTheEnvsReturnsAndTheTransformedOnesBeside) {
   EXPECT_NEAR(last.at("eval_return_transformed"), 0.1 * last.at("eval_return"),
               1e-4 * std::abs(last.at("eval_return")));
   EXPECT_DOUBLE_EQ(last.at("eval_episode_length"), 20.0);
-}
-
-// A tool's main (eval_main, envs_main) on `args` (after the program name), with its stdout.
-std::pair<int, std::string> run_tool_main(int (*tool_main)(int, char**), const char* program,
-                                          std::vector<std::string> args) {
-  args.insert(args.begin(), program);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  const int code = tool_main(static_cast<int>(argv.size()), argv.data());
-  return {code, ::testing::internal::GetCapturedStdout()};
-}
-
-std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
-  return run_tool_main(eval_main, "tdrl-eval", std::move(args));
 }
 
 TEST(TrainerTest, TheBestEvaluationIsKeptAndTdrlEvalEvaluatesAnyCheckpoint) {

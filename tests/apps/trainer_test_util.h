@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -18,6 +19,7 @@
 
 #include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/env_parts.h>
+#include <tdrl/apps/main.h>
 #include <tdrl/apps/metrics.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/stop_signal.h>
@@ -145,5 +147,20 @@ class StopSignalGuard {
   StopSignalGuard() { StopSignal::reset(); }
   ~StopSignalGuard() { StopSignal::reset(); }
 };
+
+// A tool's main (eval_main, envs_main) on `args` (after the program name), with its stdout.
+inline std::pair<int, std::string> run_tool_main(int (*tool_main)(int, char**), const char* program,
+                                                 std::vector<std::string> args) {
+  args.insert(args.begin(), program);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  const int code = tool_main(static_cast<int>(argv.size()), argv.data());
+  return {code, ::testing::internal::GetCapturedStdout()};
+}
+
+inline std::pair<int, std::string> run_eval_main(std::vector<std::string> args) {
+  return run_tool_main(eval_main, "tdrl-eval", std::move(args));
+}
 
 }  // namespace tdrl::apps::trainer_testing

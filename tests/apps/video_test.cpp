@@ -1,5 +1,6 @@
 // Videos: frames written by VideoWriter decode back with FFmpeg to the same count and size;
-// bad frames are refused and leave no file behind.
+// bad frames are refused and leave no file behind; evaluations record them (evaluate,
+// eval.video, tdrl-eval --video), and a build without FFmpeg refuses eval.video at load.
 
 #include <tdrl/apps/video.h>
 #include <tdrl/envs/cartpole.h>
@@ -14,6 +15,7 @@
 
 #include <tensordict/errors.h>
 
+#include "apps/trainer_test_util.h"
 #include "support/temp_dir.h"
 
 namespace tdrl::apps {
@@ -111,6 +113,64 @@ TEST_F(VideoTest, NoFramesNoFileAndUnwritablePathsSayWhy) {
               ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("missing/dir/v.mp4")));
   EXPECT_THAT([&] { probe_video(path("nothing.mp4")); },
               ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("cannot open")));
+}
+
+// ---- Evaluation videos -------------------------------------------------------------------------
+
+using namespace trainer_testing;
+
+TEST(EvaluateTest, AVideoRecordsTheFirstEpisodeFrameByFrame) {
+  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
+  TempDir tmp;
+  auto acting = acting_of(tiny_config("ppo"));
+  auto env = acting.env.eval_env_factory();
+  const std::string path = (tmp.path() / "first.mp4").string();
+  VideoWriter video(path, 50);
+  // Two episodes of 7 steps: the reset frame and one per step of the first.
+  evaluate(*env, *acting.recipe->actor, 2, 7, 0, &video);
+  EXPECT_EQ(probe_video(path).frames, 8);
+  EXPECT_EQ(probe_video(path).width, 600);
+}
+
+TEST(TrainerTest, EvalVideoWritesAVideoPerEvaluationIntoTheRunFolder) {
+  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
+  TempDir tmp;
+  Trainer trainer(tiny_config("ppo", {"eval.interval_frames=128", "eval.video=true",
+                                      "eval.episodes=1", "eval.max_steps=5"}),
+                  RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  std::vector<std::string> videos;
+  for (const auto& entry : std::filesystem::directory_iterator(trainer.run_dir().file("videos")))
+    videos.push_back(entry.path().filename().string());
+  std::sort(videos.begin(), videos.end());
+  ASSERT_GE(videos.size(), 2u);
+  EXPECT_EQ(videos.front(), "eval-000000000128.mp4");
+  for (const auto& v : videos)
+    EXPECT_EQ(probe_video(trainer.run_dir().file("videos") + "/" + v).frames, 6) << v;
+
+  // tdrl-eval --video: the first of its episodes (eval.max_steps 5: six frames).
+  const std::string path = (tmp.path() / "eval.mp4").string();
+  const auto [code, out] = run_eval_main(
+      {"--run", trainer.run_dir().path(), "--episodes", "2", "--video", path, "--video-fps", "10"});
+  EXPECT_EQ(code, 0);
+  EXPECT_THAT(out, HasSubstr("video of the first episode: " + path + " (6 frames)"));
+  EXPECT_EQ(probe_video(path).frames, 6);
+  EXPECT_NEAR(probe_video(path).fps, 10.0, 1e-6);
+}
+
+TEST(EvalVideoConfigTest, EvalVideoLoadsOnlyWhereVideosCanBeWritten) {
+  register_builtin_components();
+  const auto load = [] { return tiny_config("ppo", {"eval.video=true", "eval.video_fps=20"}); };
+  if (videos_available()) {
+    EXPECT_TRUE(load().eval.video);
+    EXPECT_EQ(load().eval.video_fps, 20);
+  } else {
+    EXPECT_THAT(load, ::testing::ThrowsMessage<ConfigError>(
+                          HasSubstr("'eval.video' is true, but this build of tdrl writes no "
+                                    "videos")));
+  }
+  EXPECT_THAT([] { tiny_config("ppo", {"eval.video_fps=0"}); },
+              ::testing::ThrowsMessage<ConfigError>(HasSubstr("eval.video_fps")));
 }
 
 }  // namespace

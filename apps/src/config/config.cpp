@@ -682,11 +682,8 @@ RunConfig load(YAML::Node root, const std::vector<std::string>& overrides,
   loader.set_all_paths(all.paths);
   loader.apply(config, root, "");
   if (config.eval.video && !videos_available())
-    loader.problem(
-        "'eval.video' is true, but this build of tdrl writes no videos (it was "
-        "configured without FFmpeg's libraries); install libavcodec-dev "
-        "libavformat-dev libswscale-dev (scripts/setup.sh does) and rebuild, or set "
-        "eval.video: false");
+    loader.problem("'eval.video' is true, but " + videos_unavailable_reason() +
+                   "; or set eval.video: false");
   loader.finish();
   return config;
 }

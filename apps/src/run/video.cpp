@@ -31,6 +31,13 @@ bool videos_available() {
 #endif
 }
 
+std::string videos_unavailable_reason() {
+  if (videos_available()) return {};
+  return "this build of tdrl writes no videos (it was configured without FFmpeg's libraries); "
+         "install libavcodec-dev libavformat-dev libswscale-dev (scripts/setup.sh does) and "
+         "configure again";
+}
+
 #ifdef TDRL_WITH_FFMPEG
 
 namespace {
@@ -273,12 +280,7 @@ VideoInfo probe_video(const std::string& path) {
 #else  // no FFmpeg in this build
 
 namespace {
-[[noreturn]] void no_ffmpeg() {
-  throw std::runtime_error(
-      "video: this build of tdrl writes no videos (configured without the FFmpeg libraries); "
-      "install libavcodec-dev libavformat-dev libswscale-dev (scripts/setup.sh does) and "
-      "configure again");
-}
+[[noreturn]] void no_ffmpeg() { throw std::runtime_error("video: " + videos_unavailable_reason()); }
 }  // namespace
 
 struct VideoWriter::Impl {};

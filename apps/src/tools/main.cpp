@@ -276,9 +276,7 @@ int eval_main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   if (const auto code = detail::parse_command_line(app, argc, argv)) return *code;
   if (!video_path.empty() && !videos_available()) {
-    std::cerr << "tdrl-eval: --video: this build of tdrl writes no videos (configured without "
-                 "FFmpeg's libraries); install libavcodec-dev libavformat-dev libswscale-dev "
-                 "(scripts/setup.sh does) and rebuild\n";
+    std::cerr << "tdrl-eval: --video: " << videos_unavailable_reason() << "\n";
     return 2;
   }
   return report_errors("tdrl-eval", [&] {

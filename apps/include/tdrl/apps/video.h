@@ -16,6 +16,8 @@ namespace tdrl::apps {
 /// VideoWriter and probe_video throw std::runtime_error saying so, and `eval.video: true` is
 /// refused at config load.
 bool videos_available();
+/// Why videos_available() is false, with what to install; empty when it is true.
+std::string videos_unavailable_reason();
 
 /// Writes RGB frames into an MP4 file. The file appears at `path` when close() succeeds (it is
 /// written beside it first, so a failed or interrupted recording leaves no partial video at
