@@ -130,12 +130,14 @@ int64_t ClassicControlEnv::observation_dim() const { return kept_obs_.numel(); }
 torch::Tensor ClassicControlEnv::render_impl() {
   const auto w = render_options()->width();
   const auto h = render_options()->height();
-  auto frames = torch::empty({num_envs_, h, w, 3}, torch::kUInt8);
-  for (int64_t i = 0; i < num_envs_; ++i)
-    frames[i].copy_(drawing::to_rgb(draw(state_.data() + i * layout_.state_dim), w, h));
   auto shape = batch_size();
   shape.insert(shape.end(), {h, w, 3});
-  return frames.reshape(shape);
+  auto frames = torch::empty(shape, torch::kUInt8);
+  // Each sub-env's picture straight into its slice of the batch.
+  auto* out = frames.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < num_envs_; ++i)
+    drawing::to_rgb(draw(state_.data() + i * layout_.state_dim), w, h, out + i * h * w * 3);
+  return frames;
 }
 
 void ClassicControlEnv::set_task_observation_spec(const specs::CompositePtr& full) {

@@ -3,6 +3,7 @@
 
 #include "tdrl/envs/drawing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -213,7 +214,7 @@ std::string to_png(const Drawing& drawing, double scale) {
   return out;
 }
 
-torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
+void to_rgb(const Drawing& drawing, int64_t width, int64_t height, uint8_t* out) {
   TDRL_CHECK(width >= 1 && height >= 1 && width <= 16384 && height <= 16384, tensordict::ValueError,
              "drawing: a frame of ", width, " x ", height,
              " pixels was asked; width and height must be in [1, 16384]");
@@ -226,8 +227,6 @@ torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
   // cairo's RGB24 pixels are native-endian 32-bit words 0x00RRGGBB, rows `stride` bytes apart.
   const unsigned char* data = cairo_image_surface_get_data(surface.s);
   const int stride = cairo_image_surface_get_stride(surface.s);
-  auto frame = torch::empty({height, width, 3}, torch::kUInt8);
-  auto* out = frame.data_ptr<uint8_t>();
   for (int64_t y = 0; y < height; ++y) {
     const auto* row = reinterpret_cast<const uint32_t*>(data + y * stride);
     for (int64_t x = 0; x < width; ++x, out += 3) {
@@ -237,6 +236,12 @@ torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
       out[2] = static_cast<uint8_t>(p);
     }
   }
+}
+
+torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height) {
+  auto frame =
+      torch::empty({std::max<int64_t>(height, 0), std::max<int64_t>(width, 0), 3}, torch::kUInt8);
+  to_rgb(drawing, width, height, frame.data_ptr<uint8_t>());
   return frame;
 }
 
@@ -253,6 +258,7 @@ namespace {
 std::string to_svg(const Drawing&) { no_cairo(); }
 std::string to_png(const Drawing&, double) { no_cairo(); }
 torch::Tensor to_rgb(const Drawing&, int64_t, int64_t) { no_cairo(); }
+void to_rgb(const Drawing&, int64_t, int64_t, uint8_t*) { no_cairo(); }
 
 #endif
 

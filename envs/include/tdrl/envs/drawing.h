@@ -5,6 +5,7 @@
 /// draw their frames with it (render()), and the apps their learning curves: one maintained
 /// drawing library for every picture tdrl makes.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -85,5 +86,8 @@ std::string to_png(const Drawing& drawing, double scale);
 /// width x height units stretched over width x height pixels (anti-aliased). Throws as to_svg,
 /// and tensordict::ValueError for a size below 1 pixel.
 torch::Tensor to_rgb(const Drawing& drawing, int64_t width, int64_t height);
+/// The same frame written into `out` (height * width * 3 bytes, row-major RGB): for callers
+/// filling a batch of frames in place. Throws as to_rgb.
+void to_rgb(const Drawing& drawing, int64_t width, int64_t height, uint8_t* out);
 
 }  // namespace tdrl::envs::drawing
