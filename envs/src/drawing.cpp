@@ -163,7 +163,11 @@ void paint(cairo_surface_t* surface, const Drawing& drawing, double sx, double s
   cairo_scale(cr, sx, sy);
   set_color(cr, drawing.background);
   cairo_paint(cr);
-  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  // The font only for drawings with text (a frame has none; looking it up costs a frame's time).
+  const bool has_text = std::any_of(drawing.shapes.begin(), drawing.shapes.end(),
+                                    [](const auto& s) { return std::holds_alternative<Text>(s); });
+  if (has_text)
+    cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   const Painter painter{cr};
   for (const auto& shape : drawing.shapes) std::visit(painter, shape);
   const cairo_status_t status = cairo_status(cr);
