@@ -216,6 +216,76 @@ TEST(RenderTest, BadRenderOptionsAreRefusedNamingThem) {
                   HasSubstr("render_width and render_height are 0 and 64")));
 }
 
+// A user's own env that draws: CountingEnv whose frame is a grey level of 10 x its count.
+// `dtype` and `channels` make a faulty render_impl for the error tests.
+class DrawnCountingEnv : public tdrl::testing::CountingEnv {
+ public:
+  DrawnCountingEnv(Shape batch, RenderOptions render, torch::Dtype dtype = torch::kUInt8,
+                   int64_t channels = 3, int64_t drawn_height = -1)
+      : CountingEnv(batch), dtype_(dtype), channels_(channels), drawn_height_(drawn_height) {
+    set_render_options(render);
+  }
+  void set_render_options_again() { set_render_options(RenderOptions()); }
+
+ protected:
+  torch::Tensor render_impl() override {
+    auto shape = batch_size();
+    const auto& r = *render_options();
+    shape.insert(shape.end(),
+                 {drawn_height_ > 0 ? drawn_height_ : r.height(), r.width(), channels_});
+    auto grey = (count() * 10).to(dtype_);
+    for (int i = 0; i < 2; ++i) grey = grey.unsqueeze(-1);
+    return grey.expand(shape).contiguous();
+  }
+
+ private:
+  torch::Dtype dtype_;
+  int64_t channels_;
+  int64_t drawn_height_;
+};
+
+TEST(RenderTest, AUsersEnvObservesItsOwnFramesWithFromPixels) {
+  DrawnCountingEnv env({2}, size(6, 4).from_pixels(true));
+  EXPECT_FALSE(env.observation_spec()->contains("observation"));
+  EXPECT_EQ(env.observation_spec()->get("pixels")->shape(), (Shape{2, 4, 6, 3}));
+  auto root = env.reset();
+  EXPECT_FALSE(root.contains("observation"));
+  EXPECT_EQ(root.get("pixels").max().item<int>(), 0);
+  auto next = env.step(env.rand_action(root)).get_tensordict("next");
+  EXPECT_FALSE(next.contains("observation"));
+  EXPECT_TRUE(torch::equal(next.get("pixels"), torch::full({2, 4, 6, 3}, 10, torch::kUInt8)));
+  // A partial reset: sub-env 0 restarts (black), sub-env 1 keeps its frame.
+  auto partial = step_mdp(env.step(env.rand_action(step_mdp(env.step(env.rand_action(root))))));
+  partial.set("_reset", torch::tensor({true, false}).unsqueeze(-1));
+  const auto frames = env.reset(partial).get("pixels");
+  EXPECT_EQ(frames[0].max().item<int>(), 0);
+  EXPECT_EQ(frames[1].min().item<int>(), 30);
+  check_env_specs(env);
+}
+
+TEST(RenderTest, AFaultyRenderImplIsCaughtNamingWhatItReturned) {
+  DrawnCountingEnv floats({}, size(6, 4), torch::kFloat32);
+  EXPECT_THAT([&] { floats.render(); },
+              ::testing::ThrowsMessage<tensordict::TypeError>(
+                  HasSubstr("CountingEnv::render: render_impl returned dtype Float")));
+  DrawnCountingEnv rgba({}, size(6, 4), torch::kUInt8, 4);
+  EXPECT_THAT([&] { rgba.render(); },
+              ::testing::ThrowsMessage<tensordict::ShapeError>(
+                  HasSubstr("returned shape [4, 6, 4]; expected [*batch_size, H, W, 3]")));
+  DrawnCountingEnv taller({}, size(6, 4), torch::kUInt8, 3, 5);
+  EXPECT_THAT([&] { taller.render(); },
+              ::testing::ThrowsMessage<tensordict::ShapeError>(HasSubstr("and H x W = 4 x 6")));
+}
+
+TEST(RenderTest, RenderOptionsAreSetOnceAndSizedSanely) {
+  DrawnCountingEnv env({}, size(6, 4));
+  EXPECT_THAT([&] { env.set_render_options_again(); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr("called twice")));
+  EXPECT_THAT([] { DrawnCountingEnv big({}, size(9000, 4)); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(HasSubstr(
+                  "render_width and render_height are 9000 and 4; each must be in [1, 8192]")));
+}
+
 TEST(RenderTest, AnEnvThatDoesNotDrawSaysSo) {
   tdrl::testing::CountingEnv env;
   EXPECT_THAT([&] { env.render(); },
