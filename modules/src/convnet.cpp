@@ -87,7 +87,13 @@ torch::Tensor ConvNetImpl::forward(const torch::Tensor& x) {
   }
   output_shape(x.size(-2), x.size(-1));  // clear error before LibTorch's
   const auto batch = x.sizes().slice(0, x.dim() - 3).vec();
-  auto out = layers_->forward(x.reshape({-1, x.size(-3), x.size(-2), x.size(-1)}));
+  // uint8 frames (as stored in replay) are scaled here, where the convolutions run.
+  torch::Tensor input = x;
+  if (x.scalar_type() == torch::kUInt8) {
+    const auto params = parameters();
+    input = x.to(params.empty() ? torch::kFloat32 : params.front().scalar_type()).div_(255.0);
+  }
+  auto out = layers_->forward(input.reshape({-1, x.size(-3), x.size(-2), x.size(-1)}));
   std::vector<int64_t> shape = batch;
   if (options_.squash_last_layer()) {
     shape.push_back(out.size(1) * out.size(2) * out.size(3));

@@ -75,7 +75,8 @@ ReplayBuffer::ReplayBuffer(std::shared_ptr<Storage> storage, std::shared_ptr<Sam
       writer_(writer ? std::move(writer) : std::make_shared<RoundRobinWriter>()),
       batch_size_(options.batch_size()),
       prefetch_(options.prefetch()),
-      transforms_(std::move(options.transforms())) {
+      transforms_(std::move(options.transforms())),
+      storage_transforms_(std::move(options.storage_transforms())) {
   TDRL_CHECK(!(batch_size_ < 0), ValueError,
              "ReplayBuffer: batch_size must be >= 0 (0: give it to sample), got ",
              std::to_string(batch_size_));
@@ -88,6 +89,8 @@ ReplayBuffer::ReplayBuffer(std::shared_ptr<Storage> storage, std::shared_ptr<Sam
              std::to_string(storage_->max_size()),
              "; give the sampler a capacity of at least the storage's max_size");
   for (const auto& t : transforms_) TDRL_CHECK(t, ValueError, "ReplayBuffer: a transform is empty");
+  for (const auto& t : storage_transforms_)
+    TDRL_CHECK(t, ValueError, "ReplayBuffer: a storage transform is empty");
 }
 
 ReplayBuffer::~ReplayBuffer() { stop_prefetch(); }
@@ -116,6 +119,13 @@ void ReplayBuffer::append_transform(Transform transform) {
   TDRL_CHECK(transform, ValueError, class_name(), "::append_transform: the transform is empty");
   std::lock_guard<std::mutex> lock(config_mutex_);
   transforms_.push_back(std::move(transform));
+}
+
+void ReplayBuffer::append_storage_transform(StorageTransform transform) {
+  TDRL_CHECK(transform, ValueError, class_name(),
+             "::append_storage_transform: the transform is empty");
+  std::lock_guard<std::mutex> lock(config_mutex_);
+  storage_transforms_.push_back(std::move(transform));
 }
 
 // ---- Writing ------------------------------------------------------------------------------------
@@ -190,6 +200,15 @@ std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
   TDRL_CHECK(!(batch_size < 1), ValueError, class_name(),
              "::sample: batch_size must be at least 1, got ", std::to_string(batch_size));
   Draw out;
+  std::optional<ReplayBufferKeys> keys;
+  std::vector<Transform> transforms;
+  std::vector<StorageTransform> storage_transforms;
+  {
+    std::lock_guard<std::mutex> lock(config_mutex_);
+    keys = keys_;
+    transforms = transforms_;
+    storage_transforms = storage_transforms_;
+  }
   {
     ReadLock lock(turnstile_, data_mutex_);
     if (storage_->size() == 0) return std::nullopt;
@@ -198,13 +217,8 @@ std::optional<ReplayBuffer::Draw> ReplayBuffer::draw(int64_t batch_size) const {
       out.info = sampler_->sample(*storage_, batch_size);
     }
     out.data = storage_->get(out.info.index);
-  }
-  std::optional<ReplayBufferKeys> keys;
-  std::vector<Transform> transforms;
-  {
-    std::lock_guard<std::mutex> lock(config_mutex_);
-    keys = keys_;
-    transforms = transforms_;
+    for (const auto& transform : storage_transforms)
+      out.data = transform(std::move(out.data), out.info.index, *storage_);
   }
   if (keys) {
     const auto device = out.data.device();
@@ -440,7 +454,7 @@ std::string ReplayBuffer::to_string() const {
   std::string name;
   {
     std::lock_guard<std::mutex> lock(config_mutex_);
-    transforms = transforms_.size();
+    transforms = transforms_.size() + storage_transforms_.size();
     name = class_name_;
   }
   std::ostringstream os;

@@ -17,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tdrl/apps/checkpoint.h>
 #include <tdrl/apps/checkpoint_store.h>
 #include <tdrl/apps/env_parts.h>
 #include <tdrl/apps/main.h>

@@ -122,6 +122,11 @@ void ModelSection::fields(FieldVisitor& v) {
     "mlp, or a recurrent core (lstm, gru) that reads the observation before the networks, one "
     "for the actor and one for the critic (ppo, a2c)");
   recurrent.fields(v);
+  v("encoder", encoder, one_of({"none", "convnet"}),
+    "none: the networks read the flat observation; convnet: each network has a ConvNet "
+    "(model.convnet) reading the [C, H, W] 'pixels' entry (uint8 scaled by 1/255) and reads its "
+    "features");
+  v.section("convnet", convnet, "the pixel encoder's convolutions (model.encoder: convnet)");
 }
 
 void CollectorSection::fields(FieldVisitor& v) {

@@ -312,13 +312,15 @@ class DQNRecipe : public OffPolicyRecipe {
                            std::shared_ptr<modules::RecurrentModuleImpl>>;
     auto make_qnet = [model, env]() -> QNet {
       auto core = make_recurrent_core(model, env);
-      const tensordict::NestedKey in = core ? core->options().out_key() : "observation";
-      modules::QValueActor head(mlp(model, core ? model.recurrent.hidden_size() : env.obs_dim,
+      const NetworkInput input = network_input(model, env);
+      const tensordict::NestedKey in = core ? core->options().out_key() : input.key;
+      modules::QValueActor head(mlp(model, core ? model.recurrent.hidden_size() : input.size,
                                     *env.num_actions, model.actor_cells),
                                 modules::QValueActorOptions().in_keys({in}).qvalue(
                                     modules::QValueModuleOptions().spec(env.action_spec)));
-      if (!core) return {head, nullptr};
-      return {tdnn::TensorDictSequential(tdnn::TensorDictSequentialImpl::Modules{core, head.ptr()}),
+      if (!core) return {with_encoder(input, head.ptr()), nullptr};
+      return {with_encoder(input, tdnn::TensorDictSequential(
+                                      tdnn::TensorDictSequentialImpl::Modules{core, head.ptr()})),
               core};
     };
     const auto eps = config_.exploration;
@@ -606,6 +608,12 @@ std::vector<std::string> check_dqn(const RunConfig& config, const EnvInfo& env) 
 std::vector<std::string> check_continuous(const RunConfig& config, const EnvInfo& env) {
   auto out = action_space_problems(config.algo.name, env, false, true);
   for (auto& p : feedforward_only_problems(config)) out.push_back(std::move(p));
+  // Their critics read the observation and the action through one ConcatMLP
+  // (state_action_critic), which has no place for an encoder yet.
+  if (config.model.encoder != "none")
+    out.push_back("'model.encoder' is " + config.model.encoder + ", but " + config.algo.name +
+                  "'s critics read the flat observation with the action, which no pixel encoder "
+                  "feeds yet; pixels train with ppo, a2c and dqn. Set model.encoder: none");
   return out;
 }
 

@@ -46,6 +46,44 @@ struct EmptyConfig : Section {
   void fields(FieldVisitor&) override {}
 };
 
+// An image transform's options and the entries it changes ("pixels" unless told).
+template <class Options>
+struct ImageConfig : Section {
+  // The default argument is instantiated only where used: sizes are given (and required).
+  explicit ImageConfig(Options initial = Options()) : options(std::move(initial)) {}
+  std::vector<std::string> keys{"pixels"};
+  Options options;
+  void fields(FieldVisitor& v) override {
+    v("keys", keys, non_empty(), "image entries changed in place");
+    options.fields(v);
+  }
+  Options keyed() const {
+    auto o = options;
+    o.in_keys(keys_of(keys));
+    return o;
+  }
+};
+
+// Resize and CenterCrop have no default size: the config must give one (declared required).
+struct ResizeConfig : ImageConfig<envs::ResizeOptions> {
+  ResizeConfig() : ImageConfig(envs::ResizeOptions(1, 1)) {}
+};
+struct CenterCropConfig : ImageConfig<envs::CenterCropOptions> {
+  CenterCropConfig() : ImageConfig(envs::CenterCropOptions(1, 1)) {}
+};
+
+// ToTensorImage's dtype is a torch::Dtype in the library; the config names it.
+struct ToTensorImageConfig : Section {
+  std::vector<std::string> keys{"pixels"};
+  std::string dtype = "float32";
+  void fields(FieldVisitor& v) override {
+    v("keys", keys, non_empty(), "[H, W, C] image entries turned into [C, H, W]");
+    v("dtype", dtype, one_of({"float32", "uint8"}),
+      "float32: values scaled into [0, 1]; uint8: values kept (4x smaller in replay, the "
+      "encoder scales them)");
+  }
+};
+
 }  // namespace
 
 void register_builtin_transforms() {
@@ -78,6 +116,34 @@ void register_builtin_transforms() {
       [](const EmptyConfig&, const TransformContext&) -> envs::TransformPtr {
         return std::make_shared<envs::DoubleToFloat>();
       });
+  register_transform<ToTensorImageConfig>(
+      "to_tensor_image", "[H, W, C] uint8 frames to [C, H, W] (float32 in [0, 1], or uint8)",
+      [](const ToTensorImageConfig& c, const TransformContext&) -> envs::TransformPtr {
+        return std::make_shared<envs::ToTensorImage>(
+            envs::ToTensorImageOptions()
+                .dtype(c.dtype == "uint8" ? torch::kUInt8 : torch::kFloat32)
+                .in_keys(keys_of(c.keys)));
+      });
+  register_transform<ResizeConfig>(
+      "resize", "resizes [C, H, W] images to height x width",
+      [](const ResizeConfig& c, const TransformContext&) -> envs::TransformPtr {
+        return std::make_shared<envs::Resize>(c.keyed());
+      });
+  register_transform<ImageConfig<envs::GrayScaleOptions>>(
+      "grayscale", "RGB [3, H, W] images to one channel [1, H, W]",
+      [](const ImageConfig<envs::GrayScaleOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::GrayScale>(c.keyed()); });
+  register_transform<CenterCropConfig>(
+      "center_crop", "the centre height x width of [C, H, W] images",
+      [](const CenterCropConfig& c, const TransformContext&) -> envs::TransformPtr {
+        return std::make_shared<envs::CenterCrop>(c.keyed());
+      });
+  register_transform<ImageConfig<envs::CatFramesOptions>>(
+      "cat_frames",
+      "stacks the last n frames along dim (a replay buffer stores single frames and rebuilds "
+      "the stacks when sampling)",
+      [](const ImageConfig<envs::CatFramesOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::CatFrames>(c.keyed()); });
   register_transform<OptionsSection<envs::StepCounterOptions>>(
       "step_counter", "counts steps (step_count) and truncates at max_steps",
       [](const OptionsSection<envs::StepCounterOptions>& c, const TransformContext&)

@@ -6,6 +6,7 @@
 #include <tdrl/envs/transforms/episode.h>
 #include <tdrl/envs/transforms/primer.h>
 #include <tdrl/envs/transforms/reward.h>
+#include <tdrl/modules/convnet.h>
 #include <tdrl/specs.h>
 
 #include "config/config_text.h"
@@ -102,11 +103,15 @@ EnvParts build_env_parts(const EnvSection& env) {
   EnvInfo& info = parts.info;
   info.name = name;
   const auto obs = probe->observation_spec()->find("observation");
-  if (!obs || obs->shape().size() != 1)
+  const auto pixels = probe->observation_spec()->find(specs::kPixels);
+  if (obs && obs->shape().size() == 1) info.obs_dim = obs->shape()[0];
+  if (pixels && pixels->shape().size() == 3) info.pixels_shape = pixels->shape();
+  if (info.obs_dim == 0 && info.pixels_shape.empty())
     throw ConfigError("'env.name' is " + name +
-                      ", which has no flat 'observation' entry; the built-in recipes build MLPs "
-                      "on a 1-D observation");
-  info.obs_dim = obs->shape()[0];
+                      ", which has neither a flat 'observation' entry nor a 3-D 'pixels' entry; "
+                      "the built-in recipes build MLPs on a 1-D observation, or a ConvNet on "
+                      "[C, H, W] pixels (env.options.from_pixels with the to_tensor_image "
+                      "transform, model.encoder: convnet)");
   info.action_spec = probe->action_spec();
   info.bounded = std::dynamic_pointer_cast<specs::Bounded>(info.action_spec);
   if (auto c = std::dynamic_pointer_cast<specs::Categorical>(info.action_spec))
@@ -130,10 +135,47 @@ void carry_policy_state(EnvParts& parts, const specs::CompositePtr& policy_state
   parts.info.frame_bytes = frame_bytes(*parts.probe);
 }
 
+namespace {
+
+// What the model reads against what the env gives: the observation or [C, H, W] pixels.
+std::vector<std::string> model_input_problems(const RunConfig& config, const EnvInfo& info) {
+  const auto& model = config.model;
+  const std::string shape = tensordict::shape_str(info.pixels_shape);
+  if (model.encoder == "none") {
+    if (info.obs_dim > 0) return {};
+    return {
+        "'model.encoder' is none, but the env has no flat 'observation' entry (its 'pixels' "
+        "are " +
+        shape + "); set model.encoder: convnet"};
+  }
+  if (info.pixels_shape.empty())
+    return {"'model.encoder' is " + model.encoder +
+            ", but the env has no 3-D 'pixels' entry; set env.options.from_pixels: true and add "
+            "the to_tensor_image transform to env.transforms"};
+  // An env's own frames are [H, W, 3]: ToTensorImage turns them into [C, H, W].
+  const auto& p = info.pixels_shape;
+  if (p[2] <= 4 && p[0] > 4)
+    return {"'model.encoder' is " + model.encoder +
+            ", which reads [C, H, W] pixels, but the "
+            "env's 'pixels' are " +
+            shape +
+            ", an [H, W, C] image; add the to_tensor_image "
+            "transform to env.transforms"};
+  try {
+    auto options = model.convnet.options;
+    modules::ConvNet(options.in_channels(p[0])).get()->output_shape(p[1], p[2]);
+  } catch (const std::exception& e) {
+    return {"'model.convnet' does not fit the env's " + shape + " pixels: " + e.what()};
+  }
+  return {};
+}
+
+}  // namespace
+
 void check_task_fit(const RunConfig& config, const EnvInfo& info) {
-  const AlgorithmInfo* algo = find_algorithm(config.algo.name);
-  if (!algo || !algo->check) return;
-  const auto problems = algo->check(config, info);
+  auto problems = model_input_problems(config, info);
+  if (const AlgorithmInfo* algo = find_algorithm(config.algo.name); algo && algo->check)
+    for (auto& p : algo->check(config, info)) problems.push_back(std::move(p));
   if (problems.empty()) return;
   throw ConfigError(
       detail::problems_message("the config does not suit the task " + info.name, problems));

@@ -1,7 +1,9 @@
-// make_stochastic_actor: the stochastic actor of the built-in recipes.
+// The networks of the built-in recipes: their inputs (observation or pixel encoder), recurrent
+// cores, the stochastic actor and the state-value critic.
 
 #include <tdrl/apps/models.h>
 
+#include <tdrl/modules/convnet.h>
 #include <tdrl/modules/recurrent.h>
 #include <tensordict/nn.h>
 
@@ -13,15 +15,16 @@ namespace tdnn = tensordict::nn;
 
 namespace {
 
-// What the heads read: the observation, or the recurrent core's output.
-struct HeadInput {
-  tensordict::NestedKey key;
-  int64_t size;
-};
-HeadInput head_input(const ModelSection& model, const EnvInfo& env,
-                     const std::shared_ptr<modules::RecurrentModuleImpl>& core) {
-  if (core) return {core->options().out_key(), model.recurrent.hidden_size()};
-  return {tensordict::NestedKey("observation"), env.obs_dim};
+// What the heads read: the network's input, or the recurrent core's output.
+NetworkInput head_input(const ModelSection& model, const EnvInfo& env,
+                        const std::shared_ptr<modules::RecurrentModuleImpl>& core,
+                        const std::string& role) {
+  auto in = network_input(model, env, role);
+  if (core) {
+    in.key = core->options().out_key();
+    in.size = model.recurrent.hidden_size();
+  }
+  return in;
 }
 
 // `head` after the core, when there is one.
@@ -34,6 +37,27 @@ tdnn::ModulePtr<tdnn::TensorDictModuleBase> after_core(
 
 }  // namespace
 
+NetworkInput network_input(const ModelSection& model, const EnvInfo& env, const std::string& role) {
+  if (model.encoder == "none") return {tensordict::NestedKey("observation"), env.obs_dim, nullptr};
+  TORCH_INTERNAL_ASSERT(env.pixels_shape.size() == 3,
+                        "the config check admits model.encoder convnet only with [C, H, W] pixels");
+  auto options = model.convnet.options;
+  options.in_channels(env.pixels_shape[0]).squash_last_layer(true);
+  modules::ConvNet net(options);
+  const int64_t size = net->output_shape(env.pixels_shape[1], env.pixels_shape[2])[0];
+  const std::string key = role.empty() ? "pixels_embed" : role + "_pixels_embed";
+  tdnn::TensorDictModule encoder(
+      net, tdnn::TensorDictModuleOptions().in_keys({"pixels"}).out_keys({key}));
+  return {tensordict::NestedKey(key), size, encoder};
+}
+
+tdnn::ModulePtr<tdnn::TensorDictModuleBase> with_encoder(
+    const NetworkInput& input, tdnn::ModulePtr<tdnn::TensorDictModuleBase> network) {
+  if (!input.encoder) return network;
+  return tdnn::TensorDictSequential(
+      tdnn::TensorDictSequentialImpl::Modules{input.encoder, std::move(network)});
+}
+
 std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSection& model,
                                                                   const EnvInfo& env,
                                                                   const std::string& role) {
@@ -41,7 +65,8 @@ std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSec
   // The losses read only the outputs of a sequence: LibTorch's fused call (the passes that need
   // every step's state ask for it themselves).
   auto options = model.recurrent;
-  options.input_size(env.obs_dim).in_key("observation").out_key("embed").sequence_states(false);
+  const auto in = network_input(model, env, role);
+  options.input_size(in.size).in_key(in.key).out_key("embed").sequence_states(false);
   if (!role.empty()) {
     // The default keys of this kind of core, prefixed with the role.
     const auto defaults = modules::make_recurrent_module(model.core, options)->hidden_keys();
@@ -69,13 +94,13 @@ specs::CompositePtr hidden_state_specs(
 modules::ProbabilisticActor make_stochastic_actor(
     const ModelSection& model, const EnvInfo& env,
     std::shared_ptr<modules::RecurrentModuleImpl> core) {
-  const HeadInput in = head_input(model, env, core);
+  const NetworkInput in = head_input(model, env, core, "");
   if (env.num_actions) {
     tdnn::TensorDictModule logits(
         detail::mlp(model, in.size, *env.num_actions, model.actor_cells, /*last_gain=*/0.01),
         tdnn::TensorDictModuleOptions().in_keys({in.key}).out_keys({"logits"}));
     return modules::ProbabilisticActor(
-        after_core(core, logits), env.action_spec,
+        with_encoder(in, after_core(core, logits)), env.action_spec,
         modules::ProbabilisticActorOptions()
             .in_keys({"logits"})
             .distribution_class(tdnn::DistributionClass::categorical())
@@ -92,7 +117,7 @@ modules::ProbabilisticActor make_stochastic_actor(
           tdnn::NormalParamExtractor(),
           tdnn::TensorDictModuleOptions().in_keys({"params"}).out_keys({"loc", "scale"})));
   return modules::ProbabilisticActor(
-      after_core(core, net), env.action_spec,
+      with_encoder(in, after_core(core, net)), env.action_spec,
       modules::ProbabilisticActorOptions()
           .distribution_class(tdnn::DistributionClass::tanh_normal(
               tdnn::TanhNormalOptions().low(env.bounded->low()).high(env.bounded->high())))
@@ -102,10 +127,10 @@ modules::ProbabilisticActor make_stochastic_actor(
 tdnn::ModulePtr<tdnn::TensorDictModuleBase> make_state_value(
     const ModelSection& model, const EnvInfo& env,
     std::shared_ptr<modules::RecurrentModuleImpl> core) {
-  const HeadInput in = head_input(model, env, core);
+  const NetworkInput in = head_input(model, env, core, "critic");
   modules::ValueOperator value(detail::mlp(model, in.size, 1, model.critic_cells),
                                modules::ValueOperatorOptions().in_keys({in.key}));
-  return after_core(core, value);
+  return with_encoder(in, after_core(core, value));
 }
 
 }  // namespace tdrl::apps

@@ -37,6 +37,7 @@
 #include "run/file_util.h"
 #include "training/collector_modes.h"
 #include "training/recipe_parts.h"
+#include "training/replay_frames.h"
 #include "training/update_step.h"
 
 namespace tdrl::apps {
@@ -331,6 +332,14 @@ std::unique_ptr<Recipe> Trainer::check_and_build(const RunConfig& config, EnvPar
   context.replay_device = recipe_context(config, env.info).replay_device;
   recipe->build_learning(context);
   check_learning_parts(config, *recipe);
+  if (recipe->replay) {
+    const auto probe = env.probe ? env.probe : env.eval_env_factory();
+    const auto problems =
+        detail::ReplayFrames::of(*probe).problems(config, recipe->sequence_length());
+    if (!problems.empty())
+      throw ConfigError(detail::problems_message(
+          "the frame stacks (cat_frames) do not fit the replay buffer", problems));
+  }
   check_sections_read(config, context);
   metric_columns(metrics_parts(config, *recipe));  // a loss entry named like a run column
   return recipe;
@@ -374,6 +383,9 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     replay_keys_ = eval_env_->fake_tensordict().keys(true, true);
     replay_keys_.push_back(collectors::traj_ids_key());
     if (recipe_->sequence_length() > 0) replay_keys_.push_back(stream_end_key());
+    replay_frames_ = std::make_unique<detail::ReplayFrames>(detail::ReplayFrames::of(*eval_env_));
+    if (!replay_frames_->empty())
+      replay_frames_->install(*recipe_->replay, detail::ReplayFrames::streams_of(config_));
   }
   checkpoints_ = std::make_unique<CheckpointStore>(run_.file("checkpoints"));
   if (resume) {
@@ -531,7 +543,7 @@ void Trainer::optimize_batch(const TensorDict& batch) {
       end.select(-1, -1).fill_(true);
       data.set(stream_end_key(), end);
     }
-    replay.extend(data.reshape({-1}));
+    replay.extend(replay_frames_->empty() ? data.reshape({-1}) : replay_frames_->to_rows(data));
     const auto learning_starts =
         std::max(config_.collector.limits.init_random_frames(), config_.replay()->batch_size);
     if (replay.size() < learning_starts) return;

@@ -4,6 +4,7 @@
 /// torchrl.data.replay_buffers). See docs/replay.md.
 
 #include <tdrl/replay/component.h>
+#include <tdrl/replay/frame_stack.h>
 #include <tdrl/replay/prioritized_sampler.h>
 #include <tdrl/replay/replay_buffer.h>
 #include <tdrl/replay/samplers.h>

@@ -28,6 +28,7 @@
 #include <tdrl/apps/config_fields.h>
 #include <tdrl/collectors/collection_limits.h>
 #include <tdrl/collectors/distributed_options.h>
+#include <tdrl/modules/convnet_options.h>
 #include <tdrl/modules/mlp_options.h>
 #include <tdrl/modules/optimizer_choice.h>
 #include <tdrl/modules/recurrent_options.h>
@@ -106,6 +107,18 @@ struct EnvSection : ChoiceSection {
   }
 };
 
+/// `model.convnet:` the pixel encoder's convolutions (ConvNetOptions' declared fields; the
+/// input channels come from the images). The default is the Nature DQN / SB3 NatureCNN
+/// stack: 32, 64, 64 channels, kernels 8, 4, 3, strides 4, 2, 1, ReLU.
+struct ConvNetSection : Section {
+  modules::ConvNetOptions options = modules::ConvNetOptions(1)
+                                        .num_cells({32, 64, 64})
+                                        .kernel_sizes({8, 4, 3})
+                                        .strides({4, 2, 1})
+                                        .activation("relu");
+  void fields(FieldVisitor& v) override { options.fields(v); }
+};
+
 /// `model:`.
 struct ModelSection : Section {
   std::vector<int64_t> actor_cells{64, 64};
@@ -121,6 +134,11 @@ struct ModelSection : Section {
   /// The recurrent core's settings (hidden_size, num_layers: RecurrentModuleOptions' declared
   /// fields); the input size and keys are set per network.
   modules::RecurrentModuleOptions recurrent{1, 64};
+  /// "none": the networks (or the core) read the flat "observation"; "convnet": each network
+  /// has a ConvNet (`convnet`) reading the `[C, H, W]` "pixels" entry, whose features the
+  /// network (or the core) reads (see network_input in models.h).
+  std::string encoder = "none";
+  ConvNetSection convnet;
   void fields(FieldVisitor& v) override;
 };
 

@@ -11,6 +11,8 @@
 #include <tdrl/apps/recipe.h>
 #include <tdrl/modules/actors.h>
 #include <tdrl/specs/composite.h>
+#include <tensordict/nn/module_ptr.h>
+#include <tensordict/nn/tensordict_module.h>
 
 namespace tdrl::modules {
 class RecurrentModuleImpl;
@@ -18,9 +20,34 @@ class RecurrentModuleImpl;
 
 namespace tdrl::apps {
 
+/// What a network reads (network_input): the flat "observation", or the features of the
+/// network's own pixel encoder.
+struct NetworkInput {
+  tensordict::NestedKey key;
+  int64_t size = 0;
+  /// With model.encoder convnet: a TensorDictModule of a modules::ConvNet (model.convnet, the
+  /// channels of env.pixels_shape) reading "pixels" and writing `key`, to run before the
+  /// network (with_encoder); null with model.encoder none.
+  tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> encoder;
+};
+
+/// What the network of `role` reads: "observation" (env.obs_dim) with model.encoder none; with
+/// convnet, a fresh encoder writing "pixels_embed" (role "") or "<role>_pixels_embed", whose
+/// size is the ConvNet's output for env.pixels_shape. Each network gets its own encoder, as
+/// SB3's off-policy algorithms do by default. The config check has made sure the env has what
+/// the model reads.
+NetworkInput network_input(const ModelSection& model, const EnvInfo& env,
+                           const std::string& role = "");
+
+/// `network` preceded by `input`'s encoder (`network` itself when there is none).
+tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> with_encoder(
+    const NetworkInput& input,
+    tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> network);
+
 /// The recurrent core of `model.core` ("lstm", "gru": an LSTMModule or GRUModule of
 /// model.hidden_size and model.num_layers), in step mode, with sequence_states false (a loss
-/// reads only a sequence's outputs), reading "observation"; null for
+/// reads only a sequence's outputs), reading network_input(model, env, role) (the caller runs
+/// that input's encoder before it: make_stochastic_actor, make_state_value); null for
 /// "mlp". `role` names its entries: "" (the actor's) writes "embed" and keeps its state under
 /// the module's default hidden keys ("recurrent_state_h" and "recurrent_state_c", or
 /// "recurrent_state"); "critic" writes "critic_embed" and keeps its state under the same keys
@@ -40,19 +67,20 @@ specs::CompositePtr hidden_state_specs(
 /// The stochastic actor of the built-in ppo, a2c and sac: for a discrete task (env.num_actions
 /// set), categorical logits from an MLP; for a Bounded continuous one, a TanhNormal on the
 /// action bounds whose loc and scale an MLP gives (NormalParamExtractor). The MLP has
-/// model.actor_cells and model.layers (activation, layer_norm) and reads "observation"
-/// ([*batch, obs_dim]), or, with a recurrent `core` (make_recurrent_core), runs after the core
-/// and reads its "embed". Writes "action" and "sample_log_prob" (and "logits", or "loc" and
-/// "scale"; with a core, "embed" and the core's ("next", hidden) entries). The caller checks
-/// the task first (an unbounded continuous action spec is a programming error here).
+/// model.actor_cells and model.layers (activation, layer_norm) and reads
+/// network_input(model, env) ("observation" `[*batch, obs_dim]`, or its pixel encoder's
+/// features, the encoder running first), or, with a recurrent `core` (make_recurrent_core),
+/// runs after the core and reads its "embed". Writes "action" and "sample_log_prob" (and "logits",
+/// or "loc" and "scale"; with a core, "embed" and the core's ("next", hidden) entries). The caller
+/// checks the task first (an unbounded continuous action spec is a programming error here).
 /// Example: `auto actor = make_stochastic_actor(context.model(), context.env);`
 modules::ProbabilisticActor make_stochastic_actor(
     const ModelSection& model, const EnvInfo& env,
     std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr);
 
 /// The state-value critic of the built-in ppo and a2c: an MLP of model.critic_cells writing
-/// "state_value" `[*batch, 1]` from "observation", or after a recurrent `core` (the critic's,
-/// make_recurrent_core(model, env, "critic")) from its output.
+/// "state_value" `[*batch, 1]` from network_input(model, env, "critic"), or after a recurrent
+/// `core` (the critic's, make_recurrent_core(model, env, "critic")) from its output.
 tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> make_state_value(
     const ModelSection& model, const EnvInfo& env,
     std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr);

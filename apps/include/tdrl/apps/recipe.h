@@ -32,8 +32,11 @@ using tensordict::TensorDict;
 struct EnvInfo {
   /// The registered env name (env.name).
   std::string name;
-  /// The size of the flat "observation" entry.
+  /// The size of the flat "observation" entry; 0 when the env has none (pixels only).
   int64_t obs_dim = 0;
+  /// The `[C, H, W]` shape of the "pixels" entry when the env has one of 3 dims (what
+  /// model.encoder convnet reads), else empty.
+  std::vector<int64_t> pixels_shape;
   /// The unbatched action spec.
   specs::TensorSpecPtr action_spec;
   /// The action spec when it is Bounded (continuous actions), else null.

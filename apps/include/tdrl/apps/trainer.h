@@ -29,6 +29,7 @@ namespace tdrl::apps {
 
 namespace detail {
 class UpdateStep;
+class ReplayFrames;
 }  // namespace detail
 class VideoWriter;
 
@@ -218,6 +219,8 @@ class Trainer {
   std::vector<std::unique_ptr<MetricsBackend>> metrics_backends_;  // logger.backends besides csv
   std::shared_ptr<envs::EnvBase> eval_env_;
   std::vector<tensordict::NestedKey> replay_keys_;  // the entries stored in the replay buffer
+  // The env's frame stacks, stored single in the replay buffer and stacked again on sampling.
+  std::unique_ptr<detail::ReplayFrames> replay_frames_;
   std::map<HookPoint, std::vector<std::function<void(Trainer&)>>> hooks_;
   TensorDict batch_;
   std::map<std::string, double> metrics_;

@@ -7,6 +7,7 @@
 /// - `transforms/keys.h`: CatTensors, RenameTransform, ExcludeTransform, SelectTransform
 /// - `transforms/episode.h`: StepCounter, InitTracker, FrameSkipTransform
 /// - `transforms/values.h`: DoubleToFloat, ClipTransform, UnsqueezeTransform, ActionScaling
+/// - `transforms/image.h`: ToTensorImage, Resize, GrayScale, CenterCrop, CatFrames
 /// `<tdrl/envs/transforms/all.h>` includes them all.
 
 #include <cstdint>

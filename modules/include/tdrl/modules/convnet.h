@@ -12,32 +12,13 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <tdrl/modules/convnet_options.h>
+
 namespace tdrl::modules {
 
-/// Options of ConvNet. `in_channels` is required (LibTorch has no lazy convolutions).
-/// kernel_sizes, strides and paddings hold one value per layer, or a single value used for
-/// every layer.
-/// Example: `ConvNetOptions(3).num_cells({32, 64, 64}).kernel_sizes({8, 4, 3}).strides({4, 2, 1})`
-struct ConvNetOptions {
-  explicit ConvNetOptions(int64_t in_channels) : in_channels_(in_channels) {}
-  /// Input channels C of `[*batch, C, H, W]`.
-  TORCH_ARG(int64_t, in_channels);
-  /// Output channels of each convolution. Default {32, 32, 32}.
-  TORCH_ARG(std::vector<int64_t>, num_cells) = std::vector<int64_t>{32, 32, 32};
-  /// Square kernel size per layer (or one for all). Default {3}.
-  TORCH_ARG(std::vector<int64_t>, kernel_sizes) = std::vector<int64_t>{3};
-  /// Stride per layer (or one for all). Default {1}.
-  TORCH_ARG(std::vector<int64_t>, strides) = std::vector<int64_t>{1};
-  /// Zero padding per layer (or one for all). Default {0}.
-  TORCH_ARG(std::vector<int64_t>, paddings) = std::vector<int64_t>{0};
-  /// Activation after every convolution (see activation_names()). Default "elu" (TorchRL).
-  TORCH_ARG(std::string, activation) = "elu";
-  /// Flatten the last three dims of the output to one (`[*batch, C*H*W]`). Default true.
-  TORCH_ARG(bool, squash_last_layer) = true;
-};
-
 /// Convolutions over `[*batch, C, H, W]` (any number of leading batch dims, including none
-/// beyond one image): each layer is Conv2d → activation; the output is `[*batch, C', H', W']`,
+/// beyond one image; uint8 images are scaled into [0, 1] first, as a replay buffer stores
+/// frames): each layer is Conv2d → activation; the output is `[*batch, C', H', W']`,
 /// flattened to `[*batch, C'*H'*W']` with squash_last_layer.
 ///
 /// Errors: the constructor throws tensordict::ValueError for an empty num_cells, a per-layer

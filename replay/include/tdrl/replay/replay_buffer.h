@@ -32,6 +32,14 @@ namespace tdrl::replay {
 /// the TensorDict the caller gets (it may modify and return its argument).
 using Transform = std::function<TensorDict(TensorDict)>;
 
+/// A transform that also reads the storage, e.g. FrameStack gathering the steps before each
+/// sampled one: takes the sample, the storage elements it was gathered from (int64 `[B]`) and
+/// the storage, and returns the TensorDict the caller gets. Called under the buffer's read
+/// lock (so the storage does not change meanwhile: it must only read), before the plain
+/// transforms.
+using StorageTransform =
+    std::function<TensorDict(TensorDict, const torch::Tensor&, const Storage&)>;
+
 /// Options of ReplayBuffer.
 /// Example: `ReplayBufferOptions().batch_size(256).prefetch(2)`
 struct ReplayBufferOptions {
@@ -39,6 +47,9 @@ struct ReplayBufferOptions {
   TORCH_ARG(int64_t, batch_size) = 0;
   /// Applied to every sample, in order, outside the buffer's locks. Default none.
   TORCH_ARG(std::vector<Transform>, transforms) = {};
+  /// Applied to every sample, in order, under the buffer's read lock, before `transforms`.
+  /// Default none.
+  TORCH_ARG(std::vector<StorageTransform>, storage_transforms) = {};
   /// Batches of `batch_size` a background thread keeps ready for `sample()`; 0 samples on
   /// the caller's thread. Needs batch_size > 0. Default 0.
   TORCH_ARG(int64_t, prefetch) = 0;
@@ -140,8 +151,10 @@ class ReplayBuffer {
   /// The batch size of `sample()` (0 when none).
   int64_t batch_size() const { return batch_size_; }
 
-  /// Adds a transform after the existing ones.
+  /// Adds a transform after the existing ones. Throws ValueError for an empty one.
   void append_transform(Transform transform);
+  /// Adds a storage transform after the existing ones. Throws ValueError for an empty one.
+  void append_storage_transform(StorageTransform transform);
 
   /// Writes a checkpoint into folder `dir` (created; subfolders `storage`, `sampler`,
   /// `writer` replaced): storage contents, sampler state (priorities, epoch) and writer
@@ -161,7 +174,7 @@ class ReplayBuffer {
   const std::shared_ptr<Writer>& writer() const { return writer_; }
 
   /// `ReplayBuffer(storage=..., sampler=..., writer=..., batch_size=256, transforms=0,
-  /// prefetch=0)`.
+  /// prefetch=0)`; transforms counts both kinds.
   std::string to_string() const;
 
  protected:
@@ -202,9 +215,10 @@ class ReplayBuffer {
   mutable std::mutex turnstile_;
   /// Serialises the sampler (sample, update_priority) under the shared lock.
   mutable std::mutex sampler_mutex_;
-  /// Guards transforms_, keys_ and class_name_.
+  /// Guards transforms_, storage_transforms_, keys_ and class_name_.
   mutable std::mutex config_mutex_;
   std::vector<Transform> transforms_;
+  std::vector<StorageTransform> storage_transforms_;
   std::optional<ReplayBufferKeys> keys_;
   std::string class_name_ = "ReplayBuffer";
 

@@ -4,6 +4,7 @@
 
 #include <tdrl/envs/transforms.h>
 #include <tdrl/envs/transforms/episode.h>
+#include <tdrl/envs/transforms/image.h>
 #include <tdrl/envs/transforms/keys.h>
 #include <tdrl/envs/transforms/normalization.h>
 #include <tdrl/envs/transforms/primer.h>
