@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include <tdrl/apps/metrics.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/apps/trainer.h>
+#include <tdrl/apps/video.h>
+#include <torch/torch.h>
 
 #include "support/temp_dir.h"
 
@@ -37,9 +40,19 @@ struct Scalar {
   float value;
 };
 
+struct Image {
+  int64_t step;
+  std::string tag;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t colorspace = 0;
+  std::string encoded;
+};
+
 struct EventFile {
   std::string file_version;
   std::vector<Scalar> scalars;
+  std::vector<Image> images;
   int records = 0;
 };
 
@@ -104,16 +117,43 @@ void decode_event(const std::string& data, EventFile& file) {
         Cursor vc{value};
         std::string tag;
         float simple = NAN;
+        std::optional<Image> image;
         while (!vc.done()) {
           const uint64_t vkey = vc.varint();
           if (vkey == ((1u << 3) | 2u)) {
             tag = vc.bytes();
           } else if (vkey == ((2u << 3) | 5u)) {
             simple = vc.fixed<float>();
+          } else if (vkey == ((4u << 3) | 2u)) {
+            // Summary.Image: height 1, width 2, colorspace 3 (varints), encoded_image_string 4.
+            const std::string bytes = vc.bytes();
+            Cursor ic{bytes};
+            image.emplace();
+            while (!ic.done()) {
+              const uint64_t ikey = ic.varint();
+              if (ikey == ((1u << 3) | 0u)) {
+                image->height = static_cast<int64_t>(ic.varint());
+              } else if (ikey == ((2u << 3) | 0u)) {
+                image->width = static_cast<int64_t>(ic.varint());
+              } else if (ikey == ((3u << 3) | 0u)) {
+                image->colorspace = static_cast<int64_t>(ic.varint());
+              } else if (ikey == ((4u << 3) | 2u)) {
+                image->encoded = ic.bytes();
+              } else {
+                ADD_FAILURE() << "unexpected Image field " << ikey;
+                return;
+              }
+            }
           } else {
             ADD_FAILURE() << "unexpected Value field " << vkey;
             return;
           }
+        }
+        if (image) {
+          image->step = step;
+          image->tag = tag;
+          file.images.push_back(*image);
+          continue;
         }
         values.emplace_back(tag, simple);
       }
@@ -184,6 +224,73 @@ TEST(MetricsBackendsTest, TensorBoardFileReadsBackEveryScalarAtItsStep) {
   EXPECT_EQ(got.at({64, "loss_critic"}), 0.125f);
   EXPECT_EQ(got.at({128, "eval_return"}), -3.25f);
   EXPECT_EQ(got.at({128, "frames"}), 128.0f);
+}
+
+// A video is an image summary holding the GIF, as PyTorch's add_video writes it; the GIF is
+// what VideoWriter's preview encoded (decoded here by FFmpeg: every frame kept).
+TEST(MetricsBackendsTest, TensorBoardVideosAreAnimatedGifImages) {
+  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
+  TempDir dir;
+  const std::string mp4 = (dir.path() / "v.mp4").string();
+  VideoWriter video(mp4, 20);
+  video.keep_preview(32, 5);
+  for (int i = 0; i < 7; ++i) video.write(torch::full({48, 64, 3}, 30 * i, torch::kUInt8));
+  video.close();
+  EXPECT_EQ(probe_video(mp4).frames, 7);
+  ASSERT_FALSE(video.preview_gif().empty());
+  EXPECT_EQ(video.preview_gif().substr(0, 6), "GIF89a");
+  EXPECT_EQ(video.preview_width(), 32);
+  EXPECT_EQ(video.preview_height(), 24);
+  const std::string gif_path = (dir.path() / "p.gif").string();
+  std::ofstream(gif_path, std::ios::binary) << video.preview_gif();
+  const auto gif = probe_video(gif_path);
+  EXPECT_EQ(gif.frames, 5);
+  EXPECT_EQ(gif.width, 32);
+  EXPECT_EQ(gif.height, 24);
+
+  std::string path;
+  {
+    TensorBoardBackend tb(dir.path().string());
+    path = tb.path();
+    EXPECT_TRUE(tb.takes_videos());
+    tb.write_video(256, "eval/video", video.preview_gif(), 32, 24);
+  }
+  const EventFile file = read_event_file(path);
+  ASSERT_EQ(file.images.size(), 1u);
+  EXPECT_EQ(file.images[0].step, 256);
+  EXPECT_EQ(file.images[0].tag, "eval/video");
+  EXPECT_EQ(file.images[0].width, 32);
+  EXPECT_EQ(file.images[0].height, 24);
+  EXPECT_EQ(file.images[0].colorspace, 3);
+  EXPECT_EQ(file.images[0].encoded, video.preview_gif());
+  EXPECT_FALSE(JsonLinesBackend((dir.path() / "m.jsonl").string()).takes_videos());
+  EXPECT_THAT([&] { video.keep_preview(32, 5); },
+              ::testing::ThrowsMessage<tensordict::ValueError>(
+                  HasSubstr("keep_preview() comes before the first frame")));
+}
+
+// eval.video with the tensorboard backend: each evaluation's first episode as a GIF.
+TEST(MetricsBackendsTest, ATrainingRunSendsEvalVideosToTensorBoard) {
+  if (!videos_available()) GTEST_SKIP() << "built without FFmpeg";
+  register_builtin_components();
+  TempDir tmp;
+  const std::string yaml =
+      "env:\n  name: CartPole-v1\nmodel:\n  actor_cells: [8]\n  critic_cells: [8]\n"
+      "algo:\n  name: ppo\n  num_epochs: 1\n  minibatch_size: 32\n"
+      "collector:\n  frames_per_batch: 64\n  total_frames: 128\n"
+      "logger:\n  progress: none\n  backends: [csv, tensorboard]\n"
+      "eval:\n  interval_frames: 64\n  episodes: 1\n  max_steps: 4\n  video: true\n";
+  Trainer trainer(load_config_string(yaml), RunDir::create(tmp.path().string(), "t"));
+  ASSERT_TRUE(trainer.train());
+  const EventFile file = read_event_file(only_event_file(trainer.run_dir().path()));
+  ASSERT_GE(file.images.size(), 2u);
+  for (const auto& image : file.images) {
+    EXPECT_EQ(image.tag, "eval/video");
+    EXPECT_EQ(image.width, 320);  // Gymnasium's 600 x 400 screen, scaled to 320 wide
+    EXPECT_EQ(image.height, 213);
+    EXPECT_EQ(image.encoded.substr(0, 6), "GIF89a");
+  }
+  EXPECT_EQ(file.images.front().step, 64);
 }
 
 TEST(MetricsBackendsTest, JsonLinesHoldOneObjectPerRow) {

@@ -172,7 +172,8 @@ void EvalSection::fields(FieldVisitor& v) {
   v("max_steps", max_steps, at_least(1).or_exactly(-1),
     "step limit per evaluation episode (-1: the env's)");
   v("video", video,
-    "record each evaluation's first episode as videos/eval-<frames>.mp4 (the env must draw)");
+    "record each evaluation's first episode as videos/eval-<frames>.mp4 (the env must draw); "
+    "the tensorboard backend also gets a GIF of it (eval/video)");
   v("video_fps", video_fps, in_range(1, 1000), "frames per second of the videos");
 }
 

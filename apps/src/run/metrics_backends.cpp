@@ -143,6 +143,28 @@ void TensorBoardBackend::write(int64_t step, const std::map<std::string, double>
   write_record(e);
 }
 
+void TensorBoardBackend::write_video(int64_t step, const std::string& tag, const std::string& gif,
+                                     int64_t width, int64_t height) {
+  // Summary.Image: height = 1, width = 2, colorspace = 3 (3: RGB), encoded_image_string = 4;
+  // Value: tag = 1, image = 4.
+  std::string image;
+  put_tag(image, 1, 0);
+  put_varint(image, static_cast<uint64_t>(height));
+  put_tag(image, 2, 0);
+  put_varint(image, static_cast<uint64_t>(width));
+  put_tag(image, 3, 0);
+  put_varint(image, 3);
+  put_bytes(image, 4, gif);
+  std::string value;
+  put_bytes(value, 1, tag);
+  put_bytes(value, 4, image);
+  std::string summary;
+  put_bytes(summary, 1, value);
+  std::string e = event(unix_time(), step);
+  put_bytes(e, 5, summary);
+  write_record(e);
+}
+
 void TensorBoardBackend::write_record(const std::string& data) {
   const uint64_t length = data.size();
   std::string header;

@@ -1,8 +1,9 @@
-// MP4 videos through FFmpeg's libraries (see tdrl/apps/video.h): frames converted from RGB to
-// YUV 4:2:0 by libswscale, encoded by libavcodec, muxed by libavformat.
+// MP4 videos (and their GIF previews) through FFmpeg's libraries (see tdrl/apps/video.h):
+// frames converted from RGB by libswscale, encoded by libavcodec, muxed by libavformat.
 
 #include "tdrl/apps/video.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -55,9 +56,14 @@ std::string av_message(int code) {
 
 }  // namespace
 
-struct VideoWriter::Impl {
-  std::string path;
-  std::string partial;  // where the file is written until close()
+// One encoding: MP4 (H.264 or MPEG-4, YUV 4:2:0) into a file, or an animated GIF (3-3-2 RGB)
+// into memory, frames scaled to at most `max_width` pixels wide.
+struct FfmpegEncoder {
+  std::string path;     // named in messages
+  std::string partial;  // the MP4's file until close(); empty for a GIF
+  bool gif = false;
+  int64_t max_width = 0;  // 0: the frames' width
+  std::string bytes;      // the GIF once finished
   int64_t fps = 30;
   int64_t frames = 0;
   int64_t width = 0;  // of the frames given
@@ -71,7 +77,7 @@ struct VideoWriter::Impl {
   AVPacket* packet = nullptr;
   SwsContext* scaler = nullptr;
 
-  ~Impl() { release(); }
+  ~FfmpegEncoder() { release(); }
 
   void release() {
     if (scaler) sws_freeContext(scaler);
@@ -80,32 +86,52 @@ struct VideoWriter::Impl {
     av_frame_free(&frame);
     avcodec_free_context(&codec);
     if (format) {
+      if (format->pb && gif) {
+        uint8_t* buffer = nullptr;
+        avio_close_dyn_buf(format->pb, &buffer);
+        av_free(buffer);
+        format->pb = nullptr;
+      }
       if (format->pb) avio_closep(&format->pb);
       avformat_free_context(format);
       format = nullptr;
     }
   }
 
-  // Opens the encoder and the file for frames of width x height.
+  // Opens the encoder and the output for frames of width x height.
   void open(int64_t w, int64_t h) {
     // FFmpeg's encoder statistics are not for tdrl's users; its errors reach them as exceptions.
     av_log_set_level(AV_LOG_ERROR);
     width = w;
     height = h;
-    int rc = avformat_alloc_output_context2(&format, nullptr, "mp4", partial.c_str());
-    if (rc < 0 || !format) fail(path, "cannot make an MP4 container", rc);
-    const AVCodec* encoder = avcodec_find_encoder_by_name("libx264");
-    if (!encoder) encoder = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
-    if (!encoder) fail(path, "FFmpeg has neither the libx264 nor the mpeg4 encoder");
+    int rc = avformat_alloc_output_context2(&format, nullptr, gif ? "gif" : "mp4",
+                                            gif ? nullptr : partial.c_str());
+    if (rc < 0 || !format)
+      fail(path, gif ? "cannot make a GIF" : "cannot make an MP4 container", rc);
+    const AVCodec* encoder = nullptr;
+    if (gif) {
+      encoder = avcodec_find_encoder(AV_CODEC_ID_GIF);
+      if (!encoder) fail(path, "FFmpeg has no gif encoder");
+    } else {
+      encoder = avcodec_find_encoder_by_name("libx264");
+      if (!encoder) encoder = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+      if (!encoder) fail(path, "FFmpeg has neither the libx264 nor the mpeg4 encoder");
+    }
     stream = avformat_new_stream(format, nullptr);
     codec = avcodec_alloc_context3(encoder);
     if (!stream || !codec) fail(path, "out of memory");
-    // YUV 4:2:0 needs even sizes.
-    codec->width = static_cast<int>(w + (w % 2));
-    codec->height = static_cast<int>(h + (h % 2));
+    int64_t out_w = w;
+    int64_t out_h = h;
+    if (max_width > 0 && w > max_width) {
+      out_w = max_width;
+      out_h = std::max<int64_t>(1, (h * max_width + w / 2) / w);
+    }
+    // YUV 4:2:0 needs even sizes; a GIF's palette pixels do not.
+    codec->width = static_cast<int>(gif ? out_w : out_w + (out_w % 2));
+    codec->height = static_cast<int>(gif ? out_h : out_h + (out_h % 2));
     codec->time_base = AVRational{1, static_cast<int>(fps)};
     codec->framerate = AVRational{static_cast<int>(fps), 1};
-    codec->pix_fmt = AV_PIX_FMT_YUV420P;
+    codec->pix_fmt = gif ? AV_PIX_FMT_RGB8 : AV_PIX_FMT_YUV420P;
     codec->gop_size = static_cast<int>(fps);
     if (encoder->id == AV_CODEC_ID_MPEG4) codec->bit_rate = 4 * codec->width * codec->height;
     if (format->oformat->flags & AVFMT_GLOBALHEADER) codec->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
@@ -119,8 +145,11 @@ struct VideoWriter::Impl {
       fail(path, "cannot set the stream's parameters", rc);
     stream->time_base = codec->time_base;
     stream->avg_frame_rate = codec->framerate;
-    if ((rc = avio_open(&format->pb, partial.c_str(), AVIO_FLAG_WRITE)) < 0)
-      fail(path, "cannot open '" + partial + "' for writing", rc);
+    rc = gif ? avio_open_dyn_buf(&format->pb)
+             : avio_open(&format->pb, partial.c_str(), AVIO_FLAG_WRITE);
+    if (rc < 0)
+      fail(path, gif ? "cannot open a memory buffer" : "cannot open '" + partial + "' for writing",
+           rc);
     if ((rc = avformat_write_header(format, nullptr)) < 0)
       fail(path, "cannot write the header", rc);
     frame = av_frame_alloc();
@@ -130,10 +159,12 @@ struct VideoWriter::Impl {
     frame->width = codec->width;
     frame->height = codec->height;
     if ((rc = av_frame_get_buffer(frame, 0)) < 0) fail(path, "cannot allocate a frame", rc);
-    scaler =
-        sws_getContext(static_cast<int>(w), static_cast<int>(h), AV_PIX_FMT_RGB24, codec->width,
-                       codec->height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nullptr, nullptr, nullptr);
-    if (!scaler) fail(path, "cannot convert RGB frames to YUV 4:2:0");
+    scaler = sws_getContext(
+        static_cast<int>(w), static_cast<int>(h), AV_PIX_FMT_RGB24, codec->width, codec->height,
+        codec->pix_fmt, SWS_BICUBIC | (gif ? SWS_ERROR_DIFFUSION : 0), nullptr, nullptr, nullptr);
+    if (!scaler)
+      fail(path, gif ? "cannot convert RGB frames to GIF colours"
+                     : "cannot convert RGB frames to YUV 4:2:0");
   }
 
   // Sends `f` (null: flush) to the encoder and writes the packets it returns.
@@ -151,6 +182,43 @@ struct VideoWriter::Impl {
     }
     if (rc != AVERROR(EAGAIN) && rc != AVERROR_EOF) fail(path, "the encoder failed", rc);
   }
+
+  // Converts and encodes one checked uint8 [height, width, 3] frame.
+  void write_frame(const torch::Tensor& rgb_frame) {
+    const auto rgb = rgb_frame.to(torch::kCPU).contiguous();
+    int rc = av_frame_make_writable(frame);
+    if (rc < 0) fail(path, "cannot write into the frame", rc);
+    const uint8_t* source[1] = {rgb.data_ptr<uint8_t>()};
+    const int stride[1] = {static_cast<int>(width * 3)};
+    sws_scale(scaler, source, stride, 0, static_cast<int>(height), frame->data, frame->linesize);
+    frame->pts = frames;
+    encode(frame);
+    ++frames;
+  }
+
+  // Flushes the encoder and ends the container; a GIF's bytes are then in `bytes`.
+  void finish() {
+    encode(nullptr);
+    const int rc = av_write_trailer(format);
+    if (rc < 0) fail(path, "cannot write the trailer", rc);
+    if (gif) {
+      uint8_t* buffer = nullptr;
+      const int size = avio_close_dyn_buf(format->pb, &buffer);
+      format->pb = nullptr;
+      bytes.assign(reinterpret_cast<const char*>(buffer), static_cast<size_t>(std::max(size, 0)));
+      av_free(buffer);
+    }
+    release();
+  }
+};
+
+struct VideoWriter::Impl : FfmpegEncoder {
+  // The GIF preview (keep_preview), fed the first `preview_frames` frames.
+  std::unique_ptr<FfmpegEncoder> preview;
+  int64_t preview_frames = 0;
+  std::string preview_bytes;
+  int64_t preview_width = 0;
+  int64_t preview_height = 0;
 };
 
 VideoWriter::VideoWriter(std::string path, int64_t fps) : impl_(std::make_unique<Impl>()) {
@@ -197,16 +265,11 @@ void VideoWriter::write(const torch::Tensor& frame) {
   TDRL_CHECK(frame.size(0) == d.height && frame.size(1) == d.width, tensordict::ValueError,
              "video '", d.path, "': frame ", d.frames, " is ", frame.size(1), " x ", frame.size(0),
              " pixels; the video's frames are ", d.width, " x ", d.height);
-  const auto rgb = frame.to(torch::kCPU).contiguous();
-  int rc = av_frame_make_writable(d.frame);
-  if (rc < 0) fail(d.path, "cannot write into the frame", rc);
-  const uint8_t* source[1] = {rgb.data_ptr<uint8_t>()};
-  const int stride[1] = {static_cast<int>(d.width * 3)};
-  sws_scale(d.scaler, source, stride, 0, static_cast<int>(d.height), d.frame->data,
-            d.frame->linesize);
-  d.frame->pts = d.frames;
-  d.encode(d.frame);
-  ++d.frames;
+  d.write_frame(frame);
+  if (d.preview && d.preview->frames < d.preview_frames) {
+    if (d.preview->frames == 0) d.preview->open(frame.size(1), frame.size(0));
+    d.preview->write_frame(frame);
+  }
 }
 
 void VideoWriter::close() {
@@ -214,16 +277,38 @@ void VideoWriter::close() {
   if (d.closed) return;
   d.closed = true;
   if (!d.opened) return;  // no frames: no file
-  d.encode(nullptr);
-  const int rc = av_write_trailer(d.format);
-  if (rc < 0) fail(d.path, "cannot write the trailer", rc);
-  d.release();
+  d.finish();
+  if (d.preview && d.preview->frames > 0) {
+    d.preview_width = d.preview->codec->width;
+    d.preview_height = d.preview->codec->height;
+    d.preview->finish();
+    d.preview_bytes = std::move(d.preview->bytes);
+  }
+  d.preview.reset();
   std::error_code error;
   std::filesystem::rename(d.partial, d.path, error);
   if (error) fail(d.path, "cannot move '" + d.partial + "' there: " + error.message());
 }
 
 int64_t VideoWriter::frames() const { return impl_->frames; }
+
+void VideoWriter::keep_preview(int64_t max_width, int64_t max_frames) {
+  auto& d = *impl_;
+  TDRL_CHECK(max_width >= 1 && max_frames >= 1, tensordict::ValueError, "video '", d.path,
+             "': keep_preview(", max_width, ", ", max_frames, "): both must be at least 1");
+  TDRL_CHECK(d.frames == 0 && !d.closed, tensordict::ValueError, "video '", d.path,
+             "': keep_preview() comes before the first frame");
+  d.preview = std::make_unique<FfmpegEncoder>();
+  d.preview->path = d.path + " (GIF preview)";
+  d.preview->gif = true;
+  d.preview->max_width = max_width;
+  d.preview->fps = d.fps;
+  d.preview_frames = max_frames;
+}
+
+const std::string& VideoWriter::preview_gif() const { return impl_->preview_bytes; }
+int64_t VideoWriter::preview_width() const { return impl_->preview_width; }
+int64_t VideoWriter::preview_height() const { return impl_->preview_height; }
 
 std::string VideoWriter::codec() const {
   return impl_->codec ? impl_->codec->codec->name : std::string();
@@ -283,8 +368,14 @@ namespace {
 [[noreturn]] void no_ffmpeg() { throw std::runtime_error("video: " + videos_unavailable_reason()); }
 }  // namespace
 
-struct VideoWriter::Impl {};
+struct VideoWriter::Impl {
+  std::string none;
+};
 VideoWriter::VideoWriter(std::string, int64_t) { no_ffmpeg(); }
+void VideoWriter::keep_preview(int64_t, int64_t) { no_ffmpeg(); }
+const std::string& VideoWriter::preview_gif() const { return impl_->none; }
+int64_t VideoWriter::preview_width() const { return 0; }
+int64_t VideoWriter::preview_height() const { return 0; }
 VideoWriter::~VideoWriter() = default;
 void VideoWriter::write(const torch::Tensor&) { no_ffmpeg(); }
 void VideoWriter::close() {}

@@ -589,7 +589,8 @@ void Trainer::apply_lr_schedule() {
 }
 
 EvalResult Trainer::evaluate_now() {
-  // eval.video: the first episode of each evaluation, as videos/eval-<frames>.mp4.
+  // eval.video: the first episode of each evaluation, as videos/eval-<frames>.mp4 (and a GIF of
+  // it in TensorBoard, with that backend).
   std::optional<VideoWriter> video;
   if (config_.eval.video) {
     const std::string dir = run_.file("videos");
@@ -597,9 +598,22 @@ EvalResult Trainer::evaluate_now() {
     char name[48];
     std::snprintf(name, sizeof(name), "eval-%012lld.mp4", static_cast<long long>(frames_));
     video.emplace(dir + "/" + name, config_.eval.video_fps);
+    // TensorBoard shows videos as GIFs: a preview of the first kPreviewFrames frames.
+    constexpr int64_t kPreviewWidth = 320;
+    constexpr int64_t kPreviewFrames = 1000;
+    for (const auto& backend : metrics_backends_)
+      if (backend->takes_videos()) {
+        video->keep_preview(kPreviewWidth, kPreviewFrames);
+        break;
+      }
   }
   auto result = evaluate(*eval_env_, *recipe_->actor, config_.eval.episodes, config_.eval.max_steps,
                          seeds_.eval, video ? &*video : nullptr);
+  if (video && !video->preview_gif().empty()) {
+    for (const auto& backend : metrics_backends_)
+      backend->write_video(frames_, "eval/video", video->preview_gif(), video->preview_width(),
+                           video->preview_height());
+  }
   eval_curve_.emplace_back(static_cast<double>(frames_), result.mean);
   eval_std_.push_back(result.std);
   logger_->info("eval at {} frames: return {:.2f} +- {:.2f} over {} episodes of {:.1f} steps{}",

@@ -24,6 +24,13 @@ class MetricsBackend {
   /// Writes the metrics of one row, logged at `step` (the frame count). Every value is finite
   /// or NaN-free: the Trainer leaves out what it has not measured.
   virtual void write(int64_t step, const std::map<std::string, double>& row) = 0;
+  /// Whether write_video shows anything (TensorBoard); the Trainer encodes a preview only then.
+  virtual bool takes_videos() const { return false; }
+  /// A video logged at `step` under `tag`: an animated GIF's bytes (VideoWriter::preview_gif)
+  /// of `width` x `height` pixels. Backends that cannot show videos (takes_videos() false)
+  /// ignore it; the run folder keeps the MP4 either way.
+  virtual void write_video(int64_t /*step*/, const std::string& /*tag*/, const std::string& /*gif*/,
+                           int64_t /*width*/, int64_t /*height*/) {}
 };
 
 /// `metrics.jsonl`: one JSON object per row, `{"step": 256, "frames": 256, "train_return": ...}`,
@@ -44,10 +51,15 @@ class JsonLinesBackend : public MetricsBackend {
 /// data is a serialized `Event` (wall_time, step, and a `Summary` with one `simple_value` per
 /// metric, tagged with the metric's name). The first record carries `file_version`
 /// "brain.Event:2". `tensorboard --logdir runs` shows every run; a resumed run adds a file.
+/// Videos are `Summary.Value.image` entries holding the GIF (as PyTorch's SummaryWriter
+/// add_video writes them), shown animated in TensorBoard's Images tab.
 class TensorBoardBackend : public MetricsBackend {
  public:
   explicit TensorBoardBackend(const std::string& run_dir);
   void write(int64_t step, const std::map<std::string, double>& row) override;
+  bool takes_videos() const override { return true; }
+  void write_video(int64_t step, const std::string& tag, const std::string& gif, int64_t width,
+                   int64_t height) override;
   const std::string& path() const { return path_; }
 
  private:

@@ -53,6 +53,16 @@ class VideoWriter {
   /// The encoder's name ("libx264" or "mpeg4"); empty before the first frame.
   std::string codec() const;
 
+  /// Also encodes the first `max_frames` frames, scaled to at most `max_width` pixels wide, as
+  /// an animated GIF in memory (what TensorBoard shows as a video: its image summaries animate
+  /// GIFs), available after close(). Throws ValueError for a size or count below 1, or when
+  /// frames were already written.
+  void keep_preview(int64_t max_width, int64_t max_frames);
+  /// The GIF's bytes after close() (empty without keep_preview or frames), and its size.
+  const std::string& preview_gif() const;
+  int64_t preview_width() const;
+  int64_t preview_height() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
