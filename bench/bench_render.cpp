@@ -9,6 +9,14 @@
 //   camera). /Raw: MuJoCo's renderer driven by hand on an OSMesa context of its own with the
 //   same camera: mjv_updateScene, mjr_render, mjr_readPixels, the rows flipped into a tensor.
 //
+// - Pixels/Transforms/Ours: one step of the pixel pipeline's transforms on a batch of 8 sub-envs'
+//   64x64 frames (ToTensorImage keeping uint8, GrayScale, CatFrames(4): TransformedEnv's
+//   Compose::step on the step's "next"). /Raw: the same permute, weighted sum, truncation and
+//   concatenation written with LibTorch calls.
+// - Pixels/FrameStack/Ours: replay::FrameStack stacking 4 frames for a sample of 32 steps from
+//   a storage of 8 interleaved envs' single 64x64 grey frames (episodes of 50 steps). /Raw: the
+//   same walk back (stored and same-episode checks) and gathers by hand.
+//
 // One core: torch::set_num_threads(1) and Mesa's llvmpipe rendering on the calling thread
 // (LP_NUM_THREADS=0, set before the first GL context).
 
@@ -31,6 +39,9 @@
 
 #include <tdrl/envs/cartpole.h>
 #include <tdrl/envs/mujoco_tasks.h>
+#include <tdrl/envs/transforms/image.h>
+#include <tdrl/replay/frame_stack.h>
+#include <tdrl/replay/storages.h>
 
 #include "common.h"
 
@@ -194,6 +205,105 @@ void cheetah_raw(benchmark::State& state, int64_t size) {
   mj_deleteModel(model);
 }
 
+// ---- The pixel pipeline ---------------------------------------------------------------------
+
+constexpr int64_t kEnvs = 8;
+constexpr int64_t kSide = 64;
+constexpr int64_t kStack = 4;
+
+// A step's root (the previous stacks) and "next" (the env's new frames), random pixels.
+struct PipelineStep {
+  tensordict::TensorDict root;
+  tensordict::TensorDict next;
+};
+PipelineStep pipeline_step() {
+  torch::manual_seed(0);
+  PipelineStep s{tensordict::TensorDict({}, {kEnvs}), tensordict::TensorDict({}, {kEnvs})};
+  s.root.set("pixels", torch::randint(0, 256, {kEnvs, kStack, kSide, kSide}, torch::kUInt8));
+  s.next.set("pixels", torch::randint(0, 256, {kEnvs, kSide, kSide, 3}, torch::kUInt8));
+  return s;
+}
+
+void pixels_transforms_ours(benchmark::State& state) {
+  envs::TransformedEnv env(
+      std::make_shared<envs::CartPoleEnv>(envs::CartPoleEnvOptions().batch_size({kEnvs}).render(
+          envs::RenderOptions().width(kSide).height(kSide).from_pixels(true).pixels_only(true))),
+      envs::Compose::make(
+          {std::make_shared<envs::ToTensorImage>(envs::ToTensorImageOptions().dtype(torch::kUInt8)),
+           std::make_shared<envs::GrayScale>(),
+           std::make_shared<envs::CatFrames>(envs::CatFramesOptions(kStack))}));
+  const auto s = pipeline_step();
+  time_calls(state, [&] { return env.transform().step(s.root, s.next.clone(false)); });
+  state.SetItemsProcessed(state.iterations() * kEnvs);
+}
+
+void pixels_transforms_raw(benchmark::State& state) {
+  const auto s = pipeline_step();
+  time_calls(state, [&] {
+    auto next = s.next.clone(false);
+    const auto chw = next.get("pixels").movedim(-1, -3).contiguous();
+    const auto f = chw.to(torch::kFloat32);
+    const auto grey = (0.2989 * f.select(-3, 0) + 0.587 * f.select(-3, 1) + 0.114 * f.select(-3, 2))
+                          .unsqueeze(-3)
+                          .to(torch::kUInt8);
+    const auto previous = s.root.get("pixels");
+    next.set("pixels", torch::cat({previous.narrow(1, 1, kStack - 1), grey}, 1));
+    return next;
+  });
+  state.SetItemsProcessed(state.iterations() * kEnvs);
+}
+
+constexpr int64_t kRows = 10000;
+constexpr int64_t kSample = 32;
+
+// A full storage of 8 envs' single grey frames, written time-major; episodes of 50 steps.
+std::shared_ptr<replay::LazyTensorStorage> frame_storage() {
+  torch::manual_seed(0);
+  auto storage = std::make_shared<replay::LazyTensorStorage>(kRows);
+  tensordict::TensorDict data({}, {kRows});
+  data.set("pixels", torch::randint(0, 256, {kRows, 1, kSide, kSide}, torch::kUInt8));
+  const auto step = torch::arange(kRows, torch::kInt64).div(kEnvs, "floor");
+  data.set({"next", "done"}, (step.remainder(50) == 49).unsqueeze(-1));
+  storage->set(torch::arange(kRows, torch::kInt64), data);
+  return storage;
+}
+
+void pixels_frame_stack_ours(benchmark::State& state) {
+  const auto storage = frame_storage();
+  replay::FrameStack stack(replay::FrameStackOptions(kStack).streams(kEnvs));
+  const auto index = torch::randint(0, kRows, {kSample}, torch::kInt64);
+  const auto sample = storage->get(index);
+  time_calls(state, [&] { return stack(sample.clone(false), index, *storage); });
+  state.SetItemsProcessed(state.iterations() * kSample);
+}
+
+void pixels_frame_stack_raw(benchmark::State& state) {
+  const auto storage = frame_storage();
+  const auto index = torch::randint(0, kRows, {kSample}, torch::kInt64);
+  const auto sample = storage->get(index);
+  const auto frames = storage->column("pixels");
+  const auto done = storage->column({"next", "done"});
+  time_calls(state, [&] {
+    auto out = sample.clone(false);
+    const auto age = (storage->last_row() - index).remainder(kRows);
+    std::vector<torch::Tensor> sources{index};
+    auto same = torch::ones_like(index, torch::kBool);
+    for (int64_t k = 1; k < kStack; ++k) {
+      const auto candidate = (index - k * kEnvs).remainder(kRows);
+      const auto stored = (age + k * kEnvs) < storage->num_rows();
+      same = same & stored &
+             done.index_select(0, torch::where(stored, candidate, index)).reshape({-1}).logical_not();
+      sources.push_back(torch::where(same, candidate, sources.back()));
+    }
+    std::vector<torch::Tensor> parts;
+    for (int64_t k = kStack - 1; k >= 1; --k) parts.push_back(frames.index_select(0, sources[k]));
+    parts.push_back(out.get("pixels"));
+    out.set("pixels", torch::cat(parts, 1));
+    return out;
+  });
+  state.SetItemsProcessed(state.iterations() * kSample);
+}
+
 std::string cartpole_name(int64_t w, int64_t h, const char* side) {
   return "BM_Render/CartPole/" + std::to_string(w) + "x" + std::to_string(h) + "/" + side;
 }
@@ -216,6 +326,14 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark(cheetah_name(s, "Raw").c_str(), cheetah_raw, s)
         ->Unit(benchmark::kMicrosecond);
   }
+  benchmark::RegisterBenchmark("BM_Pixels/Transforms/Ours", pixels_transforms_ours)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Pixels/Transforms/Raw", pixels_transforms_raw)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Pixels/FrameStack/Ours", pixels_frame_stack_ours)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Pixels/FrameStack/Raw", pixels_frame_stack_raw)
+      ->Unit(benchmark::kMicrosecond);
 }
 
 void print_row(std::ostream& os, const RatioReporter& reporter, const std::string& what,
@@ -242,6 +360,20 @@ void print_tables(const RatioReporter& reporter, std::ostream& os) {
               "HalfCheetah " + std::to_string(s) + "x" + std::to_string(s) + " (OSMesa)",
               cheetah_name(s, "Ours"), cheetah_name(s, "Raw"));
   }
+  // The pipeline's cost per frame: a call handles 8 frames (transforms) or 32 (FrameStack).
+  os << "\nThe pixel pipeline per frame (a call's CPU time over its frames), ours against the "
+        "same work by hand.\n\n"
+     << "| stage | ours us/frame | raw us/frame | ratio |\n|---|---:|---:|---:|\n";
+  const auto per_frame = [&](const std::string& what, const std::string& name, int64_t n) {
+    const Timing o = reporter.timing("BM_Pixels/" + name + "/Ours");
+    const Timing r = reporter.timing("BM_Pixels/" + name + "/Raw");
+    if (o.cpu <= 0 || r.cpu <= 0) return;
+    os << "| " << what << " | " << fixed(o.cpu / 1e3 / n, 2) << " | " << fixed(r.cpu / 1e3 / n, 2)
+       << " | " << fixed(o.cpu / r.cpu, 2) << " |\n";
+  };
+  per_frame("ToTensorImage(uint8) + GrayScale + CatFrames(4), 8 envs, 64x64", "Transforms",
+            kEnvs);
+  per_frame("FrameStack(4) at sampling, 32 steps, 64x64 grey", "FrameStack", kSample);
 }
 
 void describe(std::ostream& os) {
