@@ -159,6 +159,38 @@ TEST(PixelsTrainingTest, PpoAndA2cTrainAnEncoderPerNetwork) {
   }
 }
 
+// A recurrent core runs after the encoder: it reads the ConvNet's features (single frames,
+// the past carried in the core's state), for ppo's sequences and dqn's replayed ones alike.
+TEST(PixelsTrainingTest, ARecurrentCoreReadsTheEncodersFeatures) {
+  for (const std::string algo : {"ppo", "dqn"}) {
+    SCOPED_TRACE(algo);
+    TempDir tmp;
+    const std::string core = "  core: gru\n  hidden_size: 8\n";
+    auto yaml = pixels_yaml(algo, "", "    - {type: to_tensor_image, dtype: uint8}\n");
+    yaml.replace(yaml.find("  encoder: convnet\n"), 18, "  encoder: convnet\n" + core);
+    if (algo == "dqn")
+      yaml.replace(yaml.find("  updates_per_batch: 2\n"), 23,
+                   "  updates_per_batch: 2\n  sequence_length: 8\n  burn_in: 2\n");
+    register_builtin_components();
+    Trainer trainer(load_config_string(yaml), RunDir::create(tmp.path().string(), "t"));
+    auto nets = convnets_of(*trainer.recipe().actor);
+    ASSERT_EQ(nets.size(), 1u);
+    EXPECT_EQ(nets[0]->options().in_channels(), 3);
+    if (algo == "ppo") {
+      // The collectors run the critic's encoder and core too (to carry the core's state): the
+      // very modules the loss trains.
+      const auto policy = convnets_of(*trainer.recipe().exploration_policy.weights_module());
+      const auto loss = convnets_of(*trainer.recipe().loss);
+      ASSERT_EQ(policy.size(), 2u);
+      ASSERT_EQ(loss.size(), 2u);
+      for (const auto& net : policy) EXPECT_TRUE(net == loss[0] || net == loss[1]);
+      EXPECT_NE(policy[0], policy[1]);
+    }
+    ASSERT_TRUE(trainer.train());
+    EXPECT_GT(trainer.updates(), 0);
+  }
+}
+
 // What the model reads must be what the env gives, and stacked frames must fit the buffer.
 TEST(PixelsTrainingTest, RefusesModelsAndBuffersThatDoNotFitThePixels) {
   const auto refused = [](const RunConfig& config) {

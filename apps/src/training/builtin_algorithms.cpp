@@ -1,6 +1,7 @@
 // The built-in algorithms: each a config section and a recipe whose acting part builds the
 // policy and whose learning part builds the loss, optimisers and replay buffer around it.
 
+#include <optional>
 #include <tuple>
 
 #include <torch/types.h>
@@ -185,19 +186,27 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
 // The recurrent cores of an actor and its critic (null with model.core mlp).
 struct RecurrentCores {
   std::shared_ptr<modules::RecurrentModuleImpl> actor, critic;
+  // What the critic's core reads (its own pixel encoder, if any), shared by the critic.
+  std::optional<NetworkInput> critic_input;
 };
 
-// What the collectors run: the actor, then the critic's core when it has one, so that the
-// critic's state is carried through the episodes as the actor's is.
+// What the collectors run: the actor, then the critic's core (after the critic's encoder) when
+// it has one, so that the critic's state is carried through the episodes as the actor's is.
 collectors::CollectorPolicy exploring(const modules::ProbabilisticActor& actor,
                                       const RecurrentCores& cores) {
   if (!cores.critic) return collectors::CollectorPolicy(actor);
-  return collectors::CollectorPolicy(tensordict::nn::TensorDictSequential(
-      tensordict::nn::TensorDictSequentialImpl::Modules{actor.ptr(), cores.critic}));
+  tensordict::nn::TensorDictSequentialImpl::Modules modules{actor.ptr()};
+  if (cores.critic_input && cores.critic_input->encoder)
+    modules.push_back(cores.critic_input->encoder);
+  modules.push_back(cores.critic);
+  return collectors::CollectorPolicy(tensordict::nn::TensorDictSequential(modules));
 }
 
 RecurrentCores make_cores(const ModelSection& model, const EnvInfo& env) {
-  return {make_recurrent_core(model, env), make_recurrent_core(model, env, "critic")};
+  RecurrentCores cores{make_recurrent_core(model, env), make_recurrent_core(model, env, "critic"),
+                       std::nullopt};
+  if (cores.critic) cores.critic_input = network_input(model, env, "critic");
+  return cores;
 }
 
 // The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling, after the
@@ -230,7 +239,8 @@ class PolicyGradientRecipe : public Recipe {
   }
 
   void build_learning(const RecipeContext& context) override {
-    auto critic = make_state_value(context.model(), context.env, cores_.critic);
+    auto critic =
+        make_state_value(context.model(), context.env, cores_.critic, cores_.critic_input);
     if constexpr (std::is_same_v<Config, PPOConfig>) {
       pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {

@@ -18,8 +18,8 @@ namespace {
 // What the heads read: the network's input, or the recurrent core's output.
 NetworkInput head_input(const ModelSection& model, const EnvInfo& env,
                         const std::shared_ptr<modules::RecurrentModuleImpl>& core,
-                        const std::string& role) {
-  auto in = network_input(model, env, role);
+                        const std::string& role, const std::optional<NetworkInput>& given = {}) {
+  auto in = given ? *given : network_input(model, env, role);
   if (core) {
     in.key = core->options().out_key();
     in.size = model.recurrent.hidden_size();
@@ -126,8 +126,8 @@ modules::ProbabilisticActor make_stochastic_actor(
 
 tdnn::ModulePtr<tdnn::TensorDictModuleBase> make_state_value(
     const ModelSection& model, const EnvInfo& env,
-    std::shared_ptr<modules::RecurrentModuleImpl> core) {
-  const NetworkInput in = head_input(model, env, core, "critic");
+    std::shared_ptr<modules::RecurrentModuleImpl> core, const std::optional<NetworkInput>& input) {
+  const NetworkInput in = head_input(model, env, core, "critic", input);
   modules::ValueOperator value(detail::mlp(model, in.size, 1, model.critic_cells),
                                modules::ValueOperatorOptions().in_keys({in.key}));
   return with_encoder(in, after_core(core, value));

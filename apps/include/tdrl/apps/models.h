@@ -4,6 +4,7 @@
 /// (a plugin's algorithm) that want the same ones.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,12 @@ modules::ProbabilisticActor make_stochastic_actor(
 
 /// The state-value critic of the built-in ppo and a2c: an MLP of model.critic_cells writing
 /// "state_value" `[*batch, 1]` from network_input(model, env, "critic"), or after a recurrent
-/// `core` (the critic's, make_recurrent_core(model, env, "critic")) from its output.
+/// `core` (the critic's, make_recurrent_core(model, env, "critic")) from its output. `input`,
+/// when given, is that network input, built by the caller to share its encoder (the collectors'
+/// policy runs the critic's encoder and core to carry the core's state); else one is made.
 tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> make_state_value(
     const ModelSection& model, const EnvInfo& env,
-    std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr);
+    std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr,
+    const std::optional<NetworkInput>& input = std::nullopt);
 
 }  // namespace tdrl::apps
