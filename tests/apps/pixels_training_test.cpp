@@ -96,6 +96,12 @@ TEST(PixelsTrainingTest, DqnStoresSingleFramesAndSamplesStacks) {
   // The next stack is the stack moved on by one frame, ending with the stored next frame.
   EXPECT_TRUE(torch::equal(sample.get({"next", "pixels"}).narrow(1, 0, 2),
                            sample.get("pixels").narrow(1, 1, 2)));
+  // The replay's memory estimate counts the frames stored, not the stacks: as with no stacking.
+  const auto single = pixels_config("dqn", "",
+                                    "    - {type: to_tensor_image, dtype: uint8}\n"
+                                    "    - {type: grayscale}\n");
+  EXPECT_EQ(build_env_parts(pixels_config("dqn").env).info.frame_bytes,
+            build_env_parts(single.env).info.frame_bytes);
   const auto index = sample.get("index");
   EXPECT_TRUE(torch::equal(sample.get({"next", "pixels"}).narrow(1, 2, 1),
                            replay.storage()->column({"next", "pixels"}).index_select(0, index)));

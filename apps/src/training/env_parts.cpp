@@ -10,6 +10,7 @@
 #include <tdrl/specs.h>
 
 #include "config/config_text.h"
+#include "training/replay_frames.h"
 
 namespace tdrl::apps {
 
@@ -37,9 +38,10 @@ envs::EnvOptions env_options(const EnvSection& env, std::vector<int64_t> batch_s
   return options;
 }
 
-// Bytes of one step as `env` writes it (its tensor entries and "next").
+// Bytes of one step as a replay buffer keeps it: `env`'s tensor entries and "next", stacked
+// frames counted once (the buffer stores single frames, ReplayFrames).
 int64_t frame_bytes(envs::EnvBase& env) {
-  const auto step = env.fake_tensordict();
+  const auto step = detail::ReplayFrames::of(env).newest_frames(env.fake_tensordict());
   const int64_t steps = std::max<int64_t>(1, step.numel());
   int64_t bytes = 0;
   for (const auto& [key, value] : step.items(true, true)) {

@@ -79,15 +79,20 @@ void ReplayFrames::install(replay::ReplayBuffer& buffer, int64_t streams) {
   }
 }
 
-tensordict::TensorDict ReplayFrames::to_rows(const tensordict::TensorDict& data) const {
-  auto rows = data.clone(/*recurse=*/false);
+tensordict::TensorDict ReplayFrames::newest_frames(const tensordict::TensorDict& data) const {
+  auto out = data.clone(/*recurse=*/false);
   for (const auto& stacker : stackers_) {
     for (const auto& key : stacker->out_keys()) {
       for (const auto& k : {key, tensordict::NestedKey("next").join(key)}) {
-        if (const auto stack = rows.find(k)) rows.set(k, stacker->newest_frame(*stack));
+        if (const auto stack = out.find(k)) out.set(k, stacker->newest_frame(*stack));
       }
     }
   }
+  return out;
+}
+
+tensordict::TensorDict ReplayFrames::to_rows(const tensordict::TensorDict& data) const {
+  auto rows = newest_frames(data);
   const auto& batch = rows.batch_size();
   const int64_t dims = static_cast<int64_t>(batch.size());
   if (dims <= 1) {

@@ -33,6 +33,8 @@ class ReplayFrames {
   std::vector<std::string> problems(const RunConfig& config, int64_t sequence_length) const;
   /// Appends to `buffer` a FrameStack per CatFrames, for `streams` interleaved envs.
   void install(replay::ReplayBuffer& buffer, int64_t streams);
+  /// `data` with each stack (and its "next") cut to its newest frame (tensors aliased).
+  tensordict::TensorDict newest_frames(const tensordict::TensorDict& data) const;
   /// `data` (batch `[*envs, T]`, T last) as the buffer stores it: each stack (and its "next")
   /// cut to its newest frame, rows time-major (all envs' step 0, then step 1, ...). Throws
   /// tensordict::ShapeError when the batch interleaves another number of envs than installed.

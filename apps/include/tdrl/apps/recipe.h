@@ -45,8 +45,8 @@ struct EnvInfo {
   std::optional<int64_t> num_actions;
   /// Elements of one action.
   int64_t action_dim = 1;
-  /// Bytes of one step as the env writes it (its tensor entries and "next"), what a replay
-  /// buffer keeps per transition.
+  /// Bytes of one step as the env writes it (its tensor entries and "next"; frames stacked by
+  /// CatFrames counted once), what a replay buffer keeps per transition.
   int64_t frame_bytes = 0;
 };
 
