@@ -4,6 +4,7 @@
 // config and trains a tiny run. A choice that validates but does not build (as `selu` once did:
 // the config listed it, the MLP did not know it) fails here.
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,20 @@ const Builtins kBuiltins = [] {
   return Builtins{algorithm_names(), envs::list_envs(), transform_types()};
 }();
 
+// A tiny pixel task for what needs frames (the encoder's choices, the image transforms):
+// 16x16 CartPole frames as [C, H, W] float, read by a one-layer ConvNet. `transforms` is the
+// env.transforms list after to_tensor_image.
+std::vector<std::string> pixel_task(const std::string& transforms = "") {
+  return {
+      "env.options={from_pixels: true, pixels_only: true, render_width: 16, "
+      "render_height: 16}",
+      "env.transforms=[{type: to_tensor_image}" + transforms + "]",
+      "model.encoder=convnet",
+      "model.convnet.num_cells=[4]",
+      "model.convnet.kernel_sizes=[3]",
+      "model.convnet.strides=[2]"};
+}
+
 // Loads the tiny config of `algo` with `overrides` and trains it (4 batches of 64 frames).
 void train_tiny(const std::string& algo, const std::vector<std::string>& overrides) {
   SCOPED_TRACE(algo + " with " + ::testing::PrintToString(overrides));
@@ -110,7 +125,11 @@ TEST(ChoicesWalkTest, EveryChoiceOfEverySectionLoadsAndTrains) {
         // Distributed workers are tdrl-train started again, which this test binary is not: the
         // mode runs end to end in the Apps.CollectorMode.distributed test.
         if (key == "collector.mode" && choice == "distributed") continue;
-        std::vector<std::string> overrides = {key + "=" + (list ? "[" + choice + "]" : choice)};
+        std::vector<std::string> overrides;
+        // The encoder's choices read frames.
+        if (key.rfind("model.convnet.", 0) == 0 || (key == "model.encoder" && choice == "convnet"))
+          overrides = pixel_task();
+        overrides.push_back(key + "=" + (list ? "[" + choice + "]" : choice));
         // The worker modes with two workers (single reads no num_workers, and refuses one).
         if (key == "collector.mode" && choice != "single")
           overrides.push_back("collector.num_workers=2");
@@ -128,9 +147,15 @@ TEST(ChoicesWalkTest, EveryRegisteredEnvTrainsWithPpo) {
   for (const auto& env : kBuiltins.envs) train_tiny("ppo", {"env.name=" + env});
 }
 
-// With its defaults a transform trains, or (when it has nothing to do without an option) is
-// refused before the run, naming what to add; with that option it trains.
+// With its defaults a transform trains, or (when it has nothing to do without an option, or
+// without frames) is refused before the run, naming what to add; with that it trains.
 TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItNeeds) {
+  // The image transforms read frames, and resize and center_crop need a size.
+  const std::map<std::string, std::string> image = {{"to_tensor_image", ""},
+                                                    {"grayscale", ""},
+                                                    {"cat_frames", ""},
+                                                    {"resize", ", width: 12, height: 10"},
+                                                    {"center_crop", ", width: 12, height: 10"}};
   std::vector<std::string> refused;
   for (const auto& type : kBuiltins.transforms) {
     const std::string item = "env.transforms=[{type: " + type + "}]";
@@ -138,14 +163,21 @@ TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItN
       const RunConfig config = tiny_config("ppo", {item});
       build_env_parts(config.env);
     } catch (const ConfigError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("'env.transforms'")) << type;
+      EXPECT_THAT(e.what(), HasSubstr("env.transforms")) << type;
       refused.push_back(type);
       continue;
     }
     train_tiny("ppo", {item});
   }
-  EXPECT_THAT(refused, ::testing::ElementsAre("reward_clipping"));
+  EXPECT_THAT(refused,
+              ::testing::UnorderedElementsAre("reward_clipping", "to_tensor_image", "grayscale",
+                                              "cat_frames", "resize", "center_crop"));
   train_tiny("ppo", {"env.transforms=[{type: reward_clipping, clamp_max: 1}]"});
+  for (const auto& [type, options] : image) {
+    // to_tensor_image itself heads every pixel task; the others follow it.
+    train_tiny("ppo",
+               pixel_task(type == "to_tensor_image" ? "" : ", {type: " + type + options + "}"));
+  }
 }
 
 }  // namespace

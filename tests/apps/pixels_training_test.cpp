@@ -207,8 +207,12 @@ TEST(PixelsTrainingTest, RefusesModelsAndBuffersThatDoNotFitThePixels) {
   {
     auto config = pixels_config("dqn");
     config.model.encoder = "none";
+    config.model.convnet = ConvNetSection();
     EXPECT_THAT(refused(config), HasSubstr("'model.encoder' is none, but the env has no flat"));
   }
+  // The encoder's settings without the encoder would be ignored.
+  EXPECT_THAT(refused(tiny_config("dqn", {"model.convnet.activation=tanh"})),
+              HasSubstr("'model.convnet' is set, but model.encoder is none"));
   // An encoder on a task without pixels.
   EXPECT_THAT(refused(tiny_config("dqn", {"model.encoder=convnet"})),
               HasSubstr("has no 3-D 'pixels' entry; set env.options.from_pixels"));

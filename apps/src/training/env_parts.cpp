@@ -144,6 +144,15 @@ std::vector<std::string> model_input_problems(const RunConfig& config, const Env
   const auto& model = config.model;
   const std::string shape = tensordict::shape_str(info.pixels_shape);
   if (model.encoder == "none") {
+    // model.convnet is read only by the encoder: set without it, it would be ignored.
+    const auto& c = model.convnet.options;
+    const auto& d = ConvNetSection().options;
+    if (c.num_cells() != d.num_cells() || c.kernel_sizes() != d.kernel_sizes() ||
+        c.strides() != d.strides() || c.paddings() != d.paddings() ||
+        c.activation() != d.activation())
+      return {
+          "'model.convnet' is set, but model.encoder is none, which builds no ConvNet; set "
+          "model.encoder: convnet, or remove model.convnet"};
     if (info.obs_dim > 0) return {};
     return {
         "'model.encoder' is none, but the env has no flat 'observation' entry (its 'pixels' "
