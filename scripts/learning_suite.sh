@@ -40,6 +40,7 @@ target[ppo_cartpole_lstm]=475;     anchor[ppo_cartpole_lstm]="SB3 zoo RecurrentP
 target[dqn_cartpole_lstm]=400;     anchor[dqn_cartpole_lstm]="- (issue 35's target)"
 target[ppo_pendulum_lstm]=-300;    anchor[ppo_pendulum_lstm]="- (issue 35's target)"
 target[dqn_cartpole_pixels]=400;   anchor[dqn_cartpole_pixels]="- (issue 36's target)"
+target[ppo_cartpole_pixels]=400;   anchor[ppo_cartpole_pixels]="- (issue 36's target)"
 # No target: the same masked task without memory, beside ppo_cartpole_lstm in the table.
 anchor[ppo_cartpole_masked_mlp]="- (memoryless control)"
 target[sac_pendulum]=-200;         anchor[sac_pendulum]="SB3 zoo -157 @ 20k"
@@ -53,7 +54,7 @@ target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
 budget[sac_halfcheetah]=100000;    budget_target[sac_halfcheetah]=3000;  budget_seeds[sac_halfcheetah]=3
 budget[td3_hopper]=200000;         budget_target[td3_hopper]=1500;       budget_seeds[td3_hopper]=5
 order=(ppo_cartpole dqn_cartpole a2c_cartpole ppo_cartpole_lstm ppo_cartpole_masked_mlp
-  dqn_cartpole_lstm ppo_pendulum_lstm dqn_cartpole_pixels sac_pendulum td3_pendulum ddpg_pendulum ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah
+  dqn_cartpole_lstm ppo_pendulum_lstm dqn_cartpole_pixels ppo_cartpole_pixels sac_pendulum td3_pendulum ddpg_pendulum ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah
   td3_hopper)
 
 seeds=5
