@@ -291,8 +291,9 @@ void pixels_frame_stack_raw(benchmark::State& state) {
     for (int64_t k = 1; k < kStack; ++k) {
       const auto candidate = (index - k * kEnvs).remainder(kRows);
       const auto stored = (age + k * kEnvs) < storage->num_rows();
-      same = same & stored &
-             done.index_select(0, torch::where(stored, candidate, index)).reshape({-1}).logical_not();
+      same =
+          same & stored &
+          done.index_select(0, torch::where(stored, candidate, index)).reshape({-1}).logical_not();
       sources.push_back(torch::where(same, candidate, sources.back()));
     }
     std::vector<torch::Tensor> parts;
@@ -371,8 +372,7 @@ void print_tables(const RatioReporter& reporter, std::ostream& os) {
     os << "| " << what << " | " << fixed(o.cpu / 1e3 / n, 2) << " | " << fixed(r.cpu / 1e3 / n, 2)
        << " | " << fixed(o.cpu / r.cpu, 2) << " |\n";
   };
-  per_frame("ToTensorImage(uint8) + GrayScale + CatFrames(4), 8 envs, 64x64", "Transforms",
-            kEnvs);
+  per_frame("ToTensorImage(uint8) + GrayScale + CatFrames(4), 8 envs, 64x64", "Transforms", kEnvs);
   per_frame("FrameStack(4) at sampling, 32 steps, 64x64 grey", "FrameStack", kSample);
 }
 
