@@ -90,8 +90,10 @@ torch::Tensor ConvNetImpl::forward(const torch::Tensor& x) {
   // uint8 frames (as stored in replay) are scaled here, where the convolutions run.
   torch::Tensor input = x;
   if (x.scalar_type() == torch::kUInt8) {
-    const auto params = parameters();
-    input = x.to(params.empty() ? torch::kFloat32 : params.front().scalar_type()).div_(255.0);
+    // The first convolution's dtype (layers_ always starts with one), without listing every
+    // parameter on each call.
+    const auto dtype = layers_[0]->as<torch::nn::Conv2dImpl>()->weight.scalar_type();
+    input = x.to(dtype).div_(255.0);
   }
   auto out = layers_->forward(input.reshape({-1, x.size(-3), x.size(-2), x.size(-1)}));
   std::vector<int64_t> shape = batch;

@@ -139,6 +139,19 @@ TEST(ConvNetTest, FlattensTheLastThreeDimsForAnyBatch) {
   EXPECT_EQ(net->forward(torch::randn({3, 17, 17})).sizes(), (Shape{16 * 6 * 6}));
 }
 
+// uint8 frames (as a replay buffer stores them) are scaled into [0, 1] first: the same output
+// as the float frames divided by 255, in the convolutions' dtype.
+TEST(ConvNetTest, ScalesUint8ImagesByOneOver255) {
+  torch::manual_seed(0);
+  ConvNet net(ConvNetOptions(2).num_cells({4}).kernel_sizes({3}));
+  const auto frames = torch::randint(0, 256, {5, 2, 8, 8}, torch::kUInt8);
+  const auto from_uint8 = net->forward(frames);
+  EXPECT_EQ(from_uint8.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::allclose(from_uint8, net->forward(frames.to(torch::kFloat32) / 255.0)));
+  net->to(torch::kFloat64);
+  EXPECT_EQ(net->forward(frames).scalar_type(), torch::kFloat64);
+}
+
 TEST(ConvNetTest, KeepsChannelsAndPixelsWithoutSquash) {
   ConvNet net(
       ConvNetOptions(1).num_cells({4}).kernel_sizes({3}).paddings({1}).squash_last_layer(false));
