@@ -57,13 +57,15 @@ ConvNetImpl::ConvNetImpl(ConvNetOptions options) : options_(std::move(options)) 
   layers_ = register_module("layers", layers_);
 }
 
-std::vector<int64_t> ConvNetImpl::output_shape(int64_t height, int64_t width) const {
-  const auto& cells = options_.num_cells();
+std::vector<int64_t> ConvNetImpl::output_shape(const ConvNetOptions& options, int64_t height,
+                                               int64_t width) {
+  const auto& cells = options.num_cells();
+  TDRL_CHECK(!cells.empty(), ValueError, "ConvNet: num_cells is empty; give at least one layer");
   int64_t h = height, w = width;
   for (size_t i = 0; i < cells.size(); ++i) {
-    const int64_t kernel = per_layer("kernel_sizes", options_.kernel_sizes(), i, cells.size());
-    const int64_t stride = per_layer("strides", options_.strides(), i, cells.size());
-    const int64_t padding = per_layer("paddings", options_.paddings(), i, cells.size());
+    const int64_t kernel = per_layer("kernel_sizes", options.kernel_sizes(), i, cells.size());
+    const int64_t stride = per_layer("strides", options.strides(), i, cells.size());
+    const int64_t padding = per_layer("paddings", options.paddings(), i, cells.size());
     h = (h + 2 * padding - kernel) / stride + 1;
     w = (w + 2 * padding - kernel) / stride + 1;
     if (h <= 0 || w <= 0) {
@@ -74,7 +76,7 @@ std::vector<int64_t> ConvNetImpl::output_shape(int64_t height, int64_t width) co
       throw ValueError(os.str());
     }
   }
-  if (options_.squash_last_layer()) return {cells.back() * h * w};
+  if (options.squash_last_layer()) return {cells.back() * h * w};
   return {cells.back(), h, w};
 }
 

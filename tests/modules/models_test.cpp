@@ -139,6 +139,26 @@ TEST(ConvNetTest, FlattensTheLastThreeDimsForAnyBatch) {
   EXPECT_EQ(net->forward(torch::randn({3, 17, 17})).sizes(), (Shape{16 * 6 * 6}));
 }
 
+// The size a ConvNet would output, from its options alone: the same as the built one's, with
+// no draw from the init RNG (a network's input size is asked for before it is built).
+TEST(ConvNetTest, OutputShapeFromOptionsAloneDrawsNoRandomNumbers) {
+  const auto options = ConvNetOptions(3).num_cells({8, 16}).kernel_sizes({3}).strides({2, 1});
+  torch::manual_seed(7);
+  EXPECT_EQ(ConvNetImpl::output_shape(options, 17, 17), (Shape{16 * 6 * 6}));
+  EXPECT_EQ(ConvNetImpl::output_shape(ConvNetOptions(options).squash_last_layer(false), 17, 17),
+            (Shape{16, 6, 6}));
+  const auto after = torch::rand({1});
+  torch::manual_seed(7);
+  EXPECT_TRUE(torch::equal(after, torch::rand({1})));
+  EXPECT_THAT([&] { ConvNetImpl::output_shape(options, 4, 17); },
+              ThrowsMessage<tensordict::ValueError>(HasSubstr("4x17 image is too small")));
+  EXPECT_THAT(
+      [&] {
+        ConvNetImpl::output_shape(ConvNetOptions(3).strides({1, 2}), 17, 17);
+      },
+      ThrowsMessage<tensordict::ValueError>(HasSubstr("strides has 2 values for 3 layers")));
+}
+
 // uint8 frames (as a replay buffer stores them) are scaled into [0, 1] first: the same output
 // as the float frames divided by 255, in the convolutions' dtype.
 TEST(ConvNetTest, ScalesUint8ImagesByOneOver255) {

@@ -28,11 +28,16 @@ struct CollectorParts {
 
 using CollectorFactory = std::unique_ptr<collectors::CollectorBase> (*)(CollectorParts&);
 
-// A mode: how it builds its collector, and which of the collector section's mode-specific keys
-// (num_workers, address, port, launch_workers, timeout_s) it reads.
+// What a mode's batches hold: one collector's envs, every worker's envs stacked, or one
+// worker's envs at a time.
+enum class Batches { one_collector, all_workers, one_worker };
+
+// A mode: how it builds its collector, which of the collector section's mode-specific keys
+// (num_workers, address, port, launch_workers, timeout_s) it reads, and what its batches hold.
 struct Mode {
   CollectorFactory build;
   std::vector<std::string> reads;
+  Batches batches;
 };
 
 // The worker-thread modes: `num_workers` threads, each with its own env and policy copy.
@@ -45,30 +50,34 @@ std::unique_ptr<collectors::CollectorBase> worker_threads(CollectorParts& p) {
 // The modes: the one table that names them, builds their collectors and says what each reads.
 const tensordict::NameTable<Mode>& mode_table() {
   static const tensordict::NameTable<Mode> table(
-      "mode", {
-                  {"single",
-                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-                      if (!p.device.is_cpu())
-                        p.options.policy_device(p.device).storing_device(p.device);
-                      return std::make_unique<collectors::Collector>(
-                          p.env.train_env_factory, p.recipe.exploration_policy, p.options);
-                    },
-                    {}}},
-                  {"sync", {worker_threads<collectors::MultiSyncCollector>, {"num_workers"}}},
-                  {"async", {worker_threads<collectors::MultiAsyncCollector>, {"num_workers"}}},
-                  {"distributed",
-                   {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
-                      const auto& c = p.section;
-                      auto distributed = c.workers;
-                      if (c.launch_workers) {
-                        const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
-                        distributed.launch_command({self, "--config", p.run.file("config.yaml")});
-                      }
-                      return std::make_unique<collectors::DistributedCollector>(
-                          p.recipe.exploration_policy, p.options, distributed);
-                    },
-                    {"num_workers", "address", "port", "launch_workers", "timeout_s"}}},
-              });
+      "mode",
+      {
+          {"single",
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              if (!p.device.is_cpu()) p.options.policy_device(p.device).storing_device(p.device);
+              return std::make_unique<collectors::Collector>(
+                  p.env.train_env_factory, p.recipe.exploration_policy, p.options);
+            },
+            {},
+            Batches::one_collector}},
+          {"sync",
+           {worker_threads<collectors::MultiSyncCollector>, {"num_workers"}, Batches::all_workers}},
+          {"async",
+           {worker_threads<collectors::MultiAsyncCollector>, {"num_workers"}, Batches::one_worker}},
+          {"distributed",
+           {[](CollectorParts& p) -> std::unique_ptr<collectors::CollectorBase> {
+              const auto& c = p.section;
+              auto distributed = c.workers;
+              if (c.launch_workers) {
+                const auto self = std::filesystem::read_symlink("/proc/self/exe").string();
+                distributed.launch_command({self, "--config", p.run.file("config.yaml")});
+              }
+              return std::make_unique<collectors::DistributedCollector>(p.recipe.exploration_policy,
+                                                                        p.options, distributed);
+            },
+            {"num_workers", "address", "port", "launch_workers", "timeout_s"},
+            Batches::all_workers}},
+      });
   return table;
 }
 
@@ -97,6 +106,18 @@ std::vector<std::string> collector_mode_problems(const CollectorSection& c) {
                        " do); remove it, or set collector.mode");
   }
   return problems;
+}
+
+std::optional<int64_t> collector_streams(const CollectorSection& c, int64_t num_envs) {
+  switch (mode_table().at(c.mode, "collector.mode").batches) {
+    case Batches::one_collector:
+      return num_envs;
+    case Batches::all_workers:
+      return num_envs * c.workers.num_workers();
+    case Batches::one_worker:
+      break;
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<collectors::CollectorBase> make_collector(const CollectorSection& c,

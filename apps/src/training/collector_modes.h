@@ -2,7 +2,9 @@
 // The collector modes (collector.mode): one table that names them, for the config's choices, and
 // builds the collector of each.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,13 @@ const std::vector<std::string>& collector_mode_names();
 /// away from their defaults although `c.mode` does not read them, one sentence each naming the
 /// key, the modes that read it and the fix; empty when there are none.
 std::vector<std::string> collector_mode_problems(const CollectorSection& c);
+
+/// How many envs' steps each batch of `c.mode` interleaves, one row per env per step:
+/// `num_envs` for single, times num_workers for the modes that stack their workers' batches
+/// (sync, distributed); std::nullopt for async, whose batches come from one worker at a time, so
+/// an env's previous step is not a fixed number of rows back. Throws tensordict::ValueError for
+/// a mode not in the table.
+std::optional<int64_t> collector_streams(const CollectorSection& c, int64_t num_envs);
 
 /// The collector of `c.mode` over the run's envs and the recipe's exploration policy.
 ///

@@ -35,20 +35,34 @@ tdnn::ModulePtr<tdnn::TensorDictModuleBase> after_core(
   return tdnn::TensorDictSequential(tdnn::TensorDictSequentialImpl::Modules{core, std::move(head)});
 }
 
-}  // namespace
-
-NetworkInput network_input(const ModelSection& model, const EnvInfo& env, const std::string& role) {
-  if (model.encoder == "none") return {tensordict::NestedKey("observation"), env.obs_dim, nullptr};
+// The options of a network's pixel encoder.
+modules::ConvNetOptions encoder_options(const ModelSection& model, const EnvInfo& env) {
   TORCH_INTERNAL_ASSERT(env.pixels_shape.size() == 3,
                         "the config check admits model.encoder convnet only with [C, H, W] pixels");
   auto options = model.convnet.options;
   options.in_channels(env.pixels_shape[0]).squash_last_layer(true);
-  modules::ConvNet net(options);
-  const int64_t size = net->output_shape(env.pixels_shape[1], env.pixels_shape[2])[0];
-  const std::string key = role.empty() ? "pixels_embed" : role + "_pixels_embed";
-  tdnn::TensorDictModule encoder(
-      net, tdnn::TensorDictModuleOptions().in_keys({"pixels"}).out_keys({key}));
-  return {tensordict::NestedKey(key), size, encoder};
+  return options;
+}
+
+// network_input's key and size, without its encoder: a recurrent core needs only those, and
+// building a ConvNet there would draw from the init RNG for a module nobody runs.
+NetworkInput input_of(const ModelSection& model, const EnvInfo& env, const std::string& role) {
+  if (model.encoder == "none") return {tensordict::NestedKey("observation"), env.obs_dim, nullptr};
+  const int64_t size = modules::ConvNetImpl::output_shape(
+      encoder_options(model, env), env.pixels_shape[1], env.pixels_shape[2])[0];
+  return {tensordict::NestedKey(role.empty() ? "pixels_embed" : role + "_pixels_embed"), size,
+          nullptr};
+}
+
+}  // namespace
+
+NetworkInput network_input(const ModelSection& model, const EnvInfo& env, const std::string& role) {
+  auto in = input_of(model, env, role);
+  if (model.encoder == "none") return in;
+  modules::ConvNet net(encoder_options(model, env));
+  in.encoder = tdnn::TensorDictModule(
+      net, tdnn::TensorDictModuleOptions().in_keys({"pixels"}).out_keys({in.key}));
+  return in;
 }
 
 tdnn::ModulePtr<tdnn::TensorDictModuleBase> with_encoder(
@@ -65,7 +79,7 @@ std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSec
   // The losses read only the outputs of a sequence: LibTorch's fused call (the passes that need
   // every step's state ask for it themselves).
   auto options = model.recurrent;
-  const auto in = network_input(model, env, role);
+  const auto in = input_of(model, env, role);
   options.input_size(in.size).in_key(in.key).out_key("embed").sequence_states(false);
   if (!role.empty()) {
     // The default keys of this kind of core, prefixed with the role.

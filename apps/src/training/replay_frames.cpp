@@ -6,6 +6,8 @@
 #include <tdrl/replay/frame_stack.h>
 #include <tensordict/errors.h>
 
+#include "training/collector_modes.h"
+
 namespace tdrl::apps::detail {
 
 namespace {
@@ -35,32 +37,26 @@ ReplayFrames ReplayFrames::of(const envs::EnvBase& env) {
   return frames;
 }
 
-int64_t ReplayFrames::streams_of(const RunConfig& config) {
-  const auto& mode = config.collector.mode;
-  const int64_t workers =
-      (mode == "sync" || mode == "distributed") ? config.collector.workers.num_workers() : 1;
-  return config.env.num_envs * workers;
-}
-
 std::vector<std::string> ReplayFrames::problems(const RunConfig& config,
                                                 int64_t sequence_length) const {
   std::vector<std::string> out;
   if (empty()) return out;
-  if (config.collector.mode == "async")
-    out.push_back(
-        "'collector.mode' is async, but env.transforms stacks frames (cat_frames), which the "
-        "replay buffer stores single and stacks again from each env's previous steps; async "
-        "batches come from one worker at a time, so those steps are not a fixed number of rows "
-        "back. Set collector.mode: single or sync");
+  const auto streams = collector_streams(config.collector, config.env.num_envs);
+  if (!streams)
+    out.push_back("'collector.mode' is " + config.collector.mode +
+                  ", but env.transforms stacks frames (cat_frames), which the replay buffer "
+                  "stores single and stacks again from each env's previous steps; " +
+                  config.collector.mode +
+                  " batches come from one worker at a time, so those steps are not a fixed "
+                  "number of rows back. Set collector.mode: single or sync");
   if (sequence_length > 0)
     out.push_back(
         "env.transforms stacks frames (cat_frames), but model.core " + config.model.core +
         " replays sequences, which carry the past in the core's state; remove cat_frames, or set "
         "model.core: mlp");
-  const int64_t streams = streams_of(config);
-  if (config.replay() && config.replay()->capacity % streams != 0)
+  if (streams && config.replay() && config.replay()->capacity % *streams != 0)
     out.push_back("'replay.capacity' is " + std::to_string(config.replay()->capacity) +
-                  ", not a multiple of the " + std::to_string(streams) +
+                  ", not a multiple of the " + std::to_string(*streams) +
                   " envs a batch interleaves (env.num_envs x collector.num_workers), which "
                   "frame stacking at sample time (cat_frames) needs; set it to a multiple");
   return out;

@@ -23,15 +23,13 @@ class ReplayFrames {
   static ReplayFrames of(const envs::EnvBase& env);
 
   bool empty() const { return stackers_.empty(); }
-  /// The envs whose steps a collected batch interleaves: env.num_envs, times
-  /// collector.num_workers for the modes that stack the workers' batches (sync, distributed).
-  static int64_t streams_of(const RunConfig& config);
   /// Why `config` cannot store these frames single (async batches come from one worker at a
   /// time, so an env's previous step is not a fixed number of rows back; sequences of a
   /// recurrent core keep no frame stacks; a capacity that the streams do not divide shifts
   /// rows when the writer wraps). Empty when none.
   std::vector<std::string> problems(const RunConfig& config, int64_t sequence_length) const;
-  /// Appends to `buffer` a FrameStack per CatFrames, for `streams` interleaved envs.
+  /// Appends to `buffer` a FrameStack per CatFrames, for `streams` interleaved envs
+  /// (collector_streams).
   void install(replay::ReplayBuffer& buffer, int64_t streams);
   /// `data` with each stack (and its "next") cut to its newest frame (tensors aliased).
   tensordict::TensorDict newest_frames(const tensordict::TensorDict& data) const;

@@ -384,8 +384,11 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
     replay_keys_.push_back(collectors::traj_ids_key());
     if (recipe_->sequence_length() > 0) replay_keys_.push_back(stream_end_key());
     replay_frames_ = std::make_unique<detail::ReplayFrames>(detail::ReplayFrames::of(*eval_env_));
-    if (!replay_frames_->empty())
-      replay_frames_->install(*recipe_->replay, detail::ReplayFrames::streams_of(config_));
+    if (!replay_frames_->empty()) {
+      const auto streams = detail::collector_streams(config_.collector, config_.env.num_envs);
+      TORCH_INTERNAL_ASSERT(streams, "the config check refuses cat_frames with async batches");
+      replay_frames_->install(*recipe_->replay, *streams);
+    }
   }
   checkpoints_ = std::make_unique<CheckpointStore>(run_.file("checkpoints"));
   if (resume) {

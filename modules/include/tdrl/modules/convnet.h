@@ -34,7 +34,15 @@ class ConvNetImpl : public torch::nn::Module {
 
   /// The output size for `[C, height, width]` inputs: `{C', H', W'}`, or `{C'*H'*W'}` with
   /// squash_last_layer. Throws ValueError when the image is too small for the kernels.
-  std::vector<int64_t> output_shape(int64_t height, int64_t width) const;
+  std::vector<int64_t> output_shape(int64_t height, int64_t width) const {
+    return output_shape(options_, height, width);
+  }
+
+  /// The same for the ConvNet `options` would build, without building it (no parameters are
+  /// made, so the init RNG is not drawn from). Throws ValueError when the image is too small for
+  /// the kernels, or a per-layer list's length fits neither one value nor num_cells.
+  static std::vector<int64_t> output_shape(const ConvNetOptions& options, int64_t height,
+                                           int64_t width);
 
   void pretty_print(std::ostream& stream) const override;
 
