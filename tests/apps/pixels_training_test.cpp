@@ -165,6 +165,42 @@ TEST(PixelsTrainingTest, PpoAndA2cTrainAnEncoderPerNetwork) {
   }
 }
 
+// model.share_encoder: the actor and the critic read one ConvNet, which both losses train and
+// the optimiser holds once (the loss lists it under each network). With recurrent cores, the
+// critic's core reads the shared features, and the collectors run the encoder once.
+TEST(PixelsTrainingTest, PpoAndA2cShareOneEncoderWhenAsked) {
+  for (const std::string algo : {"ppo", "a2c"}) {
+    for (const std::string core : {"mlp", "gru"}) {
+      SCOPED_TRACE(algo + " " + core);
+      TempDir tmp;
+      const auto transforms =
+          core == "mlp" ? std::string() : "    - {type: to_tensor_image, dtype: uint8}\n";
+      std::vector<std::string> sets{"model.share_encoder=true", "model.core=" + core};
+      if (core != "mlp") sets.push_back("model.hidden_size=8");
+      register_builtin_components();
+      Trainer trainer(load_config_string(pixels_yaml(algo, "", transforms), sets),
+                      RunDir::create(tmp.path().string(), "t"));
+      const auto& recipe = trainer.recipe();
+      const auto nets = convnets_of(*recipe.loss);
+      ASSERT_EQ(nets.size(), 2u);  // the same module, under the actor and under the critic
+      EXPECT_EQ(nets[0], nets[1]);
+      const auto policy = convnets_of(*recipe.exploration_policy.weights_module());
+      ASSERT_EQ(policy.size(), 1u);
+      EXPECT_EQ(policy[0], nets[0]);
+      // Each parameter once in the optimiser: the loss's list less the encoder's second listing.
+      int64_t held = 0;
+      for (const auto& group : recipe.optimizers.front().optimizer->param_groups())
+        held += static_cast<int64_t>(group.params().size());
+      EXPECT_EQ(held, static_cast<int64_t>(recipe.loss->parameters().size() -
+                                           nets[0]->parameters().size()));
+      const auto before = nets[0]->parameters()[0].clone();
+      ASSERT_TRUE(trainer.train());
+      EXPECT_GT(trainer.updates(), 0);
+      EXPECT_FALSE(torch::equal(before, nets[0]->parameters()[0]));
+    }
+  }
+}
+
 // A recurrent core runs after the encoder: it reads the ConvNet's features (single frames,
 // the past carried in the core's state), for ppo's sequences and dqn's replayed ones alike.
 TEST(PixelsTrainingTest, ARecurrentCoreReadsTheEncodersFeatures) {
@@ -224,6 +260,14 @@ TEST(PixelsTrainingTest, RefusesModelsAndBuffersThatDoNotFitThePixels) {
     auto config = pixels_config("dqn");
     config.model.convnet.options.kernel_sizes({32});
     EXPECT_THAT(refused(config), HasSubstr("'model.convnet' does not fit the env's [3, 16, 16]"));
+  }
+  // A shared encoder needs an encoder, and a second network to share it with.
+  {
+    auto config = tiny_config("ppo", {"model.share_encoder=true"});
+    EXPECT_THAT(refused(config), HasSubstr("'model.share_encoder' is true, but model.encoder is "
+                                           "none, which builds no encoder to share"));
+    EXPECT_THAT(refused(load_config_string(pixels_yaml("dqn"), {"model.share_encoder=true"})),
+                HasSubstr("'model.share_encoder' is true, but dqn trains one network"));
   }
   // SAC's critics have no place for an encoder.
   {

@@ -126,6 +126,9 @@ void ModelSection::fields(FieldVisitor& v) {
     "none: the networks read the flat observation; convnet: each network has a ConvNet "
     "(model.convnet) reading the [C, H, W] 'pixels' entry (uint8 scaled by 1/255) and reads its "
     "features");
+  v("share_encoder", share_encoder,
+    "ppo, a2c: one encoder for the actor and the critic, trained by both losses (SB3's "
+    "share_features_extractor); false: one each");
   v.section("convnet", convnet, "the pixel encoder's convolutions (model.encoder: convnet)");
 }
 

@@ -183,48 +183,55 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
   return out;
 }
 
-// The recurrent cores of an actor and its critic (null with model.core mlp).
-struct RecurrentCores {
-  std::shared_ptr<modules::RecurrentModuleImpl> actor, critic;
-  // What the critic's core reads (its own pixel encoder, if any), shared by the critic.
+// What an actor and its critic read: the actor's input (its pixel encoder, if any), the
+// critic's where it is built here (shared with the actor under model.share_encoder, or the
+// critic's own when its core must run in the collectors; else make_state_value makes it), and
+// their recurrent cores (null with model.core mlp).
+struct ActorCriticInputs {
+  NetworkInput actor_input{tensordict::NestedKey("observation"), 0, nullptr};
   std::optional<NetworkInput> critic_input;
+  std::shared_ptr<modules::RecurrentModuleImpl> actor, critic;
 };
 
-// What the collectors run: the actor, then the critic's core (after the critic's encoder) when
-// it has one, so that the critic's state is carried through the episodes as the actor's is.
+// What the collectors run: the actor, then the critic's core (after the critic's encoder, unless
+// the actor's encoder is the critic's and has run) when it has one, so that the critic's state is
+// carried through the episodes as the actor's is.
 collectors::CollectorPolicy exploring(const modules::ProbabilisticActor& actor,
-                                      const RecurrentCores& cores) {
-  if (!cores.critic) return collectors::CollectorPolicy(actor);
+                                      const ActorCriticInputs& inputs) {
+  if (!inputs.critic) return collectors::CollectorPolicy(actor);
   tensordict::nn::TensorDictSequentialImpl::Modules modules{actor.ptr()};
-  if (cores.critic_input && cores.critic_input->encoder)
-    modules.push_back(cores.critic_input->encoder);
-  modules.push_back(cores.critic);
+  const auto& encoder = inputs.critic_input->encoder;
+  if (encoder && encoder != inputs.actor_input.encoder) modules.push_back(encoder);
+  modules.push_back(inputs.critic);
   return collectors::CollectorPolicy(tensordict::nn::TensorDictSequential(modules));
 }
 
-RecurrentCores make_cores(const ModelSection& model, const EnvInfo& env) {
-  RecurrentCores cores{make_recurrent_core(model, env), make_recurrent_core(model, env, "critic"),
-                       std::nullopt};
-  if (cores.critic) cores.critic_input = network_input(model, env, "critic");
-  return cores;
+ActorCriticInputs make_inputs(const ModelSection& model, const EnvInfo& env) {
+  ActorCriticInputs inputs{network_input(model, env), std::nullopt, nullptr, nullptr};
+  if (model.share_encoder) inputs.critic_input = inputs.actor_input;
+  inputs.actor = make_recurrent_core(model, env, "", inputs.actor_input);
+  inputs.critic = make_recurrent_core(model, env, "critic", inputs.critic_input);
+  if (inputs.critic && !inputs.critic_input)
+    inputs.critic_input = network_input(model, env, "critic");
+  return inputs;
 }
 
 // The acting part of PPO, A2C and SAC: the stochastic actor explores by sampling, after the
-// model's recurrent core if it has one (the cores are returned, null for mlp).
-RecurrentCores build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
-                                       const RecipeContext& context) {
+// model's recurrent core if it has one (the inputs and cores are returned for the critic).
+ActorCriticInputs build_stochastic_acting(Recipe& recipe, modules::ProbabilisticActor& actor,
+                                          const RecipeContext& context) {
   const ModelSection model = context.model();
   const EnvInfo env = context.env;
-  const RecurrentCores cores = make_cores(model, env);
-  actor = make_stochastic_actor(model, env, cores.actor);
+  const ActorCriticInputs inputs = make_inputs(model, env);
+  actor = make_stochastic_actor(model, env, inputs.actor, inputs.actor_input);
   recipe.actor = actor;
-  recipe.exploration_policy = exploring(actor, cores);
-  recipe.policy_state = hidden_state_specs({cores.actor, cores.critic});
+  recipe.exploration_policy = exploring(actor, inputs);
+  recipe.policy_state = hidden_state_specs({inputs.actor, inputs.critic});
   recipe.policy_factory = [model, env] {
-    const RecurrentCores own = make_cores(model, env);
-    return exploring(make_stochastic_actor(model, env, own.actor), own);
+    const ActorCriticInputs own = make_inputs(model, env);
+    return exploring(make_stochastic_actor(model, env, own.actor, own.actor_input), own);
   };
-  return cores;
+  return inputs;
 }
 
 // ---- PPO and A2C -----------------------------------------------------------------------------
@@ -235,12 +242,12 @@ class PolicyGradientRecipe : public Recipe {
   explicit PolicyGradientRecipe(const Config& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    cores_ = build_stochastic_acting(*this, actor_, context);
+    inputs_ = build_stochastic_acting(*this, actor_, context);
   }
 
   void build_learning(const RecipeContext& context) override {
     auto critic =
-        make_state_value(context.model(), context.env, cores_.critic, cores_.critic_input);
+        make_state_value(context.model(), context.env, inputs_.critic, inputs_.critic_input);
     if constexpr (std::is_same_v<Config, PPOConfig>) {
       pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {
@@ -254,7 +261,7 @@ class PolicyGradientRecipe : public Recipe {
 
   int64_t epochs_per_batch() const override { return config_.num_epochs; }
   int64_t minibatch_size() const override { return config_.minibatch_size; }
-  int64_t sequence_length() const override { return cores_.actor ? config_.sequence_length : 0; }
+  int64_t sequence_length() const override { return inputs_.actor ? config_.sequence_length : 0; }
 
   void before_epoch(const TensorDict& batch) override {
     torch::NoGradGuard no_grad;
@@ -264,7 +271,7 @@ class PolicyGradientRecipe : public Recipe {
  private:
   Config config_;
   modules::ProbabilisticActor actor_{nullptr};
-  RecurrentCores cores_;
+  ActorCriticInputs inputs_;
   std::shared_ptr<losses::PolicyGradientLoss> pg_;
 };
 
@@ -612,6 +619,10 @@ std::vector<std::string> check_dqn(const RunConfig& config, const EnvInfo& env) 
   for (auto& p : single_optimizer_problems(config)) out.push_back(std::move(p));
   if (const auto* dqn = dynamic_cast<const DQNConfig*>(config.algo.options.get()))
     for (auto& p : recurrent_dqn_problems(config, *dqn)) out.push_back(std::move(p));
+  if (config.model.share_encoder && config.model.encoder != "none")
+    out.push_back(
+        "'model.share_encoder' is true, but dqn trains one network (its target is a copy), "
+        "which has no other network to share its encoder with; remove model.share_encoder");
   return out;
 }
 

@@ -144,6 +144,10 @@ std::vector<std::string> model_input_problems(const RunConfig& config, const Env
   const auto& model = config.model;
   const std::string shape = tensordict::shape_str(info.pixels_shape);
   if (model.encoder == "none") {
+    if (model.share_encoder)
+      return {
+          "'model.share_encoder' is true, but model.encoder is none, which builds no encoder to "
+          "share; set model.encoder: convnet, or remove model.share_encoder"};
     // model.convnet is read only by the encoder: set without it, it would be ignored.
     const auto& c = model.convnet.options;
     const auto& d = ConvNetSection().options;

@@ -72,14 +72,14 @@ tdnn::ModulePtr<tdnn::TensorDictModuleBase> with_encoder(
       tdnn::TensorDictSequentialImpl::Modules{input.encoder, std::move(network)});
 }
 
-std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSection& model,
-                                                                  const EnvInfo& env,
-                                                                  const std::string& role) {
+std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(
+    const ModelSection& model, const EnvInfo& env, const std::string& role,
+    const std::optional<NetworkInput>& input) {
   if (model.core == "mlp") return nullptr;
   // The losses read only the outputs of a sequence: LibTorch's fused call (the passes that need
   // every step's state ask for it themselves).
   auto options = model.recurrent;
-  const auto in = input_of(model, env, role);
+  const auto in = input ? *input : input_of(model, env, role);
   options.input_size(in.size).in_key(in.key).out_key("embed").sequence_states(false);
   if (!role.empty()) {
     // The default keys of this kind of core, prefixed with the role.
@@ -107,8 +107,8 @@ specs::CompositePtr hidden_state_specs(
 
 modules::ProbabilisticActor make_stochastic_actor(
     const ModelSection& model, const EnvInfo& env,
-    std::shared_ptr<modules::RecurrentModuleImpl> core) {
-  const NetworkInput in = head_input(model, env, core, "");
+    std::shared_ptr<modules::RecurrentModuleImpl> core, const std::optional<NetworkInput>& input) {
+  const NetworkInput in = head_input(model, env, core, "", input);
   if (env.num_actions) {
     tdnn::TensorDictModule logits(
         detail::mlp(model, in.size, *env.num_actions, model.actor_cells, /*last_gain=*/0.01),

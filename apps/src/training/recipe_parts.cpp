@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include <torch/nn/init.h>
 #include <torch/nn/modules/linear.h>
@@ -99,7 +100,12 @@ OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<to
                      double lr, std::vector<std::string> terms, int64_t period) {
   OptimizerGroup g;
   g.name = std::move(name);
-  g.optimizer = modules::make_optimizer(optim.optimizer, std::move(params), lr);
+  std::unordered_set<const void*> seen;
+  std::vector<torch::Tensor> unique;
+  unique.reserve(params.size());
+  for (auto& p : params)
+    if (seen.insert(p.unsafeGetTensorImpl()).second) unique.push_back(std::move(p));
+  g.optimizer = modules::make_optimizer(optim.optimizer, std::move(unique), lr);
   g.terms = std::move(terms);
   g.period = period;
   g.base_lr = lr;

@@ -32,7 +32,9 @@ modules::MLP mlp(const ModelSection& model, int64_t in, int64_t out,
 modules::ValueOperator state_action_critic(const RecipeContext& context);
 
 /// An optimiser group over `params` with `optim`'s optimiser (modules::make_optimizer) at
-/// learning rate `lr`.
+/// learning rate `lr`. A parameter listed more than once (networks sharing a module, e.g.
+/// model.share_encoder: the loss lists it under each network) is kept once, at its first place,
+/// so that each step moves it once and gradient clipping counts it once.
 OptimizerGroup group(const OptimSection& optim, std::string name, std::vector<torch::Tensor> params,
                      double lr, std::vector<std::string> terms, int64_t period = 1);
 

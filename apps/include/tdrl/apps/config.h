@@ -138,6 +138,9 @@ struct ModelSection : Section {
   /// has a ConvNet (`convnet`) reading the `[C, H, W]` "pixels" entry, whose features the
   /// network (or the core) reads (see network_input in models.h).
   std::string encoder = "none";
+  /// ppo, a2c: the actor and the critic read one encoder (SB3's share_features_extractor,
+  /// TorchRL's ActorValueOperator), trained by both losses; false: one encoder each.
+  bool share_encoder = false;
   ConvNetSection convnet;
   void fields(FieldVisitor& v) override;
 };

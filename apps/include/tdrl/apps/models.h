@@ -47,17 +47,17 @@ tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> with_encoder(
 
 /// The recurrent core of `model.core` ("lstm", "gru": an LSTMModule or GRUModule of
 /// model.hidden_size and model.num_layers), in step mode, with sequence_states false (a loss
-/// reads only a sequence's outputs), reading network_input(model, env, role) (the caller runs
-/// that input's encoder before it: make_stochastic_actor, make_state_value); null for
-/// "mlp". `role` names its entries: "" (the actor's) writes "embed" and keeps its state under
-/// the module's default hidden keys ("recurrent_state_h" and "recurrent_state_c", or
-/// "recurrent_state"); "critic" writes "critic_embed" and keeps its state under the same keys
-/// prefixed "critic_". The built-in ppo and a2c give actor and critic a core each, as SB3's
-/// RecurrentPPO: with one shared core the critic's larger loss drowns the policy's gradient in
-/// the core.
-std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(const ModelSection& model,
-                                                                  const EnvInfo& env,
-                                                                  const std::string& role = "");
+/// reads only a sequence's outputs), reading `input` (by default network_input(model, env,
+/// role)'s key; the caller runs that input's encoder before it: make_stochastic_actor,
+/// make_state_value); null for "mlp". `role` names its entries: "" (the actor's) writes "embed" and
+/// keeps its state under the module's default hidden keys ("recurrent_state_h" and
+/// "recurrent_state_c", or "recurrent_state"); "critic" writes "critic_embed" and keeps its state
+/// under the same keys prefixed "critic_". The built-in ppo and a2c give actor and critic a core
+/// each, as SB3's RecurrentPPO: with one shared core the critic's larger loss drowns the policy's
+/// gradient in the core.
+std::shared_ptr<modules::RecurrentModuleImpl> make_recurrent_core(
+    const ModelSection& model, const EnvInfo& env, const std::string& role = "",
+    const std::optional<NetworkInput>& input = std::nullopt);
 
 /// The hidden-state entries of one unbatched step of `cores` together (their hidden_specs; null
 /// cores are skipped), what Recipe::policy_state is for a policy running them; null when there
@@ -74,16 +74,20 @@ specs::CompositePtr hidden_state_specs(
 /// runs after the core and reads its "embed". Writes "action" and "sample_log_prob" (and "logits",
 /// or "loc" and "scale"; with a core, "embed" and the core's ("next", hidden) entries). The caller
 /// checks the task first (an unbounded continuous action spec is a programming error here).
+/// `input`, when given, is that network input, built by the caller to share its encoder (with
+/// the critic, model.share_encoder); else one is made.
 /// Example: `auto actor = make_stochastic_actor(context.model(), context.env);`
 modules::ProbabilisticActor make_stochastic_actor(
     const ModelSection& model, const EnvInfo& env,
-    std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr);
+    std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr,
+    const std::optional<NetworkInput>& input = std::nullopt);
 
 /// The state-value critic of the built-in ppo and a2c: an MLP of model.critic_cells writing
 /// "state_value" `[*batch, 1]` from network_input(model, env, "critic"), or after a recurrent
 /// `core` (the critic's, make_recurrent_core(model, env, "critic")) from its output. `input`,
-/// when given, is that network input, built by the caller to share its encoder (the collectors'
-/// policy runs the critic's encoder and core to carry the core's state); else one is made.
+/// when given, is that network input, built by the caller to share its encoder (with the
+/// collectors' policy, which runs the critic's encoder and core to carry the core's state, or
+/// with the actor, model.share_encoder); else one is made.
 tensordict::nn::ModulePtr<tensordict::nn::TensorDictModuleBase> make_state_value(
     const ModelSection& model, const EnvInfo& env,
     std::shared_ptr<modules::RecurrentModuleImpl> core = nullptr,
