@@ -170,9 +170,10 @@ TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItN
     train_tiny("ppo", {item});
   }
   EXPECT_THAT(refused,
-              ::testing::UnorderedElementsAre("reward_clipping", "to_tensor_image", "grayscale",
-                                              "cat_frames", "resize", "center_crop"));
+              ::testing::UnorderedElementsAre("reward_clipping", "frame_skip", "to_tensor_image",
+                                              "grayscale", "cat_frames", "resize", "center_crop"));
   train_tiny("ppo", {"env.transforms=[{type: reward_clipping, clamp_max: 1}]"});
+  train_tiny("ppo", {"env.transforms=[{type: frame_skip, frame_skip: 2}]"});
   for (const auto& [type, options] : image) {
     // to_tensor_image itself heads every pixel task; the others follow it.
     train_tiny("ppo",
