@@ -909,6 +909,24 @@ TEST(FrameSkipTransformTest, RepeatsTheActionAndSumsRewards) {
   check_env_specs(env);
 }
 
+// Transforms below the skip see every frame: a RewardSum sums each repeat's reward, a
+// StepCounter counts each repeat (TorchRL's skip hands them the first root each time).
+TEST(FrameSkipTransformTest, TransformsBelowCarryTheirStateThroughEveryRepeat) {
+  auto base = std::make_shared<CountingEnv>(Shape{2}, 100);
+  TransformedEnv env(base,
+                     Compose::make({std::make_shared<RewardSum>(), std::make_shared<StepCounter>(),
+                                    std::make_shared<FrameSkipTransform>(3)}));
+  auto td = step_n(env, env.reset(), counting_action({2}), 2);
+  EXPECT_EQ(base->steps_taken, 6);
+  EXPECT_TRUE(torch::equal(td.get({"next", "step_count"}).reshape({-1}),
+                           torch::tensor({6, 6}, torch::kInt64)));
+  EXPECT_TRUE(torch::allclose(td.get({"next", "episode_reward"}).reshape({-1}),
+                              torch::tensor({6.0f, 6.0f})));
+  EXPECT_TRUE(
+      torch::allclose(td.get({"next", "reward"}).reshape({-1}), torch::tensor({3.0f, 3.0f})));
+  check_env_specs(env);
+}
+
 TEST(FrameSkipTransformTest, StopsRepeatingAtDone) {
   auto base = std::make_shared<CountingEnv>(Shape{}, 5);
   TransformedEnv env(base, std::make_shared<FrameSkipTransform>(3));

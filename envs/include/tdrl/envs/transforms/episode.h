@@ -105,8 +105,10 @@ class InitTracker : public Transform {
 /// Repeats each action `frame_skip` times (TorchRL's FrameSkipTransform): one step of the
 /// transformed env steps the env below up to frame_skip times with the same root (action),
 /// summing the rewards, and stops early after a step where any sub-env is done (so a batched
-/// env whose sub-envs end at different times repeats fewer frames for all of them). The
-/// returned "next" is the last step's, with the summed reward.
+/// env whose sub-envs end at different times repeats fewer frames for all of them). Each repeat
+/// reads the last one's "next" entries as its root (with the same action), so that transforms
+/// below that carry state from step to step (RewardSum, StepCounter, CatFrames) count every
+/// frame. The returned "next" is the last step's, with the summed reward.
 ///
 /// Keys: reads and rewrites the reward (the env's reward key) and reads "done" under "next".
 /// Specs: unchanged.
