@@ -150,11 +150,12 @@ TEST(ChoicesWalkTest, EveryRegisteredEnvTrainsWithPpo) {
 // With its defaults a transform trains, or (when it has nothing to do without an option, or
 // without frames) is refused before the run, naming what to add; with that it trains.
 TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItNeeds) {
-  // The image transforms read frames, and resize and center_crop need a size.
+  // The image transforms read frames, and resize, crop and center_crop need a size.
   const std::map<std::string, std::string> image = {{"to_tensor_image", ""},
                                                     {"grayscale", ""},
                                                     {"cat_frames", ""},
                                                     {"resize", ", width: 12, height: 10"},
+                                                    {"crop", ", width: 12, height: 10, top: 3"},
                                                     {"center_crop", ", width: 12, height: 10"}};
   std::vector<std::string> refused;
   for (const auto& type : kBuiltins.transforms) {
@@ -169,9 +170,9 @@ TEST(ChoicesWalkTest, EveryRegisteredTransformTrainsWithItsDefaultsOrSaysWhatItN
     }
     train_tiny("ppo", {item});
   }
-  EXPECT_THAT(refused,
-              ::testing::UnorderedElementsAre("reward_clipping", "frame_skip", "to_tensor_image",
-                                              "grayscale", "cat_frames", "resize", "center_crop"));
+  EXPECT_THAT(refused, ::testing::UnorderedElementsAre("reward_clipping", "frame_skip",
+                                                       "to_tensor_image", "grayscale", "cat_frames",
+                                                       "resize", "crop", "center_crop"));
   train_tiny("ppo", {"env.transforms=[{type: reward_clipping, clamp_max: 1}]"});
   train_tiny("ppo", {"env.transforms=[{type: frame_skip, frame_skip: 2}]"});
   for (const auto& [type, options] : image) {

@@ -316,6 +316,62 @@ TEST(GrayScaleTest, NonRgbInputIsAShapeError) {
   check_env_specs(env);
 }
 
+// ---- Crop ----------------------------------------------------------------------------------
+
+// The window from (top, left), as torchvision's crop: any corner inside the image, uint8 and
+// float alike, over any batch dims.
+TEST(CropTest, CutsTheWindowAtItsCorner) {
+  const auto image = torch::arange(28, torch::kUInt8).reshape({1, 4, 7});
+  EXPECT_TRUE(
+      torch::equal(Crop(CropOptions(3, 2).top(1).left(4)).forward(pixels_td(image)).get("pixels"),
+                   torch::tensor({{{11, 12, 13}, {18, 19, 20}}}, torch::kUInt8)));
+  // Default corner: the top-left; the whole image is a window too.
+  EXPECT_TRUE(torch::equal(Crop(CropOptions(2, 1)).forward(pixels_td(image)).get("pixels"),
+                           torch::tensor({{{0, 1}}}, torch::kUInt8)));
+  const auto batch = torch::rand({2, 3, 4, 7});
+  EXPECT_TRUE(
+      torch::equal(Crop(CropOptions(7, 4)).forward(pixels_td(batch, {2})).get("pixels"), batch));
+  EXPECT_TRUE(torch::equal(
+      Crop(CropOptions(2, 2).top(2).left(5)).forward(pixels_td(batch, {2})).get("pixels"),
+      batch.narrow(-2, 2, 2).narrow(-1, 5, 2)));
+  EXPECT_EQ(Crop(CropOptions(3, 2).top(1)).to_string(),
+            "Crop(w=3, h=2, top=1, left=0, in_keys=['pixels'])");
+}
+
+TEST(CropTest, AWindowOutsideTheImageIsRefused) {
+  EXPECT_THAT([] { Crop(CropOptions(2, 2).top(-1)); },
+              ThrowsMessage<ValueError>(HasSubstr("Crop: the corner is top -1, left 0")));
+  EXPECT_THROW(Crop(CropOptions(0, 2)), ValueError);
+  Crop past(CropOptions(3, 2).top(3).left(1));
+  EXPECT_THAT(
+      [&] {
+        past.forward(pixels_td(torch::zeros({1, 4, 7})));
+      },
+      ThrowsMessage<ValueError>(HasSubstr(
+          "the 3x2 window at top 3, left 1 reaches past the entry 'pixels' (7x4 pixels)")));
+  EXPECT_THAT(
+      [] {
+        Crop(CropOptions(8, 2)).forward(pixels_td(torch::zeros({1, 4, 7})));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("smaller than the crop 8x2")));
+  TDRL_NEEDS_CAIRO();
+  // Checked against the env's specs when attached, before any frame.
+  EXPECT_THAT(
+      [] {
+        TransformedEnv env(pixel_cartpole({}, 16, 12),
+                           Compose::make({std::make_shared<ToTensorImage>(),
+                                          std::make_shared<Crop>(CropOptions(16, 4).top(9))}));
+      },
+      ThrowsMessage<ValueError>(HasSubstr("window at top 9, left 0 reaches past")));
+  TransformedEnv env(pixel_cartpole({2}, 16, 12),
+                     Compose::make({std::make_shared<ToTensorImage>(),
+                                    std::make_shared<Crop>(CropOptions(16, 4).top(7))}));
+  EXPECT_EQ(env.observation_spec()->get("pixels")->shape(), (Shape{2, 3, 4, 16}));
+  env.set_seed(0);
+  const auto td = env.reset();
+  EXPECT_EQ(td.get("pixels").sizes(), (Shape{2, 3, 4, 16}));
+}
+
 // ---- CenterCrop ----------------------------------------------------------------------------
 
 TEST(CenterCropTest, OffsetsRoundHalvesToEvenAsTorchvision) {

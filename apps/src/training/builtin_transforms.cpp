@@ -73,9 +73,13 @@ struct ImageConfig : Section {
   }
 };
 
-// Resize and CenterCrop have no default size: the config must give one (declared required).
+// Resize, Crop and CenterCrop have no default size: the config must give one (declared
+// required).
 struct ResizeConfig : ImageConfig<envs::ResizeOptions> {
   ResizeConfig() : ImageConfig(envs::ResizeOptions(1, 1)) {}
+};
+struct CropConfig : ImageConfig<envs::CropOptions> {
+  CropConfig() : ImageConfig(envs::CropOptions(1, 1)) {}
 };
 struct CenterCropConfig : ImageConfig<envs::CenterCropOptions> {
   CenterCropConfig() : ImageConfig(envs::CenterCropOptions(1, 1)) {}
@@ -142,6 +146,11 @@ void register_builtin_transforms() {
       "grayscale", "RGB [3, H, W] images to one channel [1, H, W]",
       [](const ImageConfig<envs::GrayScaleOptions>& c, const TransformContext&)
           -> envs::TransformPtr { return std::make_shared<envs::GrayScale>(c.keyed()); });
+  register_transform<CropConfig>(
+      "crop", "the height x width window of [C, H, W] images from row top, column left",
+      [](const CropConfig& c, const TransformContext&) -> envs::TransformPtr {
+        return std::make_shared<envs::Crop>(c.keyed());
+      });
   register_transform<CenterCropConfig>(
       "center_crop", "the centre height x width of [C, H, W] images",
       [](const CenterCropConfig& c, const TransformContext&) -> envs::TransformPtr {

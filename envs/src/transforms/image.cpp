@@ -1,4 +1,4 @@
-// Image transforms: ToTensorImage, Resize, GrayScale, CenterCrop, CatFrames.
+// Image transforms: ToTensorImage, Resize, GrayScale, Crop, CenterCrop, CatFrames.
 
 #include <tdrl/envs/transforms/image.h>
 
@@ -227,44 +227,77 @@ specs::TensorSpecPtr GrayScale::transform_output_leaf(const specs::TensorSpecPtr
   return image_spec_like(*spec, std::move(shape), name(), in_key);
 }
 
-// ---- CenterCrop ------------------------------------------------------------------------------
+// ---- Crop, CenterCrop ------------------------------------------------------------------------
 
-CenterCrop::CenterCrop(CenterCropOptions options)
-    : KeyedTransform("CenterCrop", options, Inverse::kNone), options_(std::move(options)) {
-  check_size("CenterCrop", options_.width(), options_.height());
+Crop::Crop(CropOptions options)
+    : KeyedTransform("Crop", options, Inverse::kNone), options_(std::move(options)) {
+  check();
 }
 
-std::string CenterCrop::to_string() const {
-  return "CenterCrop(w=" + std::to_string(options_.width()) +
-         ", h=" + std::to_string(options_.height()) + ", " + keys_to_string() + ")";
+void Crop::check() const {
+  check_size(name().c_str(), options_.width(), options_.height());
+  TDRL_CHECK(options_.top() >= 0 && options_.left() >= 0, ValueError, name(),
+             ": the corner is top ", std::to_string(options_.top()), ", left ",
+             std::to_string(options_.left()), "; both must be >= 0");
 }
 
-torch::Tensor CenterCrop::apply_transform(const torch::Tensor& value, const NestedKey& key) {
+std::string Crop::to_string() const {
+  return "Crop(w=" + std::to_string(options_.width()) + ", h=" + std::to_string(options_.height()) +
+         ", top=" + std::to_string(options_.top()) + ", left=" + std::to_string(options_.left()) +
+         ", " + keys_to_string() + ")";
+}
+
+std::pair<int64_t, int64_t> Crop::corner(int64_t, int64_t) const {
+  return {options_.top(), options_.left()};
+}
+
+void Crop::check_fits(const NestedKey& key, int64_t height, int64_t width) const {
+  const int64_t h = options_.height(), w = options_.width();
+  if (h > height || w > width) {
+    throw ValueError(tensordict::detail::check_message(
+        name(), ": the entry ", key.to_string(), " is ", std::to_string(width), "x",
+        std::to_string(height), " pixels, smaller than the crop ", std::to_string(w), "x",
+        std::to_string(h), "; crop at most the image's size"));
+  }
+  const auto [top, left] = corner(height, width);
+  TDRL_CHECK(top + h <= height && left + w <= width, ValueError, name(), ": the ",
+             std::to_string(w), "x", std::to_string(h), " window at top ", std::to_string(top),
+             ", left ", std::to_string(left), " reaches past the entry ", key.to_string(), " (",
+             std::to_string(width), "x", std::to_string(height),
+             " pixels); lower top or left, or crop less");
+}
+
+torch::Tensor Crop::apply_transform(const torch::Tensor& value, const NestedKey& key) {
   check_image(value, key, name());
-  const int64_t h = value.size(-2);
-  const int64_t w = value.size(-1);
-  TDRL_CHECK(options_.height() <= h && options_.width() <= w, ValueError, "CenterCrop: the entry ",
-             key.to_string(), " is ", std::to_string(w), "x", std::to_string(h),
-             " pixels, smaller than the crop ", std::to_string(options_.width()), "x",
-             std::to_string(options_.height()), "; crop at most the image's size");
-  // torchvision's offsets: Python's round(), halves to even (nearbyint's default mode).
-  const auto top = static_cast<int64_t>(std::nearbyint((h - options_.height()) / 2.0));
-  const auto left = static_cast<int64_t>(std::nearbyint((w - options_.width()) / 2.0));
+  const int64_t h = value.size(-2), w = value.size(-1);
+  check_fits(key, h, w);
+  const auto [top, left] = corner(h, w);
   return value.narrow(-2, top, options_.height()).narrow(-1, left, options_.width()).contiguous();
 }
 
-specs::TensorSpecPtr CenterCrop::transform_output_leaf(const specs::TensorSpecPtr& spec,
-                                                       const NestedKey& in_key,
-                                                       const EnvSpecs& input) {
+specs::TensorSpecPtr Crop::transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                                 const NestedKey& in_key, const EnvSpecs& input) {
   auto shape = image_shape(*spec, in_key, input, name(), "[C, H, W]");
   const int64_t n = static_cast<int64_t>(shape.size());
-  TDRL_CHECK(options_.height() <= shape[n - 2] && options_.width() <= shape[n - 1], ValueError,
-             "CenterCrop: the entry ", in_key.to_string(), " has shape ", shape_str(shape),
-             ", smaller than the crop ", std::to_string(options_.width()), "x",
-             std::to_string(options_.height()), "; crop at most the image's size");
+  check_fits(in_key, shape[n - 2], shape[n - 1]);
   shape[n - 2] = options_.height();
   shape[n - 1] = options_.width();
   return image_spec_like(*spec, std::move(shape), name(), in_key);
+}
+
+CenterCrop::CenterCrop(CenterCropOptions options)
+    : Crop("CenterCrop", options, options.width(), options.height()),
+      centre_options_(std::move(options)) {}
+
+std::string CenterCrop::to_string() const {
+  return "CenterCrop(w=" + std::to_string(centre_options_.width()) +
+         ", h=" + std::to_string(centre_options_.height()) + ", " + keys_to_string() + ")";
+}
+
+std::pair<int64_t, int64_t> CenterCrop::corner(int64_t height, int64_t width) const {
+  // torchvision's offsets: Python's round(), halves to even (nearbyint's default mode).
+  return {static_cast<int64_t>(std::nearbyint((height - centre_options_.height()) / 2.0)),
+          static_cast<int64_t>(std::nearbyint((width - centre_options_.width()) / 2.0))};
 }
 
 // ---- CatFrames -------------------------------------------------------------------------------

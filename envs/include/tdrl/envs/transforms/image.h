@@ -1,7 +1,7 @@
 #pragma once
 
 /// Image transforms of pixel pipelines (TorchRL's and torchvision's): ToTensorImage, Resize,
-/// GrayScale, CenterCrop and CatFrames (frame stacking).
+/// GrayScale, Crop, CenterCrop and CatFrames (frame stacking).
 ///
 /// Layouts: an env's frames are uint8 `[*batch, H, W, 3]` (EnvBase's "pixels");
 /// ToTensorImage turns them into `[*batch, C, H, W]`, the layout every other transform here
@@ -160,7 +160,75 @@ class GrayScale : public KeyedTransform {
                                              const EnvSpecs& input) override;
 };
 
-// ---- CenterCrop --------------------------------------------------------------------------------
+// ---- Crop, CenterCrop --------------------------------------------------------------------------
+
+/// Options of Crop: the size, the top-left corner and the keys (in_keys default `{"pixels"}`,
+/// out_keys default the in_keys; no inverse keys).
+/// Example: `CropOptions(128, 20).top(6)`
+struct CropOptions : TransformKeysOptions<CropOptions> {
+  CropOptions(int64_t width, int64_t height) : width_(width), height_(height) {
+    in_keys({specs::kPixels});
+  }
+  /// The crop's width and height, each in [1, 8192].
+  TORCH_ARG(int64_t, width);
+  TORCH_ARG(int64_t, height);
+  /// The crop's first row and first column, >= 0; the crop must lie inside the image.
+  /// Default 0 (the top-left corner).
+  TORCH_ARG(int64_t, top) = 0;
+  TORCH_ARG(int64_t, left) = 0;
+
+ public:
+  /// width, height, top and left (the keys are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v.required()("width", width_, tensordict::fields::in_range(1, 8192), "crop width in pixels");
+    v.required()("height", height_, tensordict::fields::in_range(1, 8192), "crop height in pixels");
+    v("top", top_, tensordict::fields::at_least(0), "the crop's first row");
+    v("left", left_, tensordict::fields::at_least(0), "the crop's first column");
+  }
+};
+
+/// The `[*batch, C, height, width]` window of `[*batch, C, H, W]` images whose top-left pixel
+/// is (top, left) (TorchRL's Crop, torchvision's crop), e.g. the band of a picture where the
+/// task happens.
+///
+/// Keys (see KeyedTransform): on reset and under "next", writes each in_key cropped at its
+/// out_key. Specs: the out_keys keep their kind and bounds with the new height and width.
+/// Throws ValueError for a size outside [1, 8192], a negative top or left, no in_keys or
+/// inverse keys; when attached to an env: KeyError for a missing key, ShapeError for fewer than
+/// 3 dims past the batch dims, ValueError for a window reaching past the image.
+/// Example: `std::make_shared<Crop>(CropOptions(128, 20).top(6))`
+class Crop : public KeyedTransform {
+ public:
+  explicit Crop(CropOptions options);
+  const CropOptions& options() const { return options_; }
+
+  std::string to_string() const override;
+
+ protected:
+  /// A crop of `width` x `height` whose corner the subclass places (CenterCrop).
+  template <class Options>
+  Crop(const std::string& name, const TransformKeysOptions<Options>& keys, int64_t width,
+       int64_t height)
+      : KeyedTransform(name, keys, Inverse::kNone),
+        options_(CropOptions(width, height).in_keys(keys.in_keys()).out_keys(keys.out_keys())) {
+    check();
+  }
+  /// The window's top row and left column in an `height` x `width` image (checked to fit by
+  /// the caller). Default: options().top(), options().left().
+  virtual std::pair<int64_t, int64_t> corner(int64_t height, int64_t width) const;
+
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
+
+ private:
+  void check() const;
+  // Throws ValueError when the window does not fit an `height` x `width` entry at `key`.
+  void check_fits(const NestedKey& key, int64_t height, int64_t width) const;
+
+  CropOptions options_;
+};
 
 /// Options of CenterCrop: the size and the keys (in_keys default `{"pixels"}`, out_keys
 /// default the in_keys; no inverse keys).
@@ -183,29 +251,23 @@ struct CenterCropOptions : TransformKeysOptions<CenterCropOptions> {
 
 /// The centre `[*batch, C, height, width]` of `[*batch, C, H, W]` images (TorchRL's
 /// CenterCrop, torchvision's center_crop: the top-left corner at
-/// `round((H - height) / 2), round((W - width) / 2)`, halves rounded to even).
+/// `round((H - height) / 2), round((W - width) / 2)`, halves rounded to even): a Crop whose
+/// corner follows the image's size.
 ///
-/// Keys (see KeyedTransform): on reset and under "next", writes each in_key cropped at its
-/// out_key. Specs: the out_keys keep their kind and bounds with the new height and width.
-/// Throws ValueError for a size outside [1, 8192], no in_keys or inverse keys; when attached
-/// to an env: KeyError for a missing key, ShapeError for fewer than 3 dims past the batch
-/// dims, ValueError for a crop larger than the image.
+/// Keys, specs and errors: Crop's (a crop larger than the image is refused with ValueError).
 /// Example: `std::make_shared<CenterCrop>(CenterCropOptions(64, 64))`
-class CenterCrop : public KeyedTransform {
+class CenterCrop : public Crop {
  public:
   explicit CenterCrop(CenterCropOptions options);
-  const CenterCropOptions& options() const { return options_; }
+  const CenterCropOptions& options() const { return centre_options_; }
 
   std::string to_string() const override;
 
  protected:
-  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
-  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
-                                             const NestedKey& in_key,
-                                             const EnvSpecs& input) override;
+  std::pair<int64_t, int64_t> corner(int64_t height, int64_t width) const override;
 
  private:
-  CenterCropOptions options_;
+  CenterCropOptions centre_options_;
 };
 
 // ---- CatFrames ---------------------------------------------------------------------------------
