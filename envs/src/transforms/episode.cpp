@@ -121,13 +121,12 @@ TensorDict FrameSkipTransform::step_through(const TensorDict& root, const StepFn
   torch::Tensor reward = next.get(reward_key_);
   for (int64_t i = 1; i < frame_skip_; ++i) {
     if (next.get(specs::kDone).any().item<bool>()) break;
-    // Each repeat starts where the last one ended: the transforms below that carry state from
-    // the root to "next" (RewardSum's running sum, StepCounter's count, CatFrames' stack) read
-    // the last repeat's entries, with the same action.
-    TensorDict again = root.clone(/*recurse=*/false);
-    for (const auto& key : next.keys(/*include_nested=*/true, /*leaves_only=*/true))
-      if (key != reward_key_) again.set(key, next.get(key));
-    next = inner(again);
+    // Each repeat starts where the last one ended (step_mdp, keeping the action): the transforms
+    // below that carry state from the root to "next" (RewardSum's running sum, StepCounter's
+    // count, CatFrames' stack) read the last repeat's entries.
+    TensorDict stepped = root.clone(/*recurse=*/false);
+    stepped.set(specs::kNext, next);
+    next = inner(step_mdp(stepped, StepMdpOptions().exclude_action(false).reward_key(reward_key_)));
     reward = reward + next.get(reward_key_);
   }
   next.set(reward_key_, reward);
