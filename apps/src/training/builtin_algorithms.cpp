@@ -188,7 +188,7 @@ std::vector<std::string> single_optimizer_problems(const RunConfig& config) {
 // critic's own when its core must run in the collectors; else make_state_value makes it), and
 // their recurrent cores (null with model.core mlp).
 struct ActorCriticInputs {
-  NetworkInput actor_input{tensordict::NestedKey("observation"), 0, nullptr};
+  NetworkInput actor_input;
   std::optional<NetworkInput> critic_input;
   std::shared_ptr<modules::RecurrentModuleImpl> actor, critic;
 };
@@ -242,12 +242,12 @@ class PolicyGradientRecipe : public Recipe {
   explicit PolicyGradientRecipe(const Config& config) : config_(config) {}
 
   void build_acting(const RecipeContext& context) override {
-    inputs_ = build_stochastic_acting(*this, actor_, context);
+    inputs_.emplace(build_stochastic_acting(*this, actor_, context));
   }
 
   void build_learning(const RecipeContext& context) override {
     auto critic =
-        make_state_value(context.model(), context.env, inputs_.critic, inputs_.critic_input);
+        make_state_value(context.model(), context.env, inputs_->critic, inputs_->critic_input);
     if constexpr (std::is_same_v<Config, PPOConfig>) {
       pg_ = std::make_shared<losses::ClipPPOLoss>(actor_, critic, config_.loss);
     } else {
@@ -261,7 +261,9 @@ class PolicyGradientRecipe : public Recipe {
 
   int64_t epochs_per_batch() const override { return config_.num_epochs; }
   int64_t minibatch_size() const override { return config_.minibatch_size; }
-  int64_t sequence_length() const override { return inputs_.actor ? config_.sequence_length : 0; }
+  int64_t sequence_length() const override {
+    return inputs_ && inputs_->actor ? config_.sequence_length : 0;
+  }
 
   void before_epoch(const TensorDict& batch) override {
     torch::NoGradGuard no_grad;
@@ -271,7 +273,8 @@ class PolicyGradientRecipe : public Recipe {
  private:
   Config config_;
   modules::ProbabilisticActor actor_{nullptr};
-  ActorCriticInputs inputs_;
+  // Built by build_acting.
+  std::optional<ActorCriticInputs> inputs_;
   std::shared_ptr<losses::PolicyGradientLoss> pg_;
 };
 
