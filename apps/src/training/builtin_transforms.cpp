@@ -42,15 +42,6 @@ struct ObservationNormConfig : Section {
   }
 };
 
-// FrameSkipTransform takes its count alone; the config requires it (a skip of 1 does nothing).
-struct FrameSkipConfig : Section {
-  int64_t frame_skip = 1;
-  void fields(FieldVisitor& v) override {
-    v.required()("frame_skip", frame_skip, at_least(1),
-                 "env steps per action: the action is repeated, the rewards summed");
-  }
-};
-
 struct EmptyConfig : Section {
   void fields(FieldVisitor&) override {}
 };
@@ -162,13 +153,12 @@ void register_builtin_transforms() {
       "the stacks when sampling)",
       [](const ImageConfig<envs::CatFramesOptions>& c, const TransformContext&)
           -> envs::TransformPtr { return std::make_shared<envs::CatFrames>(c.keyed()); });
-  register_transform<FrameSkipConfig>(
+  register_transform<OptionsSection<envs::FrameSkipOptions>>(
       "frame_skip",
       "repeats each action frame_skip times, summing the rewards (action repeat; first in the "
       "list, the other transforms see each action's last step)",
-      [](const FrameSkipConfig& c, const TransformContext&) -> envs::TransformPtr {
-        return std::make_shared<envs::FrameSkipTransform>(c.frame_skip);
-      });
+      [](const OptionsSection<envs::FrameSkipOptions>& c, const TransformContext&)
+          -> envs::TransformPtr { return std::make_shared<envs::FrameSkipTransform>(c.options); });
   register_transform<OptionsSection<envs::StepCounterOptions>>(
       "step_counter", "counts steps (step_count) and truncates at max_steps",
       [](const OptionsSection<envs::StepCounterOptions>& c, const TransformContext&)

@@ -105,21 +105,21 @@ specs::CompositePtr InitTracker::transform_observation_spec(specs::CompositePtr 
 
 // ---- FrameSkipTransform ----------------------------------------------------------------------
 
-FrameSkipTransform::FrameSkipTransform(int64_t frame_skip) : frame_skip_(frame_skip) {
-  TDRL_CHECK(!(frame_skip_ < 1), ValueError, "FrameSkipTransform: frame_skip is ",
-             std::to_string(frame_skip_), "; it must be >= 1");
+FrameSkipTransform::FrameSkipTransform(FrameSkipOptions options) : options_(options) {
+  TDRL_CHECK(!(frame_skip() < 1), ValueError, "FrameSkipTransform: frame_skip is ",
+             std::to_string(frame_skip()), "; it must be >= 1");
 }
 
 std::string FrameSkipTransform::to_string() const {
-  return "FrameSkipTransform(frame_skip=" + std::to_string(frame_skip_) + ")";
+  return "FrameSkipTransform(frame_skip=" + std::to_string(frame_skip()) + ")";
 }
 
 TensorDict FrameSkipTransform::step_through(const TensorDict& root, const StepFn& inner) {
   // Each call gets its own shallow copy: the transforms below write their inverses into it.
-  if (frame_skip_ == 1) return inner(root);
+  if (frame_skip() == 1) return inner(root);
   TensorDict next = inner(root.clone(/*recurse=*/false));
   torch::Tensor reward = next.get(reward_key_);
-  for (int64_t i = 1; i < frame_skip_; ++i) {
+  for (int64_t i = 1; i < frame_skip(); ++i) {
     if (next.get(specs::kDone).any().item<bool>()) break;
     // Each repeat starts where the last one ended (step_mdp, keeping the action): the transforms
     // below that carry state from the root to "next" (RewardSum's running sum, StepCounter's

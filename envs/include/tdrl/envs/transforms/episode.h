@@ -102,6 +102,22 @@ class InitTracker : public Transform {
 
 // ---- FrameSkipTransform ------------------------------------------------------------------------
 
+/// Options of FrameSkipTransform. Converts from a count, so `FrameSkipTransform(4)` reads as
+/// before.
+/// Example: `FrameSkipOptions().frame_skip(4)`
+struct FrameSkipOptions {
+  /* implicit */ FrameSkipOptions(int64_t frame_skip = 1) : frame_skip_(frame_skip) {}
+  /// Env steps per action (>= 1; 1 repeats nothing).
+  TORCH_ARG(int64_t, frame_skip);
+
+ public:
+  /// frame_skip, required: a config that names the transform says how many steps to repeat.
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v.required()("frame_skip", frame_skip_, tensordict::fields::at_least(1),
+                 "env steps per action: the action is repeated, the rewards summed");
+  }
+};
+
 /// Repeats each action `frame_skip` times (TorchRL's FrameSkipTransform): one step of the
 /// transformed env steps the env below up to frame_skip times with the same root (action),
 /// summing the rewards, and stops early after a step where any sub-env is done (so a batched
@@ -116,8 +132,9 @@ class InitTracker : public Transform {
 /// Example: `env.append_transform(std::make_shared<FrameSkipTransform>(4));`
 class FrameSkipTransform : public Transform {
  public:
-  explicit FrameSkipTransform(int64_t frame_skip);
-  int64_t frame_skip() const { return frame_skip_; }
+  explicit FrameSkipTransform(FrameSkipOptions options);
+  const FrameSkipOptions& options() const { return options_; }
+  int64_t frame_skip() const { return options_.frame_skip(); }
 
   std::string name() const override { return "FrameSkipTransform"; }
   std::string to_string() const override;
@@ -126,7 +143,7 @@ class FrameSkipTransform : public Transform {
                                             const EnvSpecs& input) override;
 
  private:
-  int64_t frame_skip_;
+  FrameSkipOptions options_;
   NestedKey reward_key_{specs::kReward};
 };
 
