@@ -954,6 +954,17 @@ TEST(FrameSkipTransformTest, RepeatsTheSameActionThroughInverseTransformsBelow) 
 TEST(FrameSkipTransformTest, FrameSkipBelowOneThrowsValueError) {
   EXPECT_THAT([] { FrameSkipTransform f(0); },
               ThrowsMessage<ValueError>(HasSubstr("frame_skip is 0; it must be >= 1")));
+  EXPECT_THAT([] { FrameSkipTransform f(FrameSkipOptions().frame_skip(-2)); },
+              ThrowsMessage<ValueError>(HasSubstr("frame_skip is -2; it must be >= 1")));
+}
+
+// The options and the bare count build the same transform.
+TEST(FrameSkipTransformTest, OptionsAndCountAgree) {
+  FrameSkipTransform from_options(FrameSkipOptions().frame_skip(3));
+  FrameSkipTransform from_count(3);
+  EXPECT_EQ(from_options.options().frame_skip(), 3);
+  EXPECT_EQ(from_options.to_string(), from_count.to_string());
+  EXPECT_EQ(FrameSkipOptions().frame_skip(), 1);
 }
 
 }  // namespace
