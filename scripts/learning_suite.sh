@@ -54,8 +54,9 @@ target[sac_halfcheetah]=4000;      anchor[sac_halfcheetah]="CleanRL ~9.6k @ 1M"
 target[td3_hopper]=2500;           anchor[td3_hopper]="CleanRL 3.1k @ 1M"
 # The reduced budgets: frames, the target at that budget, seeds.
 budget[sac_halfcheetah]=100000;    budget_target[sac_halfcheetah]=3000;  budget_seeds[sac_halfcheetah]=3
-config_seeds[ppo_cartpole_pixels]=3
 budget[td3_hopper]=200000;         budget_target[td3_hopper]=1500;       budget_seeds[td3_hopper]=5
+# Fewer seeds at the configured budget (an hour a seed on one core); --seeds overrides.
+config_seeds[ppo_cartpole_pixels]=3
 order=(ppo_cartpole dqn_cartpole a2c_cartpole ppo_cartpole_lstm ppo_cartpole_masked_mlp
   dqn_cartpole_lstm ppo_pendulum_lstm dqn_cartpole_pixels ppo_cartpole_pixels sac_pendulum td3_pendulum ddpg_pendulum ppo_invertedpendulum ppo_halfcheetah sac_halfcheetah
   td3_hopper)
