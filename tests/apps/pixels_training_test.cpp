@@ -1,6 +1,6 @@
 // Tests of training from pixels in the apps: the image transforms of env.transforms, the
 // ConvNet encoder of model.encoder, the replay buffer storing single frames and stacking them
-// again when sampling, and the configs refused around them.
+// again when sampling, train.random_shift, and the configs refused around them.
 
 #include <memory>
 #include <string>
@@ -233,6 +233,63 @@ TEST(PixelsTrainingTest, ARecurrentCoreReadsTheEncodersFeatures) {
   }
 }
 
+// train.random_shift: the losses read each minibatch's frames shifted (root and next, each
+// image by its own draw), while the batch and the replay buffer keep them as collected.
+TEST(PixelsTrainingTest, RandomShiftAugmentsWhatTheLossesReadOnly) {
+  for (const std::string algo : {"ppo", "dqn"}) {
+    SCOPED_TRACE(algo);
+    register_builtin_components();
+    TempDir tmp;
+    Trainer trainer(load_config_string(pixels_yaml(algo), {"train.random_shift.pad=2"}),
+                    RunDir::create(tmp.path().string(), "t"));
+    std::vector<TensorDict> batches;
+    trainer.add_hook(HookPoint::kBatch, [&](Trainer& t) { batches.push_back(t.batch().clone()); });
+    ASSERT_TRUE(trainer.train());
+    EXPECT_GT(trainer.updates(), 0);
+    for (const auto& p : trainer.recipe().loss->parameters())
+      EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+    // What the losses read of a minibatch: every frame stack a window of its padded self, not
+    // all at the centre; the minibatch unchanged.
+    const auto minibatch = batches.back().reshape({-1});
+    const auto before = minibatch.clone();
+    const auto input = trainer.loss_input(minibatch);
+    for (const tensordict::NestedKey key :
+         {tensordict::NestedKey("pixels"), tensordict::NestedKey({"next", "pixels"})}) {
+      const auto original = minibatch.get(key).to(torch::kFloat32);
+      const auto shifted = input.get(key).to(torch::kFloat32);
+      ASSERT_EQ(shifted.sizes(), original.sizes());
+      const auto padded = torch::nn::functional::pad(
+          original, torch::nn::functional::PadFuncOptions({2, 2, 2, 2}).mode(torch::kReplicate));
+      int64_t centred = 0;
+      for (int64_t i = 0; i < original.size(0); ++i) {
+        bool window = false;
+        for (int64_t top = 0; top <= 4 && !window; ++top)
+          for (int64_t left = 0; left <= 4 && !window; ++left)
+            window = torch::equal(padded[i].narrow(-2, top, 16).narrow(-1, left, 16), shifted[i]);
+        EXPECT_TRUE(window) << key.to_string() << " row " << i;
+        centred += torch::equal(original[i], shifted[i]);
+      }
+      EXPECT_LT(centred, original.size(0));
+      EXPECT_TRUE(torch::equal(minibatch.get(key), before.get(key)));
+    }
+    if (algo == "dqn") {
+      // The first batch as stored: each row's single frame is the newest of the collected
+      // stack (2 envs, time-major rows).
+      const auto stored = trainer.recipe().replay->storage()->column("pixels");
+      const auto& first = batches.front();
+      for (int64_t s = 0; s < 32; s += 5)
+        for (int64_t e = 0; e < 2; ++e)
+          EXPECT_TRUE(torch::equal(stored[s * 2 + e], first.get("pixels")[e][s].narrow(0, 2, 1)))
+              << "step " << s << " env " << e;
+    }
+  }
+  // Without it, the losses read the minibatch itself.
+  TempDir tmp;
+  Trainer plain(pixels_config("ppo"), RunDir::create(tmp.path().string(), "t"));
+  const TensorDict td({{"pixels", torch::zeros({4, 3, 16, 16}, torch::kUInt8)}}, {4});
+  EXPECT_TRUE(torch::equal(plain.loss_input(td).get("pixels"), td.get("pixels")));
+}
+
 // What the model reads must be what the env gives, and stacked frames must fit the buffer.
 TEST(PixelsTrainingTest, RefusesModelsAndBuffersThatDoNotFitThePixels) {
   const auto refused = [](const RunConfig& config) {
@@ -269,6 +326,9 @@ TEST(PixelsTrainingTest, RefusesModelsAndBuffersThatDoNotFitThePixels) {
     EXPECT_THAT(refused(load_config_string(pixels_yaml("dqn"), {"model.share_encoder=true"})),
                 HasSubstr("'model.share_encoder' is true, but dqn trains one network"));
   }
+  // A random shift needs pixels the networks read.
+  EXPECT_THAT(refused(tiny_config("ppo", {"train.random_shift.pad=2"})),
+              HasSubstr("'train.random_shift.pad' is 2, but model.encoder is none"));
   // SAC's critics have no place for an encoder.
   {
     register_builtin_components();

@@ -1,5 +1,5 @@
-// The image transforms: ToTensorImage, Resize, GrayScale, CenterCrop and CatFrames (frame
-// stacking in an env and along a trajectory's time dim).
+// The image transforms: ToTensorImage, Resize, GrayScale, Crop, CenterCrop, RandomShift and
+// CatFrames (frame stacking in an env and along a trajectory's time dim).
 
 #include <tdrl/envs/cartpole.h>
 #include <tdrl/envs/drawing.h>
@@ -7,6 +7,8 @@
 
 #include <iomanip>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -424,6 +426,105 @@ TEST(CenterCropTest, ACropLargerThanTheImageIsRefused) {
   const auto full = base->render().permute({2, 0, 1}).to(torch::kFloat32) / 255.0;
   EXPECT_TRUE(torch::equal(root.get("pixels"), full.narrow(1, 3, 6).narrow(2, 4, 8)));
   check_env_specs(env);
+}
+
+// ---- RandomShift ---------------------------------------------------------------------------
+
+// The corner (top, left) in the image padded by `pad` (border pixels repeated) at which the
+// `[C, H, W]` `shifted` is a window of `image`; nullopt when none is.
+std::optional<std::pair<int64_t, int64_t>> shift_of(const torch::Tensor& image,
+                                                    const torch::Tensor& shifted, int64_t pad) {
+  const auto padded = torch::nn::functional::pad(
+      image.to(torch::kFloat32).unsqueeze(0),
+      torch::nn::functional::PadFuncOptions({pad, pad, pad, pad}).mode(torch::kReplicate))[0];
+  const int64_t h = image.size(-2), w = image.size(-1);
+  for (int64_t top = 0; top <= 2 * pad; ++top)
+    for (int64_t left = 0; left <= 2 * pad; ++left)
+      if (torch::equal(padded.narrow(-2, top, h).narrow(-1, left, w), shifted.to(torch::kFloat32)))
+        return std::make_pair(top, left);
+  return std::nullopt;
+}
+
+TEST(RandomShiftTest, EachImageIsAWindowOfItsReplicatePaddedSelf) {
+  torch::manual_seed(0);
+  // Distinct values everywhere, so that each window is told apart.
+  const auto images = torch::randperm(6 * 2 * 9 * 11, torch::kInt64)
+                          .remainder(256)
+                          .to(torch::kUInt8)
+                          .reshape({2, 3, 2, 9, 11});
+  const int64_t pad = 3;
+  const auto out = RandomShift(RandomShiftOptions(pad)).forward(pixels_td(images, {2, 3}));
+  const auto shifted = out.get("pixels");
+  EXPECT_EQ(shifted.sizes(), images.sizes());
+  EXPECT_EQ(shifted.scalar_type(), torch::kUInt8);
+  std::set<std::pair<int64_t, int64_t>> corners;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      const auto corner = shift_of(images[i][j], shifted[i][j], pad);
+      ASSERT_TRUE(corner.has_value()) << "image " << i << ", " << j;
+      corners.insert(*corner);
+    }
+  // One draw per image: six images over 49 corners all at one corner would mean one draw.
+  EXPECT_GT(corners.size(), 1u);
+}
+
+TEST(RandomShiftTest, FrameStacksMoveTogetherAndFloatsStayFloat) {
+  torch::manual_seed(1);
+  // Two channels of the same picture: a stack whose frames agree must still agree.
+  const auto one = torch::rand({8, 1, 12, 12});
+  const auto out =
+      RandomShift(RandomShiftOptions(2)).forward(pixels_td(one.repeat({1, 2, 1, 1}), {8}));
+  const auto shifted = out.get("pixels");
+  EXPECT_EQ(shifted.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(shifted.select(1, 0), shifted.select(1, 1)));
+  for (int64_t i = 0; i < 8; ++i)
+    EXPECT_TRUE(shift_of(one[i], shifted[i].narrow(0, 0, 1), 2).has_value()) << "image " << i;
+}
+
+TEST(RandomShiftTest, TheSameSeedGivesTheSameShiftsAndEachKeyItsOwn) {
+  const auto images = torch::arange(16 * 10 * 10, torch::kFloat32).reshape({16, 1, 10, 10});
+  TensorDict td({{"pixels", images}, {"next", TensorDict({{"pixels", images}}, {16})}}, {16});
+  RandomShift shift(RandomShiftOptions(4).in_keys({"pixels", NestedKey({"next", "pixels"})}));
+  torch::manual_seed(7);
+  const auto a = shift.forward(td.clone());
+  torch::manual_seed(7);
+  const auto b = shift.forward(td.clone());
+  EXPECT_TRUE(torch::equal(a.get("pixels"), b.get("pixels")));
+  EXPECT_TRUE(torch::equal(a.get({"next", "pixels"}), b.get({"next", "pixels"})));
+  // DrQ shifts the observation and the next one independently.
+  EXPECT_FALSE(torch::equal(a.get("pixels"), a.get({"next", "pixels"})));
+  // pad 0: unchanged.
+  EXPECT_TRUE(
+      torch::equal(RandomShift(RandomShiftOptions(0)).forward(td.clone()).get("pixels"), images));
+  EXPECT_EQ(shift.to_string(), "RandomShift(pad=4, in_keys=['pixels', ('next', 'pixels')])");
+}
+
+TEST(RandomShiftTest, BadOptionsInputsAndAnEnvAreRefused) {
+  EXPECT_THAT([] { RandomShift(RandomShiftOptions(-1)); },
+              ThrowsMessage<ValueError>(HasSubstr("RandomShift: pad is -1; it must be >= 0")));
+  RandomShift shift;
+  EXPECT_THAT(
+      [&] {
+        shift.forward(pixels_td(torch::zeros({4, 4})));
+      },
+      ThrowsMessage<ShapeError>(HasSubstr("the entry 'pixels' has shape [4, 4]")));
+  EXPECT_THAT(
+      [&] {
+        shift.forward(pixels_td(torch::zeros({1, 4, 4}, torch::kInt64)));
+      },
+      ThrowsMessage<TypeError>(HasSubstr("images must be uint8 or floating")));
+  // A key the sample lacks is skipped (KeyedTransform), e.g. next pixels a minibatch lacks.
+  const auto other = torch::ones({1, 4, 4});
+  EXPECT_TRUE(
+      torch::equal(shift.forward(TensorDict({{"other", other.clone()}}, {})).get("other"), other));
+  TDRL_NEEDS_CAIRO();
+  // In an env it would shift what the policy acts on: refused, and the env is left as it was.
+  TransformedEnv env(pixel_cartpole({}, 16, 12), std::make_shared<ToTensorImage>());
+  EXPECT_THAT([&] { env.append_transform(std::make_shared<RandomShift>()); },
+              ThrowsMessage<ValueError>(HasSubstr("it augments samples")));
+  EXPECT_EQ(env.observation_spec()->get("pixels")->shape(), (Shape{3, 12, 16}));
+  env.set_seed(0);
+  EXPECT_EQ(env.reset().get("pixels").sizes(), (Shape{3, 12, 16}));
 }
 
 // ---- CatFrames in an env -------------------------------------------------------------------

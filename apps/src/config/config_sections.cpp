@@ -7,6 +7,7 @@
 #include <tdrl/apps/progress.h>
 #include <tdrl/apps/registry.h>
 #include <tdrl/envs/registry.h>
+#include <tdrl/envs/transforms/image.h>
 #include <tdrl/modules/mlp_options.h>
 
 #include "config/config_text.h"
@@ -156,6 +157,16 @@ void TrainSection::fields(FieldVisitor& v) {
   v("cuda_graph", cuda_graph,
     "capture each gradient update (loss, backward, clipping, optimiser steps, soft target "
     "update) once as a CUDA graph and replay it: device cuda and optim.name adam only");
+  v.section("random_shift", random_shift,
+            "DrQ's random shift of the pixels (and next pixels) of every minibatch the losses "
+            "read (envs::RandomShift; model.encoder convnet)");
+}
+
+void RandomShiftSection::fields(FieldVisitor& v) {
+  // The library's options declare the field; the visitor reads and writes it through them.
+  envs::RandomShiftOptions options(pad);
+  options.fields(v);
+  pad = options.pad();
 }
 
 void LoggerSection::fields(FieldVisitor& v) {

@@ -144,6 +144,10 @@ std::vector<std::string> model_input_problems(const RunConfig& config, const Env
   const auto& model = config.model;
   const std::string shape = tensordict::shape_str(info.pixels_shape);
   if (model.encoder == "none") {
+    if (const int64_t pad = config.train.random_shift.pad; pad > 0)
+      return {"'train.random_shift.pad' is " + std::to_string(pad) +
+              ", but model.encoder is none: the networks read no [C, H, W] pixels to shift; set "
+              "model.encoder: convnet, or remove train.random_shift"};
     if (model.share_encoder)
       return {
           "'model.share_encoder' is true, but model.encoder is none, which builds no encoder to "

@@ -21,6 +21,7 @@
 
 #include <tdrl/collectors/distributed_collector.h>
 #include <tdrl/collectors/multi_collector.h>
+#include <tdrl/envs/transforms/image.h>
 #include <tdrl/modules/optimizer_state.h>
 #include <tdrl/specs/keys.h>
 #include <tensordict/errors.h>
@@ -373,6 +374,9 @@ Trainer::Trainer(RunConfig config, RunDir run, bool resume)
   }
   update_ = std::make_unique<detail::UpdateStep>(*recipe_, config_.optim.max_grad_norm,
                                                  config_.train.cuda_graph);
+  if (const int64_t pad = config_.train.random_shift.pad; pad > 0)
+    random_shift_ = std::make_shared<envs::RandomShift>(envs::RandomShiftOptions(pad).in_keys(
+        {NestedKey(specs::kPixels), NestedKey({specs::kNext, specs::kPixels})}));
   collector_ = detail::make_collector(config_.collector, env_, *recipe_, run_, device_);
   collector_->set_seed(seeds_.envs);
   // Minibatches, replay samples and the policy's own sampling draw from this stream.
@@ -501,11 +505,17 @@ void Trainer::record_episodes(const TensorDict& batch) {
   }
 }
 
+TensorDict Trainer::loss_input(const TensorDict& minibatch) const {
+  if (!random_shift_) return minibatch;
+  // Shifted copies: the batch (and the replay buffer) keep the frames as collected.
+  return random_shift_->forward(minibatch.clone(/*recurse=*/false));
+}
+
 void Trainer::update_on(const TensorDict& minibatch) {
   std::vector<size_t> active;
   for (size_t i = 0; i < recipe_->optimizers.size(); ++i)
     if (updates_ % recipe_->optimizers[i].period == 0) active.push_back(i);
-  const TensorDict seen = update_->run(minibatch, active);
+  const TensorDict seen = update_->run(loss_input(minibatch), active);
   if (recipe_->replay && recipe_->updates_priorities())
     recipe_->replay->update_tensordict_priority(seen);
   ++updates_;

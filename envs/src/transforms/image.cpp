@@ -300,6 +300,45 @@ std::pair<int64_t, int64_t> CenterCrop::corner(int64_t height, int64_t width) co
           static_cast<int64_t>(std::nearbyint((width - centre_options_.width()) / 2.0))};
 }
 
+// ---- RandomShift -----------------------------------------------------------------------------
+
+RandomShift::RandomShift(RandomShiftOptions options)
+    : KeyedTransform("RandomShift", options, Inverse::kNone), options_(std::move(options)) {
+  TDRL_CHECK(options_.pad() >= 0, ValueError, name(), ": pad is ", std::to_string(options_.pad()),
+             "; it must be >= 0 (0: no shift)");
+}
+
+std::string RandomShift::to_string() const {
+  return "RandomShift(pad=" + std::to_string(options_.pad()) + ", " + keys_to_string() + ")";
+}
+
+torch::Tensor RandomShift::apply_transform(const torch::Tensor& value, const NestedKey& key) {
+  check_image(value, key, name());
+  const int64_t pad = options_.pad();
+  if (pad == 0 || value.numel() == 0) return value;
+  const int64_t c = value.size(-3), h = value.size(-2), w = value.size(-1);
+  const auto flat = value.reshape({-1, c, h, w});
+  const int64_t n = flat.size(0);
+  const auto on = torch::TensorOptions().dtype(torch::kInt64).device(value.device());
+  // The window's rows and columns in the padded image, clamped into the original: reading the
+  // nearest border pixel is replicate padding, without padding kernels (which lack uint8).
+  const auto window = [&](int64_t size) {
+    const auto corner = torch::randint(0, 2 * pad + 1, {n, 1}, on);
+    return (corner + torch::arange(size, on).unsqueeze(0) - pad).clamp(0, size - 1);
+  };
+  const auto rows = window(h).view({n, 1, h, 1}).expand({n, c, h, w});
+  const auto cols = window(w).view({n, 1, 1, w}).expand({n, c, h, w});
+  return flat.gather(2, rows).gather(3, cols).reshape(value.sizes());
+}
+
+specs::TensorSpecPtr RandomShift::transform_output_leaf(const specs::TensorSpecPtr&,
+                                                        const NestedKey& in_key, const EnvSpecs&) {
+  throw ValueError(tensordict::detail::check_message(
+      name(), ": attached to an env (at ", in_key.to_string(),
+      "), it would shift the frames the policy acts on; it augments samples: apply its "
+      "forward() to replay samples or minibatches (tdrl-train: train.random_shift)"));
+}
+
 // ---- CatFrames -------------------------------------------------------------------------------
 
 CatFrames::CatFrames(CatFramesOptions options)

@@ -196,9 +196,18 @@ struct CheckpointSection : Section {
   void fields(FieldVisitor& v) override;
 };
 
+/// `train.random_shift:` DrQ's random shift of each minibatch's pixels (envs::RandomShift;
+/// its options' declared fields, kept here as values so that this header stays light).
+struct RandomShiftSection : Section {
+  /// envs::RandomShiftOptions::pad; 0 (the default here): no augmentation.
+  int64_t pad = 0;
+  void fields(FieldVisitor& v) override;
+};
+
 /// `train:`: how the updates run.
 struct TrainSection : Section {
   bool cuda_graph = false;
+  RandomShiftSection random_shift;
   void fields(FieldVisitor& v) override;
 };
 

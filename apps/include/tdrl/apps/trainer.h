@@ -25,6 +25,10 @@ namespace spdlog {
 class logger;
 }  // namespace spdlog
 
+namespace tdrl::envs {
+class RandomShift;
+}  // namespace tdrl::envs
+
 namespace tdrl::apps {
 
 namespace detail {
@@ -149,6 +153,11 @@ class Trainer {
 
   void add_hook(HookPoint point, std::function<void(Trainer&)> hook);
 
+  /// A minibatch as the losses read it: with train.random_shift, a shallow copy whose "pixels"
+  /// and ("next", "pixels") (those present) are shifted, each image and key by its own draw
+  /// (envs::RandomShift); else `minibatch` itself. `minibatch` is not changed.
+  TensorDict loss_input(const TensorDict& minibatch) const;
+
   int64_t frames() const { return frames_; }
   int64_t updates() const { return updates_; }
   int64_t episodes() const { return episodes_; }
@@ -226,6 +235,8 @@ class Trainer {
   std::map<std::string, double> metrics_;
   std::vector<MetricsPart> metrics_parts_;
   std::unique_ptr<detail::UpdateStep> update_;  // the gradient update and its running sums
+  // train.random_shift of "pixels" and ("next", "pixels"); null when off.
+  std::shared_ptr<envs::RandomShift> random_shift_;
   // An episode's return in the env's units, its return after reward transforms, its length.
   struct EpisodeTally {
     double env_return = 0;

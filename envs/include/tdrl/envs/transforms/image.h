@@ -1,7 +1,8 @@
 #pragma once
 
 /// Image transforms of pixel pipelines (TorchRL's and torchvision's): ToTensorImage, Resize,
-/// GrayScale, Crop, CenterCrop and CatFrames (frame stacking).
+/// GrayScale, Crop, CenterCrop and CatFrames (frame stacking); and RandomShift, DrQ's data
+/// augmentation of sampled frames.
 ///
 /// Layouts: an env's frames are uint8 `[*batch, H, W, 3]` (EnvBase's "pixels");
 /// ToTensorImage turns them into `[*batch, C, H, W]`, the layout every other transform here
@@ -268,6 +269,60 @@ class CenterCrop : public Crop {
 
  private:
   CenterCropOptions centre_options_;
+};
+
+// ---- RandomShift -------------------------------------------------------------------------------
+
+/// Options of RandomShift: the padding and the keys (in_keys default `{"pixels"}`, out_keys
+/// default the in_keys; no inverse keys).
+/// Example: `RandomShiftOptions(4).in_keys({"pixels", {"next", "pixels"}})`
+struct RandomShiftOptions : TransformKeysOptions<RandomShiftOptions> {
+  explicit RandomShiftOptions(int64_t pad = 4) : pad_(pad) { in_keys({specs::kPixels}); }
+  /// The largest shift in pixels, >= 0 (0: the images are returned unchanged). Default 4,
+  /// DrQ's for 84x84 frames.
+  TORCH_ARG(int64_t, pad);
+
+ public:
+  /// pad (the keys are the caller's wiring).
+  void fields(tensordict::fields::FieldVisitor& v) {
+    v("pad", pad_, tensordict::fields::at_least(0),
+      "largest shift in pixels of DrQ's random shift (0: off)");
+  }
+};
+
+/// DrQ's random shift (Kostrikov et al. 2020, `RandomShiftsAug`): each image of
+/// `[*batch, C, H, W]` is padded by `pad` pixels on every side, repeating its border pixels,
+/// and cropped back to H x W at a corner drawn uniformly from [0, 2 pad] in each direction,
+/// one draw per image (the C channels of a frame stack move together) and per key, from
+/// LibTorch's default generator (so torch::manual_seed makes it reproducible). The dtype is
+/// kept (uint8 frames stay uint8).
+///
+/// It augments samples, not an env's frames: apply it with forward() to a replay sample or a
+/// minibatch (tdrl-train's `train.random_shift`), with in_keys naming both "pixels" and
+/// ("next", "pixels") where the loss reads both (each gets its own shift, as in DrQ).
+///
+/// Keys (see KeyedTransform): forward() writes each in_key shifted at its out_key (an in_key
+/// the sample lacks is skipped).
+/// Throws ValueError for a negative pad, no in_keys or inverse keys, and when attached to an
+/// env (the env is left as it was); from forward(): ShapeError for fewer than 3 dims,
+/// TypeError for a dtype other than uint8 or floating.
+/// Example: `replay.append_transform([t = std::make_shared<RandomShift>(options)](TensorDict
+/// td) { return t->forward(std::move(td)); });`
+class RandomShift : public KeyedTransform {
+ public:
+  explicit RandomShift(RandomShiftOptions options = RandomShiftOptions());
+  const RandomShiftOptions& options() const { return options_; }
+
+  std::string to_string() const override;
+
+ protected:
+  torch::Tensor apply_transform(const torch::Tensor& value, const NestedKey& in_key) override;
+  specs::TensorSpecPtr transform_output_leaf(const specs::TensorSpecPtr& spec,
+                                             const NestedKey& in_key,
+                                             const EnvSpecs& input) override;
+
+ private:
+  RandomShiftOptions options_;
 };
 
 // ---- CatFrames ---------------------------------------------------------------------------------
