@@ -16,6 +16,8 @@
 // - Pixels/FrameStack/Ours: replay::FrameStack stacking 4 frames for a sample of 32 steps from
 //   a storage of 8 interleaved envs' single 64x64 grey frames (episodes of 50 steps). /Raw: the
 //   same walk back (stored and same-episode checks) and gathers by hand.
+// - Pixels/RandomShift/Ours: envs::RandomShift(pad 4) of a minibatch of 32 4-stacked 64x64
+//   grey frames, "pixels" and ("next", "pixels"). /Raw: the same draws and gathers by hand.
 //
 // One core: torch::set_num_threads(1) and Mesa's llvmpipe rendering on the calling thread
 // (LP_NUM_THREADS=0, set before the first GL context).
@@ -305,6 +307,48 @@ void pixels_frame_stack_raw(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kSample);
 }
 
+// A sampled minibatch of 32 4-stacked 64x64 grey frames, root and next, as the losses read
+// them under train.random_shift (pad 4: DrQ's).
+constexpr int64_t kPad = 4;
+
+tensordict::TensorDict shift_sample() {
+  torch::manual_seed(0);
+  tensordict::TensorDict td({}, {kSample});
+  td.set("pixels", torch::randint(0, 256, {kSample, kStack, kSide, kSide}, torch::kUInt8));
+  td.set({"next", "pixels"},
+         torch::randint(0, 256, {kSample, kStack, kSide, kSide}, torch::kUInt8));
+  return td;
+}
+
+void pixels_random_shift_ours(benchmark::State& state) {
+  const auto sample = shift_sample();
+  envs::RandomShift shift(envs::RandomShiftOptions(kPad).in_keys(
+      {tensordict::NestedKey("pixels"), tensordict::NestedKey({"next", "pixels"})}));
+  time_calls(state, [&] { return shift.forward(sample.clone(false)); });
+  state.SetItemsProcessed(state.iterations() * kSample);
+}
+
+void pixels_random_shift_raw(benchmark::State& state) {
+  const auto sample = shift_sample();
+  const auto on = torch::TensorOptions().dtype(torch::kInt64);
+  const auto window = [&](int64_t size) {
+    const auto corner = torch::randint(0, 2 * kPad + 1, {kSample, 1}, on);
+    return (corner + torch::arange(size, on).unsqueeze(0) - kPad).clamp(0, size - 1);
+  };
+  const auto shifted = [&](const torch::Tensor& x) {
+    const auto rows = window(kSide).view({kSample, 1, kSide, 1}).expand(x.sizes());
+    const auto cols = window(kSide).view({kSample, 1, 1, kSide}).expand(x.sizes());
+    return x.gather(2, rows).gather(3, cols);
+  };
+  time_calls(state, [&] {
+    auto out = sample.clone(false);
+    out.set("pixels", shifted(out.get("pixels")));
+    out.set({"next", "pixels"}, shifted(out.get({"next", "pixels"})));
+    return out;
+  });
+  state.SetItemsProcessed(state.iterations() * kSample);
+}
+
 std::string cartpole_name(int64_t w, int64_t h, const char* side) {
   return "BM_Render/CartPole/" + std::to_string(w) + "x" + std::to_string(h) + "/" + side;
 }
@@ -334,6 +378,10 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("BM_Pixels/FrameStack/Ours", pixels_frame_stack_ours)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Pixels/FrameStack/Raw", pixels_frame_stack_raw)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Pixels/RandomShift/Ours", pixels_random_shift_ours)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Pixels/RandomShift/Raw", pixels_random_shift_raw)
       ->Unit(benchmark::kMicrosecond);
 }
 
@@ -374,6 +422,8 @@ void print_tables(const RatioReporter& reporter, std::ostream& os) {
   };
   per_frame("ToTensorImage(uint8) + GrayScale + CatFrames(4), 8 envs, 64x64", "Transforms", kEnvs);
   per_frame("FrameStack(4) at sampling, 32 steps, 64x64 grey", "FrameStack", kSample);
+  per_frame("RandomShift(4) of a minibatch, 32 4-stacked 64x64 grey, root and next", "RandomShift",
+            kSample);
 }
 
 void describe(std::ostream& os) {
